@@ -1,0 +1,33 @@
+// max_pool2d / avg_pool2d over NCHW [N,C,H,W] -> [N,C,OH,OW], f32 math.
+// bindings: 0 x, 1 out, 2 params. grid: 1 thread per output element.
+// Padding is -inf for max and 0 for avg; avg divides by KH*KW (count_include_pad, as torch).
+struct Params { total: u32, H: u32, W: u32, OH: u32, OW: u32, KH: u32, KW: u32, sh: u32,
+                sw: u32, ph: u32, pw: u32 }
+@group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+override WG: u32 = 256;
+override MAX: bool = true;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let e = (wid.y * nwg.x + wid.x) * WG + lid;
+    if (e >= p.total) { return; }
+    let ox = e % p.OW;
+    let oy = (e / p.OW) % p.OH;
+    let plane = e / (p.OW * p.OH);
+    var acc = select(0.0, -3.4028234663852886e38, MAX);
+    for (var i = 0u; i < p.KH; i++) {
+        let iy = i32(oy * p.sh + i) - i32(p.ph);
+        if (iy < 0 || iy >= i32(p.H)) { continue; }
+        for (var j = 0u; j < p.KW; j++) {
+            let ix = i32(ox * p.sw + j) - i32(p.pw);
+            if (ix < 0 || ix >= i32(p.W)) { continue; }
+            let v = f32(x[(plane * p.H + u32(iy)) * p.W + u32(ix)]);
+            acc = select(acc + v, max(acc, v), MAX);
+        }
+    }
+    out[e] = {{T}}(select(acc / f32(p.KH * p.KW), acc, MAX));
+}

@@ -1,0 +1,73 @@
+// reduce: out[r] = OP(x[r, 0..n]) over rows of a contiguous [rows, n] input, f32/i32/u32 math.
+// bindings: 0 x, 1 out, 2 params. grid: one workgroup per row (rows spread over x and y).
+// OP: 0 sum, 1 max, 2 min, 3 prod, 4 argmax (first index of the maximum; out is i32).
+// The result is multiplied by `scale` (a f32 bit pattern; 1/n for mean) for float sums.
+struct Params { rows: u32, n: u32, x_off: u32, scale: u32 }
+@group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
+@group(0) @binding(1) var<storage, read_write> out: array<{{OUT}}>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+override OP: u32 = 0u;
+const WG: u32 = 256u;
+var<workgroup> vals: array<{{ACC}}, 256>;
+var<workgroup> idxs: array<u32, 256>;
+
+fn combine(a: {{ACC}}, b: {{ACC}}) -> {{ACC}} {
+    switch OP {
+        case 1u: { return max(a, b); }
+        case 2u: { return min(a, b); }
+        case 3u: { return a * b; }
+        default: { return a + b; }
+    }
+}
+
+fn identity() -> {{ACC}} {
+    switch OP {
+        case 1u, 4u: { return {{LOWEST}}; }
+        case 2u: { return {{HIGHEST}}; }
+        case 3u: { return {{ACC}}(1); }
+        default: { return {{ACC}}(0); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let row = wid.y * nwg.x + wid.x;
+    if (row >= p.rows) { return; }     // uniform per workgroup: barriers stay uniform
+    let base = p.x_off + row * p.n;
+    var acc = identity();
+    var best = 0xffffffffu;
+    for (var j = lid; j < p.n; j += WG) {
+        let v = {{ACC}}(x[base + j]);
+        if (OP == 4u) {
+            if (v > acc || best == 0xffffffffu) { acc = v; best = j; }
+        } else {
+            acc = combine(acc, v);
+        }
+    }
+    vals[lid] = acc;
+    idxs[lid] = best;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            if (OP == 4u) {
+                let v = vals[lid + s];
+                let k = idxs[lid + s];
+                let take = k != 0xffffffffu && (idxs[lid] == 0xffffffffu || v > vals[lid]
+                           || (v == vals[lid] && k < idxs[lid]));
+                if (take) { vals[lid] = v; idxs[lid] = k; }
+            } else {
+                vals[lid] = combine(vals[lid], vals[lid + s]);
+            }
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        if (OP == 4u) {
+            out[row] = {{OUT}}(idxs[0]);
+        } else {
+            out[row] = {{OUT}}({{SCALE}});
+        }
+    }
+}

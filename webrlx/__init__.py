@@ -1,0 +1,14 @@
+"""webrlx: build tensor graphs, compile them to WGSL compute kernels, run them through WebGPU
+(natively on wgpu-py, in the browser under Pyodide) with one API."""
+from . import nn
+from .backends.auto import device, device_async
+from .dtype import bool_, float16, float32, int32, uint32
+from .graph import Graph
+from .runtime.executable import Executable, InputError, compile
+from .shape import ShapeError
+from .tensor import Tensor, concat, where
+
+__version__ = "0.1.0"
+__all__ = ["Graph", "Tensor", "Executable", "compile", "device", "device_async", "concat",
+           "where", "nn", "InputError", "ShapeError", "float32", "float16", "int32", "uint32",
+           "bool_"]

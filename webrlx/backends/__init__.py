@@ -1,0 +1,1 @@
+"""Backends: the small contract every device implements (base), and the implementations."""

@@ -1,0 +1,269 @@
+"""Browser backend: the Backend contract over `navigator.gpu`, bridged with `pyodide.ffi`.
+
+Works on the main thread, in a Web Worker and in the JupyterLite kernel (`navigator`, never
+`window`). Imports cleanly outside Pyodide (IN_PYODIDE guard) so its pure parts are tested natively.
+
+Waiting is async in the browser. The sync forms (`create_backend`, `read_buffer`, validation
+checks at pipeline creation) use `pyodide.ffi.run_sync`, which needs JSPI: Python must have been
+entered through `pyodide.runPythonAsync` on a browser that has it (Chromium 137+). Without JSPI,
+validation errors of pipelines and bind groups are collected and raised by the next
+`read_buffer_async`, the one await of every run, so no extra await is spent per run.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, Copy, DeviceInfo, Dispatch
+
+IN_PYODIDE = "_pyodide_core" in sys.modules
+if IN_PYODIDE:
+    import js
+    import pyodide_js
+    from js import navigator
+    from pyodide.ffi import can_run_sync, create_once_callable, create_proxy, run_sync, to_js
+
+# GPUBufferUsage and GPUMapMode flags, fixed by the WebGPU spec.
+MAP_READ, COPY_SRC, COPY_DST, UNIFORM, STORAGE = 0x1, 0x4, 0x8, 0x40, 0x80
+BUFFER_USAGE = {"storage": STORAGE | COPY_DST | COPY_SRC, "uniform": UNIFORM | COPY_DST,
+                "readback": MAP_READ | COPY_DST}
+MAP_MODE_READ = 0x1
+
+
+class WebGPUError(RuntimeError):
+    """A WebGPU validation or out-of-memory error reported by the browser."""
+
+
+class DeviceLostError(WebGPUError):
+    """The GPU device was lost (driver reset, tab in background too long, or destroy())."""
+
+
+def dashed(camel: str) -> str:
+    """Spell a JS limit name the way wgpu-py does: maxBufferSize -> max-buffer-size."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"-\1", camel).lower()
+
+
+def camel(dashed_name: str) -> str:
+    """Spell a dashed limit name the JS way: max-buffer-size -> maxBufferSize."""
+    head, *rest = dashed_name.split("-")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+def adapter_name(info: dict[str, str]) -> str:
+    """Name an adapter from its GPUAdapterInfo fields (description is often empty)."""
+    if info.get("description"):
+        return info["description"]
+    words = [info.get(k, "") for k in ("vendor", "architecture", "device")]
+    return " ".join(w for w in words if w) or "unknown adapter"
+
+
+def device_request(adapter_limits: dict[str, int], adapter_features: set[str]
+                   ) -> dict[str, Any]:
+    """Build the requestDevice descriptor: WANTED_LIMITS/FEATURES, as far as the adapter goes."""
+    return {"requiredFeatures": [f for f in WANTED_FEATURES if f in adapter_features],
+            "requiredLimits": {camel(k): adapter_limits[k] for k in WANTED_LIMITS
+                               if k in adapter_limits}}
+
+
+def _sync_unavailable(what: str, instead: str) -> RuntimeError:
+    return RuntimeError(
+        f"{what} must wait for the GPU, and this browser context cannot wait synchronously "
+        "(pyodide.ffi.can_run_sync() is False: no JSPI, or Python was not entered through "
+        f"pyodide.runPythonAsync). Use {instead} instead.")
+
+
+def _js(obj: Any) -> Any:
+    """Convert a descriptor (dicts, lists, JS objects) into plain JS objects."""
+    return to_js(obj, dict_converter=js.Object.fromEntries, create_pyproxies=False)
+
+
+def _limits(js_limits: Any) -> dict[str, int]:
+    # GPUSupportedLimits keeps its attributes on the prototype, not as own keys.
+    names = js.Object.keys(js.Object.getPrototypeOf(js_limits))
+    return {dashed(n): int(getattr(js_limits, n)) for n in names
+            if isinstance(getattr(js_limits, n), (int, float))}
+
+
+async def request_adapter_async(power_preference: str = "high-performance") -> Any:
+    """Return the browser's GPUAdapter, or raise a RuntimeError that says why there is none."""
+    gpu = getattr(navigator, "gpu", None)
+    if gpu is None:
+        raise RuntimeError("js_webgpu: navigator.gpu is missing: this browser has no WebGPU "
+                           "(or the page is not a secure context). Use Chrome/Edge 113+, or "
+                           "wr.device('reference') for the numpy fallback.")
+    adapter = await gpu.requestAdapter(_js({"powerPreference": power_preference}))
+    if adapter is None:
+        raise RuntimeError("js_webgpu: navigator.gpu.requestAdapter() returned null: WebGPU is "
+                           "disabled or blocklisted here. Check chrome://gpu, or use "
+                           "wr.device('reference').")
+    return adapter
+
+
+async def create_backend_async(power_preference: str = "high-performance") -> JsWebGPUBackend:
+    """Request an adapter and a device with the limits and features webrlx wants."""
+    adapter = await request_adapter_async(power_preference)
+    request = device_request(_limits(adapter.limits), set(adapter.features))
+    device = await adapter.requestDevice(_js(request))
+    js_info = adapter.info
+    info = {k: str(getattr(js_info, k, "") or "")
+            for k in ("vendor", "architecture", "device", "description")}
+    return JsWebGPUBackend(device, adapter_name(info))
+
+
+def create_backend(power_preference: str = "high-performance") -> JsWebGPUBackend:
+    """Sync form of create_backend_async; needs JSPI (see the module docstring)."""
+    if not can_run_sync():
+        raise _sync_unavailable("webrlx.device()", "`await webrlx.device_async()`")
+    return run_sync(create_backend_async(power_preference))
+
+
+class JsWebGPUBackend(Backend):
+    """The Backend contract over a GPUDevice of `navigator.gpu`."""
+
+    name = "webgpu"
+
+    def __init__(self, js_device: Any, adapter: str) -> None:
+        super().__init__()
+        self.js_device = js_device
+        self.js_queue = js_device.queue
+        self.info = DeviceInfo(name=adapter, backend="navigator.gpu",
+                               limits=_limits(js_device.limits),
+                               features=frozenset(js_device.features))
+        self.lost: str | None = None               # the loss message, once lost
+        self._errors: list[str] = []               # uncaptured errors, raised at the next read
+        self._pending_scopes: list[tuple[str, Any]] = []   # (what, popErrorScope promise)
+        self._js_on_error = create_proxy(self._on_uncaptured_error)
+        js_device.addEventListener("uncapturederror", self._js_on_error)
+        js_device.lost.then(create_once_callable(self._on_lost))
+
+    # -- events from JS -----------------------------------------------------------------
+    def _on_uncaptured_error(self, event: Any) -> None:
+        self._errors.append(str(event.error.message))
+
+    def _on_lost(self, info: Any) -> None:
+        self.lost = f"{info.reason}: {info.message}" if info.message else str(info.reason)
+        self.js_device.removeEventListener("uncapturederror", self._js_on_error)
+        self._js_on_error.destroy()
+
+    def _check(self, where: str) -> None:
+        if self.lost is not None:
+            raise DeviceLostError(f"{where}: the WebGPU device was lost ({self.lost}). "
+                                  "Create a new one with `await webrlx.device_async()`.")
+        if self._errors:
+            errors, self._errors = self._errors, []
+            raise WebGPUError(f"{where}: WebGPU reported: " + "\n".join(errors))
+
+    def _scoped(self, what: str, create: Any) -> Any:
+        """Call create() inside a validation error scope; raise its error (or defer it)."""
+        self.js_device.pushErrorScope("validation")
+        try:
+            result = create()
+        finally:
+            scope = self.js_device.popErrorScope()
+        if can_run_sync():
+            error = run_sync(scope)
+            if error is not None:
+                raise WebGPUError(f"{what}: {error.message}")
+        else:
+            self._pending_scopes.append((what, scope))
+        return result
+
+    def destroy(self) -> None:
+        """Destroy the device; later calls raise DeviceLostError."""
+        self.js_device.destroy()
+
+    # -- the contract -------------------------------------------------------------------
+    @property
+    def can_run_sync(self) -> bool:
+        return bool(can_run_sync())
+
+    def create_buffer(self, nbytes: int, usage: str) -> Any:
+        self._check("create_buffer")
+        self.stats["buffers"] += 1
+        return self.js_device.createBuffer(
+            _js({"size": max(4, -(-nbytes // 4) * 4), "usage": BUFFER_USAGE[usage]}))
+
+    def write_buffer(self, buf: Any, offset: int, data: np.ndarray) -> None:
+        # Zero-copy: the queue reads straight out of the wasm heap. HEAPU8 is re-read every
+        # call because it is replaced when the wasm memory grows.
+        self._check("write_buffer")
+        data = np.ascontiguousarray(data)
+        self.js_queue.writeBuffer(buf, offset, pyodide_js._module.HEAPU8, data.ctypes.data,
+                                  data.nbytes)
+
+    def _create_pipeline(self, source: str, entry: str, overrides: dict[str, float]) -> Any:
+        self._check("pipeline")
+
+        def create() -> Any:
+            module = self.js_device.createShaderModule(_js({"code": source}))
+            compute: dict[str, Any] = {"module": module, "entryPoint": entry}
+            if overrides:
+                compute["constants"] = dict(overrides)
+            return self.js_device.createComputePipeline(
+                _js({"layout": "auto", "compute": compute}))
+
+        return self._scoped(f"pipeline '{entry}': WGSL compilation failed", create)
+
+    def bind_group(self, pipeline: Any, entries: Sequence[tuple[Any, int, int]]) -> Any:
+        self._check("bind_group")
+        self.stats["bind_groups"] += 1
+        desc = {"layout": pipeline.getBindGroupLayout(0),
+                "entries": [{"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
+                            for i, (b, o, s) in enumerate(entries)]}
+        return self._scoped("bind_group", lambda: self.js_device.createBindGroup(_js(desc)))
+
+    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = ()) -> None:
+        self._check("submit")
+        enc = self.js_device.createCommandEncoder()
+        if dispatches:
+            cpass = enc.beginComputePass()
+            for d in dispatches:
+                cpass.setPipeline(d.pipeline)
+                cpass.setBindGroup(0, d.bind_group)
+                cpass.dispatchWorkgroups(*d.grid)
+            cpass.end()
+        for c in copies:
+            enc.copyBufferToBuffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
+        self.js_queue.submit(js.Array.of(enc.finish()))
+        self.stats["submits"] += 1
+
+    def _copy_mapped(self, buf: Any, offset: int, nbytes: int) -> memoryview:
+        out = np.empty(nbytes, np.uint8)
+        try:
+            js.Uint8Array.new(buf.getMappedRange(offset, nbytes)).assign_to(out)
+        finally:
+            buf.unmap()
+        return memoryview(out)
+
+    def read_buffer(self, buf: Any, offset: int, nbytes: int) -> memoryview:
+        if not can_run_sync():
+            raise _sync_unavailable("read_buffer", "`await exe.run_async(...)`")
+        self._check("read_buffer")
+        try:
+            run_sync(buf.mapAsync(MAP_MODE_READ, offset, nbytes))
+        except Exception:
+            self._check("read_buffer")
+            raise
+        result = self._copy_mapped(buf, offset, nbytes)
+        self._check("read_buffer")
+        return result
+
+    async def read_buffer_async(self, buf: Any, offset: int, nbytes: int) -> memoryview:
+        self._check("read_buffer_async")
+        if self._pending_scopes:
+            pending, self._pending_scopes = self._pending_scopes, []
+            errors = await js.Promise.all(js.Array.of(*(scope for _, scope in pending)))
+            for (what, _), error in zip(pending, errors):
+                if error is not None:
+                    raise WebGPUError(f"{what}: {error.message}")
+        try:
+            await buf.mapAsync(MAP_MODE_READ, offset, nbytes)
+        except Exception:
+            self._check("read_buffer_async")
+            raise
+        result = self._copy_mapped(buf, offset, nbytes)
+        self._check("read_buffer_async")
+        return result

@@ -1,0 +1,109 @@
+"""Native backend over wgpu-py (wgpu-native: Vulkan / Metal / DX12; lavapipe on CPU boxes)."""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Sequence
+
+import numpy as np
+
+from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, Copy, DeviceInfo, Dispatch
+
+# wgpu-py spells the WebGPU feature "subgroups" as "subgroup".
+_FEATURE_NAMES = {"subgroups": "subgroup"}
+
+
+def _quiet_xdg() -> None:
+    # wgpu-native warns loudly when XDG_RUNTIME_DIR is unset or not 0700
+    if not os.environ.get("XDG_RUNTIME_DIR"):
+        path = os.path.join(tempfile.gettempdir(), f"webrlx-xdg-{os.getuid()}")
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        os.environ["XDG_RUNTIME_DIR"] = path
+
+
+def request_adapter(power_preference: str = "high-performance") -> Any:
+    """Return the default wgpu adapter, or None when the machine has none."""
+    _quiet_xdg()
+    import wgpu
+    return wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+
+
+class WgpuBackend(Backend):
+    """The Backend contract over wgpu-py."""
+
+    name = "wgpu"
+
+    def __init__(self, adapter: Any) -> None:
+        super().__init__()
+        import wgpu
+        self._wgpu = wgpu
+        features = [_FEATURE_NAMES.get(f, f) for f in WANTED_FEATURES]
+        features = [f for f in features if f in adapter.features]
+        limits = {k: adapter.limits[k] for k in WANTED_LIMITS if k in adapter.limits}
+        self.js_device = None
+        self.device = adapter.request_device_sync(required_features=features,
+                                                  required_limits=limits)
+        inv = {v: k for k, v in _FEATURE_NAMES.items()}
+        info = adapter.info
+        self.info = DeviceInfo(
+            name=info.get("device") or info.get("description") or "unknown adapter",
+            backend=f"wgpu ({info.get('backend_type', '?')})",
+            limits=dict(self.device.limits),
+            features=frozenset(inv.get(f, f) for f in self.device.features))
+        self.queue = self.device.queue
+        self._usage = {
+            "storage": wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
+            | wgpu.BufferUsage.COPY_SRC,
+            "uniform": wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST,
+            "readback": wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST,
+        }
+
+    def create_buffer(self, nbytes: int, usage: str) -> Any:
+        self.stats["buffers"] += 1
+        return self.device.create_buffer(size=max(4, -(-nbytes // 4) * 4),
+                                         usage=self._usage[usage])
+
+    def write_buffer(self, buf: Any, offset: int, data: np.ndarray) -> None:
+        self.queue.write_buffer(buf, offset, memoryview(data).cast("B"))
+
+    def _create_pipeline(self, source: str, entry: str, overrides: dict[str, float]) -> Any:
+        module = self.device.create_shader_module(code=source)
+        compute = {"module": module, "entry_point": entry}
+        if overrides:
+            compute["constants"] = dict(overrides)
+        return self.device.create_compute_pipeline(layout="auto", compute=compute)
+
+    def bind_group(self, pipeline: Any, entries: Sequence[tuple[Any, int, int]]) -> Any:
+        self.stats["bind_groups"] += 1
+        return self.device.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0),
+            entries=[{"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
+                     for i, (b, o, s) in enumerate(entries)])
+
+    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = ()) -> None:
+        enc = self.device.create_command_encoder()
+        if dispatches:
+            cpass = enc.begin_compute_pass()
+            for d in dispatches:
+                cpass.set_pipeline(d.pipeline)
+                cpass.set_bind_group(0, d.bind_group)
+                cpass.dispatch_workgroups(*d.grid)
+            cpass.end()
+        for c in copies:
+            enc.copy_buffer_to_buffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
+        self.queue.submit([enc.finish()])
+        self.stats["submits"] += 1
+
+    def read_buffer(self, buf: Any, offset: int, nbytes: int) -> memoryview:
+        buf.map_sync(self._wgpu.MapMode.READ, offset, nbytes)
+        try:
+            return buf.read_mapped(offset, nbytes, copy=True)
+        finally:
+            buf.unmap()
+
+    async def read_buffer_async(self, buf: Any, offset: int, nbytes: int) -> memoryview:
+        await buf.map_async(self._wgpu.MapMode.READ, offset, nbytes)
+        try:
+            return buf.read_mapped(offset, nbytes, copy=True)
+        finally:
+            buf.unmap()

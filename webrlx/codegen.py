@@ -1,0 +1,233 @@
+"""WGSL emitter for (fused) elementwise kernels.
+
+An elementwise kernel evaluates an expression DAG once per output element. Each leaf reads an
+operand through (offset, strides) over the output index, so broadcasts (stride 0), transposes,
+slices and concat pieces are all just strided reads or writes. Sizes live in the uniform, so a
+kernel's text depends only on structure (ops, dtypes, rank, contiguity) and is shared widely.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import dtype as dt
+from .kernels import raw_shader
+from .shape import strides_of
+
+WORKGROUP = 256   # threads per workgroup; <= every adapter's maxComputeInvocationsPerWorkgroup
+
+
+@dataclass(frozen=True)
+class Strided:
+    """A strided view of binding `binding` over the output index space (element units)."""
+    binding: int
+    dtype: dt.DType
+    offset: int
+    strides: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A node of the elementwise expression DAG: op over args (Exprs or operand indices)."""
+    op: str                          # "load" | an elementwise op name
+    args: tuple = ()                 # Exprs, or (operand index,) for "load"
+    dtype: dt.DType = dt.float32
+    attrs: tuple = field(default=())  # sorted (key, value) pairs
+
+
+def value_type(d: dt.DType, f16: bool) -> str:
+    """WGSL type an element is computed in (f16 math only where the device has shader-f16)."""
+    return {"float32": "f32", "float16": "f16" if f16 else "f32", "int32": "i32",
+            "uint32": "u32", "bool": "bool"}[d.name]
+
+
+def storage_type(d: dt.DType, f16: bool) -> str:
+    """WGSL element type of a storage buffer holding d (f16 falls back to f32 storage)."""
+    return "f32" if d == dt.float16 and not f16 else d.wgsl
+
+
+def convert(e: str, src: dt.DType, dst: dt.DType, f16: bool) -> str:
+    ts, td = value_type(src, f16), value_type(dst, f16)
+    if ts == td:
+        return e
+    if td == "bool":
+        return f"({e} != {ts}(0))"
+    if ts == "bool":
+        return f"select({td}(0), {td}(1), {e})"
+    return f"{td}({e})"
+
+
+_UNARY = {
+    "neg": "(-{0})", "abs": "abs({0})", "floor": "floor({0})", "ceil": "ceil({0})",
+    "round": "round({0})", "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})",
+    "rsqrt": "inverseSqrt({0})", "sin": "sin({0})", "cos": "cos({0})", "tanh": "tanh_({0})",
+    "sigmoid": "sigmoid_({0})", "silu": "({0} * sigmoid_({0}))", "erf": "erf_({0})",
+    "relu": "max({0}, {t}(0))",
+}
+_F32_ONLY = {"tanh", "sigmoid", "silu", "erf", "gelu"}   # helpers in common/math are f32
+_BINARY = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
+           "div": "({0} / {1})", "maximum": "max({0}, {1})", "minimum": "min({0}, {1})"}
+_BOOL_BINARY = {"mul": "({0} && {1})", "maximum": "({0} || {1})", "minimum": "({0} && {1})",
+                "add": "({0} || {1})"}
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _emit_op(e: Expr, args: list[tuple[str, dt.DType]], f16: bool) -> str:
+    t = value_type(e.dtype, f16)
+    attrs = dict(e.attrs)
+    if e.op == "cast":
+        (a, ad), = args
+        if ad.is_float and e.dtype.is_int:
+            return f"{t}(trunc({a}))"
+        return convert(a, ad, e.dtype, f16)
+    if e.op == "where":
+        (c, cd), (a, ad), (b, bd) = args
+        return f"select({convert(b, bd, e.dtype, f16)}, {convert(a, ad, e.dtype, f16)}, {c})"
+    if e.op in _COMPARE:
+        (a, ad), (b, bd) = args
+        common = dt.result_dtype(ad, bd)
+        return (f"({convert(a, ad, common, f16)} {_COMPARE[e.op]} "
+                f"{convert(b, bd, common, f16)})")
+    if e.op in _BINARY or e.op == "pow":
+        a, b = (convert(x, d, e.dtype, f16) for x, d in args)
+        if e.op == "pow":
+            r = f"pow_(f32({a}), f32({b}))"
+            return f"{t}(round({r}))" if e.dtype.is_int else f"{t}({r})"
+        if e.dtype == dt.bool_:
+            return _BOOL_BINARY[e.op].format(a, b)
+        if e.op == "neg" and t == "u32":
+            return f"(0u - {a})"
+        return _BINARY[e.op].format(a, b)
+    (a, ad), = args
+    a = convert(a, ad, e.dtype, f16)
+    if e.op == "neg" and t == "u32":
+        return f"(0u - {a})"
+    if e.op == "abs" and t == "u32":
+        return a
+    if e.op == "gelu":
+        fn = "gelu_tanh" if attrs.get("approximate") == "tanh" else "gelu_erf"
+        return f"{t}({fn}(f32({a})))"
+    if e.op in _F32_ONLY and t != "f32":
+        return f"{t}({_UNARY[e.op].format(f'f32({a})', t='f32')})"
+    return _UNARY[e.op].format(a, t=t)
+
+
+def merge_dims(shape: tuple[int, ...], views: list[tuple[int, ...]]
+               ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """Drop size-1 dims and merge neighbours every view walks contiguously (fewer divisions)."""
+    keep = [i for i, n in enumerate(shape) if n != 1] or [0]
+    dims = [shape[i] for i in keep]
+    vs = [[v[i] if shape[i] != 1 else 0 for i in keep] for v in views]
+    i = len(dims) - 2
+    while i >= 0:
+        if all(v[i] == v[i + 1] * dims[i + 1] for v in vs):
+            dims[i] *= dims[i + 1]
+            del dims[i + 1]
+            for v in vs:
+                v[i] = v[i + 1]
+                del v[i + 1]
+        i -= 1
+    return tuple(dims), [tuple(v) for v in vs]
+
+
+def grid_1d(n_threads: int, wg: int = WORKGROUP, max_dim: int = 65535) -> tuple[int, int, int]:
+    """Return a (x, y, 1) grid of workgroups covering n_threads (x*y may overshoot)."""
+    groups = max(1, -(-n_threads // wg))
+    x = min(groups, max_dim)
+    return (x, -(-groups // x), 1)
+
+
+_ENTRY = """@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let i = (wid.y * nwg.x + wid.x) * WG + lid;
+    if (i >= p.n) { return; }
+"""
+
+
+def elementwise(expr: Expr, bindings: list[dt.DType], views: list[Strided], out: Strided,
+                shape: tuple[int, ...], f16: bool) -> tuple[str, list[int]]:
+    """Return (WGSL source, uniform words) computing out[idx] = expr over `shape`.
+
+    bindings: dtype of each input buffer (binding k); views: strided reads (leaf "load" k
+    reads views[k]); out: the strided write into the output buffer (binding len(bindings)).
+    """
+    n = 1
+    for d in shape:
+        n *= d
+    mshape, mviews = merge_dims(shape, [v.strides for v in views] + [out.strides])
+    rank, cont = len(mshape), strides_of(mshape)
+    fields, words = ["n"], [n]
+    for d in range(1, rank):
+        fields.append(f"s{d}")
+        words.append(mshape[d])
+    need_decomp = False
+
+    def index(tag: str, view: tuple[int, ...], offset: int) -> str:
+        nonlocal need_decomp
+        fields.append(f"{tag}o")
+        words.append(offset)
+        if all(st == 0 for st in view):
+            return f"p.{tag}o"
+        if view == cont:
+            return f"(p.{tag}o + i)"
+        need_decomp = True
+        terms = []
+        for d, st in enumerate(view):
+            if st:
+                fields.append(f"{tag}s{d}")
+                words.append(st)
+                terms.append(f"i{d} * p.{tag}s{d}")
+        return f"(p.{tag}o + {' + '.join(terms)})"
+
+    body: list[str] = []
+    loads = []
+    for k, (v, mv) in enumerate(zip(views, mviews)):
+        idx = index(f"a{k}", mv, v.offset)
+        raw = f"b{v.binding}[{idx}]"
+        st = storage_type(v.dtype, f16)
+        if v.dtype == dt.bool_:
+            raw = f"({raw} != 0u)"
+        elif st != value_type(v.dtype, f16):
+            raw = f"{value_type(v.dtype, f16)}({raw})"
+        loads.append(raw)
+    names: dict[Expr, str] = {}
+
+    def emit(e: Expr) -> str:
+        if e in names:
+            return names[e]
+        if e.op == "load":
+            code = loads[e.args[0]]
+        else:
+            code = _emit_op(e, [(emit(a), a.dtype) for a in e.args], f16)
+        name = f"v{len(names)}"
+        names[e] = name
+        body.append(f"    let {name}: {value_type(e.dtype, f16)} = {code};")
+        return name
+
+    result = emit(expr)
+    o_idx = index("o", mviews[-1], out.offset)
+    if out.dtype == dt.bool_:
+        result = f"select(0u, 1u, {result})"
+    elif storage_type(out.dtype, f16) != value_type(out.dtype, f16):
+        result = f"{storage_type(out.dtype, f16)}({result})"
+    decomp = []
+    if need_decomp:
+        decomp.append("    var r = i;")
+        for d in range(rank - 1, 0, -1):
+            decomp.append(f"    let i{d} = r % p.s{d}; r = r / p.s{d};")
+        decomp.append("    let i0 = r;")
+    decls = [f"@group(0) @binding({k}) var<storage, read_write> b{k}: "
+             f"array<{storage_type(d, f16)}>;" for k, d in enumerate(bindings)]
+    ob = len(bindings)
+    decls.append(f"@group(0) @binding({ob}) var<storage, read_write> b{ob}: "
+                 f"array<{storage_type(out.dtype, f16)}>;")
+    decls.append(f"@group(0) @binding({ob + 1}) var<uniform> p: Params;")
+    src = "\n".join([
+        "// generated elementwise kernel: bindings = inputs, output, params; 1 thread/element",
+        "override WG: u32 = 256;",
+        "struct Params { " + ", ".join(f"{f}: u32" for f in fields) + " }",
+        *decls, raw_shader("common/math"), _ENTRY + "\n".join(decomp + body),
+        f"    b{ob}[{o_idx}] = {result};", "}", ""])
+    if f16:
+        src = "enable f16;\n" + src
+    return src, words

@@ -1,0 +1,80 @@
+"""Memory plan: liveness of temp buffers over the call list -> offsets in one or more arenas.
+
+Greedy by size (largest first, lowest free offset among buffers whose lifetimes overlap),
+offsets aligned to the device's minStorageBufferOffsetAlignment. A buffer never straddles a
+multiple of `capacity` (the largest binding), so arena k is simply [k*capacity, (k+1)*capacity).
+"""
+from __future__ import annotations
+
+from .program import Buf, Program
+
+
+def lifetimes(program: Program) -> dict[int, tuple[int, int]]:
+    """Return temp buffer id -> (first call writing it, last call reading it) in call indices."""
+    life: dict[int, list[int]] = {}
+    for i, call in enumerate(program.calls):
+        for b in call.buffers:
+            if b.kind == "temp":
+                span = life.setdefault(b.id, [i, i])
+                span[1] = i
+    end = len(program.calls)
+    for o in program.outputs:        # outputs stay alive until they are read back
+        if o.buf.kind == "temp" and o.buf.id in life:
+            life[o.buf.id][1] = end
+    return {k: (v[0], v[1]) for k, v in life.items()}
+
+
+def peak_live_bytes(program: Program, align: int) -> int:
+    """Return the largest total (aligned) size of temps alive at once: a lower bound on arenas."""
+    life = lifetimes(program)
+    sizes = {b.id: _aligned(b.nbytes, align) for b in program.temps()}
+    events = [0] * (len(program.calls) + 2)
+    for bid, (a, z) in life.items():
+        events[a] += sizes[bid]
+        events[z + 1] -= sizes[bid]
+    peak = cur = 0
+    for e in events:
+        cur += e
+        peak = max(peak, cur)
+    return peak
+
+
+def _aligned(n: int, align: int) -> int:
+    return max(-(-n // align) * align, align)
+
+
+def plan_memory(program: Program, align: int, capacity: int) -> None:
+    """Assign program.offsets (temp id -> (arena, offset)) and program.arena_sizes."""
+    life = lifetimes(program)
+    temps = [b for b in program.temps() if b.id in life]
+    placed: list[tuple[int, int, int, int]] = []   # (offset, end, first, last)
+    offsets: dict[int, int] = {}
+    for buf in sorted(temps, key=lambda b: (-b.nbytes, b.id)):
+        size = _aligned(buf.nbytes, align)
+        if size > capacity:
+            raise MemoryError(f"memory plan: one tensor needs {size} bytes, more than the "
+                              f"device's largest binding ({capacity} bytes)")
+        first, last = life[buf.id]
+        clashes = sorted((o, e) for o, e, f, l in placed if f <= last and first <= l)
+        off = 0
+        for o, e in clashes:
+            off = _fit(off, size, capacity)
+            if off + size <= o:
+                break
+            off = max(off, e)
+        off = _fit(off, size, capacity)
+        offsets[buf.id] = off
+        placed.append((off, off + size, first, last))
+    program.offsets = {bid: (off // capacity, off % capacity) for bid, off in offsets.items()}
+    sizes: dict[int, int] = {}
+    for buf in temps:
+        arena, local = divmod(offsets[buf.id], capacity)
+        sizes[arena] = max(sizes.get(arena, 0), local + _aligned(buf.nbytes, align))
+    program.arena_sizes = [sizes.get(i, 0) for i in range(max(sizes, default=-1) + 1)]
+
+
+def _fit(off: int, size: int, capacity: int) -> int:
+    """Move off to the next arena when [off, off+size) would cross an arena boundary."""
+    if off // capacity != (off + size - 1) // capacity:
+        return (off // capacity + 1) * capacity
+    return off

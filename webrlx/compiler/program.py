@@ -1,0 +1,76 @@
+"""Program: the compiler's output. Virtual buffers, kernel calls in order, and the memory plan."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as dt
+
+_ids = itertools.count()
+
+
+@dataclass(eq=False)
+class Buf:
+    """A virtual buffer: where one contiguous tensor lives on the device."""
+    nbytes: int
+    kind: str                            # "input" | "param" | "const" | "temp"
+    name: str | None = None              # input / param name
+    value: np.ndarray | None = field(default=None, repr=False)   # const bytes, storage dtype
+    id: int = field(default_factory=lambda: next(_ids))
+
+    def __repr__(self) -> str:
+        return f"Buf#{self.id}({self.kind}{' ' + self.name if self.name else ''}, {self.nbytes}B)"
+
+
+@dataclass
+class KernelCall:
+    """One dispatch: shader text + overrides, buffers in binding order, uniform words, grid."""
+    name: str                            # e.g. "matmul", "elementwise[add]"
+    source: str
+    buffers: list[Buf]                   # storage bindings in order; the uniform comes last
+    writes: Buf                          # the buffer this call writes
+    params: list[int]                    # uniform words (u32; f32 as bit patterns)
+    grid: tuple[int, int, int]
+    overrides: dict[str, Any] = field(default_factory=dict)
+    node: int = -1                       # graph node it lowers
+
+
+@dataclass
+class Output:
+    buf: Buf
+    shape: tuple[int, ...]
+    dtype: dt.DType
+
+
+@dataclass
+class Program:
+    calls: list[KernelCall]
+    outputs: list[Output]
+    inputs: dict[str, tuple[Buf, tuple[int, ...], dt.DType]]
+    params: dict[str, Buf]
+    consts: list[Buf]
+    offsets: dict[int, tuple[int, int]] = field(default_factory=dict)  # temp id -> (arena, off)
+    arena_sizes: list[int] = field(default_factory=list)
+
+    def temps(self) -> list[Buf]:
+        seen: dict[int, Buf] = {}
+        for c in self.calls:
+            for b in c.buffers:
+                if b.kind == "temp":
+                    seen.setdefault(b.id, b)
+        for o in self.outputs:
+            if o.buf.kind == "temp":
+                seen.setdefault(o.buf.id, o.buf)
+        return list(seen.values())
+
+    def schedule(self) -> str:
+        """Return a readable listing of the dispatches and the memory plan."""
+        lines = []
+        for i, c in enumerate(self.calls):
+            args = ", ".join(f"#{b.id}" for b in c.buffers)
+            lines.append(f"{i:3d} {c.name:<28} grid={c.grid} ({args}) -> #{c.writes.id}")
+        lines.append(f"arenas: {self.arena_sizes} bytes; temps: {len(self.temps())}")
+        return "\n".join(lines)

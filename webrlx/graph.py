@@ -1,0 +1,130 @@
+"""Graph IR: an SSA list of Nodes in topological order, built through Tensor methods.
+
+Each node has one output: a tensor of a known (possibly symbolic) shape and dtype.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+
+from . import dtype as dt
+from .shape import Dim, Shape, ShapeError, as_shape, symbols
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+SOURCES = ("input", "param", "constant")
+
+
+@dataclass
+class Node:
+    id: int
+    op: str
+    inputs: tuple[int, ...]
+    attrs: dict[str, Any]
+    shape: Shape
+    dtype: dt.DType
+    name: str | None = None              # inputs and params
+    value: np.ndarray | None = field(default=None, repr=False)   # constants
+
+    def __str__(self) -> str:
+        args = ", ".join(f"%{i}" for i in self.inputs)
+        attrs = "".join(f", {k}={v}" for k, v in self.attrs.items())
+        label = f"{self.name!r}" if self.name else ""
+        shape = "x".join(map(str, self.shape)) or "scalar"
+        return f"%{self.id} = {self.op}({label}{args}{attrs}) : {shape} {self.dtype}"
+
+
+class Graph:
+    """A tensor graph: declare inputs, params and constants, then build with Tensor methods."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.inputs: dict[str, int] = {}
+        self.params: dict[str, int] = {}
+
+    # -- sources --------------------------------------------------------------------------
+    def input(self, name: str, shape: Iterable[Dim] | Dim, dtype: Any = "float32") -> Tensor:
+        """Declare a run-time input; string dims are symbols bound from the fed arrays.
+
+        Args:
+            name: the key of this input in `run` feeds.
+            shape: ints and symbol names, e.g. ("batch", 784).
+            dtype: float32 (default), float16, int32, uint32 or bool.
+        """
+        self._check_name(name)
+        node = self._add_source("input", as_shape(shape), dt.as_dtype(dtype), name=name)
+        self.inputs[name] = node.id
+        return self._tensor(node.id)
+
+    def param(self, name: str, shape: Iterable[Dim] | Dim, dtype: Any = "float32") -> Tensor:
+        """Declare a weight set once with `Executable.set_params` and kept on the device.
+
+        Args:
+            name: the key of this param in `set_params`.
+            shape: static ints (params cannot have symbolic dims).
+            dtype: float32 (default), float16, int32, uint32 or bool.
+        """
+        self._check_name(name)
+        shape = as_shape(shape)
+        if symbols(shape):
+            raise ShapeError(f"param {name!r}: shape {shape} must be static (ints only)")
+        node = self._add_source("param", shape, dt.as_dtype(dtype), name=name)
+        self.params[name] = node.id
+        return self._tensor(node.id)
+
+    def constant(self, value: Any, dtype: Any = None) -> Tensor:
+        """Embed a numpy array (or scalar) in the graph."""
+        arr = np.asarray(value)
+        if dtype is None:
+            if arr.dtype == np.float64:
+                arr = arr.astype(np.float32)
+            elif arr.dtype == np.int64:
+                arr = arr.astype(np.int32)
+        else:
+            arr = arr.astype(dt.as_dtype(dtype).np_dtype)
+        d = dt.as_dtype(arr.dtype)
+        node = self._add_source("constant", tuple(arr.shape), d)
+        node.value = np.ascontiguousarray(arr)
+        return self._tensor(node.id)
+
+    # -- building -------------------------------------------------------------------------
+    def add(self, op: str, inputs: Sequence[int], **attrs: Any) -> Node:
+        """Append a node for op, inferring its shape and dtype (raises ShapeError)."""
+        from .ops import OPS
+        if op not in OPS:
+            raise ValueError(f"Graph.add: unknown op {op!r}")
+        ins = [self.nodes[i] for i in inputs]
+        shape, dtype = OPS[op].infer([n.shape for n in ins], [n.dtype for n in ins], attrs)
+        node = Node(len(self.nodes), op, tuple(inputs), attrs, shape, dtype)
+        self.nodes.append(node)
+        return node
+
+    def verify(self) -> None:
+        """Check SSA order: every input of a node is defined before it."""
+        for n in self.nodes:
+            for i in n.inputs:
+                if not 0 <= i < n.id:
+                    raise ValueError(f"graph: node %{n.id} ({n.op}) uses %{i} before it exists")
+
+    def __str__(self) -> str:
+        return "\n".join(map(str, self.nodes))
+
+    # -- helpers --------------------------------------------------------------------------
+    def _add_source(self, op: str, shape: Shape, dtype: dt.DType, name: str | None = None
+                    ) -> Node:
+        node = Node(len(self.nodes), op, (), {}, shape, dtype, name=name)
+        self.nodes.append(node)
+        return node
+
+    def _check_name(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"Graph: names must be non-empty strings, got {name!r}")
+        if name in self.inputs or name in self.params:
+            raise ValueError(f"Graph: the name {name!r} is already used by an input or param")
+
+    def _tensor(self, node_id: int) -> Tensor:
+        from .tensor import Tensor
+        return Tensor(self, node_id)

@@ -1,0 +1,1 @@
+"""Runtime: compiled executables (feeds checking, per-binding plans, run / run_async)."""

@@ -1,0 +1,124 @@
+"""Plan: a Program made real on one backend. Every buffer, pipeline, uniform and bind group is
+created here, once; a run is then: write changed inputs, one submit, one readback."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..backends.base import Backend, Copy, Dispatch
+from ..compiler.lower import storage_np
+from ..compiler.memory import plan_memory
+from ..compiler.program import Buf, Program
+
+UNIFORM_WORDS_ALIGN = 4   # a uniform struct's size is a multiple of 16 bytes
+
+
+def _round4(n: int) -> int:
+    return max(4, -(-n // 4) * 4)
+
+
+class Plan:
+    """Device objects for one Program; `params` maps param name -> the shared device buffer."""
+
+    def __init__(self, program: Program, backend: Backend, params: dict[str, Any]) -> None:
+        info = backend.info
+        self.program = program
+        self.backend = backend
+        self.f16 = info.has_f16
+        align = max(info.storage_alignment, 4)
+        capacity = info.max_binding_size // align * align
+        plan_memory(program, align, capacity)
+        arenas = [backend.create_buffer(n, "storage") for n in program.arena_sizes]
+        self.where: dict[int, tuple[Any, int]] = {}
+        for b in program.temps():
+            arena, off = program.offsets[b.id]
+            self.where[b.id] = (arenas[arena], off)
+        self.inputs: dict[str, Any] = {}
+        self.last_fed: dict[str, np.ndarray] = {}
+        for name, (b, _, _) in program.inputs.items():
+            self.inputs[name] = backend.create_buffer(b.nbytes, "storage")
+            self.where[b.id] = (self.inputs[name], 0)
+        for name, b in program.params.items():
+            self.where[b.id] = (params[name], 0)
+        for b in program.consts:
+            gb = backend.create_buffer(b.nbytes, "storage")
+            write_padded(backend, gb, b.value)
+            self.where[b.id] = (gb, 0)
+        self.dispatches = self._build_dispatches(info.uniform_alignment)
+        self._build_readback(align)
+
+    def _build_dispatches(self, ualign: int) -> list[Dispatch]:
+        backend, calls = self.backend, self.program.calls
+        blocks, offsets, total = [], [], 0
+        for c in calls:
+            words = np.zeros(-(-max(len(c.params), 1) // UNIFORM_WORDS_ALIGN)
+                             * UNIFORM_WORDS_ALIGN, np.uint32)
+            words[:len(c.params)] = c.params
+            offsets.append(total)
+            blocks.append(words)
+            total += -(-words.nbytes // ualign) * ualign
+        dispatches = []
+        if not calls:
+            return dispatches
+        self.uniform = backend.create_buffer(total, "uniform")
+        data = np.zeros(total // 4, np.uint32)
+        for off, words in zip(offsets, blocks):
+            data[off // 4: off // 4 + len(words)] = words
+        backend.write_buffer(self.uniform, 0, data)
+        for c, off, words in zip(calls, offsets, blocks):
+            pipe = backend.pipeline(c.source, "main", c.overrides)
+            entries = [(*self.where[b.id], _round4(b.nbytes)) for b in c.buffers]
+            entries.append((self.uniform, off, words.nbytes))
+            dispatches.append(Dispatch(pipe, backend.bind_group(pipe, entries), c.grid))
+        return dispatches
+
+    def _build_readback(self, align: int) -> None:
+        self.copies: list[Copy] = []
+        self.out_offsets: list[int] = []
+        total = 0
+        for o in self.program.outputs:
+            self.out_offsets.append(total)
+            if o.buf.nbytes:
+                src, off = self.where[o.buf.id]
+                self.copies.append(Copy(src, off, None, total, _round4(o.buf.nbytes)))
+            total += -(-_round4(o.buf.nbytes) // 8) * 8
+        self.readback_bytes = max(total, 4)
+        self.staging = self.backend.create_buffer(self.readback_bytes, "readback")
+        for c in self.copies:
+            c.dst = self.staging
+
+    # -- per run --------------------------------------------------------------------------------
+    def upload(self, name: str, arr: np.ndarray) -> None:
+        """Write input `name` unless it equals what the device already holds."""
+        prev = self.last_fed.get(name)
+        if prev is not None and prev.shape == arr.shape and np.array_equal(prev, arr):
+            return
+        write_padded(self.backend, self.inputs[name], arr.astype(
+            storage_np(self.program.inputs[name][2], self.f16), copy=False))
+        self.last_fed[name] = arr.copy()
+
+    def submit(self) -> None:
+        self.backend.submit(self.dispatches, self.copies)
+
+    def unpack(self, raw: memoryview) -> list[np.ndarray]:
+        """Split the staging bytes into the output arrays (user dtypes, own memory)."""
+        data = np.frombuffer(raw, np.uint8)
+        outs = []
+        for o, off in zip(self.program.outputs, self.out_offsets):
+            sd = storage_np(o.dtype, self.f16)
+            n = int(np.prod(o.shape))
+            arr = data[off: off + n * sd.itemsize].view(sd).reshape(o.shape)
+            outs.append(arr.astype(o.dtype.np_dtype))
+        return outs
+
+
+def write_padded(backend: Backend, buf: Any, arr: np.ndarray) -> None:
+    """Write arr's bytes, padding to a multiple of 4 bytes (WebGPU's write granularity)."""
+    raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    if raw.nbytes % 4:
+        raw = np.concatenate([raw, np.zeros(4 - raw.nbytes % 4, np.uint8)])
+    if raw.nbytes:
+        backend.write_buffer(buf, 0, raw)
+
+

@@ -1,0 +1,324 @@
+"""Tensor: the user-facing builder. numpy-like methods that record nodes in a Graph."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+
+from . import dtype as dt
+from .shape import Dim, Shape, ShapeError, normalize_axis
+
+if TYPE_CHECKING:
+    from .graph import Graph
+
+
+
+class Tensor:
+    """A value in a Graph; operations on it append nodes and return new Tensors."""
+
+    __array_priority__ = 100   # numpy scalars/arrays defer to our reflected operators
+
+    def __init__(self, graph: Graph, node_id: int) -> None:
+        self.graph = graph
+        self.id = node_id
+
+    # -- metadata ---------------------------------------------------------------------------
+    @property
+    def node(self):  # noqa: ANN201
+        return self.graph.nodes[self.id]
+
+    @property
+    def shape(self) -> Shape:
+        return self.node.shape
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.node.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"Tensor(%{self.id} {self.node.op}, shape={self.shape}, dtype={self.dtype})"
+
+    __hash__ = object.__hash__
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _op(self, op: str, *others: Tensor, **attrs: Any) -> Tensor:
+        node = self.graph.add(op, (self.id, *(o.id for o in others)), **attrs)
+        return Tensor(self.graph, node.id)
+
+    def _lift(self, x: Any) -> Tensor:
+        """Turn a Python/numpy scalar or array into a constant matching our dtype family."""
+        if isinstance(x, Tensor):
+            if x.graph is not self.graph:
+                raise ValueError("webrlx: tensors from different graphs cannot be combined")
+            return x
+        arr = np.asarray(x)
+        if arr.dtype == np.bool_:
+            target = dt.bool_
+        elif arr.dtype.kind == "f" or self.dtype.is_float:
+            target = self.dtype if self.dtype.is_float else dt.float32
+        else:
+            target = self.dtype if self.dtype.is_int else dt.int32
+        return self.graph.constant(arr.astype(target.np_dtype))
+
+    def _binary(self, op: str, other: Any, reverse: bool = False) -> Tensor:
+        o = self._lift(other)
+        return o._op(op, self) if reverse else self._op(op, o)
+
+    # -- arithmetic ---------------------------------------------------------------------------
+    def __add__(self, o: Any) -> Tensor: return self._binary("add", o)
+    def __radd__(self, o: Any) -> Tensor: return self._binary("add", o, True)
+    def __sub__(self, o: Any) -> Tensor: return self._binary("sub", o)
+    def __rsub__(self, o: Any) -> Tensor: return self._binary("sub", o, True)
+    def __mul__(self, o: Any) -> Tensor: return self._binary("mul", o)
+    def __rmul__(self, o: Any) -> Tensor: return self._binary("mul", o, True)
+    def __truediv__(self, o: Any) -> Tensor: return self._binary("div", o)
+    def __rtruediv__(self, o: Any) -> Tensor: return self._binary("div", o, True)
+    def __pow__(self, o: Any) -> Tensor: return self._binary("pow", o)
+    def __rpow__(self, o: Any) -> Tensor: return self._binary("pow", o, True)
+    def __neg__(self) -> Tensor: return self._op("neg")
+    def __abs__(self) -> Tensor: return self._op("abs")
+    def __matmul__(self, o: Any) -> Tensor: return self.matmul(o)
+    def __rmatmul__(self, o: Any) -> Tensor: return self._lift(o).matmul(self)
+
+    def maximum(self, o: Any) -> Tensor: return self._binary("maximum", o)
+    def minimum(self, o: Any) -> Tensor: return self._binary("minimum", o)
+
+    # -- comparisons (elementwise, like numpy) --------------------------------------------------
+    def __eq__(self, o: Any) -> Tensor: return self._binary("eq", o)  # type: ignore[override]
+    def __ne__(self, o: Any) -> Tensor: return self._binary("ne", o)  # type: ignore[override]
+    def __lt__(self, o: Any) -> Tensor: return self._binary("lt", o)
+    def __le__(self, o: Any) -> Tensor: return self._binary("le", o)
+    def __gt__(self, o: Any) -> Tensor: return self._binary("gt", o)
+    def __ge__(self, o: Any) -> Tensor: return self._binary("ge", o)
+
+    def __bool__(self) -> bool:
+        raise TypeError("webrlx: a Tensor has no truth value while the graph is being built; "
+                        "use wr.where(cond, a, b) for a data-dependent choice")
+
+    # -- unary --------------------------------------------------------------------------------
+    def exp(self) -> Tensor: return self._op("exp")
+    def log(self) -> Tensor: return self._op("log")
+    def sqrt(self) -> Tensor: return self._op("sqrt")
+    def rsqrt(self) -> Tensor: return self._op("rsqrt")
+    def sin(self) -> Tensor: return self._op("sin")
+    def cos(self) -> Tensor: return self._op("cos")
+    def tanh(self) -> Tensor: return self._op("tanh")
+    def sigmoid(self) -> Tensor: return self._op("sigmoid")
+    def relu(self) -> Tensor: return self._op("relu")
+    def silu(self) -> Tensor: return self._op("silu")
+    def erf(self) -> Tensor: return self._op("erf")
+    def floor(self) -> Tensor: return self._op("floor")
+    def ceil(self) -> Tensor: return self._op("ceil")
+    def round(self) -> Tensor: return self._op("round")
+    def abs(self) -> Tensor: return self._op("abs")
+    def neg(self) -> Tensor: return self._op("neg")
+
+    def gelu(self, approximate: str = "none") -> Tensor:
+        """GELU with the exact erf form ("none") or the tanh approximation ("tanh")."""
+        return self._op("gelu", approximate=approximate)
+
+    def cast(self, dtype: Any) -> Tensor:
+        """Convert to dtype (float -> int truncates toward zero, like numpy astype)."""
+        d = dt.as_dtype(dtype)
+        return self if d == self.dtype else self._op("cast", dtype=d.name)
+
+    astype = cast
+
+    # -- reductions ---------------------------------------------------------------------------
+    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        return self._op("sum", axes=_axes(axis), keepdims=keepdims)
+
+    def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        return self._op("mean", axes=_axes(axis), keepdims=keepdims)
+
+    def max(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        return self._op("max", axes=_axes(axis), keepdims=keepdims)
+
+    def min(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        return self._op("min", axes=_axes(axis), keepdims=keepdims)
+
+    def prod(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        return self._op("prod", axes=_axes(axis), keepdims=keepdims)
+
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
+        """Index of the first maximum along axis (None: over the flattened tensor)."""
+        if axis is None:
+            return self.reshape((-1,))._op("argmax", axis=0, keepdims=False)
+        return self._op("argmax", axis=axis, keepdims=keepdims)
+
+    def softmax(self, axis: int = -1) -> Tensor:
+        return self._op("softmax", axis=axis)
+
+    def log_softmax(self, axis: int = -1) -> Tensor:
+        return self._op("log_softmax", axis=axis)
+
+    def cumsum(self, axis: int = -1) -> Tensor:
+        return self._op("cumsum", axis=axis)
+
+    def topk(self, k: int, axis: int = -1) -> tuple[Tensor, Tensor]:
+        """Return (values, indices) of the k largest along axis, largest first."""
+        idx = self._op("argtopk", k=k, axis=axis)
+        return self.take_along_axis(idx, axis), idx
+
+    # -- matmul -------------------------------------------------------------------------------
+    def matmul(self, other: Any, bias: Tensor | None = None, activation: str = "none"
+               ) -> Tensor:
+        """[..., M, K] @ [..., K, N] with broadcast batch dims; optional fused bias + activation."""
+        o = self._lift(other)
+        extra = (bias,) if bias is not None else ()
+        return self._op("matmul", o, *extra, activation=activation)
+
+    # -- layout -------------------------------------------------------------------------------
+    def reshape(self, *shape: Any) -> Tensor:
+        target = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        if tuple(target) == self.shape:
+            return self
+        return self._op("reshape", shape=tuple(target))
+
+    def permute(self, *axes: Any) -> Tensor:
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        axes = tuple(normalize_axis(a, self.ndim, "permute") for a in axes)
+        if axes == tuple(range(self.ndim)):
+            return self
+        return self._op("permute", axes=axes)
+
+    def transpose(self, *axes: Any) -> Tensor:
+        """Reverse the axes (no args), swap two axes (two ints), or permute (a full tuple)."""
+        if not axes:
+            return self.permute(tuple(reversed(range(self.ndim))))
+        if len(axes) == 2 and all(isinstance(a, int) for a in axes) and self.ndim != 2:
+            perm = list(range(self.ndim))
+            a, b = (normalize_axis(x, self.ndim, "transpose") for x in axes)
+            perm[a], perm[b] = perm[b], perm[a]
+            return self.permute(tuple(perm))
+        return self.permute(*axes)
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802 - numpy's name
+        return self.transpose()
+
+    def expand(self, *shape: Any) -> Tensor:
+        target = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        target = tuple(self.shape[i - len(target) + self.ndim] if d == -1 else d
+                       for i, d in enumerate(target))
+        if target == self.shape:
+            return self
+        return self._op("expand", shape=target)
+
+    broadcast_to = expand
+
+    def unsqueeze(self, axis: int) -> Tensor:
+        axis = axis % (self.ndim + 1)
+        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
+
+    def squeeze(self, axis: int) -> Tensor:
+        axis = normalize_axis(axis, self.ndim, "squeeze")
+        if self.shape[axis] != 1:
+            raise ShapeError(f"squeeze: axis {axis} of {self.shape} is not 1")
+        return self.reshape(self.shape[:axis] + self.shape[axis + 1:])
+
+    def narrow(self, axis: int, start: int, length: int) -> Tensor:
+        """Return elements [start, start + length) along axis."""
+        axis = normalize_axis(axis, self.ndim, "narrow")
+        starts = [0] * self.ndim
+        stops: list[int | None] = [None] * self.ndim
+        starts[axis], stops[axis] = start, start + length
+        return self._op("slice", starts=tuple(starts), stops=tuple(stops))
+
+    def __getitem__(self, key: Any) -> Tensor:
+        """Basic indexing with ints, slices of step 1, None and Ellipsis."""
+        key = key if isinstance(key, tuple) else (key,)
+        if Ellipsis in key:
+            i = key.index(Ellipsis)
+            fill = self.ndim - (len(key) - 1 - key.count(None))
+            key = key[:i] + (slice(None),) * fill + key[i + 1:]
+        starts, stops, out_shape = [], [], []
+        dim = 0
+        for k in key:
+            if k is None:
+                out_shape.append(1)
+                continue
+            if dim >= self.ndim:
+                raise ShapeError(f"getitem: too many indices for shape {self.shape}")
+            n = self.shape[dim]
+            if isinstance(k, (int, np.integer)):
+                if not isinstance(n, int):
+                    raise ShapeError(f"getitem: cannot index the symbolic dim {n!r}")
+                i = int(k) + n if k < 0 else int(k)
+                if not 0 <= i < n:
+                    raise ShapeError(f"getitem: index {k} is out of range for dim {n}")
+                starts.append(i)
+                stops.append(i + 1)
+            elif isinstance(k, slice):
+                if k.step not in (None, 1):
+                    raise ShapeError("getitem: only step 1 slices are supported")
+                if isinstance(n, str):
+                    if (k.start, k.stop) not in ((None, None), (0, None)):
+                        raise ShapeError(f"getitem: cannot slice the symbolic dim {n!r}")
+                    starts.append(0)
+                    stops.append(None)
+                    out_shape.append(n)
+                else:
+                    a, b, _ = k.indices(n)
+                    b = max(a, b)
+                    starts.append(a)
+                    stops.append(b)
+                    out_shape.append(b - a)
+            else:
+                raise TypeError(f"getitem: unsupported index {k!r}; use gather for tensors")
+            dim += 1
+        starts += [0] * (self.ndim - dim)
+        stops += [None] * (self.ndim - dim)
+        out_shape += list(self.shape[dim:])
+        t = self
+        if any(a != 0 for a in starts) or any(b is not None and b != n
+                                              for b, n in zip(stops, self.shape)):
+            t = self._op("slice", starts=tuple(starts), stops=tuple(stops))
+        return t.reshape(tuple(out_shape))
+
+    def gather(self, indices: Any, axis: int = 0) -> Tensor:
+        """np.take(x, indices, axis): rows picked by an int32 index tensor (embedding lookup)."""
+        idx = indices if isinstance(indices, Tensor) else self.graph.constant(
+            np.asarray(indices, np.int32))
+        return self._op("gather", idx, axis=axis)
+
+    take = gather
+
+    def take_along_axis(self, indices: Tensor, axis: int) -> Tensor:
+        return self._op("take_along_axis", indices, axis=axis)
+
+
+def _axes(axis: int | Sequence[int] | None) -> tuple[int, ...] | None:
+    if axis is None:
+        return None
+    return (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+
+
+
+def where(cond: Tensor, a: Any, b: Any) -> Tensor:
+    """Elementwise cond ? a : b with numpy broadcasting."""
+    if not isinstance(cond, Tensor):
+        raise TypeError("where: cond must be a Tensor")
+    ta = a if isinstance(a, Tensor) else None
+    tb = b if isinstance(b, Tensor) else None
+    ref = ta or tb
+    if ref is None:
+        ta = cond.graph.constant(np.float32(a))
+        tb = cond.graph.constant(np.float32(b))
+    else:
+        ta = ref._lift(a)
+        tb = ref._lift(b)
+    return cond._op("where", ta, tb)
+
+
+def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """Join tensors along an existing axis."""
+    if not tensors:
+        raise ValueError("concat: needs at least one tensor")
+    if len(tensors) == 1:
+        return tensors[0]
+    return tensors[0]._op("concat", *tensors[1:], axis=axis)
