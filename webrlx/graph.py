@@ -87,7 +87,7 @@ class Graph:
             arr = arr.astype(dt.as_dtype(dtype).np_dtype)
         d = dt.as_dtype(arr.dtype)
         node = self._add_source("constant", tuple(arr.shape), d)
-        node.value = np.ascontiguousarray(arr)
+        node.value = np.asarray(arr, order="C")
         return self._tensor(node.id)
 
     # -- building -------------------------------------------------------------------------

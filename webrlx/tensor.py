@@ -305,7 +305,7 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
         raise TypeError("where: cond must be a Tensor")
     ta = a if isinstance(a, Tensor) else None
     tb = b if isinstance(b, Tensor) else None
-    ref = ta or tb
+    ref = ta if ta is not None else tb
     if ref is None:
         ta = cond.graph.constant(np.float32(a))
         tb = cond.graph.constant(np.float32(b))

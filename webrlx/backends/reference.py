@@ -251,7 +251,7 @@ def evaluate(node: Node, args: list[np.ndarray], shape: tuple[int, ...]) -> np.n
     out = np.asarray(out)
     if node.dtype.is_int and out.dtype.kind == "f":
         out = np.trunc(out)
-    return np.ascontiguousarray(out.astype(node.dtype.np_dtype, copy=False).reshape(shape))
+    return np.asarray(out.astype(node.dtype.np_dtype, copy=False).reshape(shape), order="C")
 
 
 def interpret(graph: Graph, shapes: Mapping[int, tuple[int, ...]],

@@ -44,7 +44,7 @@ def _coerce(where: str, what: str, value: Any, shape: Shape, d: dt.DType) -> np.
     if arr.ndim != len(shape) or any(isinstance(s, int) and s != a
                                      for s, a in zip(shape, arr.shape)):
         raise InputError(f"{where}: {what} must be {want}, got {got}")
-    return np.ascontiguousarray(arr)
+    return np.asarray(arr, order="C")
 
 
 class Executable:

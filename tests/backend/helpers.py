@@ -1,0 +1,48 @@
+"""One-line op checks: build a graph from a webrlx function, run it on a backend, and compare
+with the same computation written in numpy (float64)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+import webrlx as wr
+
+
+def rand(*shape: int, seed: int = 0, low: float = -1.0, high: float = 1.0,
+         dtype: Any = np.float32) -> np.ndarray:
+    rng = np.random.default_rng(seed + 7919 * len(shape) + sum(shape))
+    return rng.uniform(low, high, shape).astype(dtype)
+
+
+def run_graph(backend: Any, fn: Callable, arrays: list[np.ndarray],
+              params: dict[str, np.ndarray] | None = None) -> list[np.ndarray]:
+    """Build fn over inputs shaped like arrays (params become graph params), run it once."""
+    g = wr.Graph()
+    args = [g.input(f"x{i}", a.shape, a.dtype) for i, a in enumerate(arrays)]
+    pargs = {k: g.param(k, v.shape, v.dtype) for k, v in (params or {}).items()}
+    out = fn(*args, **pargs)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    exe = wr.compile(g, outputs=outs, device=backend)
+    if params:
+        exe.set_params(params)
+    return exe.run({f"x{i}": a for i, a in enumerate(arrays)})
+
+
+def check(backend: Any, fn: Callable, np_fn: Callable, *arrays: np.ndarray,
+          rtol: float = 1e-5, atol: float = 1e-6, exact_dtype: bool = True) -> None:
+    """Assert fn(webrlx tensors) matches np_fn(float64 numpy arrays) on backend."""
+    got = run_graph(backend, fn, list(arrays))
+    wide = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in arrays]
+    want = np_fn(*wide)
+    wants = list(want) if isinstance(want, (tuple, list)) else [want]
+    assert len(got) == len(wants)
+    for g, w in zip(got, wants):
+        w = np.asarray(w)
+        assert g.shape == w.shape, f"shape {g.shape} != numpy {w.shape}"
+        if exact_dtype and w.dtype.kind != "f":
+            assert g.dtype.kind == w.dtype.kind or w.dtype == np.int64, (g.dtype, w.dtype)
+        if g.dtype == np.bool_ or g.dtype.kind in "iu":
+            np.testing.assert_array_equal(g, w.astype(g.dtype))
+        else:
+            np.testing.assert_allclose(g.astype(np.float64), w, rtol=rtol, atol=atol)

@@ -1,0 +1,66 @@
+"""Layout ops: reshape, permute/transpose, expand, slice/narrow/getitem, concat, gather."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import webrlx as wr
+from helpers import check, rand
+
+
+def test_reshape(backend):
+    check(backend, lambda t: t.reshape(6, -1) * 2, lambda a: a.reshape(6, -1) * 2, rand(2, 3, 4))
+
+
+@pytest.mark.parametrize("axes", [(1, 0, 2), (2, 0, 1), (0, 2, 1)], ids=str)
+def test_permute(backend, axes):
+    check(backend, lambda t: t.permute(axes), lambda a: np.transpose(a, axes), rand(3, 4, 257))
+
+
+def test_transpose_2d(backend):
+    check(backend, lambda t: t.T, lambda a: a.T, rand(3, 5))
+
+
+def test_expand(backend):
+    check(backend, lambda t: t.expand(2, 3, 4), lambda a: np.broadcast_to(a, (2, 3, 4)),
+          rand(3, 1))
+
+
+@pytest.mark.parametrize("key", [(slice(1, 3),), (slice(None), 2), (0, slice(2, None), None),
+                                 (Ellipsis, slice(0, 1)), (-1,)], ids=str)
+def test_getitem(backend, key):
+    check(backend, lambda t: t[key], lambda a: a[key], rand(4, 5, 6))
+
+
+def test_narrow(backend):
+    check(backend, lambda t: t.narrow(1, 2, 3), lambda a: a[:, 2:5], rand(4, 7))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_concat(backend, axis):
+    check(backend, lambda a, b, c: wr.concat([a, b, c], axis=axis),
+          lambda a, b, c: np.concatenate([a, b, c], axis=axis),
+          rand(2, 3, 4), rand(2, 3, 4, seed=1), rand(2, 3, 4, seed=2))
+
+
+def test_gather_embedding(backend):
+    ids = np.array([[0, 5, 9], [3, 3, 1]], np.int32)
+    check(backend, lambda t, i: wr.nn.embedding(t, i), lambda t, i: t[i], rand(10, 16), ids)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_gather_axis(backend, axis):
+    ids = np.array([2, 0, 1, 2], np.int32)
+    check(backend, lambda t, i: t.gather(i, axis=axis), lambda t, i: np.take(t, i, axis=axis),
+          rand(3, 3, 3), ids)
+
+
+def test_take_along_axis(backend):
+    ids = np.array([[0, 2], [1, 1], [2, 0]], np.int32)
+    check(backend, lambda t, i: t.take_along_axis(i, 1),
+          lambda t, i: np.take_along_axis(t, i, 1), rand(3, 3), ids)
+
+
+def test_view_chain(backend):
+    check(backend, lambda t: (t.reshape(4, 6).T[1:5] + 1).sum(axis=0),
+          lambda a: (a.reshape(4, 6).T[1:5] + 1).sum(axis=0), rand(2, 12), rtol=1e-5)

@@ -1,0 +1,51 @@
+"""matmul: 2-D, batched with broadcast batch dims, vectors, fused bias + activation."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from helpers import check, rand
+
+SHAPES = [((1, 1), (1, 1)), ((3, 5), (5, 7)), ((64, 64), (64, 64)), ((65, 17), (17, 130)),
+          ((2, 3, 5), (5, 4)), ((4, 3, 5), (4, 5, 2)), ((1, 3, 5), (4, 5, 2)),
+          ((2, 1, 3, 5), (1, 3, 5, 2)), ((5,), (5, 3)), ((3, 5), (5,)), ((2, 3, 8), (8,))]
+
+
+@pytest.mark.parametrize("a,b", SHAPES, ids=str)
+def test_matmul(backend, a, b):
+    check(backend, lambda x, y: x @ y, np.matmul, rand(*a), rand(*b, seed=1), rtol=1e-5,
+          atol=1e-5)
+
+
+def test_matmul_1000(backend):
+    check(backend, lambda x, y: x @ y, np.matmul, rand(1000, 1000), rand(1000, 1000, seed=1),
+          rtol=1e-4, atol=1e-4)
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
+ACTS = {"none": lambda x: x, "relu": lambda x: np.maximum(x, 0), "gelu": _gelu,
+        "silu": lambda x: x / (1 + np.exp(-x)), "tanh": np.tanh,
+        "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+        "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi)
+                                                      * (x + 0.044715 * x ** 3)))}
+
+
+@pytest.mark.parametrize("act", sorted(ACTS))
+def test_matmul_bias_activation(backend, act):
+    check(backend, lambda x, w, b: x.matmul(w, bias=b, activation=act),
+          lambda x, w, b: ACTS[act](x @ w + b), rand(2, 7, 33), rand(33, 20, seed=1),
+          rand(20, seed=2), rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_same_operand(backend):
+    check(backend, lambda x: x @ x, lambda x: x @ x, rand(9, 9), rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_float16(backend):
+    check(backend, lambda x, y: x @ y, np.matmul, rand(17, 40).astype(np.float16),
+          rand(40, 9, seed=1).astype(np.float16), rtol=1e-2, atol=1e-2)

@@ -1,0 +1,107 @@
+"""Layers: layer_norm, rms_norm, fused attention, conv2d and pooling against numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import webrlx as wr
+from helpers import check, rand
+
+
+def _ln(x, w=None, b=None, eps=1e-5):
+    y = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    return y * (1 if w is None else w) + (0 if b is None else b)
+
+
+@pytest.mark.parametrize("n", [1, 3, 384, 1000])
+def test_layer_norm(backend, n):
+    check(backend, lambda x, w, b: wr.nn.layer_norm(x, w, b, eps=1e-5), _ln,
+          rand(2, 3, n, high=4), rand(n, seed=1), rand(n, seed=2), rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_no_affine(backend):
+    check(backend, lambda x: wr.nn.layer_norm(x), _ln, rand(5, 64), rtol=1e-4, atol=1e-5)
+
+
+def test_rms_norm(backend):
+    check(backend, lambda x, w: wr.nn.rms_norm(x, w, eps=1e-6),
+          lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w,
+          rand(3, 576), rand(576, seed=1), rtol=1e-4, atol=1e-5)
+
+
+def _attn(q, k, v, mask=None, causal=False):
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        s = s + np.where(mask[:, None, None, :] != 0, 0, -np.inf)
+    if causal:
+        lq, lk = s.shape[-2:]
+        s = np.where(np.tril(np.ones((lq, lk), bool), lk - lq), s, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("b,h,lq,lk,d", [(1, 1, 1, 1, 8), (2, 3, 7, 7, 32), (1, 2, 5, 300, 64),
+                                         (1, 1, 3, 9, 256)], ids=str)
+def test_attention(backend, b, h, lq, lk, d):
+    check(backend, wr.nn.attention, _attn, rand(b, h, lq, d), rand(b, h, lk, d, seed=1),
+          rand(b, h, lk, d, seed=2), rtol=1e-4, atol=1e-5)
+
+
+def test_attention_mask(backend):
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32)
+    check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m), _attn,
+          rand(2, 2, 5, 16), rand(2, 2, 5, 16, seed=1), rand(2, 2, 5, 16, seed=2), mask,
+          rtol=1e-4, atol=1e-5)
+
+
+def test_attention_causal(backend):
+    check(backend, lambda q, k, v: wr.nn.attention(q, k, v, causal=True),
+          lambda q, k, v: _attn(q, k, v, causal=True), rand(1, 2, 4, 16),
+          rand(1, 2, 6, 16, seed=1), rand(1, 2, 6, 16, seed=2), rtol=1e-4, atol=1e-5)
+
+
+def _conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    oh = (h + 2 * padding - dilation * (kh - 1) - 1) // stride + 1
+    ow = (wd + 2 * padding - dilation * (kw - 1) - 1) // stride + 1
+    out = np.zeros((n, o, oh, ow))
+    for oc in range(o):
+        g = oc // (o // groups)
+        for y in range(oh):
+            for xx in range(ow):
+                patch = xp[:, g * cg:(g + 1) * cg, y * stride: y * stride + dilation * (kh - 1) + 1:
+                           dilation, xx * stride: xx * stride + dilation * (kw - 1) + 1: dilation]
+                out[:, oc, y, xx] = (patch * w[oc]).sum(axis=(1, 2, 3))
+    return out if b is None else out + b[None, :, None, None]
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 1),
+                                                            (1, 2, 2, 1), (1, 1, 1, 2),
+                                                            (2, 0, 1, 4)], ids=str)
+def test_conv2d(backend, stride, padding, dilation, groups):
+    check(backend, lambda x, w, b: wr.nn.conv2d(x, w, b, stride, padding, dilation, groups),
+          lambda x, w, b: _conv(x, w, b, stride, padding, dilation, groups),
+          rand(2, 4, 9, 8), rand(8, 4 // groups, 3, 3, seed=1), rand(8, seed=2), rtol=1e-5,
+          atol=1e-5)
+
+
+def _pool(x, k, s, p, kind):
+    fill = -np.inf if kind == "max" else 0
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=fill)
+    oh, ow = (x.shape[2] + 2 * p - k) // s + 1, (x.shape[3] + 2 * p - k) // s + 1
+    out = np.zeros(x.shape[:2] + (oh, ow))
+    for y in range(oh):
+        for xx in range(ow):
+            win = xp[:, :, y * s: y * s + k, xx * s: xx * s + k]
+            out[:, :, y, xx] = win.max(axis=(2, 3)) if kind == "max" else win.mean(axis=(2, 3))
+    return out
+
+
+@pytest.mark.parametrize("k,s,p", [(2, 2, 0), (3, 1, 1), (3, 2, 1)], ids=str)
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pool2d(backend, kind, k, s, p):
+    fn = wr.nn.max_pool2d if kind == "max" else wr.nn.avg_pool2d
+    check(backend, lambda x: fn(x, k, s, p), lambda x: _pool(x, k, s, p, kind),
+          rand(2, 3, 7, 8), rtol=1e-5, atol=1e-6)

@@ -1,0 +1,81 @@
+"""Reductions, argmax, softmax, cumsum and topk over any axis, against numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import check, rand
+
+AXES = [None, 0, -1, (0, 2), 1]
+REDUCE = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("op", sorted(REDUCE))
+def test_reduce(backend, op, axis, keepdims):
+    x = rand(3, 5, 7, low=0.5 if op == "prod" else -1, high=1.5 if op == "prod" else 1)
+    check(backend, lambda t: getattr(t, op)(axis=axis, keepdims=keepdims),
+          lambda a: REDUCE[op](a, axis=axis, keepdims=keepdims), x, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 3, 257, 1000, 100_000])
+def test_sum_lengths(backend, n):
+    check(backend, lambda t: t.sum(), np.sum, rand(n), rtol=1e-5, atol=1e-5)
+
+
+def test_int_sum_and_max(backend):
+    x = np.arange(-30, 30, dtype=np.int32).reshape(6, 10)
+    check(backend, lambda t: t.sum(axis=1), lambda a: a.sum(axis=1).astype(np.int32), x)
+    check(backend, lambda t: t.max(axis=0), lambda a: a.max(axis=0), x)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_argmax(backend, axis, keepdims):
+    x = np.round(rand(4, 300, 3) * 4)   # many ties: the first index must win, as numpy
+    check(backend, lambda t: t.argmax(axis=axis, keepdims=keepdims),
+          lambda a: np.argmax(a, axis=axis, keepdims=keepdims).astype(np.int32), x,
+          exact_dtype=False)
+
+
+def test_argmax_flat(backend):
+    check(backend, lambda t: t.argmax(), lambda a: np.int32(np.argmax(a)), rand(7, 9),
+          exact_dtype=False)
+
+
+def _softmax(a, axis):
+    e = np.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("shape,axis", [((5,), 0), ((3, 257), -1), ((4, 6, 3), 1),
+                                        ((2, 1000), 0)], ids=str)
+def test_softmax(backend, shape, axis):
+    x = rand(*shape, low=-8, high=8)
+    check(backend, lambda t: t.softmax(axis), lambda a: _softmax(a, axis), x, rtol=1e-5,
+          atol=1e-7)
+    check(backend, lambda t: t.log_softmax(axis), lambda a: np.log(_softmax(a, axis)), x,
+          rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,axis", [((7,), 0), ((3, 300), 1), ((4, 5, 6), 0)], ids=str)
+def test_cumsum(backend, shape, axis):
+    check(backend, lambda t: t.cumsum(axis), lambda a: np.cumsum(a, axis=axis), rand(*shape),
+          rtol=1e-5, atol=1e-5)
+
+
+def test_cumsum_int(backend):
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    check(backend, lambda t: t.cumsum(1), lambda a: np.cumsum(a, axis=1).astype(np.int32), x)
+
+
+@pytest.mark.parametrize("shape,k,axis", [((10,), 3, 0), ((4, 1000), 5, 1), ((6, 3), 2, 0),
+                                          ((2, 49152), 8, -1)], ids=str)
+def test_topk(backend, shape, k, axis):
+    x = np.round(rand(*shape) * 50)   # ties: lower index first (a stable descending sort)
+
+    def np_topk(a):
+        idx = np.take(np.argsort(-a, axis=axis, kind="stable"), np.arange(k), axis=axis)
+        return np.take_along_axis(a, idx, axis=axis), idx.astype(np.int32)
+    check(backend, lambda t: t.topk(k, axis=axis), np_topk, x, exact_dtype=False)
