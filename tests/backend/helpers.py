@@ -2,11 +2,21 @@
 with the same computation written in numpy (float64)."""
 from __future__ import annotations
 
+import asyncio
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
 import webrlx as wr
+
+
+def run_coroutine(coro: Any) -> Any:
+    """Run a coroutine to completion: asyncio natively, JSPI's run_sync inside Pyodide."""
+    if sys.platform == "emscripten":
+        from pyodide.ffi import run_sync
+        return run_sync(coro)
+    return asyncio.run(coro)
 
 
 def rand(*shape: int, seed: int = 0, low: float = -1.0, high: float = 1.0,

@@ -94,6 +94,7 @@ class Plan:
         prev = self.last_fed.get(name)
         if prev is not None and prev.shape == arr.shape and np.array_equal(prev, arr):
             return
+        self.backend.stats["input_uploads"] += 1
         write_padded(self.backend, self.inputs[name], arr.astype(
             storage_np(self.program.inputs[name][2], self.f16), copy=False))
         self.last_fed[name] = arr.copy()

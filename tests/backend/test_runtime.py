@@ -1,0 +1,143 @@
+"""Executable behaviour: clear errors for bad feeds/params (and usability afterwards),
+symbolic dims, upload-only-when-changed, and no device objects created after the first run."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import webrlx as wr
+from helpers import rand, run_coroutine
+
+
+def _mlp_exe(device):
+    g = wr.Graph()
+    x = g.input("x", ("batch", 8))
+    w = g.param("w", (8, 4))
+    y = (x @ w).relu().sum(axis=-1)
+    exe = wr.compile(g, outputs=[y], device=device)
+    return exe, rand(8, 4, seed=3)
+
+
+def _ref(xv, wv):
+    return np.maximum(xv.astype(np.float64) @ wv, 0).sum(-1)
+
+
+def test_param_never_set(backend):
+    exe, wv = _mlp_exe(backend)
+    with pytest.raises(wr.InputError, match=r"param 'w' \(\(8, 4\) float32\) was never set"):
+        exe.run({"x": rand(2, 8)})
+    exe.set_params({"w": wv})
+    np.testing.assert_allclose(exe.run({"x": rand(2, 8)})[0], _ref(rand(2, 8), wv), rtol=1e-5)
+
+
+BAD_FEEDS = [
+    ({"y": np.ones((2, 8), np.float32)}, r"unknown input 'y'; inputs are \['x'\]"),
+    ({}, r"missing input 'x' \(\(batch, 8\) float32\)"),
+    ({"x": np.ones((2, 7), np.float32)}, r"input 'x' must be \(batch, 8\) float32, "
+                                         r"got \(2, 7\) float32"),
+    ({"x": np.ones((8,), np.float32)}, r"input 'x' must be \(batch, 8\) float32, got \(8,\)"),
+    ({"x": np.ones((2, 8), np.int32)}, r"input 'x' must be \(batch, 8\) float32, got \(2, 8\) "
+                                       r"int32. Cast it with .astype\(np.float32\)"),
+    ({"x": np.ones((2, 8), bool)}, r"input 'x' must be \(batch, 8\) float32, got \(2, 8\) bool"),
+    ([np.ones((2, 8))], r"feeds must be a dict"),
+]
+
+
+@pytest.mark.parametrize("feeds,msg", BAD_FEEDS, ids=range(len(BAD_FEEDS)))
+def test_bad_feeds_then_usable(backend, feeds, msg):
+    exe, wv = _mlp_exe(backend)
+    exe.set_params({"w": wv})
+    with pytest.raises(wr.InputError, match=msg):
+        exe.run(feeds)
+    xv = rand(3, 8)
+    np.testing.assert_allclose(exe.run({"x": xv})[0], _ref(xv, wv), rtol=1e-5)
+
+
+def test_bad_params(backend):
+    exe, wv = _mlp_exe(backend)
+    with pytest.raises(wr.InputError, match=r"unknown param 'v'; params are \['w'\]"):
+        exe.set_params({"v": wv})
+    with pytest.raises(wr.InputError, match=r"param 'w' must be \(8, 4\) float32, got \(4, 8\)"):
+        exe.set_params({"w": wv.T})
+    exe.set_params({"w": wv})
+    xv = rand(2, 8)
+    np.testing.assert_allclose(exe.run({"x": xv})[0], _ref(xv, wv), rtol=1e-5)
+
+
+def test_float64_and_noncontiguous_inputs_are_converted(backend):
+    exe, wv = _mlp_exe(backend)
+    exe.set_params({"w": wv.astype(np.float64)})
+    xv = rand(8, 6).T            # non-contiguous view
+    x64 = xv.astype(np.float64)
+    want = _ref(xv, wv)
+    np.testing.assert_allclose(exe.run({"x": xv})[0], want, rtol=1e-5)
+    np.testing.assert_allclose(exe.run({"x": x64})[0], want, rtol=1e-5)
+
+
+def test_symbolic_dims_bind_per_run(backend):
+    exe, wv = _mlp_exe(backend)
+    exe.set_params({"w": wv})
+    for n in (1, 3, 5, 3, 1):
+        xv = rand(n, 8, seed=n)
+        (out,) = exe.run({"x": xv})
+        assert out.shape == (n,)
+        np.testing.assert_allclose(out, _ref(xv, wv), rtol=1e-5)
+
+
+def test_symbols_must_agree_across_inputs(backend):
+    g = wr.Graph()
+    a, b = g.input("a", ("n", 2)), g.input("b", ("n", 2))
+    exe = wr.compile(g, outputs=[a + b], device=backend)
+    with pytest.raises(wr.InputError, match=r"input 'b' has n=3, but an earlier input bound n=2"):
+        exe.run({"a": np.ones((2, 2), np.float32), "b": np.ones((3, 2), np.float32)})
+    (out,) = exe.run({"a": np.ones((3, 2), np.float32), "b": np.ones((3, 2), np.float32)})
+    np.testing.assert_array_equal(out, np.full((3, 2), 2, np.float32))
+
+
+def test_runs_compile_once_and_create_nothing_after_first_run():
+    gpu = wr.device("gpu")
+    exe, wv = _mlp_exe(gpu)
+    exe.set_params({"w": wv})
+    x1, x2 = rand(4, 8, seed=1), rand(4, 8, seed=2)
+    exe.run({"x": x1})
+    before = dict(gpu.stats)
+    for i in range(1000):
+        (out,) = exe.run({"x": x1 if i % 2 else x2})
+    after = dict(gpu.stats)
+    np.testing.assert_allclose(out, _ref(x1, wv), rtol=1e-5)
+    for key in ("buffers", "pipelines", "bind_groups"):
+        assert after.get(key, 0) == before.get(key, 0), (key, before, after)
+    assert after["submits"] - before["submits"] == 1000
+
+
+def test_unchanged_inputs_are_not_uploaded_again():
+    gpu = wr.device("gpu")
+    exe, wv = _mlp_exe(gpu)
+    exe.set_params({"w": wv})
+    xv = rand(2, 8)
+    exe.run({"x": xv})
+    n = gpu.stats["input_uploads"]
+    for _ in range(10):
+        exe.run({"x": xv.copy()})
+    assert gpu.stats["input_uploads"] == n
+    exe.run({"x": xv + 1})
+    assert gpu.stats["input_uploads"] == n + 1
+
+
+def test_constant_output_and_params_only_graph(backend):
+    g = wr.Graph()
+    w = g.param("w", (3,))
+    c = g.constant(np.arange(3, dtype=np.float32))
+    exe = wr.compile(g, outputs=[w * 2 + c, c * c], device=backend)
+    exe.set_params({"w": np.ones(3, np.float32)})
+    a, b = exe.run({})
+    np.testing.assert_array_equal(a, [2, 3, 4])
+    np.testing.assert_array_equal(b, [0, 1, 4])
+
+
+def test_run_async(backend):
+    exe, wv = _mlp_exe(backend)
+    exe.set_params({"w": wv})
+    xv = rand(2, 8)
+    (out,) = run_coroutine(exe.run_async({"x": xv}))
+    np.testing.assert_allclose(out, _ref(xv, wv), rtol=1e-5)
