@@ -1,4 +1,4 @@
-// Shared math helpers (inserted through the {{MATH}} slot). f32 in, f32 out.
+// Shared math helpers (inserted through the MATH slot). f32 in, f32 out.
 
 // erf: Abramowitz & Stegun 7.1.26, |error| < 1.5e-7.
 fn erf_(x: f32) -> f32 {

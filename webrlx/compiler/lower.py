@@ -431,10 +431,13 @@ def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: Device
     live = live_nodes(graph, outputs)
     shapes = bind_shapes(graph, env, live)
     folded = fold_constants(graph, live, shapes)
+    # a folded value needs a buffer only where a kernel (or the caller) reads it
+    used = set(outputs) | {i for n in graph.nodes if n.id in live and n.id not in folded
+                           for i in n.inputs}
     L = Lowerer(graph, shapes, info)
     inputs, params = {}, {}
     for node in graph.nodes:
-        if node.id not in live:
+        if node.id not in live or (node.id in folded and node.id not in used):
             continue
         L.node = node.id
         shape = shapes[node.id]

@@ -1,0 +1,114 @@
+"""Compiler passes without a GPU: binding, folding, lowering decisions, the memory plan."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import webrlx as wr
+from webrlx.backends.base import DeviceInfo
+from webrlx.compiler.lower import lower
+from webrlx.compiler.memory import lifetimes, peak_live_bytes, plan_memory
+from webrlx.kernels import all_shaders, raw_shader, render
+
+INFO = DeviceInfo("test", "none", {"min-storage-buffer-offset-alignment": 256,
+                                   "max-storage-buffer-binding-size": 1 << 20,
+                                   "max-buffer-size": 1 << 20}, frozenset())
+
+
+def _chain(n_layers: int = 6):
+    g = wr.Graph()
+    x = g.input("x", ("b", 64))
+    h = x
+    for i in range(n_layers):
+        h = (h @ g.param(f"w{i}", (64, 64))).relu()
+    return g, h
+
+
+def test_lowering_kernel_counts():
+    g, y = _chain(3)
+    prog = lower(g, [y.id], {"b": 4}, INFO)
+    assert [c.name for c in prog.calls] == ["matmul", "elementwise[relu]"] * 3
+
+
+def test_reshape_aliases_and_permute_copies():
+    g = wr.Graph()
+    x = g.input("x", (2, 3, 4))
+    y = x.reshape(6, 4).T
+    prog = lower(g, [y.id], {}, INFO)
+    assert [c.name for c in prog.calls] == ["elementwise[permute]"]
+
+
+def test_constant_folding():
+    g = wr.Graph()
+    x = g.input("x", (3,))
+    c = (g.constant(np.arange(3, dtype=np.float32)) * 2 + 1).exp()
+    prog = lower(g, [(x + c).id], {}, INFO)
+    assert [c.name for c in prog.calls] == ["elementwise[add]"]
+    assert np.allclose(prog.consts[0].value, np.exp(np.arange(3) * 2 + 1), rtol=1e-6)
+
+
+def test_dead_code_is_dropped():
+    g = wr.Graph()
+    x = g.input("x", (3,))
+    _unused = (x * 5).exp()
+    prog = lower(g, [(x + 1).id], {}, INFO)
+    assert len(prog.calls) == 1
+
+
+def test_symbolic_binding_shapes():
+    g, y = _chain(1)
+    assert lower(g, [y.id], {"b": 7}, INFO).outputs[0].shape == (7, 64)
+    with pytest.raises(wr.ShapeError, match="symbol 'b' is not bound"):
+        lower(g, [y.id], {}, INFO)
+
+
+def test_memory_plan_reuses_memory_and_respects_lifetimes():
+    g, y = _chain(8)
+    prog = lower(g, [y.id], {"b": 100}, INFO)
+    plan_memory(prog, 256, 1 << 20)
+    life = lifetimes(prog)
+    temps = {b.id: b for b in prog.temps()}
+    total = sum(-(-b.nbytes // 256) * 256 for b in temps.values())
+    peak = peak_live_bytes(prog, 256)
+    arena = sum(prog.arena_sizes)
+    assert peak <= arena <= 2 * peak < total          # reuse: far below "one slot per tensor"
+    for a in temps:                                   # no two live-overlapping temps overlap
+        for b in temps:
+            if a < b:
+                (fa, la), (fb, lb) = life[a], life[b]
+                oa, ob = prog.offsets[a], prog.offsets[b]
+                if fa <= lb and fb <= la and oa[0] == ob[0]:
+                    sa = -(-temps[a].nbytes // 256) * 256
+                    sb = -(-temps[b].nbytes // 256) * 256
+                    assert oa[1] + sa <= ob[1] or ob[1] + sb <= oa[1]
+    assert all(off % 256 == 0 for _, off in prog.offsets.values())
+
+
+def test_memory_plan_splits_arenas_at_binding_limit():
+    g = wr.Graph()
+    x = g.input("x", (1000, 100))
+    h = [x * float(i) for i in range(4)]
+    y = h[0] + h[1] + h[2] + h[3]
+    prog = lower(g, [y.id], {}, INFO)
+    plan_memory(prog, 256, 1 << 19)                   # 512 KiB arenas, 400 KB tensors
+    assert len(prog.arena_sizes) > 1
+    assert all(s <= 1 << 19 for s in prog.arena_sizes)
+
+
+def test_every_shader_renders_without_unknown_slots():
+    names = all_shaders()
+    assert {"matmul/matmul", "reduce/reduce", "attention/attention", "conv/conv2d"} <= set(names)
+    for name in names:
+        text = raw_shader(name)
+        assert "fn " in text
+        if name != "common/math":
+            out = render(name, T="f32", OUT="f32", ACC="f32", LOWEST="0.0", HIGHEST="1.0",
+                         SCALE="1.0")
+            assert "{{" not in out and "@compute" in out
+
+
+def test_float16_storage_falls_back_to_f32_without_shader_f16():
+    g = wr.Graph()
+    x = g.input("x", (5,), "float16")
+    prog = lower(g, [(x * 2).id], {}, INFO)
+    assert prog.inputs["x"][0].nbytes == 20 and "f16" not in prog.calls[0].source
