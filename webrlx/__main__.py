@@ -1,0 +1,103 @@
+"""Command line: `python -m webrlx info | demo | serve | bench`."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+DEMO_SENTENCES = [
+    "A man is eating food.",
+    "A man is eating a piece of bread.",
+    "The girl is carrying a baby.",
+    "A man is riding a horse.",
+    "A woman is playing violin.",
+    "Two men pushed carts through the woods.",
+    "A man is riding a white horse on an enclosed ground.",
+    "A monkey is playing drums.",
+]
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """Print the adapter, its limits and features, and the shaders webrlx ships."""
+    import webrlx as wr
+    from webrlx.kernels import all_shaders
+    dev = wr.device(args.device)
+    info = dev.info
+    print(f"webrlx {wr.__version__}")
+    print(f"adapter:  {info.name}")
+    print(f"backend:  {info.backend}")
+    print(f"features: {', '.join(sorted(info.features)) or '-'}")
+    for key in sorted(info.limits):
+        if key.startswith(("max-storage", "max-buffer", "max-compute", "min-")):
+            print(f"  {key}: {info.limits[key]}")
+    print(f"shaders:  {len(all_shaders())} ({', '.join(all_shaders())})")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Embed sentences with all-MiniLM-L6-v2; print cosine similarities and time per batch."""
+    from webrlx.models import minilm
+    t0 = time.perf_counter()
+    enc = minilm.load(args.model, device=args.device)
+    t1 = time.perf_counter()
+    print(f"device: {enc.device.info.name} ({enc.device.info.backend}); "
+          f"model loaded in {t1 - t0:.2f} s")
+    emb = enc.encode(DEMO_SENTENCES)
+    t2 = time.perf_counter()
+    times = []
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        emb = enc.encode(DEMO_SENTENCES)
+        times.append(time.perf_counter() - t)
+    sim = emb @ emb.T
+    width = max(len(s) for s in DEMO_SENTENCES)
+    print(f"\ncosine similarity ({len(DEMO_SENTENCES)} sentences, 384-d embeddings):")
+    print(" " * (width + 2) + " ".join(f"{i:>5d}" for i in range(len(sim))))
+    for i, (s, row) in enumerate(zip(DEMO_SENTENCES, sim)):
+        print(f"{s:<{width}} {i:d} " + " ".join(f"{v:5.2f}" for v in row))
+    best = np.argsort(-(sim - 2 * np.eye(len(sim))), axis=1)[:, 0]
+    print("\nnearest neighbours:")
+    for i, j in enumerate(best):
+        print(f"  {DEMO_SENTENCES[i]!r} ~ {DEMO_SENTENCES[j]!r} ({sim[i, j]:.3f})")
+    print(f"\nfirst batch (compile + run): {1000 * (t2 - t1):.1f} ms; "
+          f"warm batch of {len(DEMO_SENTENCES)}: median {1000 * float(np.median(times)):.1f} ms "
+          f"over {len(times)} runs")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from webrlx.serve import main_serve
+    return main_serve(args.rest)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from webrlx.bench import main_bench
+    print(json.dumps(main_bench(args.rest), indent=1))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m webrlx", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("info", help="adapter, limits, features, shaders")
+    p.add_argument("--device", default=None, help="gpu | reference (default: the adapter)")
+    p.set_defaults(fn=cmd_info)
+    p = sub.add_parser("demo", help="MiniLM sentence embeddings on the default adapter")
+    p.add_argument("--device", default=None, help="gpu | reference (default: the adapter)")
+    p.add_argument("--model", default=None, help="directory with the MiniLM files")
+    p.add_argument("--repeat", type=int, default=5)
+    p.set_defaults(fn=cmd_demo)
+    for name, fn, text in (("serve", cmd_serve, "serve web/ with a local Pyodide"),
+                           ("bench", cmd_bench, "benchmarks (JSON)")):
+        p = sub.add_parser(name, help=text, add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(fn=fn)
+    args = parser.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""BERT encoder (all-MiniLM-L6-v2 and friends) built with the webrlx API.
+
+Graph inputs: input_ids, attention_mask, token_type_ids (batch, seq) int32 and position_ids
+(seq,) int32; output: (batch, hidden) mean-pooled, L2-normalized sentence embeddings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from .. import nn
+from ..graph import Graph
+from ..tensor import Tensor
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    vocab_size: int = 30522
+    hidden_size: int = 384
+    num_hidden_layers: int = 6
+    num_attention_heads: int = 12
+    intermediate_size: int = 1536
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BertConfig:
+        if d.get("hidden_act", "gelu") != "gelu":
+            raise ValueError(f"bert: hidden_act {d['hidden_act']!r} is not supported (gelu only)")
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+def _linear_names(cfg: BertConfig) -> list[str]:
+    names = []
+    for i in range(cfg.num_hidden_layers):
+        p = f"encoder.layer.{i}."
+        names += [p + "attention.self.query", p + "attention.self.key",
+                  p + "attention.self.value", p + "attention.output.dense",
+                  p + "intermediate.dense", p + "output.dense"]
+    return names
+
+
+def bert_params(cfg: BertConfig, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Map checkpoint tensors to graph params: Linear weights [out, in] become [in, out]."""
+    linear = {n + ".weight" for n in _linear_names(cfg)}
+    out = {}
+    for name, arr in tensors.items():
+        if name.startswith("bert."):
+            name = name[5:]
+        if name.endswith("position_ids") or name.startswith("pooler."):
+            continue
+        arr = np.asarray(arr, np.float32)
+        out[name] = np.ascontiguousarray(arr.T) if name in linear else arr
+    return out
+
+
+def build_bert(cfg: BertConfig) -> tuple[Graph, Tensor]:
+    """Return (graph, embeddings) of the encoder with mean pooling and L2 normalization."""
+    g = Graph()
+    ids = g.input("input_ids", ("batch", "seq"), "int32")
+    mask = g.input("attention_mask", ("batch", "seq"), "int32")
+    types = g.input("token_type_ids", ("batch", "seq"), "int32")
+    pos = g.input("position_ids", ("seq",), "int32")
+    H, E = cfg.hidden_size, cfg.num_attention_heads
+    D = H // E
+
+    def p(name: str, *shape: int) -> Tensor:
+        return g.param(name, shape)
+
+    def layer_norm(x: Tensor, prefix: str) -> Tensor:
+        return nn.layer_norm(x, p(prefix + ".weight", H), p(prefix + ".bias", H),
+                             cfg.layer_norm_eps)
+
+    def linear(x: Tensor, prefix: str, n_in: int, n_out: int, act: str = "none") -> Tensor:
+        return nn.linear(x, p(prefix + ".weight", n_in, n_out), p(prefix + ".bias", n_out), act)
+
+    def heads(t: Tensor) -> Tensor:   # (batch, seq, H) -> (batch, heads, seq, D)
+        return t.reshape("batch", "seq", E, D).permute(0, 2, 1, 3)
+
+    e = "embeddings."
+    x = (nn.embedding(p(e + "word_embeddings.weight", cfg.vocab_size, H), ids)
+         + nn.embedding(p(e + "position_embeddings.weight", cfg.max_position_embeddings, H), pos)
+         + nn.embedding(p(e + "token_type_embeddings.weight", cfg.type_vocab_size, H), types))
+    x = layer_norm(x, e + "LayerNorm")
+    for i in range(cfg.num_hidden_layers):
+        a = f"encoder.layer.{i}.attention."
+        q, k, v = (heads(linear(x, a + "self." + n, H, H)) for n in ("query", "key", "value"))
+        ctx = nn.attention(q, k, v, mask=mask).permute(0, 2, 1, 3).reshape("batch", "seq", H)
+        x = layer_norm(linear(ctx, a + "output.dense", H, H) + x, a + "output.LayerNorm")
+        o = f"encoder.layer.{i}."
+        h = linear(x, o + "intermediate.dense", H, cfg.intermediate_size, "gelu")
+        x = layer_norm(linear(h, o + "output.dense", cfg.intermediate_size, H) + x,
+                       o + "output.LayerNorm")
+    m = mask.cast("float32").unsqueeze(-1)                            # (batch, seq, 1)
+    pooled = (x * m).sum(axis=1) / m.sum(axis=1).maximum(1e-9)          # (batch, H)
+    norm = (pooled * pooled).sum(axis=-1, keepdims=True).sqrt().maximum(1e-12)
+    return g, pooled / norm
