@@ -253,12 +253,12 @@ class JsWebGPUBackend(Backend):
 
     async def read_buffer_async(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         self._check("read_buffer_async")
-        if self._pending_scopes:
-            pending, self._pending_scopes = self._pending_scopes, []
-            errors = await js.Promise.all(js.Array.of(*(scope for _, scope in pending)))
-            for (what, _), error in zip(pending, errors):
-                if error is not None:
-                    raise WebGPUError(f"{what}: {error.message}")
+        # Only the first read after creating pipelines without JSPI has scopes to wait for.
+        pending, self._pending_scopes = self._pending_scopes, []
+        for what, scope in pending:
+            error = await scope
+            if error is not None:
+                raise WebGPUError(f"{what}: {error.message}")
         try:
             await buf.mapAsync(MAP_MODE_READ, offset, nbytes)
         except Exception:
