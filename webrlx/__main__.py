@@ -68,18 +68,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def cmd_serve(rest: list[str]) -> int:
     from webrlx.serve import main_serve
-    return main_serve(args.rest)
+    return main_serve(rest)
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
+def cmd_bench(rest: list[str]) -> int:
     from webrlx.bench import main_bench
-    print(json.dumps(main_bench(args.rest), indent=1))
+    print(json.dumps(main_bench(rest), indent=1))
     return 0
 
 
+PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench}   # these parse their own options
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in PASS_THROUGH:
+        return PASS_THROUGH[argv[0]](argv[1:])
     parser = argparse.ArgumentParser(prog="python -m webrlx", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="adapter, limits, features, shaders")
@@ -90,11 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default=None, help="directory with the MiniLM files")
     p.add_argument("--repeat", type=int, default=5)
     p.set_defaults(fn=cmd_demo)
-    for name, fn, text in (("serve", cmd_serve, "serve web/ with a local Pyodide"),
-                           ("bench", cmd_bench, "benchmarks (JSON)")):
-        p = sub.add_parser(name, help=text, add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(fn=fn)
+    sub.add_parser("serve", help="serve web/ with a local Pyodide (see serve --help)")
+    sub.add_parser("bench", help="benchmarks as JSON (see bench --help)")
     args = parser.parse_args(argv)
     return args.fn(args)
 

@@ -1,0 +1,140 @@
+"""Benchmarks printed as JSON: webrlx beside a reference measured in the same run
+(numpy on the CPU; torch on CUDA where present). `python -m webrlx bench [--quick] [--only K]`.
+
+Method: webrlx runs a compiled executable with inputs already on the device; `iters` runs are
+submitted back to back and synchronized once at the end (a 4-byte readback); the time per run
+is the median over `repeats` such batches, after a warm-up. torch: the op in a loop, then
+torch.cuda.synchronize(), same batching. numpy: the op in a loop.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+import webrlx as wr
+
+
+def _time(fn: Callable[[], Any], sync: Callable[[], Any], iters: int, repeats: int) -> float:
+    fn()
+    sync()
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        sync()
+        samples.append((time.perf_counter() - t) / iters)
+    return statistics.median(samples)
+
+
+def time_executable(exe: wr.Executable, feeds: dict[str, np.ndarray], iters: int,
+                    repeats: int) -> float:
+    """Seconds per run of exe on the device (inputs uploaded once, no output readback)."""
+    exe.run(feeds)                       # compile, upload inputs, warm up
+    plan = exe.last_plan
+    if plan is None:                     # the reference device: time whole runs
+        return _time(lambda: exe.run(feeds), lambda: None, iters, repeats)
+    backend = plan.backend
+
+    def sync() -> None:
+        backend.submit([], plan.copies[:1])
+        backend.read_buffer(plan.staging, 0, 4)
+    return _time(lambda: backend.submit(plan.dispatches), sync, iters, repeats)
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _ref_timer(fn_np: Callable, fn_torch: Callable | None, arrays: list[np.ndarray],
+               iters: int, repeats: int, dtype: str) -> dict[str, Any]:
+    torch = _torch()
+    if torch is not None and torch.cuda.is_available() and fn_torch is not None:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        tdt = torch.float16 if dtype == "float16" else torch.float32
+        ts = [torch.from_numpy(a).to("cuda", tdt) if a.dtype.kind == "f" else
+              torch.from_numpy(a).to("cuda") for a in arrays]
+        sec = _time(lambda: fn_torch(*ts), torch.cuda.synchronize, iters, repeats)
+        return {"reference": f"torch {torch.__version__} cuda {dtype}"
+                             f"{' (TF32 off)' if dtype == 'float32' else ''}", "ref_ms": sec * 1e3}
+    sec = _time(lambda: fn_np(*arrays), lambda: None, max(1, iters // 4), repeats)
+    return {"reference": f"numpy {np.__version__} cpu", "ref_ms": sec * 1e3}
+
+
+def _case(name: str, build: Callable, arrays: list[np.ndarray], fn_np: Callable,
+          fn_torch: Callable | None, flops: float, iters: int, repeats: int,
+          dtype: str = "float32") -> dict[str, Any]:
+    g = wr.Graph()
+    ins = [g.input(f"x{i}", a.shape, a.dtype) for i, a in enumerate(arrays)]
+    exe = wr.compile(g, outputs=[build(*ins)])
+    feeds = {f"x{i}": a for i, a in enumerate(arrays)}
+    sec = time_executable(exe, feeds, iters, repeats)
+    row: dict[str, Any] = {"case": name, "dtype": dtype, "webrlx_ms": sec * 1e3}
+    row.update(_ref_timer(fn_np, fn_torch, arrays, iters, repeats, dtype))
+    row["ratio_vs_ref"] = row["ref_ms"] / row["webrlx_ms"]   # > 1: webrlx is faster
+    if flops:
+        row["webrlx_gflops"] = flops / sec / 1e9
+        row["ref_gflops"] = flops / (row["ref_ms"] / 1e3) / 1e9
+    row["dispatches"] = len(exe.last_plan.dispatches) if exe.last_plan else 0
+    return row
+
+
+def matmul_cases(sizes: list[int], dtype: str, iters: int, repeats: int) -> list[dict]:
+    rows = []
+    rng = np.random.default_rng(0)
+    shapes = [((n, n), (n, n)) for n in sizes] + [((1, sizes[-1]), (sizes[-1], sizes[-1]))]
+    for a_shape, b_shape in shapes:
+        a = rng.standard_normal(a_shape).astype(dtype)
+        b = rng.standard_normal(b_shape).astype(dtype)
+        m, k = a_shape
+        n = b_shape[1]
+        rows.append(_case(f"matmul {m}x{k}x{n}", lambda x, y: x @ y, [a, b], np.matmul,
+                          lambda x, y: x @ y, 2.0 * m * n * k, iters, repeats, dtype))
+    return rows
+
+
+def elementwise_chain(n_nodes: int, iters: int, repeats: int) -> dict[str, Any]:
+    """100 dependent small elementwise nodes: host cost per dispatch."""
+    def build(x: wr.Tensor) -> wr.Tensor:
+        for i in range(n_nodes):
+            x = x * 1.0001 if i % 2 else x + 0.5
+        return x
+    a = np.ones(1024, np.float32)
+
+    def fn_np(x: np.ndarray) -> np.ndarray:
+        for i in range(n_nodes):
+            x = x * 1.0001 if i % 2 else x + 0.5
+        return x
+    row = _case(f"elementwise chain {n_nodes} nodes", build, [a], fn_np, fn_np, 0, iters,
+                repeats)
+    row["us_per_dispatch"] = row["webrlx_ms"] * 1e3 / max(row["dispatches"], 1)
+    return row
+
+
+def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(prog="python -m webrlx bench")
+    p.add_argument("--quick", action="store_true", help="small sizes (CPU adapters)")
+    p.add_argument("--only", default="", help="comma list: matmul,f16,chain")
+    args = p.parse_args(argv or [])
+    dev = wr.device()
+    only = set(filter(None, args.only.split(",")))
+    sizes = [128, 256, 512] if args.quick else [512, 1024, 2048, 4096]
+    iters, repeats = (3, 3) if args.quick else (10, 5)
+    out: dict[str, Any] = {"adapter": dev.info.name, "backend": dev.info.backend,
+                           "method": __doc__.split("Method: ")[1].strip(), "cases": []}
+    if not only or "matmul" in only:
+        out["cases"] += matmul_cases(sizes, "float32", iters, repeats)
+    if (not only or "f16" in only) and dev.info.has_f16:
+        out["cases"] += matmul_cases(sizes, "float16", iters, repeats)
+    if not only or "chain" in only:
+        out["cases"].append(elementwise_chain(100, 20, repeats))
+    return out
