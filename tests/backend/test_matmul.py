@@ -10,7 +10,10 @@ from helpers import check, rand
 
 SHAPES = [((1, 1), (1, 1)), ((3, 5), (5, 7)), ((64, 64), (64, 64)), ((65, 17), (17, 130)),
           ((2, 3, 5), (5, 4)), ((4, 3, 5), (4, 5, 2)), ((1, 3, 5), (4, 5, 2)),
-          ((2, 1, 3, 5), (1, 3, 5, 2)), ((5,), (5, 3)), ((3, 5), (5,)), ((2, 3, 8), (8,))]
+          ((2, 1, 3, 5), (1, 3, 5, 2)), ((5,), (5, 3)), ((3, 5), (5,)), ((2, 3, 8), (8,)),
+          # K % 4 == 0 and N % 4 == 0: the register-tiled vec4 kernel, with partial tiles
+          ((3, 20, 12), (3, 12, 36)), ((130, 260), (260, 132)), ((1, 8), (8, 4)),
+          ((2, 1, 40, 16), (3, 16, 8))]
 
 
 @pytest.mark.parametrize("a,b", SHAPES, ids=str)
@@ -35,10 +38,11 @@ ACTS = {"none": lambda x: x, "relu": lambda x: np.maximum(x, 0), "gelu": _gelu,
                                                       * (x + 0.044715 * x ** 3)))}
 
 
+@pytest.mark.parametrize("k", [32, 33])
 @pytest.mark.parametrize("act", sorted(ACTS))
-def test_matmul_bias_activation(backend, act):
+def test_matmul_bias_activation(backend, act, k):
     check(backend, lambda x, w, b: x.matmul(w, bias=b, activation=act),
-          lambda x, w, b: ACTS[act](x @ w + b), rand(2, 7, 33), rand(33, 20, seed=1),
+          lambda x, w, b: ACTS[act](x @ w + b), rand(2, 7, k), rand(k, 20, seed=1),
           rand(20, seed=2), rtol=1e-5, atol=1e-5)
 
 

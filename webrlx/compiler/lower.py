@@ -363,9 +363,13 @@ def _matmul(L: Lowerer, node: Node) -> Buf:
     has_bias = len(node.inputs) == 3
     bias = L.values[node.inputs[2]] if has_bias else L.dummy(0)
     out = L.temp(out_shape, node.dtype)
-    src = render("matmul/matmul", T=L.T(node.dtype))
-    L.emit("matmul", src, [a_buf, b_buf, bias, out], out,
-           [m, n, k, 0, 0, a_bs, b_bs, 0, 0], (-(-n // 64), -(-m // 64), batch),
+    if k % 4 == 0 and n % 4 == 0:       # register-tiled vec4 kernel: 128x128 tiles
+        src = render("matmul/matmul_vec4", T=L.T(node.dtype), C=L.T(node.dtype))
+        name, tile = "matmul_vec4", 128
+    else:
+        src, name, tile = render("matmul/matmul", T=L.T(node.dtype)), "matmul", 64
+    L.emit(name, src, [a_buf, b_buf, bias, out], out,
+           [m, n, k, 0, 0, a_bs, b_bs, 0, 0], (-(-n // tile), -(-m // tile), batch),
            {"HAS_BIAS": has_bias, "ACT": _ACT[node.attrs.get("activation", "none")]})
     return out
 

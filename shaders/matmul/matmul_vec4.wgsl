@@ -1,0 +1,91 @@
+// matmul, register-tiled: C[b] = act(A[b] @ B[b] + bias), A [M,K], B [K,N] row-major.
+// Needs K % 4 == 0 and N % 4 == 0 (A, B, C bound as vec4 arrays); M is free.
+// bindings: 0 A, 1 B, 2 bias [N] (a dummy when HAS_BIAS is false), 3 C, 4 params.
+// grid: (ceil(N/128), ceil(M/128), batches); 16x16 threads, each owns 8x8 outputs:
+// rows {ty*4 + i, 64 + ty*4 + i} x cols {tx*4 + j, 64 + tx*4 + j}. K walks in steps of 8.
+// {{T}} is the storage type, {{C}} the math type (f32, or f16 when accumulating in half).
+{{MATH}}
+struct Params { M: u32, N: u32, K: u32, a_off: u32, b_off: u32, a_bs: u32, b_bs: u32,
+                c_off: u32, bias_off: u32 }
+@group(0) @binding(0) var<storage, read_write> A: array<vec4<{{T}}>>;
+@group(0) @binding(1) var<storage, read_write> B: array<vec4<{{T}}>>;
+@group(0) @binding(2) var<storage, read_write> bias: array<{{T}}>;
+@group(0) @binding(3) var<storage, read_write> C: array<vec4<{{T}}>>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+override HAS_BIAS: bool = false;
+override ACT: u32 = 0u;
+
+const BK: u32 = 8u;
+var<workgroup> As: array<vec4<{{C}}>, 256>;   // [k][m / 4]: BK x 32
+var<workgroup> Bs: array<vec4<{{C}}>, 256>;   // [k][n / 4]: BK x 32
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let tx = lid.x;
+    let ty = lid.y;
+    let tid = ty * 16u + tx;
+    let row0 = wid.y * 128u;
+    let col0 = wid.x * 128u;
+    let K4 = p.K / 4u;
+    let N4 = p.N / 4u;
+    let a_base = (p.a_off + wid.z * p.a_bs) / 4u;
+    let b_base = (p.b_off + wid.z * p.b_bs) / 4u;
+    // this thread's loads: A row (tid / 2), k quad (tid % 2); B k row (tid / 32), col quad
+    let la_row = tid / 2u;
+    let la_k = (tid % 2u) * 4u;
+    let lb_k = tid / 32u;
+    let lb_c = tid % 32u;
+    var acc: array<vec4<{{C}}>, 16>;
+    for (var k0 = 0u; k0 < p.K; k0 += BK) {
+        var va = vec4<{{C}}>(0);
+        if (row0 + la_row < p.M && k0 + la_k < p.K) {
+            va = vec4<{{C}}>(A[a_base + (row0 + la_row) * K4 + (k0 + la_k) / 4u]);
+        }
+        let q = la_row / 4u;
+        let r = la_row % 4u;
+        As[(la_k + 0u) * 32u + q][r] = va.x;
+        As[(la_k + 1u) * 32u + q][r] = va.y;
+        As[(la_k + 2u) * 32u + q][r] = va.z;
+        As[(la_k + 3u) * 32u + q][r] = va.w;
+        var vb = vec4<{{C}}>(0);
+        if (k0 + lb_k < p.K && col0 + lb_c * 4u < p.N) {
+            vb = vec4<{{C}}>(B[b_base + (k0 + lb_k) * N4 + col0 / 4u + lb_c]);
+        }
+        Bs[lb_k * 32u + lb_c] = vb;
+        workgroupBarrier();
+        for (var k = 0u; k < BK; k++) {
+            let a0 = As[k * 32u + ty];
+            let a1 = As[k * 32u + 16u + ty];
+            let b0 = Bs[k * 32u + tx];
+            let b1 = Bs[k * 32u + 16u + tx];
+            acc[0] += a0.x * b0;  acc[1] += a0.x * b1;
+            acc[2] += a0.y * b0;  acc[3] += a0.y * b1;
+            acc[4] += a0.z * b0;  acc[5] += a0.z * b1;
+            acc[6] += a0.w * b0;  acc[7] += a0.w * b1;
+            acc[8] += a1.x * b0;  acc[9] += a1.x * b1;
+            acc[10] += a1.y * b0; acc[11] += a1.y * b1;
+            acc[12] += a1.z * b0; acc[13] += a1.z * b1;
+            acc[14] += a1.w * b0; acc[15] += a1.w * b1;
+        }
+        workgroupBarrier();
+    }
+    let c_base = (p.c_off + wid.z * p.M * p.N) / 4u;
+    for (var i = 0u; i < 8u; i++) {
+        let row = row0 + select(ty * 4u + i, 64u + ty * 4u + i - 4u, i >= 4u);
+        if (row >= p.M) { continue; }
+        for (var h = 0u; h < 2u; h++) {
+            let c4 = col0 / 4u + tx + h * 16u;
+            if (c4 >= N4) { continue; }
+            var v = vec4<f32>(acc[i * 2u + h]);
+            if (HAS_BIAS) {
+                let bo = p.bias_off + c4 * 4u;
+                v += vec4<f32>(f32(bias[bo]), f32(bias[bo + 1u]), f32(bias[bo + 2u]),
+                               f32(bias[bo + 3u]));
+            }
+            v = vec4<f32>(activate(v.x, ACT), activate(v.y, ACT), activate(v.z, ACT),
+                          activate(v.w, ACT));
+            C[c_base + row * N4 + c4] = vec4<{{T}}>(v);
+        }
+    }
+}
