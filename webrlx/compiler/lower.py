@@ -363,13 +363,17 @@ def _matmul(L: Lowerer, node: Node) -> Buf:
     has_bias = len(node.inputs) == 3
     bias = L.values[node.inputs[2]] if has_bias else L.dummy(0)
     out = L.temp(out_shape, node.dtype)
-    if k % 4 == 0 and n % 4 == 0:       # register-tiled vec4 kernel: 128x128 tiles
+    if n % 4 == 0 and m <= 4:           # few rows: bandwidth-bound, split K across threads
+        src = render("matmul/gemv", T=L.T(node.dtype))
+        name, tile, grid = "gemv", 0, (-(-n // 32), 1, batch)
+    elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4 kernel: 128x128 tiles
         src = render("matmul/matmul_vec4", T=L.T(node.dtype), C=L.T(node.dtype))
         name, tile = "matmul_vec4", 128
     else:
         src, name, tile = render("matmul/matmul", T=L.T(node.dtype)), "matmul", 64
-    L.emit(name, src, [a_buf, b_buf, bias, out], out,
-           [m, n, k, 0, 0, a_bs, b_bs, 0, 0], (-(-n // tile), -(-m // tile), batch),
+    if tile:
+        grid = (-(-n // tile), -(-m // tile), batch)
+    L.emit(name, src, [a_buf, b_buf, bias, out], out, [m, n, k, 0, 0, a_bs, b_bs, 0, 0], grid,
            {"HAS_BIAS": has_bias, "ACT": _ACT[node.attrs.get("activation", "none")]})
     return out
 

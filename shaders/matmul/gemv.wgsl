@@ -1,0 +1,55 @@
+// matmul for few rows (M <= 4, e.g. decoding): C[b] = act(A[b] @ B[b] + bias).
+// A [M,K] (scalar reads), B [K,N] and C as vec4 arrays: needs N % 4 == 0.
+// bindings: 0 A, 1 B, 2 bias [N] (a dummy when HAS_BIAS is false), 3 C, 4 params.
+// grid: (ceil(N/32), 1, batches); 256 threads = 8 column quads x 32 slices of K, then a
+// workgroup reduction over the slices. Bandwidth-bound: B is read exactly once.
+{{MATH}}
+struct Params { M: u32, N: u32, K: u32, a_off: u32, b_off: u32, a_bs: u32, b_bs: u32,
+                c_off: u32, bias_off: u32 }
+@group(0) @binding(0) var<storage, read_write> A: array<{{T}}>;
+@group(0) @binding(1) var<storage, read_write> B: array<vec4<{{T}}>>;
+@group(0) @binding(2) var<storage, read_write> bias: array<{{T}}>;
+@group(0) @binding(3) var<storage, read_write> C: array<vec4<{{T}}>>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+override HAS_BIAS: bool = false;
+override ACT: u32 = 0u;
+const QUADS: u32 = 8u;
+const SLICES: u32 = 32u;
+var<workgroup> red: array<vec4<f32>, 1024>;   // [row][slice][quad]: 4 x 32 x 8
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let q = tid % QUADS;
+    let s = tid / QUADS;
+    let N4 = p.N / 4u;
+    let c4 = wid.x * QUADS + q;
+    let a_base = p.a_off + wid.z * p.a_bs;
+    let b_base = (p.b_off + wid.z * p.b_bs) / 4u;
+    var acc: array<vec4<f32>, 4>;
+    if (c4 < N4) {
+        for (var k = s; k < p.K; k += SLICES) {
+            let b = vec4<f32>(B[b_base + k * N4 + c4]);
+            for (var r = 0u; r < p.M; r++) {
+                acc[r] += f32(A[a_base + r * p.K + k]) * b;
+            }
+        }
+    }
+    for (var r = 0u; r < 4u; r++) { red[(r * SLICES + s) * QUADS + q] = acc[r]; }
+    workgroupBarrier();
+    if (s == 0u && c4 < N4) {
+        let c_base = (p.c_off + wid.z * p.M * p.N) / 4u;
+        for (var r = 0u; r < p.M; r++) {
+            var v = vec4<f32>(0.0);
+            for (var j = 0u; j < SLICES; j++) { v += red[(r * SLICES + j) * QUADS + q]; }
+            if (HAS_BIAS) {
+                let bo = p.bias_off + c4 * 4u;
+                v += vec4<f32>(f32(bias[bo]), f32(bias[bo + 1u]), f32(bias[bo + 2u]),
+                               f32(bias[bo + 3u]));
+            }
+            v = vec4<f32>(activate(v.x, ACT), activate(v.y, ACT), activate(v.z, ACT),
+                          activate(v.w, ACT));
+            C[c_base + r * N4 + c4] = vec4<{{T}}>(v);
+        }
+    }
+}
