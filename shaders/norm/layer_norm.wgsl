@@ -1,19 +1,27 @@
 // layer_norm / rms_norm over rows of a contiguous [rows, n] input, f32 math, two passes
-// (mean, then centred variance) for accuracy. y = norm(x) * w + b.
-// bindings: 0 x, 1 w, 2 b (dummies when HAS_W / HAS_B are false), 3 out, 4 params.
+// (mean, then centred variance) for accuracy. y = norm(x + r) * w + b (r: fused residual).
+// bindings: 0 x, 1 r, 2 w, 3 b (dummies when HAS_RES / HAS_W / HAS_B are false), 4 out,
+// 5 params.
 // grid: one workgroup per row (rows spread over x and y). RMS: no centring, y = x / rms(x).
 struct Params { rows: u32, n: u32, eps: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
-@group(0) @binding(1) var<storage, read_write> w: array<{{T}}>;
-@group(0) @binding(2) var<storage, read_write> b: array<{{T}}>;
-@group(0) @binding(3) var<storage, read_write> out: array<{{T}}>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> r: array<{{T}}>;
+@group(0) @binding(2) var<storage, read_write> w: array<{{T}}>;
+@group(0) @binding(3) var<storage, read_write> b: array<{{T}}>;
+@group(0) @binding(4) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 override RMS: bool = false;
 override HAS_W: bool = false;
 override HAS_B: bool = false;
+override HAS_RES: bool = false;
 const WG: u32 = 256u;
 var<workgroup> red: array<f32, 256>;
+
+fn load(i: u32) -> f32 {
+    if (HAS_RES) { return f32(x[i]) + f32(r[i]); }
+    return f32(x[i]);
+}
 
 fn reduce_sum(lid: u32, v: f32) -> f32 {
     red[lid] = v;
@@ -37,17 +45,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var mean = 0.0;
     if (!RMS) {
         var s = 0.0;
-        for (var j = lid; j < p.n; j += WG) { s += f32(x[base + j]); }
+        for (var j = lid; j < p.n; j += WG) { s += load(base + j); }
         mean = reduce_sum(lid, s) / nf;
     }
     var q = 0.0;
     for (var j = lid; j < p.n; j += WG) {
-        let d = f32(x[base + j]) - mean;
+        let d = load(base + j) - mean;
         q += d * d;
     }
     let inv = inverseSqrt(reduce_sum(lid, q) / nf + bitcast<f32>(p.eps));
     for (var j = lid; j < p.n; j += WG) {
-        var y = (f32(x[base + j]) - mean) * inv;
+        var y = (load(base + j) - mean) * inv;
         if (HAS_W) { y *= f32(w[j]); }
         if (HAS_B) { y += f32(b[j]); }
         out[base + j] = {{T}}(y);

@@ -55,3 +55,9 @@ def test_matmul_same_operand(backend):
 def test_matmul_float16(backend):
     check(backend, lambda x, y: x @ y, np.matmul, rand(17, 40).astype(np.float16),
           rand(40, 9, seed=1).astype(np.float16), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("m", [3, 40])
+def test_unfused_bias_and_activation_nodes_fuse_correctly(backend, m):
+    check(backend, lambda x, w, b: (x @ w + b).silu(), lambda x, w, b: ACTS["silu"](x @ w + b),
+          rand(m, 16), rand(16, 12, seed=1), rand(12, seed=2), rtol=1e-5, atol=1e-5)

@@ -105,3 +105,21 @@ def test_pool2d(backend, kind, k, s, p):
     fn = wr.nn.max_pool2d if kind == "max" else wr.nn.avg_pool2d
     check(backend, lambda x: fn(x, k, s, p), lambda x: _pool(x, k, s, p, kind),
           rand(2, 3, 7, 8), rtol=1e-5, atol=1e-6)
+
+
+def test_residual_add_layer_norm(backend):
+    check(backend, lambda x, r, w, b: wr.nn.layer_norm(x + r, w, b),
+          lambda x, r, w, b: _ln(x + r, w, b), rand(3, 4, 48), rand(3, 4, 48, seed=1),
+          rand(48, seed=2), rand(48, seed=3), rtol=1e-4, atol=1e-5)
+
+
+def test_attention_on_permuted_views(backend):
+    def build(q, k, v):
+        heads = [t.reshape(2, 5, 4, 8).permute(0, 2, 1, 3) for t in (q, k, v)]
+        return wr.nn.attention(*heads).permute(0, 2, 1, 3).reshape(2, 5, 32)
+
+    def ref(q, k, v):
+        heads = [t.reshape(2, 5, 4, 8).transpose(0, 2, 1, 3) for t in (q, k, v)]
+        return _attn(*heads).transpose(0, 2, 1, 3).reshape(2, 5, 32)
+    check(backend, build, ref, rand(2, 5, 32), rand(2, 5, 32, seed=1), rand(2, 5, 32, seed=2),
+          rtol=1e-4, atol=1e-5)

@@ -26,8 +26,10 @@ def _chain(n_layers: int = 6):
 
 def test_lowering_kernel_counts():
     g, y = _chain(3)
-    prog = lower(g, [y.id], {"b": 4}, INFO)
-    assert [c.name for c in prog.calls] == ["matmul", "elementwise[relu]"] * 3
+    prog = lower(g, [y.id], {"b": 100}, INFO)
+    assert [c.name for c in prog.calls] == ["matmul_vec4"] * 3      # relu: fused epilogue
+    prog = lower(g, [y.id], {"b": 2}, INFO)
+    assert [c.name for c in prog.calls] == ["gemv"] * 3
 
 
 def test_reshape_aliases_and_permute_copies():
@@ -87,7 +89,7 @@ def test_memory_plan_reuses_memory_and_respects_lifetimes():
 def test_memory_plan_splits_arenas_at_binding_limit():
     g = wr.Graph()
     x = g.input("x", (1000, 100))
-    h = [x * float(i) for i in range(4)]
+    h = [(x * float(i)).softmax(-1) for i in range(4)]
     y = h[0] + h[1] + h[2] + h[3]
     prog = lower(g, [y.id], {}, INFO)
     plan_memory(prog, 256, 1 << 19)                   # 512 KiB arenas, 400 KB tensors
@@ -102,8 +104,8 @@ def test_every_shader_renders_without_unknown_slots():
         text = raw_shader(name)
         assert "fn " in text
         if name != "common/math":
-            out = render(name, T="f32", OUT="f32", ACC="f32", LOWEST="0.0", HIGHEST="1.0",
-                         SCALE="1.0")
+            out = render(name, T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0",
+                         HIGHEST="1.0", SCALE="1.0")
             assert "{{" not in out and "@compute" in out
 
 
@@ -112,3 +114,44 @@ def test_float16_storage_falls_back_to_f32_without_shader_f16():
     x = g.input("x", (5,), "float16")
     prog = lower(g, [(x * 2).id], {}, INFO)
     assert prog.inputs["x"][0].nbytes == 20 and "f16" not in prog.calls[0].source
+
+
+def _kernels(build, env=None, **inputs):
+    g = wr.Graph()
+    ts = {k: g.input(k, v) for k, v in inputs.items()}
+    y = build(g, **ts)
+    return [c.name for c in lower(g, [y.id], env or {}, INFO).calls]
+
+
+def test_elementwise_chain_fuses_into_one_kernel():
+    names = _kernels(lambda g, x, y: ((x * 2 + y).exp() - 1).relu().T.cast("float16") / 3,
+                     x=(8, 3), y=(3,))
+    assert names == ["elementwise[div]"]
+
+
+def test_matmul_bias_activation_epilogue_fuses():
+    names = _kernels(lambda g, x: (x @ g.param("w", (16, 8)) + g.param("b", (8,))).gelu(),
+                     x=(4, 16))
+    assert names == ["matmul_vec4"] or names == ["gemv"]
+    names = _kernels(lambda g, x: (x @ g.param("w", (16, 8)) + g.param("b", (8,))).relu(),
+                     x=(40, 16))
+    assert names == ["matmul_vec4"]
+
+
+def test_residual_add_layer_norm_fuses():
+    names = _kernels(lambda g, x, r: wr.nn.layer_norm(x + r, g.param("w", (8,))), x=(4, 8),
+                     r=(4, 8))
+    assert names == ["add+layer_norm"]
+
+
+def test_attention_reads_views_and_writes_bshd():
+    def build(g, q, k, v):
+        heads = [t.reshape(2, 5, 4, 8).permute(0, 2, 1, 3) for t in (q, k, v)]
+        return wr.nn.attention(*heads).permute(0, 2, 1, 3).reshape(2, 5, 32) * 2
+    assert _kernels(build, q=(2, 5, 32), k=(2, 5, 32), v=(2, 5, 32)) == [
+        "attention", "elementwise[mul]"]
+
+
+def test_shared_value_is_materialized_once():
+    names = _kernels(lambda g, x: (x.exp() + 1) * x.exp().sum(), x=(8,))
+    assert names.count("reduce[sum]") == 1 and len(names) <= 4

@@ -1,172 +1,34 @@
 """Lowering: every graph node becomes kernel calls over virtual buffers (LOWERINGS, by op).
 
-Values are always contiguous. reshape aliases its input's buffer; permute, expand, slice and
-concat are strided copies through the elementwise emitter; reductions and row ops move their
-axis last with one copy when it is not last already.
+Elementwise ops and views (permute, expand, slice) stay lazy while they have one consumer
+that inlines them (INLINES), so chains fuse into one generated kernel. reshape aliases a
+contiguous buffer; reductions and row ops move their axis last with one copy when needed.
+Pattern fusions (fuse.py): matmul + bias + activation epilogues, residual add + norm, and
+attention writing straight into the (batch, seq, heads, dim) layout its consumer wants.
 """
 from __future__ import annotations
 
 import math
-import struct
 from typing import Callable, Mapping
 
-import numpy as np
-
-from .. import codegen
-from .. import dtype as dt
 from ..backends.base import DeviceInfo
-from ..codegen import Expr, Strided, grid_1d, storage_type
-from ..graph import Graph, Node
+from ..codegen import Expr
+from ..graph import SOURCES, Graph, Node
 from ..kernels import render
 from ..ops import BINARY, COMPARE, UNARY
 from ..shape import strides_of
-from .program import Buf, KernelCall, Output, Program
+from . import fuse
+from .lowerer import Lazy, Lowerer, f32_bits, storage_np
+from .program import Buf, Output, Program
 from .simplify import bind_shapes, fold_constants, live_nodes
 
-
-def f32_bits(x: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", x))[0]
-
-
-def storage_np(d: dt.DType, f16: bool) -> np.dtype:
-    """numpy dtype of d's bytes on the device (bool as u32; f16 as f32 without shader-f16)."""
-    if d == dt.bool_:
-        return np.dtype(np.uint32)
-    if d == dt.float16 and not f16:
-        return np.dtype(np.float32)
-    return d.np_dtype
+__all__ = ["LOWERINGS", "lower", "storage_np", "f32_bits"]
+ELEMENTWISE = (*BINARY, *COMPARE, *UNARY, "where", "cast")
+# ops whose lowering reads a lazy input (inlining it); others materialize their inputs
+INLINES = frozenset((*ELEMENTWISE, "permute", "expand", "slice", "concat", "attention"))
 
 
-class Lowerer:
-    """Builds the kernel-call list for one graph under one shape binding."""
-
-    def __init__(self, graph: Graph, shapes: Mapping[int, tuple[int, ...]], info: DeviceInfo
-                 ) -> None:
-        self.graph = graph
-        self.shapes = shapes
-        self.info = info
-        self.f16 = info.has_f16
-        self.max_dim = info.limit("max-compute-workgroups-per-dimension", 65535)
-        self.calls: list[KernelCall] = []
-        self.values: dict[int, Buf] = {}
-        self.consts: list[Buf] = []
-        self.node = -1
-        self._dummies: list[Buf] = []
-
-    # -- buffers ------------------------------------------------------------------------------
-    def nbytes(self, shape: tuple[int, ...], d: dt.DType) -> int:
-        return math.prod(shape) * storage_np(d, self.f16).itemsize
-
-    def temp(self, shape: tuple[int, ...], d: dt.DType) -> Buf:
-        return Buf(self.nbytes(shape, d), "temp")
-
-    def const(self, value: np.ndarray, d: dt.DType) -> Buf:
-        arr = np.ascontiguousarray(np.asarray(value).astype(storage_np(d, self.f16)))
-        buf = Buf(arr.nbytes, "const", value=arr)
-        self.consts.append(buf)
-        return buf
-
-    def dummy(self, slot: int) -> Buf:
-        """A tiny unused buffer for an absent optional binding (distinct per slot: no aliasing)."""
-        while len(self._dummies) <= slot:
-            self._dummies.append(self.const(np.zeros(4, np.float32), dt.float32))
-        return self._dummies[slot]
-
-    def T(self, d: dt.DType) -> str:  # noqa: N802 - WGSL's name for the element type
-        return storage_type(d, self.f16)
-
-    # -- calls --------------------------------------------------------------------------------
-    def emit(self, name: str, source: str, buffers: list[Buf], writes: Buf, params: list[int],
-             grid: tuple[int, int, int], overrides: dict | None = None) -> None:
-        if writes.nbytes == 0 or 0 in grid:
-            return
-        seen: set[int] = set()
-        for i, b in enumerate(buffers):   # a buffer bound twice would alias: bind a copy
-            if b.id in seen:
-                buffers[i] = self.copy(b)
-            seen.add(b.id)
-        self.calls.append(KernelCall(name, source, list(buffers), writes, list(params), grid,
-                                     dict(overrides or {}), self.node))
-
-    def grid(self, n: int, wg: int = codegen.WORKGROUP) -> tuple[int, int, int]:
-        return grid_1d(n, wg, self.max_dim)
-
-    def copy(self, b: Buf) -> Buf:
-        out = Buf(b.nbytes, "temp")
-        n = max(b.nbytes // 4, 1)
-        self.strided(Expr("load", (0,), dt.uint32), [(b, dt.uint32, 0, (1,))], out,
-                     dt.uint32, 0, (1,), (n,), "copy")
-        return out
-
-    def strided(self, expr: Expr, reads: list[tuple[Buf, dt.DType, int, tuple[int, ...]]],
-                out: Buf, out_dtype: dt.DType, out_offset: int, out_strides: tuple[int, ...],
-                shape: tuple[int, ...], name: str) -> None:
-        """Emit an elementwise kernel: expr over strided reads, written through out_strides."""
-        bufs: list[Buf] = []
-        dtypes: list[dt.DType] = []
-        views = []
-        for b, d, off, st in reads:
-            if b not in bufs:
-                bufs.append(b)
-                dtypes.append(d)
-            views.append(Strided(bufs.index(b), d, off, st))
-        src, words = codegen.elementwise(expr, dtypes, views,
-                                         Strided(len(bufs), out_dtype, out_offset, out_strides),
-                                         shape, self.f16)
-        self.emit(f"elementwise[{name}]", src, bufs + [out], out, words,
-                  self.grid(math.prod(shape)))
-
-    # -- helpers for lowerings ----------------------------------------------------------------
-    def shape(self, node_id: int) -> tuple[int, ...]:
-        return self.shapes[node_id]
-
-    def broadcast_read(self, node_id: int, out_shape: tuple[int, ...]
-                       ) -> tuple[Buf, dt.DType, int, tuple[int, ...]]:
-        shape = self.shape(node_id)
-        st = strides_of(shape)
-        pad = len(out_shape) - len(shape)
-        strides = tuple(0 if i < pad or shape[i - pad] == 1 else st[i - pad]
-                        for i in range(len(out_shape)))
-        return self.values[node_id], self.graph.nodes[node_id].dtype, 0, strides
-
-    def permuted(self, node_id: int, perm: tuple[int, ...]) -> Buf:
-        """Return a buffer holding node's value with axes permuted (no copy for identity)."""
-        if perm == tuple(range(len(perm))):
-            return self.values[node_id]
-        shape = self.shape(node_id)
-        st = strides_of(shape)
-        out_shape = tuple(shape[a] for a in perm)
-        d = self.graph.nodes[node_id].dtype
-        out = self.temp(out_shape, d)
-        self.strided(Expr("load", (0,), d), [(self.values[node_id], d, 0,
-                                               tuple(st[a] for a in perm))],
-                     out, d, 0, strides_of(out_shape), out_shape, "permute")
-        return out
-
-    def rows_last(self, node_id: int, axes: tuple[int, ...]
-                  ) -> tuple[Buf, int, int, tuple[int, ...]]:
-        """Move `axes` last; return (buffer, rows, row length, permutation used)."""
-        shape = self.shape(node_id)
-        keep = tuple(i for i in range(len(shape)) if i not in axes)
-        perm = keep + tuple(axes)
-        n = math.prod(shape[a] for a in axes)
-        return self.permuted(node_id, perm), math.prod(shape[k] for k in keep), n, perm
-
-    def unpermute(self, buf: Buf, perm: tuple[int, ...], permuted_shape: tuple[int, ...],
-                  d: dt.DType) -> Buf:
-        """Copy a buffer laid out as `permuted_shape` back to the original axis order."""
-        if perm == tuple(range(len(perm))):
-            return buf
-        inv = tuple(int(i) for i in np.argsort(perm))
-        st = strides_of(permuted_shape)
-        shape = tuple(permuted_shape[i] for i in inv)
-        out = self.temp(shape, d)
-        self.strided(Expr("load", (0,), d), [(buf, d, 0, tuple(st[i] for i in inv))],
-                     out, d, 0, strides_of(shape), shape, "permute")
-        return out
-
-
-Lowering = Callable[[Lowerer, Node], Buf]
+Lowering = Callable[[Lowerer, Node], "Buf | None"]   # None: the value stays lazy
 LOWERINGS: dict[str, Lowering] = {}
 
 
@@ -178,48 +40,49 @@ def lowering(*ops: str) -> Callable[[Lowering], Lowering]:
     return register
 
 
-@lowering(*BINARY, *COMPARE, *UNARY, "where", "cast")
-def _elementwise(L: Lowerer, node: Node) -> Buf:
+@lowering(*ELEMENTWISE)
+def _elementwise(L: Lowerer, node: Node) -> Buf | None:
     shape = L.shape(node.id)
-    reads = [L.broadcast_read(i, shape) for i in node.inputs]
-    args = tuple(Expr("load", (k,), L.graph.nodes[i].dtype) for k, i in enumerate(node.inputs))
+    leaves: list = []
+    args = tuple(L.leaves_into(i, shape, leaves) for i in node.inputs)
     attrs = tuple(sorted((k, v) for k, v in node.attrs.items() if k in ("approximate", "dtype")))
-    out = L.temp(shape, node.dtype)
-    L.strided(Expr(node.op, args, node.dtype, attrs), reads, out, node.dtype, 0,
-              strides_of(shape), shape, node.op)
-    return out
+    return L.settle(node.id, Lazy(Expr(node.op, args, node.dtype, attrs), leaves, shape,
+                                  node.dtype))
 
 
 @lowering("reshape")
 def _reshape(L: Lowerer, node: Node) -> Buf:
-    return L.values[node.inputs[0]]
+    return L.buf(node.inputs[0])
+
+
+def _restrided(L: Lowerer, node: Node, fn: Callable) -> Buf | None:
+    """A view op: the input's leaves get new (offset, strides) over this node's shape."""
+    src = node.inputs[0]
+    lz = L.as_lazy(src)
+    L.lazy.pop(src, None)
+    leaves = [(b, d, *fn(off, st)) for b, d, off, st in lz.leaves]
+    return L.settle(node.id, Lazy(lz.expr, leaves, L.shape(node.id), node.dtype))
 
 
 @lowering("permute")
-def _permute(L: Lowerer, node: Node) -> Buf:
-    return L.permuted(node.inputs[0], tuple(node.attrs["axes"]))
+def _permute(L: Lowerer, node: Node) -> Buf | None:
+    if node.id in L.prelowered:
+        return L.prelowered.pop(node.id)
+    axes = tuple(node.attrs["axes"])
+    return _restrided(L, node, lambda off, st: (off, tuple(st[a] for a in axes)))
 
 
 @lowering("expand")
-def _expand(L: Lowerer, node: Node) -> Buf:
-    shape = L.shape(node.id)
-    out = L.temp(shape, node.dtype)
-    L.strided(Expr("load", (0,), node.dtype), [L.broadcast_read(node.inputs[0], shape)], out,
-              node.dtype, 0, strides_of(shape), shape, "expand")
-    return out
+def _expand(L: Lowerer, node: Node) -> Buf | None:
+    src_shape, shape = L.shape(node.inputs[0]), L.shape(node.id)
+    return _restrided(L, node, lambda off, st: (off, fuse.broadcast(src_shape, st, shape)))
 
 
 @lowering("slice")
-def _slice(L: Lowerer, node: Node) -> Buf:
-    src = L.shape(node.inputs[0])
-    st = strides_of(src)
-    shape = L.shape(node.id)
-    offset = sum(a * s for a, s in zip(node.attrs["starts"], st))
-    out = L.temp(shape, node.dtype)
-    L.strided(Expr("load", (0,), node.dtype), [(L.values[node.inputs[0]], node.dtype, offset,
-                                                 st)],
-              out, node.dtype, 0, strides_of(shape), shape, "slice")
-    return out
+def _slice(L: Lowerer, node: Node) -> Buf | None:
+    starts = node.attrs["starts"]
+    return _restrided(L, node, lambda off, st: (off + sum(a * s for a, s in zip(starts, st)),
+                                                st))
 
 
 @lowering("concat")
@@ -230,11 +93,10 @@ def _concat(L: Lowerer, node: Node) -> Buf:
     out = L.temp(shape, node.dtype)
     at = 0
     for i in node.inputs:
-        part = L.shape(i)
-        L.strided(Expr("load", (0,), node.dtype), [(L.values[i], node.dtype, 0,
-                                                     strides_of(part))],
-                  out, node.dtype, at * ost[axis], ost, part, "concat")
-        at += part[axis]
+        lz = L.as_lazy(i)
+        L.lazy.pop(i, None)
+        L.strided(lz.expr, lz.leaves, out, node.dtype, at * ost[axis], ost, lz.shape, "concat")
+        at += lz.shape[axis]
     return out
 
 
@@ -294,15 +156,18 @@ def _cumsum(L: Lowerer, node: Node) -> Buf:
 @lowering("layer_norm", "rms_norm")
 def _norm(L: Lowerer, node: Node) -> Buf:
     shape = L.shape(node.id)
-    x = L.values[node.inputs[0]]
-    wb = [L.values[i] for i in node.inputs[1:]]
-    w = wb[0] if len(wb) > 0 else L.dummy(0)
-    b = wb[1] if len(wb) > 1 else L.dummy(1)
+    residual = L.fusions.residuals.get(node.id)
+    x, r = (L.buf(i) for i in residual) if residual else (L.buf(node.inputs[0]), L.dummy(0))
+    wb = [L.buf(i) for i in node.inputs[1:]]
+    w = wb[0] if len(wb) > 0 else L.dummy(1)
+    b = wb[1] if len(wb) > 1 else L.dummy(2)
     out = L.temp(shape, node.dtype)
     rows, n = math.prod(shape[:-1]), shape[-1]
-    L.emit(node.op, render("norm/layer_norm", T=L.T(node.dtype)), [x, w, b, out], out,
+    name = f"{'add+' if residual else ''}{node.op}"
+    L.emit(name, render("norm/layer_norm", T=L.T(node.dtype)), [x, r, w, b, out], out,
            [rows, n, f32_bits(node.attrs["eps"])], L.grid(rows, 1),
-           {"RMS": node.op == "rms_norm", "HAS_W": len(wb) > 0, "HAS_B": len(wb) > 1})
+           {"RMS": node.op == "rms_norm", "HAS_W": len(wb) > 0, "HAS_B": len(wb) > 1,
+            "HAS_RES": residual is not None})
     return out
 
 
@@ -329,7 +194,7 @@ def _gather(L: Lowerer, node: Node) -> Buf:
     out = L.temp(L.shape(node.id), node.dtype)
     total = outer * nj * inner
     L.emit(node.op, render("index/gather", T=L.T(node.dtype)),
-           [L.values[node.inputs[0]], L.values[node.inputs[1]], out], out,
+           [L.buf(node.inputs[0]), L.buf(node.inputs[1]), out], out,
            [total, nj, inner, d, 0], L.grid(total), {"TAKE_ALONG": along})
     return out
 
@@ -347,7 +212,7 @@ def _matmul(L: Lowerer, node: Node) -> Buf:
     a_batch, b_batch = a2[:-2], b2[:-2]
     out_shape = L.shape(node.id)
     batch = math.prod(out_shape) // max(m * n, 1) if m * n else 0
-    a_buf, b_buf = L.values[a_id], L.values[b_id]
+    a_buf, b_buf = L.buf(a_id), L.buf(b_id)
     if math.prod(b_batch) == 1:            # weight-like B: fold A's batch into M
         m, batch, a_bs, b_bs = m * math.prod(a_batch), 1, 0, 0
     elif math.prod(a_batch) == 1:          # A broadcast over B's batch
@@ -360,9 +225,14 @@ def _matmul(L: Lowerer, node: Node) -> Buf:
         if (1,) * (len(full) - len(b_batch)) + b_batch != full:
             b_buf = _expand_buf(L, b_id, full + (k, n))
         a_bs, b_bs = m * k, k * n
-    has_bias = len(node.inputs) == 3
-    bias = L.values[node.inputs[2]] if has_bias else L.dummy(0)
+    ep = L.fusions.epilogues.get(node.id)
+    bias_id = node.inputs[2] if len(node.inputs) == 3 else ep.bias if ep else None
+    has_bias = bias_id is not None
+    bias = L.buf(bias_id) if has_bias else L.dummy(0)
+    act = ep.activation if ep else node.attrs.get("activation", "none")
     out = L.temp(out_shape, node.dtype)
+    if ep:
+        L.values[ep.last] = out
     if n % 4 == 0 and m <= 4:           # few rows: bandwidth-bound, split K across threads
         src = render("matmul/gemv", T=L.T(node.dtype))
         name, tile, grid = "gemv", 0, (-(-n // 32), 1, batch)
@@ -374,15 +244,15 @@ def _matmul(L: Lowerer, node: Node) -> Buf:
     if tile:
         grid = (-(-n // tile), -(-m // tile), batch)
     L.emit(name, src, [a_buf, b_buf, bias, out], out, [m, n, k, 0, 0, a_bs, b_bs, 0, 0], grid,
-           {"HAS_BIAS": has_bias, "ACT": _ACT[node.attrs.get("activation", "none")]})
+           {"HAS_BIAS": has_bias, "ACT": _ACT[act]})
     return out
 
 
 def _expand_buf(L: Lowerer, node_id: int, shape: tuple[int, ...]) -> Buf:
-    d = L.graph.nodes[node_id].dtype
-    out = L.temp(shape, d)
-    L.strided(Expr("load", (0,), d), [L.broadcast_read(node_id, shape)], out, d, 0,
-              strides_of(shape), shape, "expand")
+    leaves: list = []
+    expr = L.leaves_into(node_id, shape, leaves)
+    out = L.temp(shape, L.dtype(node_id))
+    L.strided(expr, leaves, out, L.dtype(node_id), 0, strides_of(shape), shape, "expand")
     return out
 
 
@@ -391,12 +261,12 @@ def _conv2d(L: Lowerer, node: Node) -> Buf:
     (n, c, h, w), (o, _, kh, kw) = L.shape(node.inputs[0]), L.shape(node.inputs[1])
     _, _, oh, ow = shape = L.shape(node.id)
     has_bias = len(node.inputs) == 3
-    bias = L.values[node.inputs[2]] if has_bias else L.dummy(0)
+    bias = L.buf(node.inputs[2]) if has_bias else L.dummy(0)
     out = L.temp(shape, node.dtype)
     (sh, sw), (ph, pw), (dh, dw) = (node.attrs[k] for k in ("stride", "padding", "dilation"))
     total = math.prod(shape)
     L.emit("conv2d", render("conv/conv2d", T=L.T(node.dtype)),
-           [L.values[node.inputs[0]], L.values[node.inputs[1]], bias, out], out,
+           [L.buf(node.inputs[0]), L.buf(node.inputs[1]), bias, out], out,
            [total, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, node.attrs["groups"]],
            L.grid(total), {"HAS_BIAS": has_bias})
     return out
@@ -409,10 +279,21 @@ def _pool2d(L: Lowerer, node: Node) -> Buf:
     (kh, kw), (sh, sw), (ph, pw) = (node.attrs[k] for k in ("kernel", "stride", "padding"))
     out = L.temp(shape, node.dtype)
     total = math.prod(shape)
-    L.emit(node.op, render("conv/pool2d", T=L.T(node.dtype)), [L.values[node.inputs[0]], out],
+    L.emit(node.op, render("conv/pool2d", T=L.T(node.dtype)), [L.buf(node.inputs[0]), out],
            out, [total, h, w, oh, ow, kh, kw, sh, sw, ph, pw], L.grid(total),
            {"MAX": node.op == "max_pool2d"})
     return out
+
+
+def _bhd_strides(L: Lowerer, node_id: int) -> tuple[Buf, tuple[int, int, int]]:
+    """(buffer, (batch, head, row) strides) of a (B, H, L, D) operand; views need no copy."""
+    lz = L.lazy.get(node_id)
+    view = lz.view() if lz else None
+    if view is not None and view[2] == 0 and view[3][3] == 1:
+        del L.lazy[node_id]
+        return view[0], view[3][:3]
+    st = strides_of(L.shape(node_id))
+    return L.buf(node_id), st[:3]
 
 
 @lowering("attention")
@@ -421,13 +302,19 @@ def _attention(L: Lowerer, node: Node) -> Buf:
     lk = L.shape(node.inputs[1])[2]
     if d > 256:
         raise ValueError(f"attention: head dim {d} > 256 is not supported")
+    (qb, qs), (kb, ks), (vb, vs) = (_bhd_strides(L, i) for i in node.inputs[:3])
     has_mask = len(node.inputs) == 4
-    mask = L.values[node.inputs[3]] if has_mask else L.dummy(0)
+    mask = L.buf(node.inputs[3]) if has_mask else L.dummy(0)
     out = L.temp((b, h, lq, d), node.dtype)
-    qs, ks = (h * lq * d, lq * d, d), (h * lk * d, lk * d, d)
+    permute = L.fusions.bshd_attention.get(node.id)
+    if permute is not None:          # write (B, L, H, D): the consumer's permute is free
+        os_ = (lq * h * d, d, h * d)
+        L.prelowered[permute] = out
+    else:
+        os_ = (h * lq * d, lq * d, d)
     L.emit("attention", render("attention/attention", T=L.T(node.dtype)),
-           [*(L.values[i] for i in node.inputs[:3]), mask, out], out,
-           [lq, lk, d, f32_bits(node.attrs["scale"]), *qs, *ks, *ks, *qs], (lq, h, b),
+           [qb, kb, vb, mask, out], out,
+           [lq, lk, d, f32_bits(node.attrs["scale"]), *qs, *ks, *vs, *os_], (lq, h, b),
            {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False))})
     return out
 
@@ -442,10 +329,16 @@ def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: Device
     # a folded value needs a buffer only where a kernel (or the caller) reads it
     used = set(outputs) | {i for n in graph.nodes if n.id in live and n.id not in folded
                            for i in n.inputs}
-    L = Lowerer(graph, shapes, info)
+    skip = {i for i in folded if i not in used}
+    users = fuse.consumers_of(graph, live, skip)
+    outs_set = set(outputs)
+    fusions = fuse.find_fusions(graph, live, users, outs_set, shapes)
+    L = Lowerer(graph, shapes, info, users, outs_set, fusions)
     inputs, params = {}, {}
-    for node in graph.nodes:
-        if node.id not in live or (node.id in folded and node.id not in used):
+    # sources first: a fused epilogue may read a param declared after its matmul
+    order = sorted(graph.nodes, key=lambda n: (n.op not in SOURCES and n.id not in folded, n.id))
+    for node in order:
+        if node.id not in live or node.id in skip or node.id in fusions.absorbed:
             continue
         L.node = node.id
         shape = shapes[node.id]
@@ -459,6 +352,7 @@ def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: Device
             buf = L.const(folded[node.id], node.dtype)
         else:
             buf = LOWERINGS[node.op](L, node)
-        L.values[node.id] = buf
-    outs = [Output(L.values[i], shapes[i], graph.nodes[i].dtype) for i in outputs]
+        if buf is not None:
+            L.values[node.id] = buf
+    outs = [Output(L.buf(i), shapes[i], graph.nodes[i].dtype) for i in outputs]
     return Program(L.calls, outs, inputs, params, L.consts)

@@ -1,0 +1,252 @@
+"""Lowerer: the state of lowering one graph under one shape binding — virtual buffers, kernel
+calls, and lazy values.
+
+A value is either materialized (a Buf holding it contiguously) or lazy: an expression over
+strided leaves, inlined into its single consumer. Elementwise chains, broadcasts, permutes,
+expands and slices thus fuse into one generated kernel, and a permuted view can feed a
+kernel that takes strides (attention) without a copy.
+"""
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from .. import codegen
+from .. import dtype as dt
+from ..backends.base import DeviceInfo
+from ..codegen import Expr, Strided, grid_1d, storage_type
+from ..graph import Graph
+from ..shape import strides_of
+from .program import Buf, KernelCall
+
+Leaf = tuple[Buf, dt.DType, int, tuple[int, ...]]   # buffer, dtype, offset, strides
+MAX_FUSED_BUFFERS = 8   # storage bindings of one fused kernel (Chromium allows 10 per stage)
+
+
+def f32_bits(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def storage_np(d: dt.DType, f16: bool) -> np.dtype:
+    """numpy dtype of d's bytes on the device (bool as u32; f16 as f32 without shader-f16)."""
+    if d == dt.bool_:
+        return np.dtype(np.uint32)
+    if d == dt.float16 and not f16:
+        return np.dtype(np.float32)
+    return d.np_dtype
+
+
+@dataclass
+class Lazy:
+    """An unmaterialized value: expr evaluated per element of `shape` over `leaves`."""
+    expr: Expr
+    leaves: list[Leaf]
+    shape: tuple[int, ...]
+    dtype: dt.DType
+
+    def view(self) -> Leaf | None:
+        """The single strided leaf this value is, if it is a pure view (no arithmetic)."""
+        if self.expr.op == "load" and self.leaves[0][1] == self.dtype:
+            return self.leaves[0]
+        return None
+
+
+def _shift(e: Expr, k: int) -> Expr:
+    """Renumber an expression's loads by k (when leaves are appended to another list)."""
+    if e.op == "load":
+        return Expr("load", (e.args[0] + k,), e.dtype)
+    return Expr(e.op, tuple(_shift(a, k) for a in e.args), e.dtype, e.attrs)
+
+
+def broadcast_strides(shape: tuple[int, ...], strides: tuple[int, ...],
+                      out_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Strides over out_shape of a view of `shape` broadcast to it (numpy rules)."""
+    pad = len(out_shape) - len(shape)
+    return tuple(0 if i < pad or shape[i - pad] == 1 else strides[i - pad]
+                 for i in range(len(out_shape)))
+
+
+class Lowerer:
+    """Builds the kernel-call list for one graph under one shape binding."""
+
+    def __init__(self, graph: Graph, shapes: Mapping[int, tuple[int, ...]], info: DeviceInfo,
+                 consumers: Mapping[int, list[int]], outputs: set[int], fusions: Any) -> None:
+        self.graph = graph
+        self.shapes = shapes
+        self.info = info
+        self.f16 = info.has_f16
+        self.max_dim = info.limit("max-compute-workgroups-per-dimension", 65535)
+        self.consumers = consumers
+        self.outputs = outputs
+        self.fusions = fusions                   # fuse.Fusions found on the graph
+        self.prelowered: dict[int, Buf] = {}     # node id -> value another lowering produced
+        self.calls: list[KernelCall] = []
+        self.values: dict[int, Buf] = {}
+        self.lazy: dict[int, Lazy] = {}
+        self.consts: list[Buf] = []
+        self.node = -1
+        self._dummies: list[Buf] = []
+
+    # -- buffers ------------------------------------------------------------------------------
+    def nbytes(self, shape: tuple[int, ...], d: dt.DType) -> int:
+        return math.prod(shape) * storage_np(d, self.f16).itemsize
+
+    def temp(self, shape: tuple[int, ...], d: dt.DType) -> Buf:
+        return Buf(self.nbytes(shape, d), "temp")
+
+    def const(self, value: np.ndarray, d: dt.DType) -> Buf:
+        arr = np.asarray(np.asarray(value).astype(storage_np(d, self.f16)), order="C")
+        buf = Buf(arr.nbytes, "const", value=arr)
+        self.consts.append(buf)
+        return buf
+
+    def dummy(self, slot: int) -> Buf:
+        """A tiny unused buffer for an absent optional binding (distinct per slot: no aliasing)."""
+        while len(self._dummies) <= slot:
+            self._dummies.append(self.const(np.zeros(4, np.float32), dt.float32))
+        return self._dummies[slot]
+
+    def T(self, d: dt.DType) -> str:  # noqa: N802 - WGSL's name for the element type
+        return storage_type(d, self.f16)
+
+    # -- values -------------------------------------------------------------------------------
+    def shape(self, node_id: int) -> tuple[int, ...]:
+        return self.shapes[node_id]
+
+    def dtype(self, node_id: int) -> dt.DType:
+        return self.graph.nodes[node_id].dtype
+
+    def buf(self, node_id: int) -> Buf:
+        """Return the buffer holding node's value, materializing a lazy value first."""
+        if node_id in self.lazy:
+            lz = self.lazy.pop(node_id)
+            view = lz.view()
+            if view is not None and view[2] == 0 and view[3] == strides_of(lz.shape):
+                self.values[node_id] = view[0]          # already contiguous: no copy
+            else:
+                out = self.temp(lz.shape, lz.dtype)
+                self.strided(lz.expr, lz.leaves, out, lz.dtype, 0, strides_of(lz.shape),
+                             lz.shape, self.graph.nodes[node_id].op)
+                self.values[node_id] = out
+        return self.values[node_id]
+
+    def as_lazy(self, node_id: int) -> Lazy:
+        """Return node's value as an expression (a single contiguous leaf if materialized)."""
+        if node_id in self.lazy:
+            return self.lazy[node_id]
+        shape, d = self.shape(node_id), self.dtype(node_id)
+        return Lazy(Expr("load", (0,), d), [(self.values[node_id], d, 0, strides_of(shape))],
+                    shape, d)
+
+    def fusable(self, node_id: int) -> bool:
+        """True when node's value may stay lazy: one consumer that can inline it."""
+        users = self.consumers.get(node_id, [])
+        if node_id in self.outputs or len(users) != 1:
+            return False
+        user = self.graph.nodes[users[0]]
+        from .lower import INLINES   # the consumers that read lazy values
+        return user.op in INLINES
+
+    def settle(self, node_id: int, lz: Lazy) -> Buf | None:
+        """Keep lz lazy when the node is fusable; otherwise materialize it now."""
+        self.lazy[node_id] = lz
+        if self.fusable(node_id):
+            return None
+        return self.buf(node_id)
+
+    def leaves_into(self, node_id: int, out_shape: tuple[int, ...], leaves: list[Leaf]
+                    ) -> Expr:
+        """Append node's leaves (broadcast to out_shape) to `leaves`; return its expression."""
+        lz = self.as_lazy(node_id)
+        if node_id in self.lazy:
+            bufs = {b.id for b, *_ in leaves} | {b.id for b, *_ in lz.leaves}
+            if len(bufs) > MAX_FUSED_BUFFERS:     # too many bindings: materialize this input
+                self.buf(node_id)
+                lz = self.as_lazy(node_id)
+            else:
+                del self.lazy[node_id]
+        k = len(leaves)
+        for b, d, off, st in lz.leaves:
+            leaves.append((b, d, off, broadcast_strides(lz.shape, st, out_shape)))
+        return _shift(lz.expr, k)
+
+    # -- calls --------------------------------------------------------------------------------
+    def emit(self, name: str, source: str, buffers: list[Buf], writes: Buf, params: list[int],
+             grid: tuple[int, int, int], overrides: dict | None = None) -> None:
+        if writes.nbytes == 0 or 0 in grid:
+            return
+        seen: set[int] = set()
+        for i, b in enumerate(buffers):   # a buffer bound twice would alias: bind a copy
+            if b.id in seen:
+                buffers[i] = self.copy(b)
+            seen.add(b.id)
+        self.calls.append(KernelCall(name, source, list(buffers), writes, list(params), grid,
+                                     dict(overrides or {}), self.node))
+
+    def grid(self, n: int, wg: int = codegen.WORKGROUP) -> tuple[int, int, int]:
+        return grid_1d(n, wg, self.max_dim)
+
+    def copy(self, b: Buf) -> Buf:
+        out = Buf(b.nbytes, "temp")
+        n = max(b.nbytes // 4, 1)
+        self.strided(Expr("load", (0,), dt.uint32), [(b, dt.uint32, 0, (1,))], out,
+                     dt.uint32, 0, (1,), (n,), "copy")
+        return out
+
+    def strided(self, expr: Expr, reads: list[Leaf], out: Buf, out_dtype: dt.DType,
+                out_offset: int, out_strides: tuple[int, ...], shape: tuple[int, ...],
+                name: str) -> None:
+        """Emit an elementwise kernel: expr over strided reads, written through out_strides."""
+        bufs: list[Buf] = []
+        dtypes: list[dt.DType] = []
+        views = []
+        for b, d, off, st in reads:
+            if b not in bufs:
+                bufs.append(b)
+                dtypes.append(d)
+            views.append(Strided(bufs.index(b), d, off, st))
+        src, words = codegen.elementwise(expr, dtypes, views,
+                                         Strided(len(bufs), out_dtype, out_offset, out_strides),
+                                         shape, self.f16)
+        self.emit(f"elementwise[{name}]", src, bufs + [out], out, words,
+                  self.grid(math.prod(shape)))
+
+    # -- row layouts --------------------------------------------------------------------------
+    def permuted(self, node_id: int, perm: tuple[int, ...]) -> Buf:
+        """Return a buffer holding node's value with axes permuted (no copy for identity)."""
+        if perm == tuple(range(len(perm))):
+            return self.buf(node_id)
+        lz = self.as_lazy(node_id)
+        self.lazy.pop(node_id, None)
+        out_shape = tuple(lz.shape[a] for a in perm)
+        leaves = [(b, d, off, tuple(st[a] for a in perm)) for b, d, off, st in lz.leaves]
+        out = self.temp(out_shape, lz.dtype)
+        self.strided(lz.expr, leaves, out, lz.dtype, 0, strides_of(out_shape), out_shape,
+                     "permute")
+        return out
+
+    def rows_last(self, node_id: int, axes: tuple[int, ...]
+                  ) -> tuple[Buf, int, int, tuple[int, ...]]:
+        """Move `axes` last; return (buffer, rows, row length, permutation used)."""
+        shape = self.shape(node_id)
+        keep = tuple(i for i in range(len(shape)) if i not in axes)
+        perm = keep + tuple(axes)
+        n = math.prod(shape[a] for a in axes)
+        return self.permuted(node_id, perm), math.prod(shape[k] for k in keep), n, perm
+
+    def unpermute(self, buf: Buf, perm: tuple[int, ...], permuted_shape: tuple[int, ...],
+                  d: dt.DType) -> Buf:
+        """Copy a buffer laid out as `permuted_shape` back to the original axis order."""
+        if perm == tuple(range(len(perm))):
+            return buf
+        inv = tuple(int(i) for i in np.argsort(perm))
+        st = strides_of(permuted_shape)
+        shape = tuple(permuted_shape[i] for i in inv)
+        out = self.temp(shape, d)
+        self.strided(Expr("load", (0,), d), [(buf, d, 0, tuple(st[i] for i in inv))],
+                     out, d, 0, strides_of(shape), shape, "permute")
+        return out
