@@ -20,7 +20,8 @@ from .web_assets import WebAssets, build
 
 MIME_TYPES = {".wasm": "application/wasm", ".js": "text/javascript", ".mjs": "text/javascript",
               ".json": "application/json", ".whl": "application/zip", ".zip": "application/zip",
-              ".html": "text/html", ".py": "text/x-python", ".safetensors": "application/octet-stream"}
+              ".html": "text/html", ".py": "text/x-python",
+              ".safetensors": "application/octet-stream"}
 
 
 def default_routes(assets: WebAssets) -> dict[str, Path]:

@@ -1,67 +1,29 @@
-"""Browser harness: headless Chromium (Playwright) with WebGPU, a local static server, and a
-booted webrlx Pyodide per mode ("main" thread and Web "worker"), shared by the whole session.
-
-Needs: apt `chromium`, pip `playwright` (never `playwright install`), npm, and the assets that
-`python -m webrlx.web_assets` builds (built here on first use; cached).
+"""Browser test fixtures: one headless Chromium, one static server and one booted webrlx
+Pyodide per mode ("main" thread, Web "worker") for the whole session; the backend suite runs
+inside each (browser_suite). Assets are built on first use (cached; see webrlx.web_assets).
 """
 from __future__ import annotations
 
 import functools
 import json
-import os
 import subprocess
 import sys
-import tempfile
-import threading
 from pathlib import Path
 from typing import Any, Iterator
 
+import browser_harness
 import pytest
 
-from webrlx.serve import default_routes, make_server, page_config
+from webrlx.serve import page_config
 from webrlx.web_assets import WebAssets, build
 
 ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
-CHROMIUM = "/usr/bin/chromium"
 MODES = ("main", "worker")
 # What the in-browser pytest session runs: the backend suite and the browser-only checks.
 SUITE_PATHS = ("tests/backend", "tests/browser/in_pyodide")
-FLAGS = ["--headless=new", "--no-sandbox", "--enable-unsafe-webgpu", "--enable-unsafe-swiftshader",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--no-first-run", "--disable-quic", "--disable-domain-reliability", "--disable-breakpad",
-         "--no-default-browser-check"]
-BOOT_TIMEOUT_MS = 120_000
 
 # in_pyodide/ imports `js`: it runs only inside the browser, through the runner.
 collect_ignore = ["in_pyodide"]
-
-
-class BrowserPython:
-    """One booted webrlx Pyodide: on a page's main thread, or in a Worker of that page."""
-
-    def __init__(self, context: Any, base_url: str, mode: str, config: dict[str, str]) -> None:
-        self.mode = mode
-        self.console: list[str] = []
-        self.page = context.new_page()
-        self.page.on("console", lambda msg: self.console.append(msg.text))
-        self.page.on("pageerror", lambda err: self.console.append(f"pageerror: {err}"))
-        self.page.goto(base_url + "harness/harness.html")
-        self.page.wait_for_function("window.webrlxHarness !== undefined")
-        self.page.set_default_timeout(BOOT_TIMEOUT_MS)
-        try:
-            self.page.evaluate("([mode, config]) => webrlxHarness.boot(mode, config)",
-                               [mode, config])
-        except Exception as err:
-            raise RuntimeError(f"booting webrlx in the browser ({mode}) failed: {err}\n"
-                               f"console:\n{self.console_tail()}") from err
-
-    def run(self, code: str) -> Any:
-        """Run Python code (top-level await allowed); return its last expression as JSON data."""
-        return self.page.evaluate("code => webrlxHarness.run(code)", code)
-
-    def console_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.console[-lines:])
 
 
 def suite_files() -> dict[str, str]:
@@ -111,39 +73,26 @@ def web_assets() -> WebAssets:
 
 @pytest.fixture(scope="session")
 def web_server(web_assets: WebAssets) -> Iterator[str]:
-    routes = {**default_routes(web_assets), "/harness/": HERE}
-    server = make_server(routes, page_config(web_assets), port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with browser_harness.web_server(web_assets) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
 def chromium(web_server: str) -> Iterator[Any]:
-    """A headless Chromium with WebGPU (SwiftShader) and a fresh profile."""
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: `apt-get install -y chromium`")
-    from playwright.sync_api import sync_playwright
-
-    xdg = Path(tempfile.gettempdir()) / f"webrlx-xdg-{os.getuid()}"
-    xdg.mkdir(mode=0o700, exist_ok=True)
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(xdg))
-    with tempfile.TemporaryDirectory(prefix="webrlx-chromium-") as profile, \
-            sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True,
-            ignore_default_args=["--headless"], args=FLAGS)
-        yield context
-        context.close()
+    """The session's headless Chromium (a Playwright browser context)."""
+    try:
+        with browser_harness.chromium() as context:
+            yield context
+    except FileNotFoundError as err:
+        pytest.fail(str(err))
 
 
 @pytest.fixture(scope="session")
 def browser_python(chromium: Any, web_server: str, web_assets: WebAssets) -> Any:
     """browser_python(mode) -> the session's BrowserPython for that mode, booted on first use."""
     config = page_config(web_assets)
-    return functools.cache(lambda mode: BrowserPython(chromium, web_server, mode, config))
+    return functools.cache(
+        lambda mode: browser_harness.BrowserPython(chromium, web_server, mode, config))
 
 
 @pytest.fixture(scope="session")
@@ -151,7 +100,7 @@ def browser_suite(browser_python: Any, web_server: str, web_assets: WebAssets) -
     """browser_suite(mode) -> {"exit", "results": {nodeid: {outcome, longrepr}}, "console"},
     run once per mode."""
     wheels = [f"{web_server}wheels/{p.name}" for p in web_assets.test_wheels]
-    runner = (HERE / "pyodide_runner.py").read_text()
+    runner = (browser_harness.HERE / "pyodide_runner.py").read_text()
 
     @functools.cache
     def run(mode: str) -> dict[str, Any]:

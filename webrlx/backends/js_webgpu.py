@@ -205,7 +205,10 @@ class JsWebGPUBackend(Backend):
             return self.js_device.createComputePipeline(
                 _js({"layout": "auto", "compute": compute}))
 
-        return self._scoped(f"pipeline '{entry}': WGSL compilation failed", create)
+        header = next((line.strip("/ ") for line in source.splitlines()
+                       if line.startswith("//")), "")
+        return self._scoped(f"pipeline '{entry}' ({header[:80]}): WGSL compilation failed",
+                            create)
 
     def bind_group(self, pipeline: Any, entries: Sequence[tuple[Any, int, int]]) -> Any:
         self._check("bind_group")

@@ -200,3 +200,19 @@ def test_device_loss_becomes_a_python_exception() -> None:
         dev.write_buffer(buf, 0, np.zeros(4, np.float32))
     with pytest.raises(js_webgpu.DeviceLostError):
         dev.create_buffer(16, "storage")
+
+
+def test_public_api_without_jspi_runs_async_only(
+        backend: js_webgpu.JsWebGPUBackend, no_jspi: None) -> None:
+    from pyodide.ffi import run_sync
+
+    import webrlx as wr
+
+    g = wr.Graph()
+    x = g.input("x", (2, 3))
+    exe = wr.compile(g, outputs=[(x * 2).exp()], device=backend)
+    feeds = {"x": np.ones((2, 3), np.float32)}
+    with pytest.raises(RuntimeError, match=r"await exe\.run_async"):
+        exe.run(feeds)
+    (out,) = run_sync(exe.run_async(feeds))
+    np.testing.assert_allclose(out, np.exp(2 * feeds["x"]), rtol=1e-6)
