@@ -41,7 +41,10 @@ def _attn(q, k, v, mask=None, causal=False):
 
 
 @pytest.mark.parametrize("b,h,lq,lk,d", [(1, 1, 1, 1, 8), (2, 3, 7, 7, 32), (1, 2, 5, 300, 64),
-                                         (1, 1, 3, 9, 256)], ids=str)
+                                         (1, 1, 3, 9, 256),
+                                         # >= 16 query rows: the one-thread-per-row kernel
+                                         (2, 2, 70, 70, 32), (1, 1, 16, 100, 128),
+                                         (1, 2, 33, 33, 20)], ids=str)
 def test_attention(backend, b, h, lq, lk, d):
     check(backend, wr.nn.attention, _attn, rand(b, h, lq, d), rand(b, h, lk, d, seed=1),
           rand(b, h, lk, d, seed=2), rtol=1e-4, atol=1e-5)
@@ -54,10 +57,19 @@ def test_attention_mask(backend):
           rtol=1e-4, atol=1e-5)
 
 
-def test_attention_causal(backend):
+@pytest.mark.parametrize("lq,lk", [(4, 6), (40, 40), (20, 90)])
+def test_attention_causal(backend, lq, lk):
     check(backend, lambda q, k, v: wr.nn.attention(q, k, v, causal=True),
-          lambda q, k, v: _attn(q, k, v, causal=True), rand(1, 2, 4, 16),
-          rand(1, 2, 6, 16, seed=1), rand(1, 2, 6, 16, seed=2), rtol=1e-4, atol=1e-5)
+          lambda q, k, v: _attn(q, k, v, causal=True), rand(1, 2, lq, 16),
+          rand(1, 2, lk, 16, seed=1), rand(1, 2, lk, 16, seed=2), rtol=1e-4, atol=1e-5)
+
+
+def test_attention_mask_many_rows(backend):
+    mask = np.ones((2, 40), np.int32)
+    mask[0, 25:] = 0
+    check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m), _attn,
+          rand(2, 3, 40, 32), rand(2, 3, 40, 32, seed=1), rand(2, 3, 40, 32, seed=2), mask,
+          rtol=1e-4, atol=1e-5)
 
 
 def _conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):

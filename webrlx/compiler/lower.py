@@ -312,9 +312,12 @@ def _attention(L: Lowerer, node: Node) -> Buf:
         L.prelowered[permute] = out
     else:
         os_ = (h * lq * d, lq * d, d)
-    L.emit("attention", render("attention/attention", T=L.T(node.dtype)),
+    rows = lq >= 16 and d <= 128       # many query rows: one thread per row, shared K/V tiles
+    shader = "attention/attention_rows" if rows else "attention/attention"
+    grid = (-(-lq // 64), h, b) if rows else (lq, h, b)
+    L.emit("attention_rows" if rows else "attention", render(shader, T=L.T(node.dtype)),
            [qb, kb, vb, mask, out], out,
-           [lq, lk, d, f32_bits(node.attrs["scale"]), *qs, *ks, *vs, *os_], (lq, h, b),
+           [lq, lk, d, f32_bits(node.attrs["scale"]), *qs, *ks, *vs, *os_], grid,
            {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False))})
     return out
 

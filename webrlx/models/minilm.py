@@ -33,39 +33,44 @@ class MiniLMEncoder:
     def device(self) -> Any:
         return self.executable.device
 
-    def feeds(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """Tokenize texts into the graph's inputs (padded to a multiple of SEQ_BUCKET)."""
-        if isinstance(texts, str):
-            raise TypeError("encode(): pass a list of strings, not one string")
-        enc = self.tokenizer.encode_batch(list(texts), max_length=MAX_LENGTH)
-        ids, mask = enc["input_ids"], enc["attention_mask"]
-        seq = ids.shape[1]
-        pad = -seq % SEQ_BUCKET
-        if pad:
-            ids = np.pad(ids, ((0, 0), (0, pad)))
-            mask = np.pad(mask, ((0, 0), (0, pad)))
-        return {"input_ids": ids.astype(np.int32), "attention_mask": mask.astype(np.int32),
-                "token_type_ids": np.zeros_like(ids, np.int32),
-                "position_ids": np.arange(ids.shape[1], dtype=np.int32)}
+    def feeds(self, rows: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
+        """Pad token id rows into the graph's inputs (length rounded up to SEQ_BUCKET)."""
+        seq = max(len(r) for r in rows)
+        seq += -seq % SEQ_BUCKET
+        ids = np.full((len(rows), seq), self.tokenizer.pad_id, np.int32)
+        mask = np.zeros((len(rows), seq), np.int32)
+        for i, r in enumerate(rows):
+            ids[i, :len(r)] = r
+            mask[i, :len(r)] = 1
+        return {"input_ids": ids, "attention_mask": mask,
+                "token_type_ids": np.zeros_like(ids), "position_ids": np.arange(seq, dtype=np.int32)}
 
-    def _batches(self, texts: Sequence[str], batch_size: int) -> list[Sequence[str]]:
+    def _batches(self, texts: Sequence[str], batch_size: int
+                 ) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
+        """Tokenize, sort by length (little padding), and cut into feeds; return the order."""
         if isinstance(texts, str):
             raise TypeError("encode(): pass a list of strings, not one string")
-        return [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
+        rows = [self.tokenizer.encode(t, MAX_LENGTH) for t in texts]
+        order = np.argsort([-len(r) for r in rows], kind="stable")
+        batches = [self.feeds([rows[i] for i in order[s:s + batch_size]])
+                   for s in range(0, len(rows), batch_size)]
+        return batches, order
+
+    def _gather(self, outs: list[np.ndarray], order: np.ndarray) -> np.ndarray:
+        result = np.zeros((len(order), self.config.hidden_size), np.float32)
+        if outs:
+            result[order] = np.concatenate(outs)
+        return result
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Return (len(texts), 384) float32 L2-normalized embeddings."""
-        outs = [self.executable.run(self.feeds(b))[0] for b in self._batches(texts, batch_size)]
-        return np.concatenate(outs) if outs else np.zeros((0, self.config.hidden_size),
-                                                          np.float32)
+        batches, order = self._batches(texts, batch_size)
+        return self._gather([self.executable.run(f)[0] for f in batches], order)
 
     async def encode_async(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Async form of encode (the browser's form)."""
-        outs = []
-        for b in self._batches(texts, batch_size):
-            outs.append((await self.executable.run_async(self.feeds(b)))[0])
-        return np.concatenate(outs) if outs else np.zeros((0, self.config.hidden_size),
-                                                          np.float32)
+        batches, order = self._batches(texts, batch_size)
+        return self._gather([(await self.executable.run_async(f))[0] for f in batches], order)
 
 
 def load(path: str | Path | None = None, device: Any = None,

@@ -1,0 +1,111 @@
+// Fused attention, one thread per query row (for many query rows: encoders, prefill).
+// out[b,h,i,:] = softmax(q[b,h,i,:] . k[b,h,:,:]^T * scale + mask) @ v[b,h]; flash style:
+// key/value tiles of KT rows are staged in workgroup memory and shared by the BQ threads,
+// each keeping its running max, sum and output row in registers. Head dim D <= 128.
+// q/k/v/out are read through (batch, head, row) strides (dim stride 1).
+// bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
+// 4 out, 5 params. grid: (ceil(Lq / BQ), H, B).
+struct Params { Lq: u32, Lk: u32, D: u32, scale: u32,
+                q_b: u32, q_h: u32, q_i: u32, k_b: u32, k_h: u32, k_i: u32,
+                v_b: u32, v_h: u32, v_i: u32, o_b: u32, o_h: u32, o_i: u32 }
+@group(0) @binding(0) var<storage, read_write> q: array<{{T}}>;
+@group(0) @binding(1) var<storage, read_write> k: array<{{T}}>;
+@group(0) @binding(2) var<storage, read_write> v: array<{{T}}>;
+@group(0) @binding(3) var<storage, read_write> mask: array<i32>;
+@group(0) @binding(4) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+override HAS_MASK: bool = false;
+override CAUSAL: bool = false;
+const BQ: u32 = 64u;
+const KT: u32 = 32u;
+const D4: u32 = 32u;                              // max head dim / 4
+var<workgroup> Ks: array<vec4<f32>, 1024>;      // [KT][D4]
+var<workgroup> Vs: array<vec4<f32>, 1024>;
+var<workgroup> keep: array<u32, 32>;            // key j of the tile is not masked
+
+@compute @workgroup_size(BQ)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let b = wid.z;
+    let h = wid.y;
+    let i = wid.x * BQ + lid;
+    let d4 = (p.D + 3u) / 4u;
+    let scale = bitcast<f32>(p.scale);
+    let qb = b * p.q_b + h * p.q_h + i * p.q_i;
+    let kb = b * p.k_b + h * p.k_h;
+    let vb = b * p.v_b + h * p.v_h;
+    var qr: array<vec4<f32>, D4>;
+    var acc: array<vec4<f32>, D4>;
+    var m = -3.4028234663852886e38;
+    var l = 0.0;
+    if (i < p.Lq) {
+        for (var c = 0u; c < d4; c++) {
+            var t = vec4<f32>(0.0);
+            for (var e = 0u; e < 4u; e++) {
+                if (c * 4u + e < p.D) { t[e] = f32(q[qb + c * 4u + e]); }
+            }
+            qr[c] = t * scale;
+        }
+    }
+    // causal: query i sees keys up to i + (Lk - Lq); the workgroup needs its last row's
+    let last = min(wid.x * BQ + BQ, p.Lq) - 1u;
+    let kv_end = select(p.Lk, min(p.Lk, last + 1u + p.Lk - p.Lq), CAUSAL);
+    let my_end = select(p.Lk, min(p.Lk, i + 1u + p.Lk - p.Lq), CAUSAL);
+    for (var t0 = 0u; t0 < kv_end; t0 += KT) {
+        let n = min(KT, kv_end - t0);
+        for (var e = lid; e < KT * d4; e += BQ) {
+            let j = e / d4;
+            let c = e % d4;
+            var kk = vec4<f32>(0.0);
+            var vv = vec4<f32>(0.0);
+            if (j < n) {
+                for (var x = 0u; x < 4u; x++) {
+                    if (c * 4u + x < p.D) {
+                        kk[x] = f32(k[kb + (t0 + j) * p.k_i + c * 4u + x]);
+                        vv[x] = f32(v[vb + (t0 + j) * p.v_i + c * 4u + x]);
+                    }
+                }
+            }
+            Ks[j * D4 + c] = kk;
+            Vs[j * D4 + c] = vv;
+        }
+        if (lid < KT) {
+            keep[lid] = u32(lid < n && (!HAS_MASK || mask[b * p.Lk + t0 + lid] != 0));
+        }
+        workgroupBarrier();
+        if (i < p.Lq) {
+            var s: array<f32, KT>;
+            var tmax = m;
+            for (var j = 0u; j < n; j++) {
+                s[j] = -3.4028234663852886e38;
+                if (keep[j] != 0u && t0 + j < my_end) {
+                    var dot = vec4<f32>(0.0);
+                    for (var c = 0u; c < d4; c++) { dot += qr[c] * Ks[j * D4 + c]; }
+                    s[j] = dot.x + dot.y + dot.z + dot.w;
+                    tmax = max(tmax, s[j]);
+                }
+            }
+            let corr = exp(m - tmax);
+            l *= corr;
+            for (var c = 0u; c < d4; c++) { acc[c] *= corr; }
+            for (var j = 0u; j < n; j++) {
+                if (s[j] > -3.4028234663852886e38) {
+                    let pj = exp(s[j] - tmax);
+                    l += pj;
+                    for (var c = 0u; c < d4; c++) { acc[c] += pj * Vs[j * D4 + c]; }
+                }
+            }
+            m = tmax;
+        }
+        workgroupBarrier();
+    }
+    if (i < p.Lq) {
+        let ob = b * p.o_b + h * p.o_h + i * p.o_i;
+        let inv = select(1.0 / l, 0.0, l == 0.0);
+        for (var c = 0u; c < d4; c++) {
+            for (var e = 0u; e < 4u; e++) {
+                if (c * 4u + e < p.D) { out[ob + c * 4u + e] = {{T}}(acc[c][e] * inv); }
+            }
+        }
+    }
+}
