@@ -120,10 +120,76 @@ def elementwise_chain(n_nodes: int, iters: int, repeats: int) -> dict[str, Any]:
     return row
 
 
+def row_op_cases(iters: int, repeats: int, quick: bool) -> list[dict]:
+    """softmax and layer_norm at transformer sizes."""
+    rng = np.random.default_rng(0)
+    rows = []
+    shapes = [(512, 384), (1024, 128)] if quick else [(4096, 384), (6144, 512), (32, 49152),
+                                                       (4096, 4096)]
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype(np.float32)
+
+        def np_sm(a):
+            e = np.exp(a - a.max(-1, keepdims=True))
+            return e / e.sum(-1, keepdims=True)
+        rows.append(_case(f"softmax {shape[0]}x{shape[1]}", lambda t: t.softmax(-1), [x], np_sm,
+                          lambda t: t.softmax(-1), 0, iters, repeats))
+        w = np.ones(shape[1], np.float32)
+
+        def np_ln(a):
+            return (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)
+
+        def torch_ln(t):
+            import torch
+            return torch.nn.functional.layer_norm(t, (shape[1],), eps=1e-5)
+        rows.append(_case(f"layer_norm {shape[0]}x{shape[1]}",
+                          lambda t: wr.nn.layer_norm(t, eps=1e-5), [x], np_ln, torch_ln, 0,
+                          iters, repeats))
+        del w
+    return rows
+
+
+def attention_cases(seqs: list[int], iters: int, repeats: int) -> list[dict]:
+    """Fused attention, batch 1, 12 heads, head dim 64, vs torch SDPA / numpy."""
+    rows = []
+    rng = np.random.default_rng(0)
+    for s in seqs:
+        q, k, v = (rng.standard_normal((1, 12, s, 64)).astype(np.float32) for _ in range(3))
+
+        def np_attn(q, k, v):
+            sc = q @ np.swapaxes(k, -1, -2) / 8.0
+            e = np.exp(sc - sc.max(-1, keepdims=True))
+            return (e / e.sum(-1, keepdims=True)) @ v
+
+        def torch_attn(q, k, v):
+            import torch
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        rows.append(_case(f"attention 1x12x{s}x64", wr.nn.attention, [q, k, v], np_attn,
+                          torch_attn, 4.0 * 12 * s * s * 64, iters, repeats))
+    return rows
+
+
+def peer_tinygrad(sizes: list[int], iters: int, repeats: int) -> list[dict]:
+    """tinygrad's WEBGPU backend on the same matmuls (bench/peer_tinygrad.py, a subprocess)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[1] / "bench" / "peer_tinygrad.py"
+    if not script.is_file():
+        return [{"peer": "tinygrad", "error": f"{script} not found (run from a checkout)"}]
+    proc = subprocess.run([sys.executable, str(script), ",".join(map(str, sizes)), str(iters),
+                           str(repeats)], capture_output=True, text=True, timeout=900)
+    if proc.returncode:
+        return [{"peer": "tinygrad", "error": proc.stderr[-2000:]}]
+    return json.loads(proc.stdout)
+
+
 def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m webrlx bench")
     p.add_argument("--quick", action="store_true", help="small sizes (CPU adapters)")
-    p.add_argument("--only", default="", help="comma list: matmul,f16,chain")
+    p.add_argument("--only", default="", help="comma list: matmul,f16,chain,rows,attention")
+    p.add_argument("--peer", default="", help="tinygrad: its WEBGPU backend, same run")
     args = p.parse_args(argv or [])
     dev = wr.device()
     only = set(filter(None, args.only.split(",")))
@@ -137,4 +203,18 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
         out["cases"] += matmul_cases(sizes, "float16", iters, repeats)
     if not only or "chain" in only:
         out["cases"].append(elementwise_chain(100, 20, repeats))
+    if not only or "rows" in only:
+        out["cases"] += row_op_cases(iters, repeats, args.quick)
+    if not only or "attention" in only:
+        out["cases"] += attention_cases([64, 128] if args.quick else [128, 512, 2048], iters,
+                                        repeats)
+    if args.peer == "tinygrad":
+        out["peer"] = peer_tinygrad(sizes, iters, repeats)
+        by_size = {r.get("n"): r for r in out["peer"] if "n" in r}
+        for r in out["cases"]:
+            n = r["case"].split()[-1].split("x")
+            if r["case"].startswith("matmul") and r["dtype"] == "float32" and len(set(n)) == 1 \
+                    and int(n[0]) in by_size:
+                r["tinygrad_ms"] = by_size[int(n[0])]["ms"]
+                r["ratio_vs_tinygrad"] = r["tinygrad_ms"] / r["webrlx_ms"]   # > 1: faster
     return out
