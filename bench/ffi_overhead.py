@@ -14,11 +14,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests" / "browser")]
 
-import browser_harness  # noqa: E402
-import ffi_workload  # noqa: E402
+import browser_harness
+import ffi_workload
 
-from webrlx.serve import page_config  # noqa: E402
-from webrlx.web_assets import build  # noqa: E402
+from webrlx.serve import page_config
+from webrlx.web_assets import build
 
 
 def in_browser(repeats: int) -> dict[str, dict]:

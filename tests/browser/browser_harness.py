@@ -25,9 +25,9 @@ BOOT_TIMEOUT_MS = 120_000
 
 
 @contextlib.contextmanager
-def web_server(assets: WebAssets) -> Iterator[str]:
-    """Serve the pages, Pyodide, the wheels and this folder (/harness/) on 127.0.0.1."""
-    routes = {**default_routes(assets), "/harness/": HERE}
+def web_server(assets: WebAssets, extra: dict[str, Path] | None = None) -> Iterator[str]:
+    """Serve the pages, Pyodide, the wheels, this folder (/harness/) and extra routes."""
+    routes = {**default_routes(assets), "/harness/": HERE, **(extra or {})}
     server = make_server(routes, page_config(assets), port=0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -26,13 +26,24 @@ SUITE_PATHS = ("tests/backend", "tests/browser/in_pyodide")
 collect_ignore = ["in_pyodide"]
 
 
-def suite_files() -> dict[str, str]:
-    """Return the files the in-browser pytest session needs, keyed by path from the root."""
-    paths = [ROOT / "pyproject.toml", *(ROOT / p for p in ("tests/__init__.py",
-                                                           "tests/conftest.py"))]
+def suite_files() -> list[str]:
+    """Return the files the in-browser pytest session needs, as paths from the root."""
+    tests = ROOT / "tests"
+    paths = [ROOT / "pyproject.toml", tests / "__init__.py", tests / "conftest.py",
+             *sorted((tests / "fixtures").glob("*"))]
     for folder in SUITE_PATHS:
         paths += sorted((ROOT / folder).rglob("*.py"))
-    return {str(p.relative_to(ROOT)): p.read_text() for p in paths if p.is_file()}
+    return [str(p.relative_to(ROOT)) for p in paths if p.is_file()]
+
+
+def model_dirs() -> dict[str, tuple[str, Path, tuple[str, ...]]]:
+    """Model folders the backend tests find through an env var: var -> (URL, folder, files)."""
+    from webrlx.models.assets import MINILM_FILES, minilm_dir
+
+    try:
+        return {"WEBRLX_MINILM_DIR": ("/models/minilm/", minilm_dir(), MINILM_FILES)}
+    except FileNotFoundError:
+        return {}   # the native run fails the same tests, with the install hint
 
 
 @functools.cache
@@ -45,7 +56,7 @@ def native_test_ids() -> tuple[str, ...]:
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "--collect-only", "-q", "-o", "addopts=",
              "-p", "no:cacheprovider", *extra, folder],
-            cwd=ROOT, capture_output=True, text=True)
+            cwd=ROOT, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"collecting {folder} natively failed:\n{proc.stdout}{proc.stderr}")
         ids += [line for line in proc.stdout.splitlines() if "::" in line]
@@ -73,7 +84,9 @@ def web_assets() -> WebAssets:
 
 @pytest.fixture(scope="session")
 def web_server(web_assets: WebAssets) -> Iterator[str]:
-    with browser_harness.web_server(web_assets) as url:
+    """The static server, plus /repo/ (this checkout) and the model folders for the runner."""
+    routes = {"/repo/": ROOT, **{url: folder for url, folder, _ in model_dirs().values()}}
+    with browser_harness.web_server(web_assets, routes) as url:
         yield url
 
 
@@ -104,10 +117,11 @@ def browser_suite(browser_python: Any, web_server: str, web_assets: WebAssets) -
 
     @functools.cache
     def run(mode: str) -> dict[str, Any]:
-        files = suite_files()
+        files = {path: f"{web_server}repo/{path}" for path in suite_files()}
+        env_dirs = {var: {name: web_server + url.lstrip("/") + name for name in names}
+                    for var, (url, _, names) in model_dirs().items()}
         paths = [p for p in SUITE_PATHS if any(f.startswith(p + "/") for f in files)]
-        call = (f"await run_suite(json.loads({json.dumps(json.dumps(files))}), "
-                f"{paths!r}, {wheels!r})")
+        call = f"await run_suite({wheels!r}, {files!r}, {env_dirs!r}, {paths!r})"
         python = browser_python(mode)
         try:
             suite = json.loads(python.run(runner + "\n" + call))

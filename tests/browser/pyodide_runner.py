@@ -1,4 +1,4 @@
-"""Runs INSIDE Pyodide: install pytest, write the test files, run them, report each as JSON.
+"""Runs INSIDE Pyodide: install pytest, fetch the test files, run them, report each as JSON.
 
 The native harness (conftest.py) sends this file's source plus a call to `run_suite`.
 """
@@ -6,6 +6,7 @@ import json
 import os
 
 import micropip
+from pyodide.http import pyfetch
 
 ROOT = "/home/pyodide/webrlx-tests"
 
@@ -31,15 +32,29 @@ class Recorder:
             result.update(outcome="skipped", longrepr=str(reason))
 
 
-async def run_suite(files: dict[str, str], paths: list[str], wheels: list[str]) -> str:
-    """Install the wheels, write files under ROOT, run pytest on paths; return JSON results."""
+async def fetch_to(url: str, path: str) -> None:
+    response = await pyfetch(url)
+    if not response.ok:
+        raise FileNotFoundError(f"runner: GET {url} gave HTTP {response.status}")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(await response.bytes())
+
+
+async def run_suite(wheels: list[str], files: dict[str, str], env_dirs: dict[str, dict[str, str]],
+                    paths: list[str]) -> str:
+    """Install the wheels; fetch files (relative path -> URL) under ROOT and each env_dirs
+    folder (env var -> {name: URL}) under /home/pyodide/<env var>, setting the variable;
+    run pytest on paths; return the JSON results."""
     for url in wheels:
         await micropip.install(url, deps=False)
-    for rel, text in files.items():
-        path = os.path.join(ROOT, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(text)
+    for rel, url in files.items():
+        await fetch_to(url, os.path.join(ROOT, rel))
+    for var, named in env_dirs.items():
+        folder = os.path.join("/home/pyodide", var)
+        for name, url in named.items():
+            await fetch_to(url, os.path.join(folder, name))
+        os.environ[var] = folder
     os.chdir(ROOT)
     import pytest
 

@@ -6,8 +6,9 @@ Works on the main thread, in a Web Worker and in the JupyterLite kernel (`naviga
 Waiting is async in the browser. The sync forms (`create_backend`, `read_buffer`, validation
 checks at pipeline creation) use `pyodide.ffi.run_sync`, which needs JSPI: Python must have been
 entered through `pyodide.runPythonAsync` on a browser that has it (Chromium 137+). Without JSPI,
-validation errors of pipelines and bind groups are collected and raised by the next
-`read_buffer_async`, the one await of every run, so no extra await is spent per run.
+pipeline validation errors are collected and raised by the next `read_buffer_async`, the one
+await of every run. Other errors (bind groups, encoding) always surface at the next read, through
+the device's `uncapturederror` event.
 """
 from __future__ import annotations
 
@@ -173,6 +174,7 @@ class JsWebGPUBackend(Backend):
 
     def destroy(self) -> None:
         """Destroy the device; later calls raise DeviceLostError."""
+        self.lost = "destroyed"
         self.js_device.destroy()
 
     # -- the contract -------------------------------------------------------------------
@@ -216,7 +218,8 @@ class JsWebGPUBackend(Backend):
         desc = {"layout": pipeline.getBindGroupLayout(0),
                 "entries": [{"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
                             for i, (b, o, s) in enumerate(entries)]}
-        return self._scoped("bind_group", lambda: self.js_device.createBindGroup(_js(desc)))
+        # No error scope (a wait each): a bad bind group is reported by the next read.
+        return self.js_device.createBindGroup(_js(desc))
 
     def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = ()) -> None:
         self._check("submit")

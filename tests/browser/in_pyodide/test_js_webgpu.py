@@ -137,17 +137,23 @@ def test_no_proxy_leaks_over_1000_runs(backend: js_webgpu.JsWebGPUBackend) -> No
     import pyodide_js
     from pyodide.ffi import run_sync
 
+    import webrlx as wr
+
+    g = wr.Graph()
+    x = g.input("x", ("batch", 8))
+    w = g.param("w", (8, 8))
+    exe = wr.compile(g, outputs=[(x @ w).softmax(axis=-1), (x * 2).exp()], device=backend)
+    exe.set_params({"w": np.eye(8, dtype=np.float32)})
+    feeds = [{"x": np.full((n, 8), n, np.float32)} for n in (1, 3)]
     pyodide_js._module.enable_pyproxy_allocation_tracing()
     try:
-        kernel = AddKernel(backend, 256)
-        a, b = inputs(256)
-        for _ in range(10):
-            kernel.run(a, b)
-            run_sync(kernel.run_async(a, b))
+        for i in range(10):
+            exe.run(feeds[i % 2])
+            run_sync(exe.run_async(feeds[i % 2]))
         start = live_proxies()
-        for _ in range(500):
-            kernel.run(a, b)
-            run_sync(kernel.run_async(a, b))
+        for i in range(500):
+            exe.run(feeds[i % 2])
+            run_sync(exe.run_async(feeds[i % 2]))
         assert live_proxies() == start
     finally:
         pyodide_js._module.disable_pyproxy_allocation_tracing()
@@ -179,6 +185,17 @@ def test_invalid_copy_raises_at_the_next_read(backend: js_webgpu.JsWebGPUBackend
         backend.read_buffer(staging, 0, 64)
 
 
+def test_invalid_bind_group_raises_at_the_next_read(backend: js_webgpu.JsWebGPUBackend) -> None:
+    kernel = AddKernel(backend, 64)
+    small = backend.create_buffer(16, "storage")
+    group = backend.bind_group(kernel.dispatch.pipeline, [(small, 0, 256), (kernel.b, 0, 256),
+                                                          (kernel.out, 0, 256)])
+    backend.submit([Dispatch(kernel.dispatch.pipeline, group, (1, 1, 1))], [kernel.copy])
+    with pytest.raises(js_webgpu.WebGPUError, match="WebGPU reported"):
+        backend.read_buffer(kernel.staging, 0, 256)
+    np.testing.assert_allclose(kernel.run(*inputs(64)), np.add(*inputs(64)))
+
+
 def test_sync_forms_without_jspi_say_what_to_use(
         backend: js_webgpu.JsWebGPUBackend, no_jspi: None) -> None:
     staging = backend.create_buffer(16, "readback")
@@ -195,6 +212,8 @@ def test_device_loss_becomes_a_python_exception() -> None:
     dev = js_webgpu.create_backend()
     buf = dev.create_buffer(16, "storage")
     dev.destroy()
+    with pytest.raises(js_webgpu.DeviceLostError, match="destroyed"):
+        dev.create_buffer(16, "storage")
     run_sync(dev.js_device.lost)
     with pytest.raises(js_webgpu.DeviceLostError, match="device_async"):
         dev.write_buffer(buf, 0, np.zeros(4, np.float32))
