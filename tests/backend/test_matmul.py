@@ -24,6 +24,11 @@ def test_matmul(backend, a, b):
           atol=1e-5)
 
 
+def test_matmul_big_tiles(backend):      # enough 128x128 tiles to pick the 8x8/thread kernel
+    check(backend, lambda x, y: x @ y, np.matmul, rand(8, 130, 64), rand(64, 2052, seed=1),
+          rtol=1e-5, atol=1e-5)
+
+
 def test_matmul_1000(backend):
     check(backend, lambda x, y: x @ y, np.matmul, rand(1000, 1000), rand(1000, 1000, seed=1),
           rtol=1e-4, atol=1e-4)

@@ -199,6 +199,7 @@ def _gather(L: Lowerer, node: Node) -> Buf:
     return out
 
 
+BIG_GRID = 128   # 128x128 tiles only when they still give this many workgroups
 _ACT = {"none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4, "sigmoid": 5, "tanh": 6}
 
 
@@ -236,9 +237,12 @@ def _matmul(L: Lowerer, node: Node) -> Buf:
     if n % 4 == 0 and m <= 4:           # few rows: bandwidth-bound, split K across threads
         src = render("matmul/gemv", T=L.T(node.dtype))
         name, tile, grid = "gemv", 0, (-(-n // 32), 1, batch)
-    elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4 kernel: 128x128 tiles
+    elif k % 4 == 0 and n % 4 == 0 and -(-m // 128) * -(-n // 128) * batch >= BIG_GRID:
         src = render("matmul/matmul_vec4", T=L.T(node.dtype), C=L.T(node.dtype))
-        name, tile = "matmul_vec4", 128
+        name, tile = "matmul_vec4", 128       # register-tiled vec4: 128x128 tiles, 8x8/thread
+    elif k % 4 == 0 and n % 4 == 0:           # small problems: 64x64 tiles, more workgroups
+        src = render("matmul/matmul_vec4_64", T=L.T(node.dtype), C=L.T(node.dtype))
+        name, tile = "matmul_vec4_64", 64
     else:
         src, name, tile = render("matmul/matmul", T=L.T(node.dtype)), "matmul", 64
     if tile:
