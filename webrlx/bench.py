@@ -72,10 +72,10 @@ def _ref_timer(fn_np: Callable, fn_torch: Callable | None, arrays: list[np.ndarr
 
 def _case(name: str, build: Callable, arrays: list[np.ndarray], fn_np: Callable,
           fn_torch: Callable | None, flops: float, iters: int, repeats: int,
-          dtype: str = "float32") -> dict[str, Any]:
+          dtype: str = "float32", fuse: bool = True) -> dict[str, Any]:
     g = wr.Graph()
     ins = [g.input(f"x{i}", a.shape, a.dtype) for i, a in enumerate(arrays)]
-    exe = wr.compile(g, outputs=[build(*ins)])
+    exe = wr.compile(g, outputs=[build(*ins)], fuse=fuse)
     feeds = {f"x{i}": a for i, a in enumerate(arrays)}
     sec = time_executable(exe, feeds, iters, repeats)
     row: dict[str, Any] = {"case": name, "dtype": dtype, "webrlx_ms": sec * 1e3}
@@ -102,8 +102,8 @@ def matmul_cases(sizes: list[int], dtype: str, iters: int, repeats: int) -> list
     return rows
 
 
-def elementwise_chain(n_nodes: int, iters: int, repeats: int) -> dict[str, Any]:
-    """100 dependent small elementwise nodes: host cost per dispatch."""
+def elementwise_chain(n_nodes: int, iters: int, repeats: int, fuse: bool) -> dict[str, Any]:
+    """100 dependent small elementwise nodes: host cost per dispatch (unfused: 100 kernels)."""
     def build(x: wr.Tensor) -> wr.Tensor:
         for i in range(n_nodes):
             x = x * 1.0001 if i % 2 else x + 0.5
@@ -114,8 +114,8 @@ def elementwise_chain(n_nodes: int, iters: int, repeats: int) -> dict[str, Any]:
         for i in range(n_nodes):
             x = x * 1.0001 if i % 2 else x + 0.5
         return x
-    row = _case(f"elementwise chain {n_nodes} nodes", build, [a], fn_np, fn_np, 0, iters,
-                repeats)
+    row = _case(f"elementwise chain {n_nodes} nodes{'' if fuse else ' (unfused)'}", build, [a],
+                fn_np, fn_np, 0, iters, repeats, fuse=fuse)
     row["us_per_dispatch"] = row["webrlx_ms"] * 1e3 / max(row["dispatches"], 1)
     return row
 
@@ -202,7 +202,8 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     if (not only or "f16" in only) and dev.info.has_f16:
         out["cases"] += matmul_cases(sizes, "float16", iters, repeats)
     if not only or "chain" in only:
-        out["cases"].append(elementwise_chain(100, 20, repeats))
+        out["cases"].append(elementwise_chain(100, 20, repeats, fuse=False))
+        out["cases"].append(elementwise_chain(100, 20, repeats, fuse=True))
     if not only or "rows" in only:
         out["cases"] += row_op_cases(iters, repeats, args.quick)
     if not only or "attention" in only:

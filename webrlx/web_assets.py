@@ -86,6 +86,9 @@ def _sha256(path: Path) -> str:
 
 
 def _run(cmd: list[str], cwd: Path) -> None:
+    if shutil.which(cmd[0]) is None:
+        raise FileNotFoundError(f"web_assets: `{cmd[0]}` is not installed; it fetches Pyodide's "
+                                "core from the npm registry (apt-get install -y nodejs npm)")
     subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
 
 

