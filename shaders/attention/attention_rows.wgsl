@@ -75,28 +75,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         workgroupBarrier();
         if (i < p.Lq) {
-            var s: array<f32, KT>;
-            var tmax = m;
+            // online softmax per key; acc is rescaled only when the running max grows
             for (var j = 0u; j < KT; j++) {     // keep[j] is 0 past the tile's end
-                s[j] = -3.4028234663852886e38;
-                if (keep[j] != 0u && t0 + j < my_end) {
-                    var dot = vec4<f32>(0.0);
-                    for (var c = 0u; c < d4; c++) { dot += qr[c] * Ks[j * D4 + c]; }
-                    s[j] = dot.x + dot.y + dot.z + dot.w;
-                    tmax = max(tmax, s[j]);
+                if (keep[j] == 0u || t0 + j >= my_end) { continue; }
+                var dot = vec4<f32>(0.0);
+                for (var c = 0u; c < d4; c++) { dot += qr[c] * Ks[j * D4 + c]; }
+                let sj = dot.x + dot.y + dot.z + dot.w;
+                if (sj > m) {
+                    let corr = exp(m - sj);
+                    l *= corr;
+                    for (var c = 0u; c < d4; c++) { acc[c] *= corr; }
+                    m = sj;
                 }
+                let pj = exp(sj - m);
+                l += pj;
+                for (var c = 0u; c < d4; c++) { acc[c] += pj * Vs[j * D4 + c]; }
             }
-            let corr = exp(m - tmax);
-            l *= corr;
-            for (var c = 0u; c < d4; c++) { acc[c] *= corr; }
-            for (var j = 0u; j < KT; j++) {
-                if (s[j] > -3.4028234663852886e38) {
-                    let pj = exp(s[j] - tmax);
-                    l += pj;
-                    for (var c = 0u; c < d4; c++) { acc[c] += pj * Vs[j * D4 + c]; }
-                }
-            }
-            m = tmax;
         }
         workgroupBarrier();
     }

@@ -35,23 +35,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let lb_k = tid / 16u;           // B tile 16 k rows x 16 col quads
     let lb_c = tid % 16u;
     var acc: array<vec4<{{C}}>, 4>;
+    // registers hold the next tile's loads while this tile is multiplied (hides latency)
+    var va = load_a(a_base, row0 + la_row, la_k, K4);
+    var vb = load_b(b_base, lb_k, col0 / 4u + lb_c, N4);
     for (var k0 = 0u; k0 < p.K; k0 += BK) {
-        var va = vec4<{{C}}>(0);
-        if (row0 + la_row < p.M && k0 + la_k < p.K) {
-            va = vec4<{{C}}>(A[a_base + (row0 + la_row) * K4 + (k0 + la_k) / 4u]);
-        }
         let q = la_row / 4u;
         let r = la_row % 4u;
         As[(la_k + 0u) * 16u + q][r] = va.x;
         As[(la_k + 1u) * 16u + q][r] = va.y;
         As[(la_k + 2u) * 16u + q][r] = va.z;
         As[(la_k + 3u) * 16u + q][r] = va.w;
-        var vb = vec4<{{C}}>(0);
-        if (k0 + lb_k < p.K && col0 + lb_c * 4u < p.N) {
-            vb = vec4<{{C}}>(B[b_base + (k0 + lb_k) * N4 + col0 / 4u + lb_c]);
-        }
         Bs[lb_k * 16u + lb_c] = vb;
         workgroupBarrier();
+        va = load_a(a_base, row0 + la_row, k0 + BK + la_k, K4);
+        vb = load_b(b_base, k0 + BK + lb_k, col0 / 4u + lb_c, N4);
         for (var k = 0u; k < BK; k++) {
             let a = As[k * 16u + ty];
             let b = Bs[k * 16u + tx];
@@ -69,6 +66,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     store(wid.z, r + 1u, c4, acc[1]);
     store(wid.z, r + 2u, c4, acc[2]);
     store(wid.z, r + 3u, c4, acc[3]);
+}
+
+fn load_a(base: u32, row: u32, k: u32, K4: u32) -> vec4<{{C}}> {
+    if (row < p.M && k < p.K) { return vec4<{{C}}>(A[base + row * K4 + k / 4u]); }
+    return vec4<{{C}}>(0);
+}
+
+fn load_b(base: u32, k: u32, c4: u32, N4: u32) -> vec4<{{C}}> {
+    if (k < p.K && c4 < N4) { return vec4<{{C}}>(B[base + k * N4 + c4]); }
+    return vec4<{{C}}>(0);
 }
 
 fn store(batch: u32, row: u32, c4: u32, a: vec4<{{C}}>) {
