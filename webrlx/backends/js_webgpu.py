@@ -42,14 +42,14 @@ class DeviceLostError(WebGPUError):
     """The GPU device was lost (driver reset, tab in background too long, or destroy())."""
 
 
-def dashed(camel: str) -> str:
+def dashed(name: str) -> str:
     """Spell a JS limit name the way wgpu-py does: maxBufferSize -> max-buffer-size."""
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"-\1", camel).lower()
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"-\1", name).lower()
 
 
-def camel(dashed_name: str) -> str:
+def camel(name: str) -> str:
     """Spell a dashed limit name the JS way: max-buffer-size -> maxBufferSize."""
-    head, *rest = dashed_name.split("-")
+    head, *rest = name.split("-")
     return head + "".join(word.capitalize() for word in rest)
 
 
