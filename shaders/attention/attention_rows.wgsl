@@ -1,10 +1,11 @@
-// Fused attention, one thread per query row (for many query rows: encoders, prefill).
+// Fused attention for many query rows (encoders, prefill): SPLIT threads per query row.
 // out[b,h,i,:] = softmax(q[b,h,i,:] . k[b,h,:,:]^T * scale + mask) @ v[b,h]; flash style:
-// key/value tiles of KT rows are staged in workgroup memory and shared by the BQ threads,
-// each keeping its running max, sum and output row in registers. Head dim D <= 128.
+// key/value tiles of KT rows are staged in workgroup memory and shared by the workgroup;
+// each thread takes every SPLIT-th key of a tile, keeping a running max, sum and output row
+// in registers; the SPLIT partial states of a row are merged at the end. Head dim D <= 128.
 // q/k/v/out are read through (batch, head, row) strides (dim stride 1).
 // bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
-// 4 out, 5 params. grid: (ceil(Lq / BQ), H, B).
+// 4 out, 5 params. grid: (ceil(Lq / (WG / SPLIT)), H, B).
 struct Params { Lq: u32, Lk: u32, D: u32, scale: u32,
                 q_b: u32, q_h: u32, q_i: u32, k_b: u32, k_h: u32, k_i: u32,
                 v_b: u32, v_h: u32, v_i: u32, o_b: u32, o_h: u32, o_i: u32 }
@@ -18,18 +19,23 @@ struct Params { Lq: u32, Lk: u32, D: u32, scale: u32,
 override HAS_MASK: bool = false;
 override CAUSAL: bool = false;
 override DV4: u32 = 8u;                         // ceil(D / 4): constant loop bounds unroll
-const BQ: u32 = 64u;
+override SPLIT: u32 = 1u;                         // threads per query row: 1, 2, 4 or 8
+const WG: u32 = 64u;
 const KT: u32 = 32u;
 const D4: u32 = 32u;                              // max head dim / 4
 var<workgroup> Ks: array<vec4<f32>, 1024>;      // [KT][D4]
 var<workgroup> Vs: array<vec4<f32>, 1024>;
 var<workgroup> keep: array<u32, 32>;            // key j of the tile is not masked
+var<workgroup> ms: array<f32, 64>;              // partial running max / sum per thread
+var<workgroup> ls: array<f32, 64>;
 
-@compute @workgroup_size(BQ)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let b = wid.z;
     let h = wid.y;
-    let i = wid.x * BQ + lid;
+    let BQ = WG / SPLIT;
+    let part = lid % SPLIT;
+    let i = wid.x * BQ + lid / SPLIT;
     let d4 = DV4;
     let scale = bitcast<f32>(p.scale);
     let qb = b * p.q_b + h * p.q_h + i * p.q_i;
@@ -49,12 +55,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
     // causal: query i sees keys up to i + (Lk - Lq); the workgroup needs its last row's
-    let last = min(wid.x * BQ + BQ, p.Lq) - 1u;
+    let last = min(wid.x * BQ + BQ, p.Lq) - 1u;   // (the workgroup's last row)
     let kv_end = select(p.Lk, min(p.Lk, last + 1u + p.Lk - p.Lq), CAUSAL);
     let my_end = select(p.Lk, min(p.Lk, i + 1u + p.Lk - p.Lq), CAUSAL);
     for (var t0 = 0u; t0 < kv_end; t0 += KT) {
         let n = min(KT, kv_end - t0);
-        for (var e = lid; e < KT * d4; e += BQ) {
+        for (var e = lid; e < KT * d4; e += WG) {
             let j = e / d4;
             let c = e % d4;
             var kk = vec4<f32>(0.0);
@@ -76,7 +82,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
         if (i < p.Lq) {
             // online softmax per key; acc is rescaled only when the running max grows
-            for (var j = 0u; j < KT; j++) {     // keep[j] is 0 past the tile's end
+            for (var j = part; j < KT; j += SPLIT) {     // keep[j] is 0 past the tile's end
                 if (keep[j] == 0u || t0 + j >= my_end) { continue; }
                 var dot = vec4<f32>(0.0);
                 for (var c = 0u; c < d4; c++) { dot += qr[c] * Ks[j * D4 + c]; }
@@ -94,12 +100,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         workgroupBarrier();
     }
-    if (i < p.Lq) {
+    // merge the SPLIT partial states of each row (K/V tiles are reused as scratch)
+    ms[lid] = m;
+    ls[lid] = l;
+    for (var c = 0u; c < d4; c++) {
+        if (c < 16u) { Ks[lid * 16u + c] = acc[c]; } else { Vs[lid * 16u + c - 16u] = acc[c]; }
+    }
+    workgroupBarrier();
+    if (i < p.Lq && part == 0u) {
+        var mm = ms[lid];
+        for (var s = 1u; s < SPLIT; s++) { mm = max(mm, ms[lid + s]); }
+        var lt = 0.0;
+        for (var s = 0u; s < SPLIT; s++) { lt += ls[lid + s] * exp(ms[lid + s] - mm); }
+        let inv = select(1.0 / lt, 0.0, lt == 0.0);
         let ob = b * p.o_b + h * p.o_h + i * p.o_i;
-        let inv = select(1.0 / l, 0.0, l == 0.0);
         for (var c = 0u; c < d4; c++) {
+            var o = vec4<f32>(0.0);
+            for (var s = 0u; s < SPLIT; s++) {
+                let t = lid + s;
+                let a = select(Vs[t * 16u + c - 16u], Ks[t * 16u + c], c < 16u);
+                o += a * exp(ms[t] - mm);
+            }
             for (var e = 0u; e < 4u; e++) {
-                if (c * 4u + e < p.D) { out[ob + c * 4u + e] = {{T}}(acc[c][e] * inv); }
+                if (c * 4u + e < p.D) { out[ob + c * 4u + e] = {{T}}(o[e] * inv); }
             }
         }
     }

@@ -135,3 +135,14 @@ def test_attention_on_permuted_views(backend):
         return _attn(*heads).transpose(0, 2, 1, 3).reshape(2, 5, 32)
     check(backend, build, ref, rand(2, 5, 32), rand(2, 5, 32, seed=1), rand(2, 5, 32, seed=2),
           rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [64 * 12, 2 * 64 * 12, 4 * 64 * 12])   # 1, 2, 4 per row
+def test_attention_key_split_per_row(backend, threads, monkeypatch):
+    from webrlx.compiler import lower
+    monkeypatch.setattr(lower, "ATTENTION_THREADS", threads)
+    mask = np.ones((1, 64), np.int32)
+    mask[0, 50:] = 0
+    check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m), _attn,
+          rand(1, 12, 64, 32), rand(1, 12, 64, 32, seed=1), rand(1, 12, 64, 32, seed=2), mask,
+          rtol=1e-4, atol=1e-5)

@@ -199,6 +199,7 @@ def _gather(L: Lowerer, node: Node) -> Buf:
     return out
 
 
+ATTENTION_THREADS = 8192   # split a row's keys over threads until about this many run (few rows)
 BIG_GRID = 128   # 128x128 tiles only when they still give this many workgroups
 _ACT = {"none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4, "sigmoid": 5, "tanh": 6}
 
@@ -316,14 +317,16 @@ def _attention(L: Lowerer, node: Node) -> Buf:
         L.prelowered[permute] = out
     else:
         os_ = (h * lq * d, lq * d, d)
-    rows = lq >= 16 and d <= 128       # many query rows: one thread per row, shared K/V tiles
+    rows = lq >= 16 and d <= 128       # many query rows: threads per row, shared K/V tiles
     shader = "attention/attention_rows" if rows else "attention/attention"
-    grid = (-(-lq // 64), h, b) if rows else (lq, h, b)
+    # split each row's keys over more threads until ~128K threads are in flight
+    split = min(8, 1 << max(0, math.ceil(math.log2(max(1, ATTENTION_THREADS / (b * h * lq))))))
+    grid = (-(-lq // (64 // split)), h, b) if rows else (lq, h, b)
     L.emit("attention_rows" if rows else "attention", render(shader, T=L.T(node.dtype)),
            [qb, kb, vb, mask, out], out,
            [lq, lk, d, f32_bits(node.attrs["scale"]), *qs, *ks, *vs, *os_], grid,
            {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
-            **({"DV4": -(-d // 4)} if rows else {})})
+            **({"DV4": -(-d // 4), "SPLIT": split} if rows else {})})
     return out
 
 
