@@ -1,12 +1,12 @@
 """Tensor: the user-facing builder. numpy-like methods that record nodes in a Graph."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from . import dtype as dt
-from .shape import Dim, Shape, ShapeError, normalize_axis
+from .shape import Shape, ShapeError, normalize_axis
 
 if TYPE_CHECKING:
     from .graph import Graph

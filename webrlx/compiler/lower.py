@@ -263,7 +263,7 @@ def _expand_buf(L: Lowerer, node_id: int, shape: tuple[int, ...]) -> Buf:
 
 @lowering("conv2d")
 def _conv2d(L: Lowerer, node: Node) -> Buf:
-    (n, c, h, w), (o, _, kh, kw) = L.shape(node.inputs[0]), L.shape(node.inputs[1])
+    (_, c, h, w), (o, _, kh, kw) = L.shape(node.inputs[0]), L.shape(node.inputs[1])
     _, _, oh, ow = shape = L.shape(node.id)
     has_bias = len(node.inputs) == 3
     bias = L.buf(node.inputs[2]) if has_bias else L.dummy(0)

@@ -6,7 +6,7 @@ multiple of `capacity` (the largest binding), so arena k is simply [k*capacity, 
 """
 from __future__ import annotations
 
-from .program import Buf, Program
+from .program import Program
 
 
 def lifetimes(program: Program) -> dict[int, tuple[int, int]]:

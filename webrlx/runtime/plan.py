@@ -9,7 +9,7 @@ import numpy as np
 from ..backends.base import Backend, Copy, Dispatch
 from ..compiler.lower import storage_np
 from ..compiler.memory import plan_memory
-from ..compiler.program import Buf, Program
+from ..compiler.program import Program
 
 UNIFORM_WORDS_ALIGN = 4   # a uniform struct's size is a multiple of 16 bytes
 
