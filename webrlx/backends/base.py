@@ -82,6 +82,7 @@ class Backend(abc.ABC):
     def __init__(self) -> None:
         self.stats: Counter[str] = Counter()   # buffers, pipelines, bind_groups, submits
         self._pipelines: dict[tuple, Any] = {}
+        self._staging: dict[int, Any] = {}
 
     # -- the contract -------------------------------------------------------------------
     @abc.abstractmethod
@@ -101,8 +102,10 @@ class Backend(abc.ABC):
         """Create a bind group for group 0 from (buffer, offset, size) in binding order."""
 
     @abc.abstractmethod
-    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = ()) -> None:
-        """Encode all dispatches in one compute pass, then the copies; submit once."""
+    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = (),
+               before: Sequence[Copy] = ()) -> None:
+        """Encode the `before` copies, all dispatches in one compute pass, then the copies;
+        submit once."""
 
     @abc.abstractmethod
     def read_buffer(self, buf: Any, offset: int, nbytes: int) -> memoryview:
@@ -124,6 +127,13 @@ class Backend(abc.ABC):
             self._pipelines[key] = pipe
             self.stats["pipelines"] += 1
         return pipe
+
+    def staging(self, nbytes: int) -> Any:
+        """Return a pooled readback buffer of at least nbytes (sizes are powers of two)."""
+        size = 1 << max(8, (max(nbytes, 1) - 1).bit_length())
+        if size not in self._staging:
+            self._staging[size] = self.create_buffer(size, "readback")
+        return self._staging[size]
 
     @property
     def can_run_sync(self) -> bool:

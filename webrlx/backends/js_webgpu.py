@@ -221,9 +221,12 @@ class JsWebGPUBackend(Backend):
         # No error scope (a wait each): a bad bind group is reported by the next read.
         return self.js_device.createBindGroup(_js(desc))
 
-    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = ()) -> None:
+    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = (),
+               before: Sequence[Copy] = ()) -> None:
         self._check("submit")
         enc = self.js_device.createCommandEncoder()
+        for c in before:
+            enc.copyBufferToBuffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
         if dispatches:
             cpass = enc.beginComputePass()
             for d in dispatches:

@@ -80,8 +80,11 @@ class WgpuBackend(Backend):
             entries=[{"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
                      for i, (b, o, s) in enumerate(entries)])
 
-    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = ()) -> None:
+    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = (),
+               before: Sequence[Copy] = ()) -> None:
         enc = self.device.create_command_encoder()
+        for c in before:
+            enc.copy_buffer_to_buffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
         if dispatches:
             cpass = enc.begin_compute_pass()
             for d in dispatches:

@@ -13,6 +13,8 @@ from ..compiler.lower import lower, storage_np
 from ..graph import Graph
 from ..shape import Shape, bind, symbols
 from ..tensor import Tensor
+from ..backends.base import Copy
+from .device_tensor import DeviceTensor
 from .plan import Plan, write_padded
 
 
@@ -24,9 +26,17 @@ def _fmt(shape: Shape) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _coerce(where: str, what: str, value: Any, shape: Shape, d: dt.DType) -> np.ndarray:
-    """Return value as a C-contiguous array of dtype d, or raise InputError saying why."""
+def _coerce(where: str, what: str, value: Any, shape: Shape, d: dt.DType) -> Any:
+    """Return value as a C-contiguous array of dtype d (a DeviceTensor passes through after its
+    shape and dtype are checked), or raise InputError saying why."""
     want = f"{_fmt(shape)} {d}"
+    if isinstance(value, DeviceTensor):
+        value.check()
+        if value.dtype != d or len(value.shape) != len(shape) or any(
+                isinstance(s, int) and s != a for s, a in zip(shape, value.shape)):
+            raise InputError(f"{where}: {what} must be {want}, got a DeviceTensor "
+                             f"{_fmt(value.shape)} {value.dtype}")
+        return value
     arr = np.asarray(value)
     got = f"{_fmt(arr.shape)} {arr.dtype}"
     if arr.dtype != d.np_dtype:
@@ -163,17 +173,34 @@ class Executable:
             self._plans[key] = plan
         return plan
 
-    def _start(self, feeds: Mapping[str, Any]) -> tuple[Plan | None, dict, dict]:
+    def _start(self, feeds: Mapping[str, Any], keep: bool = False
+               ) -> tuple[Plan | None, dict, dict, list[DeviceTensor]]:
         arrays, env = self.check_feeds(feeds)
         if isinstance(self.device, auto.ReferenceDevice):
-            return None, arrays, env
+            arrays = {k: v.array if isinstance(v, DeviceTensor) else v for k, v in arrays.items()}
+            return None, arrays, env, []
         plan = self.plan(env)
+        before = []
         for name, arr in arrays.items():
-            if name in plan.inputs:
+            if name not in plan.inputs:
+                continue
+            if isinstance(arr, DeviceTensor):      # on the device already: copy, no round trip
+                if arr.backend is not plan.backend:
+                    raise InputError(f"run(): input {name!r} is a DeviceTensor of another device")
+                before.append(Copy(arr.slot.buf, 0, plan.inputs[name], 0, arr.slot.nbytes))
+                plan.last_fed.pop(name, None)
+            else:
                 plan.upload(name, arr)
-        plan.submit()
+        kept = plan.submit_keep(before) if keep else []
+        if not keep:
+            plan.submit(before)
         self.last_plan = plan
-        return plan, arrays, env
+        return plan, arrays, env, kept
+
+    def _kept_reference(self, arrays: dict, env: dict) -> list[DeviceTensor]:
+        outs = self._interpret(arrays, env)
+        return [DeviceTensor(self.device, None, o.shape, dt.as_dtype(o.dtype), o.dtype, o)
+                for o in outs]
 
     def _interpret(self, arrays: dict[str, np.ndarray], env: dict[str, int]) -> list[np.ndarray]:
         from ..compiler.simplify import bind_shapes, live_nodes
@@ -184,28 +211,37 @@ class Executable:
         sources.update({n.id: n.value for n in g.nodes if n.op == "constant"})
         return interpret(g, shapes, sources, self.outputs)
 
-    def run(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+    def run(self, feeds: Mapping[str, Any], keep_on_device: bool = False) -> list[Any]:
         """Run once and return the outputs as numpy arrays (waits for the device).
 
         Args:
-            feeds: input name -> numpy array (or anything np.asarray accepts).
+            feeds: input name -> numpy array (or anything np.asarray accepts), or a
+                DeviceTensor from an earlier run (copied on the device, no CPU round trip).
+            keep_on_device: return DeviceTensors and skip the readback (nothing waits).
         """
         if self._device is None or not isinstance(self._device, auto.ReferenceDevice):
             dev = self.device
             if not getattr(dev, "can_run_sync", True):
                 raise RuntimeError("run(): this browser cannot wait synchronously here; use "
                                    "`await exe.run_async(feeds)`")
-        plan, arrays, env = self._start(feeds)
+        plan, arrays, env, kept = self._start(feeds, keep_on_device)
         if plan is None:
-            return self._interpret(arrays, env)
+            return self._kept_reference(arrays, env) if keep_on_device else \
+                self._interpret(arrays, env)
+        if keep_on_device:
+            return kept
         return plan.unpack(plan.backend.read_buffer(plan.staging, 0, plan.readback_bytes))
 
-    async def run_async(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+    async def run_async(self, feeds: Mapping[str, Any], keep_on_device: bool = False
+                        ) -> list[Any]:
         """Run once; await the readback (the form that works everywhere, browsers included)."""
         await self._device_async()
-        plan, arrays, env = self._start(feeds)
+        plan, arrays, env, kept = self._start(feeds, keep_on_device)
         if plan is None:
-            return self._interpret(arrays, env)
+            return self._kept_reference(arrays, env) if keep_on_device else \
+                self._interpret(arrays, env)
+        if keep_on_device:
+            return kept
         raw = await plan.backend.read_buffer_async(plan.staging, 0, plan.readback_bytes)
         return plan.unpack(raw)
 

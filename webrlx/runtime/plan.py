@@ -10,6 +10,7 @@ from ..backends.base import Backend, Copy, Dispatch
 from ..compiler.lower import storage_np
 from ..compiler.memory import plan_memory
 from ..compiler.program import Program
+from .device_tensor import DeviceTensor, HandleSlot
 
 UNIFORM_WORDS_ALIGN = 4   # a uniform struct's size is a multiple of 16 bytes
 
@@ -47,6 +48,8 @@ class Plan:
             self.where[b.id] = (gb, 0)
         self.dispatches = self._build_dispatches(info.uniform_alignment)
         self._build_readback(align)
+        self.slots: list[list[HandleSlot]] = []   # two per output, made on first use
+        self.turn = 0
 
     def _build_dispatches(self, ualign: int) -> list[Dispatch]:
         backend, calls = self.backend, self.program.calls
@@ -99,8 +102,28 @@ class Plan:
             storage_np(self.program.inputs[name][2], self.f16), copy=False))
         self.last_fed[name] = arr.copy()
 
-    def submit(self) -> None:
-        self.backend.submit(self.dispatches, self.copies)
+    def submit(self, before: list[Copy]) -> None:
+        """One submit: `before` copies (fed-back device tensors), dispatches, readback copies."""
+        self.backend.submit(self.dispatches, self.copies, before)
+
+    def submit_keep(self, before: list[Copy]) -> list[DeviceTensor]:
+        """One submit whose outputs stay on the device, in alternating handle slots."""
+        outs = self.program.outputs
+        if not self.slots:
+            self.slots = [[HandleSlot(self.backend.create_buffer(_round4(o.buf.nbytes),
+                                                                 "storage"),
+                                      _round4(o.buf.nbytes)) for _ in range(2)] for o in outs]
+        self.turn ^= 1
+        copies = []
+        for o, pair in zip(outs, self.slots):
+            slot = pair[self.turn]
+            slot.generation += 1
+            if o.buf.nbytes:
+                src, off = self.where[o.buf.id]
+                copies.append(Copy(src, off, slot.buf, 0, slot.nbytes))
+        self.backend.submit(self.dispatches, copies, before)
+        return [DeviceTensor(self.backend, pair[self.turn], o.shape, o.dtype,
+                             storage_np(o.dtype, self.f16)) for o, pair in zip(outs, self.slots)]
 
     def unpack(self, raw: memoryview) -> list[np.ndarray]:
         """Split the staging bytes into the output arrays (user dtypes, own memory)."""
