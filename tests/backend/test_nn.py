@@ -43,7 +43,8 @@ def _attn(q, k, v, mask=None, causal=False):
 @pytest.mark.parametrize("b,h,lq,lk,d", [(1, 1, 1, 1, 8), (2, 3, 7, 7, 32), (1, 2, 5, 300, 64),
                                          (1, 1, 3, 9, 256),
                                          # >= 16 query rows: the one-thread-per-row kernel
-                                         (2, 2, 70, 70, 32), (1, 1, 16, 100, 128),
+                                         (2, 2, 70, 70, 32), (1, 1, 16, 100, 64),
+                                         (1, 1, 20, 30, 128),
                                          (1, 2, 33, 33, 20)], ids=str)
 def test_attention(backend, b, h, lq, lk, d):
     check(backend, wr.nn.attention, _attn, rand(b, h, lq, d), rand(b, h, lk, d, seed=1),

@@ -13,6 +13,10 @@ from typing import Any, Sequence
 import numpy as np
 
 
+class GPUError(RuntimeError):
+    """The device rejected something (a shader, a pipeline, a command) or was lost."""
+
+
 @dataclass
 class DeviceInfo:
     """What a device is and what it can do; kernels read limits from here, never assume them."""

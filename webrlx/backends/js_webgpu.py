@@ -18,7 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, Copy, DeviceInfo, Dispatch
+from .base import (WANTED_FEATURES, WANTED_LIMITS, Backend, Copy, DeviceInfo, Dispatch,
+                   GPUError)
 
 IN_PYODIDE = "_pyodide_core" in sys.modules
 if IN_PYODIDE:
@@ -34,7 +35,7 @@ BUFFER_USAGE = {"storage": STORAGE | COPY_DST | COPY_SRC, "uniform": UNIFORM | C
 MAP_MODE_READ = 0x1
 
 
-class WebGPUError(RuntimeError):
+class WebGPUError(GPUError):
     """A WebGPU validation or out-of-memory error reported by the browser."""
 
 

@@ -7,7 +7,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, Copy, DeviceInfo, Dispatch
+from .base import (WANTED_FEATURES, WANTED_LIMITS, Backend, Copy, DeviceInfo, Dispatch,
+                   GPUError)
 
 # wgpu-py spells the WebGPU feature "subgroups" as "subgroup".
 _FEATURE_NAMES = {"subgroups": "subgroup"}
@@ -67,11 +68,17 @@ class WgpuBackend(Backend):
         self.queue.write_buffer(buf, offset, memoryview(data).cast("B"))
 
     def _create_pipeline(self, source: str, entry: str, overrides: dict[str, float]) -> Any:
-        module = self.device.create_shader_module(code=source)
-        compute = {"module": module, "entry_point": entry}
+        compute: dict[str, Any] = {"entry_point": entry}
         if overrides:
             compute["constants"] = dict(overrides)
-        return self.device.create_compute_pipeline(layout="auto", compute=compute)
+        try:
+            compute["module"] = self.device.create_shader_module(code=source)
+            return self.device.create_compute_pipeline(layout="auto", compute=compute)
+        except self._wgpu.GPUError as e:   # same wording as the browser backend
+            header = next((line.strip("/ ") for line in source.splitlines()
+                           if line.startswith("//")), "")
+            raise GPUError(f"pipeline '{entry}' ({header[:80]}): WGSL compilation failed: "
+                           f"{e}") from e
 
     def bind_group(self, pipeline: Any, entries: Sequence[tuple[Any, int, int]]) -> Any:
         self.stats["bind_groups"] += 1

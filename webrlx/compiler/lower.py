@@ -199,6 +199,7 @@ def _gather(L: Lowerer, node: Node) -> Buf:
     return out
 
 
+ROWS_ATTENTION_STORAGE = 2 * 512 * 16 + 32 * 4 + 2 * 64 * 4   # bytes: K, V tiles, keep, m, l
 ATTENTION_THREADS = 8192   # split a row's keys over threads until about this many run (few rows)
 BIG_GRID = 128   # 128x128 tiles only when they still give this many workgroups
 _ACT = {"none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4, "sigmoid": 5, "tanh": 6}
@@ -317,7 +318,9 @@ def _attention(L: Lowerer, node: Node) -> Buf:
         L.prelowered[permute] = out
     else:
         os_ = (h * lq * d, lq * d, d)
-    rows = lq >= 16 and d <= 128       # many query rows: threads per row, shared K/V tiles
+    # many query rows: threads per row sharing K/V tiles (17 KB of workgroup storage)
+    rows = lq >= 16 and d <= 64 and \
+        L.info.limit("max-compute-workgroup-storage-size", 16384) >= ROWS_ATTENTION_STORAGE
     shader = "attention/attention_rows" if rows else "attention/attention"
     # split each row's keys over more threads until ~128K threads are in flight
     split = min(8, 1 << max(0, math.ceil(math.log2(max(1, ATTENTION_THREADS / (b * h * lq))))))
