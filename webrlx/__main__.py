@@ -40,8 +40,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     """Embed sentences with all-MiniLM-L6-v2; print cosine similarities and time per batch."""
     from webrlx.models import minilm
+    from webrlx.models.safetensors import tqdm_like_progress
     t0 = time.perf_counter()
-    enc = minilm.load(args.model, device=args.device)
+    enc = minilm.load(args.model, device=args.device, progress=tqdm_like_progress("weights"))
     t1 = time.perf_counter()
     print(f"device: {enc.device.info.name} ({enc.device.info.backend}); "
           f"model loaded in {t1 - t0:.2f} s")

@@ -157,3 +157,14 @@ def test_attention_reads_views_and_writes_bshd():
 def test_shared_value_is_materialized_once():
     names = _kernels(lambda g, x: (x.exp() + 1) * x.exp().sum(), x=(8,))
     assert names.count("reduce[sum]") == 1 and len(names) <= 4
+
+
+def test_workgroup_size_follows_the_adapter_limit():
+    small = DeviceInfo("small", "none", {**INFO.limits, "max-compute-invocations-per-workgroup":
+                                         64}, frozenset())
+    g = wr.Graph()
+    x = g.input("x", (1000,))
+    (call,) = lower(g, [(x * 2).id], {}, small).calls
+    assert call.overrides["WG"] == 64 and call.grid == (16, 1, 1)
+    (call,) = lower(g, [(x * 2).id], {}, INFO).calls
+    assert call.overrides["WG"] == 256 and call.grid == (4, 1, 1)

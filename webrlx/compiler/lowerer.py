@@ -81,6 +81,9 @@ class Lowerer:
         self.info = info
         self.f16 = info.has_f16
         self.max_dim = info.limit("max-compute-workgroups-per-dimension", 65535)
+        # threads per workgroup of the one-thread-per-element kernels (their WG override)
+        self.wg = min(codegen.WORKGROUP, info.max_workgroup_invocations,
+                      info.limit("max-compute-workgroup-size-x", codegen.WORKGROUP))
         self.consumers = consumers
         self.outputs = outputs
         self.fusions = fusions                   # fuse.Fusions found on the graph
@@ -186,11 +189,15 @@ class Lowerer:
             if b.id in seen:
                 buffers[i] = self.copy(b)
             seen.add(b.id)
+        overrides = dict(overrides or {})
+        if "override WG" in source:       # sized from the adapter's limits, like the grid
+            overrides["WG"] = self.wg
         self.calls.append(KernelCall(name, source, list(buffers), writes, list(params), grid,
-                                     dict(overrides or {}), self.node))
+                                     overrides, self.node))
 
-    def grid(self, n: int, wg: int = codegen.WORKGROUP) -> tuple[int, int, int]:
-        return grid_1d(n, wg, self.max_dim)
+    def grid(self, n: int, wg: int | None = None) -> tuple[int, int, int]:
+        """Workgroups covering n items at wg per workgroup (default: the adapter's WG)."""
+        return grid_1d(n, wg or self.wg, self.max_dim)
 
     def copy(self, b: Buf) -> Buf:
         out = Buf(b.nbytes, "temp")
