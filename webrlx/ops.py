@@ -210,6 +210,8 @@ def _matmul(shapes, dtypes, attrs):
         raise ShapeError(f"matmul: bias must have shape ({b2[-1]},), got {shapes[2]}")
     if attrs.get("activation", "none") not in ACTIVATIONS:
         raise ShapeError(f"matmul: activation must be one of {ACTIVATIONS}")
+    if attrs.get("accumulate", "float32") != "float32":
+        raise ShapeError("matmul: accumulate must be 'float32' (or omitted)")
     return out, dtypes[0]
 
 

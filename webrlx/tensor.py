@@ -165,12 +165,17 @@ class Tensor:
         return self.take_along_axis(idx, axis), idx
 
     # -- matmul -------------------------------------------------------------------------------
-    def matmul(self, other: Any, bias: Tensor | None = None, activation: str = "none"
-               ) -> Tensor:
-        """[..., M, K] @ [..., K, N] with broadcast batch dims; optional fused bias + activation."""
+    def matmul(self, other: Any, bias: Tensor | None = None, activation: str = "none",
+               accumulate: str | None = None) -> Tensor:
+        """[..., M, K] @ [..., K, N] with broadcast batch dims; optional fused bias + activation.
+
+        accumulate="float32" sums float16 products in float32 (slower, more accurate);
+        by default float16 operands accumulate in float16 where the device has shader-f16.
+        """
         o = self._lift(other)
         extra = (bias,) if bias is not None else ()
-        return self._op("matmul", o, *extra, activation=activation)
+        attrs = {"accumulate": accumulate} if accumulate else {}
+        return self._op("matmul", o, *extra, activation=activation, **attrs)
 
     # -- layout -------------------------------------------------------------------------------
     def reshape(self, *shape: Any) -> Tensor:

@@ -57,9 +57,18 @@ def test_matmul_same_operand(backend):
     check(backend, lambda x: x @ x, lambda x: x @ x, rand(9, 9), rtol=1e-5, atol=1e-5)
 
 
-def test_matmul_float16(backend):
-    check(backend, lambda x, y: x @ y, np.matmul, rand(17, 40).astype(np.float16),
-          rand(40, 9, seed=1).astype(np.float16), rtol=1e-2, atol=1e-2)
+@pytest.mark.parametrize("shape", [(17, 40, 9), (130, 256, 132)], ids=str)
+def test_matmul_float16(backend, shape):
+    m, k, n = shape
+    check(backend, lambda x, y: x @ y, np.matmul, rand(m, k).astype(np.float16),
+          rand(k, n, seed=1).astype(np.float16), rtol=2e-2, atol=5e-2)
+
+
+def test_matmul_float16_accumulating_in_float32(backend):
+    a, b = rand(130, 256).astype(np.float16), rand(256, 132, seed=1).astype(np.float16)
+    # only the final rounding to float16 remains: within 2 ulp of the float64 result
+    check(backend, lambda x, y: x.matmul(y, accumulate="float32"), np.matmul, a, b,
+          rtol=2e-3, atol=2e-3)
 
 
 @pytest.mark.parametrize("m", [3, 40])

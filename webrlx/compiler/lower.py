@@ -234,16 +234,17 @@ def _matmul(L: Lowerer, node: Node) -> Buf:
     bias = L.buf(bias_id) if has_bias else L.dummy(0)
     act = ep.activation if ep else node.attrs.get("activation", "none")
     out = L.temp(out_shape, node.dtype)
+    acc_t = "f32" if node.attrs.get("accumulate") == "float32" else L.T(node.dtype)
     if ep:
         L.values[ep.last] = out
     if n % 4 == 0 and m <= 4:           # few rows: bandwidth-bound, split K across threads
         src = render("matmul/gemv", T=L.T(node.dtype))
         name, tile, grid = "gemv", 0, (-(-n // 32), 1, batch)
     elif k % 4 == 0 and n % 4 == 0 and -(-m // 128) * -(-n // 128) * batch >= BIG_GRID:
-        src = render("matmul/matmul_vec4", T=L.T(node.dtype), C=L.T(node.dtype))
+        src = render("matmul/matmul_vec4", T=L.T(node.dtype), C=acc_t)
         name, tile = "matmul_vec4", 128       # register-tiled vec4: 128x128 tiles, 8x8/thread
     elif k % 4 == 0 and n % 4 == 0:           # small problems: 64x64 tiles, more workgroups
-        src = render("matmul/matmul_vec4_64", T=L.T(node.dtype), C=L.T(node.dtype))
+        src = render("matmul/matmul_vec4_64", T=L.T(node.dtype), C=acc_t)
         name, tile = "matmul_vec4_64", 64
     else:
         src, name, tile = render("matmul/matmul", T=L.T(node.dtype)), "matmul", 64
