@@ -24,9 +24,14 @@ def test_matmul(backend, a, b):
           atol=1e-5)
 
 
-def test_matmul_big_tiles(backend):      # enough 128x128 tiles to pick the 8x8/thread kernel
-    check(backend, lambda x, y: x @ y, np.matmul, rand(8, 130, 64), rand(64, 2052, seed=1),
-          rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize("kernel", ["matmul_vec4", "matmul_vec4_64"])
+@pytest.mark.parametrize("a,b", [((130, 260), (260, 132)), ((8, 130, 64), (64, 516)),
+                                 ((3, 20, 12), (3, 12, 36)), ((1, 70, 8), (2, 8, 4))], ids=str)
+def test_each_tiled_kernel(backend, kernel, a, b, monkeypatch):
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "PREFER", kernel)   # the autotuner would pick one of them
+    check(backend, lambda x, y: (x @ y).relu(), lambda x, y: np.maximum(x @ y, 0), rand(*a),
+          rand(*b, seed=1), rtol=1e-5, atol=1e-5)
 
 
 def test_matmul_1000(backend):

@@ -87,6 +87,7 @@ class Backend(abc.ABC):
         self.stats: Counter[str] = Counter()   # buffers, pipelines, bind_groups, submits
         self._pipelines: dict[tuple, Any] = {}
         self._staging: dict[int, Any] = {}
+        self._probe: tuple[Any, Any] | None = None    # (storage, readback) for timing
 
     # -- the contract -------------------------------------------------------------------
     @abc.abstractmethod
@@ -131,6 +132,27 @@ class Backend(abc.ABC):
             self._pipelines[key] = pipe
             self.stats["pipelines"] += 1
         return pipe
+
+    def time_dispatch(self, dispatch: Dispatch, repeats: int = 8) -> float | None:
+        """Seconds one dispatch takes, for the autotuner: (time of 1 + repeats dispatches) -
+        (time of 1), each ended by a 4-byte readback. None where this device cannot wait
+        synchronously (an async-only browser)."""
+        if not self.can_run_sync:
+            return None
+        import time
+        if self._probe is None:
+            self._probe = (self.create_buffer(4, "storage"), self.create_buffer(4, "readback"))
+        src, dst = self._probe
+
+        def run(n: int) -> float:
+            t = time.perf_counter()
+            self.submit([dispatch] * n, [Copy(src, 0, dst, 0, 4)])
+            self.read_buffer(dst, 0, 4)
+            return time.perf_counter() - t
+        run(1)
+        one = min(run(1) for _ in range(3))
+        many = min(run(1 + repeats) for _ in range(2))
+        return max(many - one, 0.0) / repeats
 
     def staging(self, nbytes: int) -> Any:
         """Return a pooled readback buffer of at least nbytes (sizes are powers of two)."""

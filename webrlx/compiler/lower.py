@@ -19,7 +19,7 @@ from ..ops import BINARY, COMPARE, UNARY
 from ..shape import strides_of
 from . import fuse
 from .lowerer import Lazy, Lowerer, f32_bits, storage_np
-from .program import Buf, Output, Program
+from .program import Buf, Output, Program, Variant
 from .simplify import bind_shapes, fold_constants, live_nodes
 
 __all__ = ["LOWERINGS", "lower", "storage_np", "f32_bits"]
@@ -237,21 +237,27 @@ def _matmul(L: Lowerer, node: Node) -> Buf:
     acc_t = "f32" if node.attrs.get("accumulate") == "float32" else L.T(node.dtype)
     if ep:
         L.values[ep.last] = out
+    overrides = {"HAS_BIAS": has_bias, "ACT": _ACT[act]}
+    words = [m, n, k, 0, 0, a_bs, b_bs, 0, 0]
+    bufs = [a_buf, b_buf, bias, out]
     if n % 4 == 0 and m <= 4:           # few rows: bandwidth-bound, split K across threads
-        src = render("matmul/gemv", T=L.T(node.dtype))
-        name, tile, grid = "gemv", 0, (-(-n // 32), 1, batch)
-    elif k % 4 == 0 and n % 4 == 0 and -(-m // 128) * -(-n // 128) * batch >= BIG_GRID:
-        src = render("matmul/matmul_vec4", T=L.T(node.dtype), C=acc_t)
-        name, tile = "matmul_vec4", 128       # register-tiled vec4: 128x128 tiles, 8x8/thread
-    elif k % 4 == 0 and n % 4 == 0:           # small problems: 64x64 tiles, more workgroups
-        src = render("matmul/matmul_vec4_64", T=L.T(node.dtype), C=acc_t)
-        name, tile = "matmul_vec4_64", 64
+        L.emit("gemv", render("matmul/gemv", T=L.T(node.dtype)), bufs, out, words,
+               (-(-n // 32), 1, batch), overrides)
+    elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4 kernels: 128 or 64 square tiles
+        tiles = {t: Variant(f"matmul_vec4{'' if t == 128 else '_64'}",
+                            render(f"matmul/matmul_vec4{'' if t == 128 else '_64'}",
+                                   T=L.T(node.dtype), C=acc_t),
+                            (-(-n // t), -(-m // t), batch), overrides) for t in (128, 64)}
+        # default: 128x128 (8x8 per thread) only when it still gives enough workgroups
+        first = 128 if -(-m // 128) * -(-n // 128) * batch >= BIG_GRID else 64
+        pick, other = tiles[first], tiles[192 - first]
+        L.emit(pick.name, pick.source, bufs, out, words, pick.grid, overrides)
+        if L.calls and L.calls[-1].writes is out:
+            L.calls[-1].variants = [other]
+            L.calls[-1].tune_key = f"matmul {acc_t}/{L.T(node.dtype)} {m}x{n}x{k}x{batch}"
     else:
-        src, name, tile = render("matmul/matmul", T=L.T(node.dtype)), "matmul", 64
-    if tile:
-        grid = (-(-n // tile), -(-m // tile), batch)
-    L.emit(name, src, [a_buf, b_buf, bias, out], out, [m, n, k, 0, 0, a_bs, b_bs, 0, 0], grid,
-           {"HAS_BIAS": has_bias, "ACT": _ACT[act]})
+        L.emit("matmul", render("matmul/matmul", T=L.T(node.dtype)), bufs, out, words,
+               (-(-n // 64), -(-m // 64), batch), overrides)
     return out
 
 

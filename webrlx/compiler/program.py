@@ -36,6 +36,19 @@ class KernelCall:
     grid: tuple[int, int, int]
     overrides: dict[str, Any] = field(default_factory=dict)
     node: int = -1                       # graph node it lowers
+    # same bindings and params, other kernels: the autotuner may pick one (tune_key names
+    # the problem, e.g. "matmul f32 128x384x384x1"); the fields above are the default
+    variants: list[Variant] = field(default_factory=list)
+    tune_key: str = ""
+
+
+@dataclass
+class Variant:
+    """Another kernel for a KernelCall: same bindings and uniform, its own text and grid."""
+    name: str
+    source: str
+    grid: tuple[int, int, int]
+    overrides: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from ..backends.base import Backend, Copy, Dispatch
 from ..compiler.lower import storage_np
 from ..compiler.memory import plan_memory
 from ..compiler.program import Program
+from . import autotune
 from .device_tensor import DeviceTensor, HandleSlot
 
 UNIFORM_WORDS_ALIGN = 4   # a uniform struct's size is a multiple of 16 bytes
@@ -70,10 +71,11 @@ class Plan:
             data[off // 4: off // 4 + len(words)] = words
         backend.write_buffer(self.uniform, 0, data)
         for c, off, words in zip(calls, offsets, blocks):
-            pipe = backend.pipeline(c.source, "main", c.overrides)
             entries = [(*self.where[b.id], _round4(b.nbytes)) for b in c.buffers]
             entries.append((self.uniform, off, words.nbytes))
-            dispatches.append(Dispatch(pipe, backend.bind_group(pipe, entries), c.grid))
+            v = autotune.choose(backend.info.name, c, autotune.timer(backend, entries))
+            pipe = backend.pipeline(v.source, "main", v.overrides)
+            dispatches.append(Dispatch(pipe, backend.bind_group(pipe, entries), v.grid))
         return dispatches
 
     def _build_readback(self, align: int) -> None:

@@ -1,0 +1,39 @@
+"""The autotuner picks the fastest variant, remembers it per adapter, and keeps the default
+when the device cannot time."""
+from __future__ import annotations
+
+import json
+
+from webrlx.compiler.program import Buf, KernelCall, Variant
+from webrlx.runtime import autotune
+
+
+def _call() -> KernelCall:
+    b = Buf(16, "temp")
+    return KernelCall("k128", "src128", [b], b, [1], (1, 1, 1), {},
+                      variants=[Variant("k64", "src64", (2, 2, 1))], tune_key="matmul 8x8x8x1")
+
+
+def test_fastest_variant_is_chosen_and_cached(tmp_path, monkeypatch):
+    monkeypatch.setattr(autotune, "CACHE_FILE", tmp_path / "tune.json")
+    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_loaded", True)
+    timed = []
+
+    def fake_time(v: Variant) -> float:
+        timed.append(v.name)
+        return {"k128": 2.0, "k64": 1.0}[v.name]
+    assert autotune.choose("gpu A", _call(), fake_time).name == "k64"
+    assert sorted(timed) == ["k128", "k64"]
+    assert autotune.choose("gpu A", _call(), fake_time).name == "k64"   # cached: no timing
+    assert len(timed) == 2
+    assert json.loads((tmp_path / "tune.json").read_text()) == {"gpu A": {"matmul 8x8x8x1":
+                                                                           "k64"}}
+
+
+def test_default_stands_without_timing(monkeypatch, tmp_path):
+    monkeypatch.setattr(autotune, "CACHE_FILE", tmp_path / "tune.json")
+    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_loaded", True)
+    assert autotune.choose("gpu B", _call(), lambda v: None).name == "k128"
+    assert not (tmp_path / "tune.json").exists()
