@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -24,7 +23,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from webrlx.bench import time_executable  # noqa: E402
+from webrlx.bench import _time, time_executable  # noqa: E402
 from webrlx.models import minilm  # noqa: E402
 from webrlx.models.assets import minilm_dir  # noqa: E402
 
@@ -33,16 +32,7 @@ SENTENCES = ["A man is eating food.", "The new movie is awesome for the whole fa
 
 
 def _median_time(fn, sync, iters: int = 10, repeats: int = 5) -> float:
-    fn()
-    sync()
-    out = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        sync()
-        out.append((time.perf_counter() - t) / iters)
-    return statistics.median(out)
+    return _time(fn, sync, iters, repeats)
 
 
 def synthetic_feeds(enc: minilm.MiniLMEncoder, batch: int, seq: int) -> dict[str, np.ndarray]:

@@ -36,8 +36,10 @@ def all_shaders() -> list[str]:
 
 
 def render(name: str, **slots: str) -> str:
-    """Return shader `name` with every {{KEY}} replaced; MATH and ENABLE_F16 are built in."""
+    """Return shader `name` with every {{KEY}} replaced; the MATH and ROW_REDUCE helpers are
+    built in."""
     slots.setdefault("MATH", raw_shader("common/math"))
+    slots.setdefault("ROW_REDUCE", raw_shader("common/row_reduce"))
     text = raw_shader(name)
     missing = sorted({m for m in _SLOT.findall(text) if m not in slots})
     if missing:

@@ -16,24 +16,13 @@ override HAS_W: bool = false;
 override HAS_B: bool = false;
 override HAS_RES: bool = false;
 const WG: u32 = 256u;
-var<workgroup> red: array<f32, 256>;
+{{ROW_REDUCE}}
 
 fn load(i: u32) -> f32 {
     if (HAS_RES) { return f32(x[i]) + f32(r[i]); }
     return f32(x[i]);
 }
 
-fn reduce_sum(lid: u32, v: f32) -> f32 {
-    red[lid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red[lid] = red[lid] + red[lid + s]; }
-        workgroupBarrier();
-    }
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
