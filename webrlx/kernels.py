@@ -45,6 +45,7 @@ def render(name: str, **slots: str) -> str:
     if missing:
         raise KeyError(f"shader {name!r}: no value for slots {missing}")
     text = _SLOT.sub(lambda m: slots[m.group(1)], text)
-    if "f16" in text and "enable f16;" not in text:
+    code = re.sub(r"//[^\n]*", "", text)      # comments may mention f16 freely
+    if re.search(r"\bf16\b", code) and "enable f16;" not in code:
         text = "enable f16;\n" + text
     return text

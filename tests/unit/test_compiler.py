@@ -168,3 +168,8 @@ def test_workgroup_size_follows_the_adapter_limit():
     assert call.overrides["WG"] == 64 and call.grid == (16, 1, 1)
     (call,) = lower(g, [(x * 2).id], {}, INFO).calls
     assert call.overrides["WG"] == 256 and call.grid == (4, 1, 1)
+
+
+def test_f16_is_enabled_only_for_f16_code():
+    assert "enable f16;" not in render("matmul/matmul_vec4", T="f32", C="f32")
+    assert render("matmul/matmul_vec4", T="f16", C="f32").startswith("enable f16;")
