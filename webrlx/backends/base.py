@@ -133,7 +133,7 @@ class Backend(abc.ABC):
             self.stats["pipelines"] += 1
         return pipe
 
-    def time_dispatch(self, dispatch: Dispatch, repeats: int = 8) -> float | None:
+    def time_dispatch(self, dispatch: Dispatch, repeats: int = 4) -> float | None:
         """Seconds one dispatch takes, for the autotuner: (time of 1 + repeats dispatches) -
         (time of 1), each ended by a 4-byte readback. None where this device cannot wait
         synchronously (an async-only browser)."""
