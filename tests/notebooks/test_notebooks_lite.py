@@ -1,0 +1,16 @@
+"""Every notebook runs top to bottom in JupyterLite: the Pyodide kernel in a Web Worker of
+headless Chromium, WebGPU through SwiftShader, everything served from 127.0.0.1."""
+from __future__ import annotations
+
+from typing import Any
+
+from lite_driver import LiteRun
+from notebook_check import problems
+
+
+def test_notebook_runs_in_jupyterlite(notebook: str, lite_browser: Any, lite_url: str) -> None:
+    run = LiteRun(lite_browser, lite_url, notebook)
+    found = problems(run.notebook)
+    assert not found, "\n".join(found) + f"\nconsole:\n{run.console_tail()}"
+    assert run.result == {"done": True, "ok": True}, run.result
+    assert not run.outside, f"requests left the machine: {run.outside}"
