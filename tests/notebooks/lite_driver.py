@@ -24,9 +24,12 @@ FLAGS = [*browser_harness.FLAGS, "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE
 KERNEL_TIMEOUT_S = 240
 RUN_TIMEOUT_S = 900
 
-_OPEN = """async (path) => {
+_OPEN = """async ([path, content]) => {
   const app = window.jupyterapp;
   await app.restored;
+  if (content !== null) {
+    await app.serviceManager.contents.save(path, {type: "notebook", format: "json", content});
+  }
   const panel = await app.commands.execute("docmanager:open",
       {path, factory: "Notebook", kernel: {name: "python"}});
   await panel.context.ready;
@@ -91,7 +94,9 @@ def chromium() -> Iterator[Any]:
 class LiteRun:
     """One notebook executed in a fresh JupyterLab page: its JSON, timings and what leaked."""
 
-    def __init__(self, context: Any, base_url: str, path: str) -> None:
+    def __init__(self, context: Any, base_url: str, path: str,
+                 content: dict[str, Any] | None = None) -> None:
+        """Open `path` from the site's files, or save `content` (nbformat JSON) there first."""
         self.console: list[str] = []
         self.outside: list[str] = []      # requests to anything but the local server
         page = context.new_page()
@@ -103,7 +108,7 @@ class LiteRun:
             start = time.perf_counter()
             page.goto(base_url + "lab/index.html")
             page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-            page.evaluate(_OPEN, path)
+            page.evaluate(_OPEN, [path, content])
             page.wait_for_function(_KERNEL_READY, timeout=KERNEL_TIMEOUT_S * 1000,
                                    polling=500)
             self.kernel_s = time.perf_counter() - start
