@@ -14,6 +14,7 @@ struct Params { M: u32, N: u32, K: u32, a_off: u32, b_off: u32, a_bs: u32, b_bs:
 
 override HAS_BIAS: bool = false;
 override ACT: u32 = 0u;
+override ROWS: u32 = 1u;                  // M, 1..4
 const QUADS: u32 = 8u;
 const SLICES: u32 = 32u;
 var<workgroup> red: array<vec4<f32>, 1024>;   // [row][slice][quad]: 4 x 32 x 8
@@ -26,16 +27,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let c4 = wid.x * QUADS + q;
     let a_base = p.a_off + wid.z * p.a_bs;
     let b_base = (p.b_off + wid.z * p.b_bs) / 4u;
-    var acc: array<vec4<f32>, 4>;
+    // four named accumulators, not an array: a dynamic index would leave registers
+    var a0 = vec4<f32>(0.0);
+    var a1 = vec4<f32>(0.0);
+    var a2 = vec4<f32>(0.0);
+    var a3 = vec4<f32>(0.0);
     if (c4 < N4) {
         for (var k = s; k < p.K; k += SLICES) {
             let b = vec4<f32>(B[b_base + k * N4 + c4]);
-            for (var r = 0u; r < p.M; r++) {
-                acc[r] += f32(A[a_base + r * p.K + k]) * b;
-            }
+            a0 += f32(A[a_base + k]) * b;
+            if (ROWS > 1u) { a1 += f32(A[a_base + p.K + k]) * b; }
+            if (ROWS > 2u) { a2 += f32(A[a_base + 2u * p.K + k]) * b; }
+            if (ROWS > 3u) { a3 += f32(A[a_base + 3u * p.K + k]) * b; }
         }
     }
-    for (var r = 0u; r < 4u; r++) { red[(r * SLICES + s) * QUADS + q] = acc[r]; }
+    red[(0u * SLICES + s) * QUADS + q] = a0;
+    red[(1u * SLICES + s) * QUADS + q] = a1;
+    red[(2u * SLICES + s) * QUADS + q] = a2;
+    red[(3u * SLICES + s) * QUADS + q] = a3;
     workgroupBarrier();
     if (s == 0u && c4 < N4) {
         let c_base = (p.c_off + wid.z * p.M * p.N) / 4u;

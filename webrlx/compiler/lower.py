@@ -242,7 +242,7 @@ def _matmul(L: Lowerer, node: Node) -> Buf:
     bufs = [a_buf, b_buf, bias, out]
     if n % 4 == 0 and m <= 4:           # few rows: bandwidth-bound, split K across threads
         L.emit("gemv", render("matmul/gemv", T=L.T(node.dtype)), bufs, out, words,
-               (-(-n // 32), 1, batch), overrides)
+               (-(-n // 32), 1, batch), {**overrides, "ROWS": m})
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4 kernels: 128 or 64 square tiles
         tiles = {t: Variant(f"matmul_vec4{'' if t == 128 else '_64'}",
                             render(f"matmul/matmul_vec4{'' if t == 128 else '_64'}",
