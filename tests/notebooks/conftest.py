@@ -1,12 +1,12 @@
 """Notebook test fixtures: one item per notebook under notebooks/ and per mode (native kernel,
-JupyterLite in headless Chromium); the JupyterLite site (built once, cached in build/lite/),
-its local server, and the browser."""
+JupyterLite in headless Chromium), and the JupyterLite site (built from the checkout, cached in
+build/lite/) served on 127.0.0.1."""
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import lite_driver
 import pytest
@@ -34,13 +34,3 @@ def lite_url() -> Iterator[str]:
     """The JupyterLite site (built from the checkout when an input changed), served locally."""
     with lite_driver.site_server(build_site(ROOT)) as url:
         yield url
-
-
-@pytest.fixture(scope="session")
-def lite_browser(lite_url: str) -> Iterator[Any]:
-    """The session's headless Chromium (a Playwright browser context)."""
-    try:
-        with lite_driver.chromium() as context:
-            yield context
-    except FileNotFoundError as err:
-        pytest.fail(str(err))

@@ -1,12 +1,18 @@
 """Run a notebook in JupyterLite through the JupyterLab app, in headless Chromium.
 
 The app is driven the way a user would: open the notebook with the Pyodide kernel, wait for
-the kernel to answer, Run All, then read the notebook model back as nbformat JSON.
+the kernel to answer, Run All, then read the notebook model back as nbformat JSON. Tests call
+`run_isolated`, which does this in a child process (`python lite_driver.py URL PATH --out F`):
+Playwright's sync API allows one instance per thread, and the browser suite holds one open for
+the whole pytest session.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -91,42 +97,69 @@ def chromium() -> Iterator[Any]:
             context.close()
 
 
-class LiteRun:
-    """One notebook executed in a fresh JupyterLab page: its JSON, timings and what leaked."""
+def run_notebook(base_url: str, path: str, content: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
+    """Execute one notebook in a fresh Chromium; return its JSON, timings and stray requests.
 
-    def __init__(self, context: Any, base_url: str, path: str,
-                 content: dict[str, Any] | None = None) -> None:
-        """Open `path` from the site's files, or save `content` (nbformat JSON) there first."""
-        self.console: list[str] = []
-        self.outside: list[str] = []      # requests to anything but the local server
+    `path` is a notebook of the site's files, or where `content` (nbformat JSON) is saved first.
+    """
+    console: list[str] = []
+    outside: list[str] = []      # requests to anything but the local server
+    with chromium() as context:
         page = context.new_page()
-        page.on("console", lambda msg: self.console.append(msg.text))
-        page.on("pageerror", lambda err: self.console.append(f"pageerror: {err}"))
+        page.on("console", lambda msg: console.append(msg.text))
+        page.on("pageerror", lambda err: console.append(f"pageerror: {err}"))
         page.on("request", lambda req: None if req.url.startswith((base_url, "data:", "blob:"))
-                else self.outside.append(req.url))
+                else outside.append(req.url))
+        start = time.perf_counter()
+        page.goto(base_url + "lab/index.html")
+        page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
+        page.evaluate(_OPEN, [path, content])
+        page.wait_for_function(_KERNEL_READY, timeout=KERNEL_TIMEOUT_S * 1000, polling=500)
+        kernel_s = time.perf_counter() - start
+        start = time.perf_counter()
+        page.evaluate(_RUN_ALL)
         try:
-            start = time.perf_counter()
-            page.goto(base_url + "lab/index.html")
-            page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-            page.evaluate(_OPEN, [path, content])
-            page.wait_for_function(_KERNEL_READY, timeout=KERNEL_TIMEOUT_S * 1000,
+            page.wait_for_function("window.webrlxRun.done", timeout=RUN_TIMEOUT_S * 1000,
                                    polling=500)
-            self.kernel_s = time.perf_counter() - start
-            start = time.perf_counter()
-            page.evaluate(_RUN_ALL)
-            try:
-                page.wait_for_function("window.webrlxRun.done", timeout=RUN_TIMEOUT_S * 1000,
-                                       polling=500)
-            except Exception as err:
-                done, total = page.evaluate(_PROGRESS)
-                raise TimeoutError(f"{path}: Run All did not finish in {RUN_TIMEOUT_S} s "
-                                   f"({done}/{total} code cells ran)\n{self.console_tail()}"
-                                   ) from err
-            self.run_s = time.perf_counter() - start
-            self.result = page.evaluate("window.webrlxRun")
-            self.notebook = page.evaluate("window.webrlxPanel.content.model.toJSON()")
-        finally:
-            page.close()
+        except Exception as err:
+            done, total = page.evaluate(_PROGRESS)
+            tail = "\n".join(console[-30:])
+            raise TimeoutError(f"{path}: Run All did not finish in {RUN_TIMEOUT_S} s "
+                               f"({done}/{total} code cells ran)\n{tail}") from err
+        return {"notebook": page.evaluate("window.webrlxPanel.content.model.toJSON()"),
+                "result": page.evaluate("window.webrlxRun"), "kernel_s": kernel_s,
+                "run_s": time.perf_counter() - start, "outside": outside,
+                "console": console}
 
-    def console_tail(self, lines: int = 30) -> str:
-        return "\n".join(self.console[-lines:])
+
+def run_isolated(base_url: str, path: str, content: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
+    """run_notebook in a child process (see the module docstring); raise if it failed."""
+    with tempfile.TemporaryDirectory(prefix="webrlx-lite-run-") as tmp:
+        out = Path(tmp) / "run.json"
+        args = [sys.executable, __file__, base_url, path, "--out", str(out)]
+        if content is not None:
+            (Path(tmp) / "content.json").write_text(json.dumps(content))
+            args += ["--content", str(Path(tmp) / "content.json")]
+        proc = subprocess.run(args, capture_output=True, text=True, check=False,
+                              timeout=KERNEL_TIMEOUT_S + RUN_TIMEOUT_S + 120)
+        if proc.returncode != 0:
+            raise RuntimeError(f"running {path} in JupyterLite failed:\n{proc.stdout}"
+                               f"{proc.stderr}")
+        return json.loads(out.read_text())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=run_notebook.__doc__)
+    parser.add_argument("base_url", help="the served site, e.g. http://127.0.0.1:8000/")
+    parser.add_argument("path", help="the notebook's path in the site's files")
+    parser.add_argument("--content", type=Path, help="nbformat JSON to save at path first")
+    parser.add_argument("--out", type=Path, required=True, help="where to write the result")
+    args = parser.parse_args()
+    content = json.loads(args.content.read_text()) if args.content else None
+    args.out.write_text(json.dumps(run_notebook(args.base_url, args.path, content)))
+
+
+if __name__ == "__main__":
+    main()
