@@ -1,4 +1,4 @@
-"""Command line: `python -m webrlx info | demo | serve | bench`."""
+"""Command line: `python -m webrlx info | demo | serve | bench | lite`."""
 from __future__ import annotations
 
 import argparse
@@ -80,7 +80,12 @@ def cmd_bench(rest: list[str]) -> int:
     return 0
 
 
-PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench}   # these parse their own options
+def cmd_lite(rest: list[str]) -> int:
+    from webrlx.lite import main_lite
+    return main_lite(rest)
+
+
+PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench, "lite": cmd_lite}   # own options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=cmd_demo)
     sub.add_parser("serve", help="serve web/ with a local Pyodide (see serve --help)")
     sub.add_parser("bench", help="benchmarks as JSON (see bench --help)")
+    sub.add_parser("lite", help="build and serve the JupyterLite notebooks site (lite --help)")
     args = parser.parse_args(argv)
     return args.fn(args)
 
