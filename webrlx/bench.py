@@ -169,6 +169,41 @@ def attention_cases(seqs: list[int], iters: int, repeats: int) -> list[dict]:
     return rows
 
 
+def minilm_cases(iters: int, repeats: int, quick: bool) -> list[dict]:
+    """MiniLM end to end on synthetic token ids (batch x seq), beside sentence-transformers on
+    torch CUDA where present (bench/minilm.py adds onnxruntime and an accuracy check)."""
+    from .models import minilm
+    from .models.assets import minilm_dir
+    try:
+        enc = minilm.load()
+    except FileNotFoundError as e:
+        return [{"case": "minilm", "error": str(e)}]
+    torch, st = _torch(), None
+    if torch is not None and torch.cuda.is_available():
+        from sentence_transformers import SentenceTransformer
+        st = SentenceTransformer(str(minilm_dir()), device="cuda").eval()
+    rows = []
+    rng = np.random.default_rng(0)
+    for b, s in ([(1, 16)] if quick else [(1, 128), (32, 128)]):
+        ids = [[101] + list(rng.integers(1000, 29000, s - 2)) + [102] for _ in range(b)]
+        feeds = enc.feeds(ids)
+        row: dict[str, Any] = {"case": f"minilm {b}x{s}", "dtype": "float32",
+                               "webrlx_ms": time_executable(enc.executable, feeds, iters,
+                                                            repeats) * 1e3,
+                               "dispatches": len(enc.executable.last_plan.dispatches)
+                               if enc.executable.last_plan else 0}
+        if st is not None:
+            inp = {k: torch.from_numpy(feeds[k].astype(np.int64)).cuda()
+                   for k in ("input_ids", "attention_mask", "token_type_ids")}
+            with torch.inference_mode():
+                sec = _time(lambda: st(inp), torch.cuda.synchronize, iters, repeats)
+            row.update({"reference": f"sentence-transformers torch {torch.__version__} cuda "
+                                     f"eager", "ref_ms": sec * 1e3,
+                        "ratio_vs_ref": sec * 1e3 / row["webrlx_ms"]})
+        rows.append(row)
+    return rows
+
+
 def peer_tinygrad(sizes: list[int], iters: int, repeats: int) -> list[dict]:
     """tinygrad's WEBGPU backend on the same matmuls (bench/peer_tinygrad.py, a subprocess)."""
     import json
@@ -188,7 +223,8 @@ def peer_tinygrad(sizes: list[int], iters: int, repeats: int) -> list[dict]:
 def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m webrlx bench")
     p.add_argument("--quick", action="store_true", help="small sizes (CPU adapters)")
-    p.add_argument("--only", default="", help="comma list: matmul,f16,chain,rows,attention")
+    p.add_argument("--only", default="",
+                   help="comma list: matmul,f16,chain,rows,attention,minilm")
     p.add_argument("--peer", default="", help="tinygrad: its WEBGPU backend, same run")
     args = p.parse_args(argv or [])
     dev = wr.device()
@@ -209,6 +245,8 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     if not only or "attention" in only:
         out["cases"] += attention_cases([64, 128] if args.quick else [128, 512, 2048], iters,
                                         repeats)
+    if not only or "minilm" in only:
+        out["cases"] += minilm_cases(iters, repeats, args.quick)
     if args.peer == "tinygrad":
         out["peer"] = peer_tinygrad(sizes, iters, repeats)
         by_size = {r.get("n"): r for r in out["peer"] if "n" in r}
