@@ -94,8 +94,6 @@ def _emit_op(e: Expr, args: list[tuple[str, dt.DType]], f16: bool) -> str:
             return f"{t}(round({r}))" if e.dtype.is_int else f"{t}({r})"
         if e.dtype == dt.bool_:
             return _BOOL_BINARY[e.op].format(a, b)
-        if e.op == "neg" and t == "u32":
-            return f"(0u - {a})"
         return _BINARY[e.op].format(a, b)
     (a, ad), = args
     a = convert(a, ad, e.dtype, f16)
