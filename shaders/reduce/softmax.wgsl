@@ -1,14 +1,24 @@
-// softmax / log_softmax over rows of a contiguous [rows, n] input, f32 math.
-// bindings: 0 x, 1 out, 2 params. grid: one workgroup per row (rows spread over x and y).
-// LOG: false -> exp(x - max) / sum, true -> x - max - log(sum).
-struct Params { rows: u32, n: u32 }
+// softmax / log_softmax over rows of a contiguous [rows, n] input of x * scale, f32 math.
+// bindings: 0 x, 1 mask (i32 [rows / per_batch, n]; a dummy when HAS_MASK is false), 2 out,
+// 3 params. grid: one workgroup per row (rows spread over x and y).
+// LOG: false -> exp(x - max) / sum, true -> x - max - log(sum). Masked entries (mask 0, or
+// CAUSAL and j > i + q_off with i = row % lq) are left out and written as 0 (attention).
+struct Params { rows: u32, n: u32, per_batch: u32, lq: u32, q_off: u32, scale: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
-@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
-@group(0) @binding(2) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> mask: array<i32>;
+@group(0) @binding(2) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(3) var<uniform> p: Params;
 
 override LOG: bool = false;
+override HAS_MASK: bool = false;
+override CAUSAL: bool = false;
 const WG: u32 = 256u;
 {{ROW_REDUCE}}
+
+fn keep(row: u32, j: u32) -> bool {
+    if (HAS_MASK && mask[(row / p.per_batch) * p.n + j] == 0) { return false; }
+    return !CAUSAL || j <= row % p.lq + p.q_off;
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -16,16 +26,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let row = wid.y * nwg.x + wid.x;
     if (row >= p.rows) { return; }
     let base = row * p.n;
+    let scale = bitcast<f32>(p.scale);
     var m = -3.4028234663852886e38;
-    for (var j = lid; j < p.n; j += WG) { m = max(m, f32(x[base + j])); }
+    for (var j = lid; j < p.n; j += WG) {
+        if (keep(row, j)) { m = max(m, f32(x[base + j]) * scale); }
+    }
     m = reduce_max(lid, m);
     var s = 0.0;
-    for (var j = lid; j < p.n; j += WG) { s += exp(f32(x[base + j]) - m); }
+    for (var j = lid; j < p.n; j += WG) {
+        if (keep(row, j)) { s += exp(f32(x[base + j]) * scale - m); }
+    }
     s = reduce_sum(lid, s);
     let inv = 1.0 / s;
     let ls = log(s);
     for (var j = lid; j < p.n; j += WG) {
-        let v = f32(x[base + j]) - m;
-        out[base + j] = {{T}}(select(exp(v) * inv, v - ls, LOG));
+        let v = f32(x[base + j]) * scale - m;
+        out[base + j] = {{T}}(select(select(exp(v) * inv, v - ls, LOG), 0.0, !keep(row, j)));
     }
 }

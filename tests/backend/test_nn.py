@@ -140,10 +140,24 @@ def test_attention_on_permuted_views(backend):
 
 @pytest.mark.parametrize("threads", [64 * 12, 2 * 64 * 12, 4 * 64 * 12])   # 1, 2, 4 per row
 def test_attention_key_split_per_row(backend, threads, monkeypatch):
-    from webrlx.compiler import lower
-    monkeypatch.setattr(lower, "ATTENTION_THREADS", threads)
+    from webrlx.compiler import lower_attention
+    monkeypatch.setattr(lower_attention, "ATTENTION_THREADS", threads)
+    monkeypatch.setattr(lower_attention, "MATMUL_ATTENTION_ROWS", 1 << 30)   # the fused kernel
     mask = np.ones((1, 64), np.int32)
     mask[0, 50:] = 0
     check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m), _attn,
           rand(1, 12, 64, 32), rand(1, 12, 64, 32, seed=1), rand(1, 12, 64, 32, seed=2), mask,
           rtol=1e-4, atol=1e-5)
+
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("lq,lk", [(64, 64), (100, 132), (8, 8)])
+def test_attention_by_matmul(backend, lq, lk, causal, monkeypatch):
+    from webrlx.compiler import lower_attention
+    monkeypatch.setattr(lower_attention, "MATMUL_ATTENTION_ROWS", 8)     # two matmuls + softmax
+    mask = np.ones((2, lk), np.int32)
+    mask[1, lk // 2:] = 0
+    check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
+          lambda q, k, v, m: _attn(q, k, v, mask=m, causal=causal), rand(2, 3, lq, 32),
+          rand(2, 3, lk, 32, seed=1), rand(2, 3, lk, 32, seed=2), mask, rtol=1e-4, atol=1e-5)

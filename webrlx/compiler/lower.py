@@ -13,6 +13,7 @@ from typing import Callable, Mapping
 
 from ..backends.base import DeviceInfo
 from ..codegen import Expr
+from .. import dtype as dt
 from ..graph import SOURCES, Graph, Node
 from ..kernels import render
 from ..ops import BINARY, COMPARE, UNARY
@@ -145,7 +146,8 @@ def _row_op(L: Lowerer, node: Node, shader: str, name: str, overrides: dict,
 
 @lowering("softmax", "log_softmax")
 def _softmax(L: Lowerer, node: Node) -> Buf:
-    return _row_op(L, node, "reduce/softmax", node.op, {"LOG": node.op == "log_softmax"})
+    return _row_op(L, node, "reduce/softmax", node.op, {"LOG": node.op == "log_softmax"},
+                   extra=[L.dummy(0)], words=[0, 0, 0, f32_bits(1.0)])
 
 
 @lowering("cumsum")
@@ -199,8 +201,6 @@ def _gather(L: Lowerer, node: Node) -> Buf:
     return out
 
 
-ROWS_ATTENTION_STORAGE = 2 * 512 * 16 + 32 * 4 + 2 * 64 * 4   # bytes: K, V tiles, keep, m, l
-ATTENTION_THREADS = 8192   # split a row's keys over threads until about this many run (few rows)
 BIG_GRID = 128   # 128x128 tiles only when they still give this many workgroups
 _ACT = {"none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4, "sigmoid": 5, "tanh": 6}
 
@@ -237,28 +237,41 @@ def _matmul(L: Lowerer, node: Node) -> Buf:
     acc_t = "f32" if node.attrs.get("accumulate") == "float32" else L.T(node.dtype)
     if ep:
         L.values[ep.last] = out
-    overrides = {"HAS_BIAS": has_bias, "ACT": _ACT[act]}
+    emit_matmul(L, a_buf, b_buf, bias if has_bias else None, out, (m, n, k, batch),
+                (a_bs, b_bs), node.dtype, acc_t, act)
+    return out
+
+
+def emit_matmul(L: Lowerer, a: Buf, b: Buf, bias: Buf | None, out: Buf,
+                mnkb: tuple[int, int, int, int], batch_strides: tuple[int, int],
+                dtype: dt.DType, acc_t: str, act: str = "none") -> None:
+    """Emit out[z] = act(a[z] @ b[z] + bias) for z < batch: a [m, k], b [k, n] contiguous,
+    batch z at element offsets z * batch_strides; picks gemv, tiled vec4 (autotuned) or
+    scalar kernels by shape."""
+    m, n, k, batch = mnkb
+    a_bs, b_bs = batch_strides
+    t = L.T(dtype)
+    overrides = {"HAS_BIAS": bias is not None, "ACT": _ACT[act]}
     words = [m, n, k, 0, 0, a_bs, b_bs, 0, 0]
-    bufs = [a_buf, b_buf, bias, out]
+    bufs = [a, b, bias if bias is not None else L.dummy(0), out]
     if n % 4 == 0 and m <= 4:           # few rows: bandwidth-bound, split K across threads
-        L.emit("gemv", render("matmul/gemv", T=L.T(node.dtype)), bufs, out, words,
+        L.emit("gemv", render("matmul/gemv", T=t), bufs, out, words,
                (-(-n // 32), 1, batch), {**overrides, "ROWS": m})
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4 kernels: 128 or 64 square tiles
-        tiles = {t: Variant(f"matmul_vec4{'' if t == 128 else '_64'}",
-                            render(f"matmul/matmul_vec4{'' if t == 128 else '_64'}",
-                                   T=L.T(node.dtype), C=acc_t),
-                            (-(-n // t), -(-m // t), batch), overrides) for t in (128, 64)}
+        tiles = {s: Variant(f"matmul_vec4{'' if s == 128 else '_64'}",
+                            render(f"matmul/matmul_vec4{'' if s == 128 else '_64'}", T=t,
+                                   C=acc_t),
+                            (-(-n // s), -(-m // s), batch), overrides) for s in (128, 64)}
         # default: 128x128 (8x8 per thread) only when it still gives enough workgroups
         first = 128 if -(-m // 128) * -(-n // 128) * batch >= BIG_GRID else 64
         pick, other = tiles[first], tiles[192 - first]
         L.emit(pick.name, pick.source, bufs, out, words, pick.grid, overrides)
         if L.calls and L.calls[-1].writes is out:
             L.calls[-1].variants = [other]
-            L.calls[-1].tune_key = f"matmul {acc_t}/{L.T(node.dtype)} {m}x{n}x{k}x{batch}"
+            L.calls[-1].tune_key = f"matmul {acc_t}/{t} {m}x{n}x{k}x{batch}"
     else:
-        L.emit("matmul", render("matmul/matmul", T=L.T(node.dtype)), bufs, out, words,
+        L.emit("matmul", render("matmul/matmul", T=t), bufs, out, words,
                (-(-n // 64), -(-m // 64), batch), overrides)
-    return out
 
 
 def _expand_buf(L: Lowerer, node_id: int, shape: tuple[int, ...]) -> Buf:
@@ -295,48 +308,6 @@ def _pool2d(L: Lowerer, node: Node) -> Buf:
     L.emit(node.op, render("conv/pool2d", T=L.T(node.dtype)), [L.buf(node.inputs[0]), out],
            out, [total, h, w, oh, ow, kh, kw, sh, sw, ph, pw], L.grid(total),
            {"MAX": node.op == "max_pool2d"})
-    return out
-
-
-def _bhd_strides(L: Lowerer, node_id: int) -> tuple[Buf, tuple[int, int, int]]:
-    """(buffer, (batch, head, row) strides) of a (B, H, L, D) operand; views need no copy."""
-    lz = L.lazy.get(node_id)
-    view = lz.view() if lz else None
-    if view is not None and view[2] == 0 and view[3][3] == 1:
-        del L.lazy[node_id]
-        return view[0], view[3][:3]
-    st = strides_of(L.shape(node_id))
-    return L.buf(node_id), st[:3]
-
-
-@lowering("attention")
-def _attention(L: Lowerer, node: Node) -> Buf:
-    b, h, lq, d = L.shape(node.inputs[0])
-    lk = L.shape(node.inputs[1])[2]
-    if d > 256:
-        raise ValueError(f"attention: head dim {d} > 256 is not supported")
-    (qb, qs), (kb, ks), (vb, vs) = (_bhd_strides(L, i) for i in node.inputs[:3])
-    has_mask = len(node.inputs) == 4
-    mask = L.buf(node.inputs[3]) if has_mask else L.dummy(0)
-    out = L.temp((b, h, lq, d), node.dtype)
-    permute = L.fusions.bshd_attention.get(node.id)
-    if permute is not None:          # write (B, L, H, D): the consumer's permute is free
-        os_ = (lq * h * d, d, h * d)
-        L.prelowered[permute] = out
-    else:
-        os_ = (h * lq * d, lq * d, d)
-    # many query rows: threads per row sharing K/V tiles (17 KB of workgroup storage)
-    rows = lq >= 16 and d <= 64 and \
-        L.info.limit("max-compute-workgroup-storage-size", 16384) >= ROWS_ATTENTION_STORAGE
-    shader = "attention/attention_rows" if rows else "attention/attention"
-    # split each row's keys over more threads until ~128K threads are in flight
-    split = min(8, 1 << max(0, math.ceil(math.log2(max(1, ATTENTION_THREADS / (b * h * lq))))))
-    grid = (-(-lq // (64 // split)), h, b) if rows else (lq, h, b)
-    L.emit("attention_rows" if rows else "attention", render(shader, T=L.T(node.dtype)),
-           [qb, kb, vb, mask, out], out,
-           [lq, lk, d, f32_bits(node.attrs["scale"]), *qs, *ks, *vs, *os_], grid,
-           {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
-            **({"DV4": -(-d // 4), "SPLIT": split} if rows else {})})
     return out
 
 
@@ -382,3 +353,6 @@ def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: Device
             L.values[node.id] = buf
     outs = [Output(L.buf(i), shapes[i], graph.nodes[i].dtype) for i in outputs]
     return Program(L.calls, outs, inputs, params, L.consts)
+
+
+from . import lower_attention  # noqa: E402,F401 - registers the attention lowering

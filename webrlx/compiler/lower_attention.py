@@ -1,0 +1,85 @@
+"""Attention lowerings. Few query rows (decoding, short sequences): one fused flash-style
+kernel that reads q/k/v as strided views. Many rows with a score matrix that fits a binding:
+two tiled matmuls around a masked softmax, which run at matmul speed."""
+from __future__ import annotations
+
+import math
+
+from ..graph import Node
+from ..kernels import render
+from ..shape import strides_of
+from .lower import emit_matmul, lowering
+from .lowerer import Lowerer, f32_bits
+from .program import Buf
+
+ROWS_ATTENTION_STORAGE = 2 * 512 * 16 + 32 * 4 + 2 * 64 * 4   # bytes: K, V tiles, keep, m, l
+ATTENTION_THREADS = 8192   # split a row's keys over threads until about this many run (few rows)
+MATMUL_ATTENTION_ROWS = 64  # q and kv lengths from which the two-matmul form is used
+
+
+def _bhd_strides(L: Lowerer, node_id: int) -> tuple[Buf, tuple[int, int, int]]:
+    """(buffer, (batch, head, row) strides) of a (B, H, L, D) operand; views need no copy."""
+    lz = L.lazy.get(node_id)
+    view = lz.view() if lz else None
+    if view is not None and view[2] == 0 and view[3][3] == 1:
+        del L.lazy[node_id]
+        return view[0], view[3][:3]
+    st = strides_of(L.shape(node_id))
+    return L.buf(node_id), st[:3]
+
+
+@lowering("attention")
+def _attention(L: Lowerer, node: Node) -> Buf:
+    b, h, lq, d = L.shape(node.inputs[0])
+    lk = L.shape(node.inputs[1])[2]
+    if d > 256:
+        raise ValueError(f"attention: head dim {d} > 256 is not supported")
+    scores = b * h * lq * lk * 4
+    if min(lq, lk) >= MATMUL_ATTENTION_ROWS and scores <= L.info.max_binding_size:
+        return _attention_by_matmul(L, node, (b, h, lq, lk, d))
+    (qb, qs), (kb, ks), (vb, vs) = (_bhd_strides(L, i) for i in node.inputs[:3])
+    has_mask = len(node.inputs) == 4
+    mask = L.buf(node.inputs[3]) if has_mask else L.dummy(0)
+    out = L.temp((b, h, lq, d), node.dtype)
+    permute = L.fusions.bshd_attention.get(node.id)
+    if permute is not None:          # write (B, L, H, D): the consumer's permute is free
+        os_ = (lq * h * d, d, h * d)
+        L.prelowered[permute] = out
+    else:
+        os_ = (h * lq * d, lq * d, d)
+    # many query rows: threads per row sharing K/V tiles (17 KB of workgroup storage)
+    rows = lq >= 16 and d <= 64 and \
+        L.info.limit("max-compute-workgroup-storage-size", 16384) >= ROWS_ATTENTION_STORAGE
+    shader = "attention/attention_rows" if rows else "attention/attention"
+    # split each row's keys over more threads until ~128K threads are in flight
+    split = min(8, 1 << max(0, math.ceil(math.log2(max(1, ATTENTION_THREADS / (b * h * lq))))))
+    grid = (-(-lq // (64 // split)), h, b) if rows else (lq, h, b)
+    L.emit("attention_rows" if rows else "attention", render(shader, T=L.T(node.dtype)),
+           [qb, kb, vb, mask, out], out,
+           [lq, lk, d, f32_bits(node.attrs["scale"]), *qs, *ks, *vs, *os_], grid,
+           {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
+            **({"DV4": -(-d // 4), "SPLIT": split} if rows else {})})
+    return out
+
+
+def _attention_by_matmul(L: Lowerer, node: Node, dims: tuple[int, int, int, int, int]) -> Buf:
+    """S = q k^T (tiled matmul), P = masked softmax(S * scale), out = P v (tiled matmul)."""
+    b, h, lq, lk, d = dims
+    q_id, k_id, v_id = node.inputs[:3]
+    dtype = node.dtype
+    q = L.buf(q_id)                                  # (b, h, lq, d), a view is copied once
+    kt = L.permuted(k_id, (0, 1, 3, 2))              # (b, h, d, lk)
+    v = L.buf(v_id)                                  # (b, h, lk, d)
+    scores = L.temp((b * h, lq, lk), dtype)
+    emit_matmul(L, q, kt, None, scores, (lq, lk, d, b * h), (lq * d, d * lk), dtype, "f32")
+    has_mask = len(node.inputs) == 4
+    mask = L.buf(node.inputs[3]) if has_mask else L.dummy(1)
+    probs = L.temp((b * h, lq, lk), dtype)
+    rows = b * h * lq
+    L.emit("softmax[attention]", render("reduce/softmax", T=L.T(dtype)), [scores, mask, probs],
+           probs, [rows, lk, h * lq, lq, lk - lq, f32_bits(node.attrs["scale"])],
+           L.grid(rows, 1), {"LOG": False, "HAS_MASK": has_mask,
+                             "CAUSAL": bool(node.attrs.get("causal", False))})
+    out = L.temp((b, h, lq, d), dtype)
+    emit_matmul(L, probs, v, None, out, (lq, d, lk, b * h), (lq * lk, lk * d), dtype, "f32")
+    return out
