@@ -1,27 +1,31 @@
-// Workgroup reductions over 256 threads (inserted through the ROW_REDUCE slot). The including
-// kernel has `const WG: u32 = 256u;` and one workgroup per row; every thread must call these.
+// Workgroup row reductions (inserted through the ROW_REDUCE slot). The including kernel has
+// `const WG: u32 = 256u;`; a workgroup handles RPW rows with WG / RPW threads each (several
+// short rows per workgroup keep threads busy). Every thread must call these (barriers).
+override RPW: u32 = 1u;
 var<workgroup> red: array<f32, 256>;
 
 fn reduce_sum(lid: u32, v: f32) -> f32 {
+    let tpr = WG / RPW;
     red[lid] = v;
     workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red[lid] = red[lid] + red[lid + s]; }
+    for (var s = tpr / 2u; s > 0u; s >>= 1u) {
+        if (lid % tpr < s) { red[lid] = red[lid] + red[lid + s]; }
         workgroupBarrier();
     }
-    let r = red[0];
+    let r = red[lid - lid % tpr];
     workgroupBarrier();
     return r;
 }
 
 fn reduce_max(lid: u32, v: f32) -> f32 {
+    let tpr = WG / RPW;
     red[lid] = v;
     workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red[lid] = max(red[lid], red[lid + s]); }
+    for (var s = tpr / 2u; s > 0u; s >>= 1u) {
+        if (lid % tpr < s) { red[lid] = max(red[lid], red[lid + s]); }
         workgroupBarrier();
     }
-    let r = red[0];
+    let r = red[lid - lid % tpr];
     workgroupBarrier();
     return r;
 }

@@ -2,7 +2,8 @@
 // (mean, then centred variance) for accuracy. y = norm(x + r) * w + b (r: fused residual).
 // bindings: 0 x, 1 r, 2 w, 3 b (dummies when HAS_RES / HAS_W / HAS_B are false), 4 out,
 // 5 params.
-// grid: one workgroup per row (rows spread over x and y). RMS: no centring, y = x / rms(x).
+// grid: RPW rows per workgroup (workgroups spread over x and y).
+// RMS: no centring, y = x / rms(x).
 struct Params { rows: u32, n: u32, eps: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> r: array<{{T}}>;
@@ -27,23 +28,25 @@ fn load(i: u32) -> f32 {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    let row = wid.y * nwg.x + wid.x;
-    if (row >= p.rows) { return; }
+    let tpr = WG / RPW;                      // threads per row
+    let t = lid % tpr;
+    let row = (wid.y * nwg.x + wid.x) * RPW + lid / tpr;
+    let n = select(0u, p.n, row < p.rows);   // threads of rows past the end only reduce
     let base = row * p.n;
     let nf = f32(p.n);
     var mean = 0.0;
     if (!RMS) {
         var s = 0.0;
-        for (var j = lid; j < p.n; j += WG) { s += load(base + j); }
+        for (var j = t; j < n; j += tpr) { s += load(base + j); }
         mean = reduce_sum(lid, s) / nf;
     }
     var q = 0.0;
-    for (var j = lid; j < p.n; j += WG) {
+    for (var j = t; j < n; j += tpr) {
         let d = load(base + j) - mean;
         q += d * d;
     }
     let inv = inverseSqrt(reduce_sum(lid, q) / nf + bitcast<f32>(p.eps));
-    for (var j = lid; j < p.n; j += WG) {
+    for (var j = t; j < n; j += tpr) {
         var y = (load(base + j) - mean) * inv;
         if (HAS_W) { y *= f32(w[j]); }
         if (HAS_B) { y += f32(b[j]); }

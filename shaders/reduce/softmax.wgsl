@@ -1,6 +1,6 @@
 // softmax / log_softmax over rows of a contiguous [rows, n] input of x * scale, f32 math.
 // bindings: 0 x, 1 mask (i32 [rows / per_batch, n]; a dummy when HAS_MASK is false), 2 out,
-// 3 params. grid: one workgroup per row (rows spread over x and y).
+// 3 params. grid: RPW rows per workgroup (workgroups spread over x and y).
 // LOG: false -> exp(x - max) / sum, true -> x - max - log(sum). Masked entries (mask 0, or
 // CAUSAL and j > i + q_off with i = row % lq) are left out and written as 0 (attention).
 struct Params { rows: u32, n: u32, per_batch: u32, lq: u32, q_off: u32, scale: u32 }
@@ -23,23 +23,25 @@ fn keep(row: u32, j: u32) -> bool {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    let row = wid.y * nwg.x + wid.x;
-    if (row >= p.rows) { return; }
+    let tpr = WG / RPW;                      // threads per row
+    let t = lid % tpr;
+    let row = (wid.y * nwg.x + wid.x) * RPW + lid / tpr;
+    let n = select(0u, p.n, row < p.rows);   // threads of rows past the end only reduce
     let base = row * p.n;
     let scale = bitcast<f32>(p.scale);
     var m = -3.4028234663852886e38;
-    for (var j = lid; j < p.n; j += WG) {
+    for (var j = t; j < n; j += tpr) {
         if (keep(row, j)) { m = max(m, f32(x[base + j]) * scale); }
     }
     m = reduce_max(lid, m);
     var s = 0.0;
-    for (var j = lid; j < p.n; j += WG) {
+    for (var j = t; j < n; j += tpr) {
         if (keep(row, j)) { s += exp(f32(x[base + j]) * scale - m); }
     }
     s = reduce_sum(lid, s);
     let inv = 1.0 / s;
     let ls = log(s);
-    for (var j = lid; j < p.n; j += WG) {
+    for (var j = t; j < n; j += tpr) {
         let v = f32(x[base + j]) * scale - m;
         out[base + j] = {{T}}(select(select(exp(v) * inv, v - ls, LOG), 0.0, !keep(row, j)));
     }

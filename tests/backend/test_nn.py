@@ -13,7 +13,7 @@ def _ln(x, w=None, b=None, eps=1e-5):
     return y * (1 if w is None else w) + (0 if b is None else b)
 
 
-@pytest.mark.parametrize("n", [1, 3, 384, 1000])
+@pytest.mark.parametrize("n", [1, 3, 384, 1000, 1500])
 def test_layer_norm(backend, n):
     check(backend, lambda x, w, b: wr.nn.layer_norm(x, w, b, eps=1e-5), _ln,
           rand(2, 3, n, high=4), rand(n, seed=1), rand(n, seed=2), rtol=1e-4, atol=1e-5)

@@ -50,7 +50,8 @@ def _softmax(a, axis):
 
 
 @pytest.mark.parametrize("shape,axis", [((5,), 0), ((3, 257), -1), ((4, 6, 3), 1),
-                                        ((2, 1000), 0)], ids=str)
+                                        ((2, 1000), 0), ((17, 33), 1), ((3, 2000), -1)],
+                         ids=str)
 def test_softmax(backend, shape, axis):
     x = rand(*shape, low=-8, high=8)
     check(backend, lambda t: t.softmax(axis), lambda a: _softmax(a, axis), x, rtol=1e-5,

@@ -129,6 +129,12 @@ def _reduce(L: Lowerer, node: Node) -> Buf:
     return out
 
 
+def rows_per_workgroup(n: int) -> int:
+    """Rows a ROW_REDUCE kernel handles per 256-thread workgroup: 8 (32 threads each) for
+    rows of up to 1024 elements, else 1."""
+    return 8 if n <= 1024 else 1
+
+
 def _row_op(L: Lowerer, node: Node, shader: str, name: str, overrides: dict,
             extra: list[Buf] = (), words: list[int] = ()) -> Buf:
     """Run a [rows, n] kernel over node.attrs['axis'] (moved last and back when needed)."""
@@ -139,7 +145,11 @@ def _row_op(L: Lowerer, node: Node, shader: str, name: str, overrides: dict,
     src = render(shader, T=L.T(node.dtype), ACC="f32" if node.dtype.is_float else
                  node.dtype.wgsl)
     bufs = [buf, *extra, out]
-    grid = L.grid(rows) if shader == "scan/cumsum" else L.grid(rows, 1)
+    if shader == "scan/cumsum":         # one thread per row
+        grid = L.grid(rows)
+    else:                               # ROW_REDUCE kernels: RPW rows per workgroup
+        rpw = rows_per_workgroup(n)
+        grid, overrides = L.grid(-(-rows // rpw), 1), {**overrides, "RPW": rpw}
     L.emit(name, src, bufs, out, [rows, n, *words], grid, overrides)
     return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
 
@@ -166,10 +176,11 @@ def _norm(L: Lowerer, node: Node) -> Buf:
     out = L.temp(shape, node.dtype)
     rows, n = math.prod(shape[:-1]), shape[-1]
     name = f"{'add+' if residual else ''}{node.op}"
+    rpw = rows_per_workgroup(n)
     L.emit(name, render("norm/layer_norm", T=L.T(node.dtype)), [x, r, w, b, out], out,
-           [rows, n, f32_bits(node.attrs["eps"])], L.grid(rows, 1),
+           [rows, n, f32_bits(node.attrs["eps"])], L.grid(-(-rows // rpw), 1),
            {"RMS": node.op == "rms_norm", "HAS_W": len(wb) > 0, "HAS_B": len(wb) > 1,
-            "HAS_RES": residual is not None})
+            "HAS_RES": residual is not None, "RPW": rpw})
     return out
 
 

@@ -8,7 +8,7 @@ import math
 from ..graph import Node
 from ..kernels import render
 from ..shape import strides_of
-from .lower import emit_matmul, lowering
+from .lower import emit_matmul, lowering, rows_per_workgroup
 from .lowerer import Lowerer, f32_bits
 from .program import Buf
 
@@ -75,11 +75,11 @@ def _attention_by_matmul(L: Lowerer, node: Node, dims: tuple[int, int, int, int,
     has_mask = len(node.inputs) == 4
     mask = L.buf(node.inputs[3]) if has_mask else L.dummy(1)
     probs = L.temp((b * h, lq, lk), dtype)
-    rows = b * h * lq
+    rows, rpw = b * h * lq, rows_per_workgroup(lk)
     L.emit("softmax[attention]", render("reduce/softmax", T=L.T(dtype)), [scores, mask, probs],
            probs, [rows, lk, h * lq, lq, lk - lq, f32_bits(node.attrs["scale"])],
-           L.grid(rows, 1), {"LOG": False, "HAS_MASK": has_mask,
-                             "CAUSAL": bool(node.attrs.get("causal", False))})
+           L.grid(-(-rows // rpw), 1), {"LOG": False, "HAS_MASK": has_mask, "RPW": rpw,
+                                        "CAUSAL": bool(node.attrs.get("causal", False))})
     out = L.temp((b, h, lq, d), dtype)
     emit_matmul(L, probs, v, None, out, (lq, d, lk, b * h), (lq * lk, lk * d), dtype, "f32")
     return out
