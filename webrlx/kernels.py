@@ -36,15 +36,20 @@ def all_shaders() -> list[str]:
 
 
 def render(name: str, **slots: str) -> str:
-    """Return shader `name` with every {{KEY}} replaced; the MATH and ROW_REDUCE helpers are
-    built in."""
+    """Return shader `name` with every {{KEY}} replaced; the MATH, ROW_REDUCE and VEC4_IO
+    helpers are built in."""
     slots.setdefault("MATH", raw_shader("common/math"))
     slots.setdefault("ROW_REDUCE", raw_shader("common/row_reduce"))
+    slots.setdefault("VEC4_IO", raw_shader("common/matmul_vec4_io"))
     text = raw_shader(name)
     missing = sorted({m for m in _SLOT.findall(text) if m not in slots})
     if missing:
         raise KeyError(f"shader {name!r}: no value for slots {missing}")
-    text = _SLOT.sub(lambda m: slots[m.group(1)], text)
+    for _ in range(2):                        # shared helpers may hold {{T}} slots themselves
+        text = _SLOT.sub(lambda m: slots.get(m.group(1), m.group(0)), text)
+    left = sorted(set(_SLOT.findall(text)))
+    if left:
+        raise KeyError(f"shader {name!r}: no value for slots {left}")
     code = re.sub(r"//[^\n]*", "", text)      # comments may mention f16 freely
     if re.search(r"\bf16\b", code) and "enable f16;" not in code:
         text = "enable f16;\n" + text
