@@ -4,11 +4,10 @@ from . import nn
 from .backends.auto import device, device_async
 from .backends.base import GPUError
 from .dtype import bool_, float16, float32, int32, uint32
-from .graph import Graph
 from .runtime.device_tensor import DeviceTensor, StaleTensorError
 from .runtime.executable import Executable, InputError, compile
 from .shape import ShapeError
-from .tensor import Tensor, concat, where
+from .tensor import Graph, Tensor, concat, where
 
 __version__ = "0.1.0"
 __all__ = ["Graph", "Tensor", "Executable", "compile", "device", "device_async", "concat",

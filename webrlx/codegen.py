@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import dtype as dt
-from .kernels import raw_shader
+from .activations import unary_wgsl
+from .kernels import Kernel, from_source, raw_shader
 from .shape import strides_of
 
 WORKGROUP = 256   # threads per workgroup; <= every adapter's maxComputeInvocationsPerWorkgroup
@@ -59,11 +60,10 @@ def convert(e: str, src: dt.DType, dst: dt.DType, f16: bool) -> str:
 _UNARY = {
     "neg": "(-{0})", "abs": "abs({0})", "floor": "floor({0})", "ceil": "ceil({0})",
     "round": "round({0})", "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})",
-    "rsqrt": "inverseSqrt({0})", "sin": "sin({0})", "cos": "cos({0})", "tanh": "tanh_({0})",
-    "sigmoid": "sigmoid_({0})", "silu": "({0} * sigmoid_({0}))", "erf": "erf_({0})",
-    "relu": "max({0}, {t}(0))",
+    "rsqrt": "inverseSqrt({0})", "sin": "sin({0})", "cos": "cos({0})", "erf": "erf_({0})",
+    "relu": "max({0}, {t}(0))",                     # integer relu (float: the activation)
 }
-_F32_ONLY = {"tanh", "sigmoid", "silu", "erf", "gelu"}   # helpers in common/math are f32
+_F32_ONLY = {"erf"}   # helpers in common/math are f32 (activations: webrlx/activations.py)
 _BINARY = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
            "div": "({0} / {1})", "maximum": "max({0}, {1})", "minimum": "min({0}, {1})"}
 _BOOL_BINARY = {"mul": "({0} && {1})", "maximum": "({0} || {1})", "minimum": "({0} && {1})",
@@ -101,9 +101,9 @@ def _emit_op(e: Expr, args: list[tuple[str, dt.DType]], f16: bool) -> str:
         return f"(0u - {a})"
     if e.op == "abs" and t == "u32":
         return a
-    if e.op == "gelu":
-        fn = "gelu_tanh" if attrs.get("approximate") == "tanh" else "gelu_erf"
-        return f"{t}({fn}(f32({a})))"
+    act = unary_wgsl(e.op, attrs, f"f32({a})") if e.dtype.is_float else None
+    if act is not None:                              # activations: one table, f32 math
+        return f"{t}{act}"
     if e.op in _F32_ONLY and t != "f32":
         return f"{t}({_UNARY[e.op].format(f'f32({a})', t='f32')})"
     return _UNARY[e.op].format(a, t=t)
@@ -112,6 +112,8 @@ def _emit_op(e: Expr, args: list[tuple[str, dt.DType]], f16: bool) -> str:
 def merge_dims(shape: tuple[int, ...], views: list[tuple[int, ...]]
                ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """Drop size-1 dims and merge neighbours every view walks contiguously (fewer divisions)."""
+    if not shape:                                   # rank 0: one element at offset 0
+        return (1,), [(0,) for _ in views]
     keep = [i for i, n in enumerate(shape) if n != 1] or [0]
     dims = [shape[i] for i in keep]
     vs = [[v[i] if shape[i] != 1 else 0 for i in keep] for v in views]
@@ -142,53 +144,58 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 """
 
 
-def elementwise(expr: Expr, bindings: list[dt.DType], views: list[Strided], out: Strided,
-                shape: tuple[int, ...], f16: bool) -> tuple[str, list[int]]:
-    """Return (WGSL source, uniform words) computing out[idx] = expr over `shape`.
+class _Indexer:
+    """Collects the uniform fields of one kernel and writes index expressions over them."""
 
-    bindings: dtype of each input buffer (binding k); views: strided reads (leaf "load" k
-    reads views[k]); out: the strided write into the output buffer (binding len(bindings)).
-    """
-    n = 1
-    for d in shape:
-        n *= d
-    mshape, mviews = merge_dims(shape, [v.strides for v in views] + [out.strides])
-    rank, cont = len(mshape), strides_of(mshape)
-    fields, words = ["n"], [n]
-    for d in range(1, rank):
-        fields.append(f"s{d}")
-        words.append(mshape[d])
-    need_decomp = False
+    def __init__(self, mshape: tuple[int, ...]) -> None:
+        self.rank = len(mshape)
+        self.cont = strides_of(mshape)
+        self.fields: dict[str, int] = {"n": 1}
+        for d in mshape:
+            self.fields["n"] *= d
+        for d in range(1, self.rank):
+            self.fields[f"s{d}"] = mshape[d]
+        self.need_decomp = False
 
-    def index(tag: str, view: tuple[int, ...], offset: int) -> str:
-        nonlocal need_decomp
-        fields.append(f"{tag}o")
-        words.append(offset)
+    def index(self, tag: str, view: tuple[int, ...], offset: int) -> str:
+        """The element index of a strided view at output index i (fields p.<tag>o, p.<tag>sD)."""
+        self.fields[f"{tag}o"] = offset
         if all(st == 0 for st in view):
             return f"p.{tag}o"
-        if view == cont:
+        if view == self.cont:
             return f"(p.{tag}o + i)"
-        need_decomp = True
+        self.need_decomp = True
         terms = []
         for d, st in enumerate(view):
             if st:
-                fields.append(f"{tag}s{d}")
-                words.append(st)
+                self.fields[f"{tag}s{d}"] = st
                 terms.append(f"i{d} * p.{tag}s{d}")
         return f"(p.{tag}o + {' + '.join(terms)})"
 
-    body: list[str] = []
-    loads = []
-    for k, (v, mv) in enumerate(zip(views, mviews)):
-        idx = index(f"a{k}", mv, v.offset)
-        raw = f"b{v.binding}[{idx}]"
-        st = storage_type(v.dtype, f16)
-        if v.dtype == dt.bool_:
-            raw = f"({raw} != 0u)"
-        elif st != value_type(v.dtype, f16):
-            raw = f"{value_type(v.dtype, f16)}({raw})"
-        loads.append(raw)
+    def decomposition(self) -> list[str]:
+        """WGSL lines splitting the flat index i into i0..i{rank-1} (when a view needs them)."""
+        if not self.need_decomp:
+            return []
+        lines = ["    var r = i;"]
+        for d in range(self.rank - 1, 0, -1):
+            lines.append(f"    let i{d} = r % p.s{d}; r = r / p.s{d};")
+        return lines + ["    let i0 = r;"]
+
+
+def _load(v: Strided, idx: str, f16: bool) -> str:
+    """WGSL reading element idx of binding v.binding, converted to v.dtype's value type."""
+    raw = f"b{v.binding}[{idx}]"
+    if v.dtype == dt.bool_:
+        return f"({raw} != 0u)"
+    if storage_type(v.dtype, f16) != value_type(v.dtype, f16):
+        return f"{value_type(v.dtype, f16)}({raw})"
+    return raw
+
+
+def _body(expr: Expr, loads: list[str], f16: bool) -> tuple[list[str], str]:
+    """One `let` per distinct subexpression (a DAG is evaluated once); return lines, result."""
     names: dict[Expr, str] = {}
+    body: list[str] = []
 
     def emit(e: Expr) -> str:
         if e in names:
@@ -201,31 +208,41 @@ def elementwise(expr: Expr, bindings: list[dt.DType], views: list[Strided], out:
         names[e] = name
         body.append(f"    let {name}: {value_type(e.dtype, f16)} = {code};")
         return name
+    return body, emit(expr)
 
-    result = emit(expr)
-    o_idx = index("o", mviews[-1], out.offset)
+
+def _store(out: Strided, result: str, f16: bool) -> str:
+    """The value written to the output binding, in its storage type."""
     if out.dtype == dt.bool_:
-        result = f"select(0u, 1u, {result})"
-    elif storage_type(out.dtype, f16) != value_type(out.dtype, f16):
-        result = f"{storage_type(out.dtype, f16)}({result})"
-    decomp = []
-    if need_decomp:
-        decomp.append("    var r = i;")
-        for d in range(rank - 1, 0, -1):
-            decomp.append(f"    let i{d} = r % p.s{d}; r = r / p.s{d};")
-        decomp.append("    let i0 = r;")
-    decls = [f"@group(0) @binding({k}) var<storage, read_write> b{k}: "
-             f"array<{storage_type(d, f16)}>;" for k, d in enumerate(bindings)]
+        return f"select(0u, 1u, {result})"
+    if storage_type(out.dtype, f16) != value_type(out.dtype, f16):
+        return f"{storage_type(out.dtype, f16)}({result})"
+    return result
+
+
+def elementwise(expr: Expr, bindings: list[dt.DType], views: list[Strided], out: Strided,
+                shape: tuple[int, ...], f16: bool) -> tuple[Kernel, dict[str, int]]:
+    """Return (kernel, named params) computing out[idx] = expr over `shape`.
+
+    bindings: dtype of each input buffer (binding k, named bk); views: strided reads (leaf
+    "load" k reads views[k]); out: the strided write into the output buffer (the last binding).
+    """
+    mshape, mviews = merge_dims(shape, [v.strides for v in views] + [out.strides])
+    ix = _Indexer(mshape)
+    loads = [_load(v, ix.index(f"a{k}", mv, v.offset), f16)
+             for k, (v, mv) in enumerate(zip(views, mviews))]
+    body, result = _body(expr, loads, f16)
+    o_idx = ix.index("o", mviews[-1], out.offset)
     ob = len(bindings)
-    decls.append(f"@group(0) @binding({ob}) var<storage, read_write> b{ob}: "
-                 f"array<{storage_type(out.dtype, f16)}>;")
+    decls = [f"@group(0) @binding({k}) var<storage, read_write> b{k}: "
+             f"array<{storage_type(d, f16)}>;" for k, d in enumerate([*bindings, out.dtype])]
     decls.append(f"@group(0) @binding({ob + 1}) var<uniform> p: Params;")
     src = "\n".join([
         "// generated elementwise kernel: bindings = inputs, output, params; 1 thread/element",
         "override WG: u32 = 256;",
-        "struct Params { " + ", ".join(f"{f}: u32" for f in fields) + " }",
-        *decls, raw_shader("common/math"), _ENTRY + "\n".join(decomp + body),
-        f"    b{ob}[{o_idx}] = {result};", "}", ""])
+        "struct Params { " + ", ".join(f"{f}: u32" for f in ix.fields) + " }",
+        *decls, raw_shader("common/math"), _ENTRY + "\n".join(ix.decomposition() + body),
+        f"    b{ob}[{o_idx}] = {_store(out, result, f16)};", "}", ""])
     if f16:
         src = "enable f16;\n" + src
-    return src, words
+    return from_source("elementwise", src), dict(ix.fields)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backends.reference import REFERENCE, Rule
-from .compiler.lower import LOWERINGS, Lowering
+from .compiler.registry import Lowering
+from .compiler.registry import lowering as lowering_rule
 from .ops import OPS, Infer, OpDef
+from .reference import REFERENCE, Rule
 from .tensor import Tensor
 
 _CUSTOM: set[str] = set()   # names registered here (re-registering one replaces it)
@@ -21,13 +22,14 @@ def register_op(name: str, infer: Infer, reference: Rule, lowering: Lowering) ->
             webrlx.ShapeError for inputs it does not accept.
         reference: (input arrays, attrs) -> output array: the numpy rule, used by the
             "reference" device and as the oracle to test the kernel against.
-        lowering: (lowerer, node) -> the output Buf, emitting kernel calls with lowerer.emit.
+        lowering: (ctx, node) -> the output Buf, emitting kernel calls with ctx.emit
+            (webrlx.compiler.emit.EmitContext; kernels from webrlx.kernels.from_source).
     """
     if name in OPS and name not in _CUSTOM:
         raise ValueError(f"register_op(): {name!r} is a built-in op; pick another name")
     OPS[name] = OpDef(name, "other", infer)
     REFERENCE[name] = reference
-    LOWERINGS[name] = lowering
+    lowering_rule(name)(lowering)
     _CUSTOM.add(name)
 
 

@@ -1,6 +1,8 @@
-"""DType: the five element types of webrlx, their numpy twins, WGSL names and storage sizes."""
+"""DType: the five element types of webrlx, their numpy twins, WGSL names and storage sizes;
+how values of each are laid out on the device (storage_np) and in uniform words (word)."""
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,3 +65,38 @@ def result_dtype(a: DType, b: DType) -> DType:
     if {a, b} == {uint32, int32}:
         return int32
     return max(a, b, key=order.index)
+
+
+def storage_np(d: DType, f16: bool) -> np.dtype:
+    """numpy dtype of d's bytes on the device (bool as u32; f16 as f32 without shader-f16)."""
+    if d == bool_:
+        return np.dtype(np.uint32)
+    if d == float16 and not f16:
+        return np.dtype(np.float32)
+    return d.np_dtype
+
+
+def f32_bits(x: float) -> int:
+    """The u32 bit pattern of x as an f32."""
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def word(value: float | int | bool, wgsl_type: str) -> int:
+    """The u32 uniform word of a scalar declared as f32, i32, u32 or bool in WGSL.
+
+    Raises ValueError when the value does not fit the declared type.
+    """
+    if wgsl_type == "f32":
+        return f32_bits(float(value))
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"{value!r} is not an integer, but the field is {wgsl_type}")
+    v = int(value)
+    if wgsl_type == "u32" or wgsl_type == "bool":
+        if not 0 <= v < 1 << 32:
+            raise ValueError(f"{v} does not fit a u32")
+        return v
+    if wgsl_type == "i32":
+        if not -(1 << 31) <= v < 1 << 31:
+            raise ValueError(f"{v} does not fit an i32")
+        return v & 0xFFFFFFFF
+    raise ValueError(f"uniform fields must be f32, i32 or u32, not {wgsl_type}")

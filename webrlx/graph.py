@@ -1,19 +1,19 @@
-"""Graph IR: an SSA list of Nodes in topological order, built through Tensor methods.
+"""Graph IR: an SSA list of Nodes in topological order, typed by the op table as they are added.
 
-Each node has one output: a tensor of a known (possibly symbolic) shape and dtype.
+Each node has one output: a tensor of a known (possibly symbolic) shape and dtype. Users build
+graphs through tensor.py (Graph.input / param / constant return Tensors); the compiler reads
+only this IR.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from . import dtype as dt
+from .ops import OPS
 from .shape import Dim, Shape, ShapeError, as_shape, symbols
-
-if TYPE_CHECKING:
-    from .tensor import Tensor
 
 SOURCES = ("input", "param", "constant")
 
@@ -38,7 +38,7 @@ class Node:
 
 
 class Graph:
-    """A tensor graph: declare inputs, params and constants, then build with Tensor methods."""
+    """The IR of a tensor graph: nodes, and the input and param names that index them."""
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
@@ -46,37 +46,25 @@ class Graph:
         self.params: dict[str, int] = {}
 
     # -- sources --------------------------------------------------------------------------
-    def input(self, name: str, shape: Iterable[Dim] | Dim, dtype: Any = "float32") -> Tensor:
-        """Declare a run-time input; string dims are symbols bound from the fed arrays.
-
-        Args:
-            name: the key of this input in `run` feeds.
-            shape: ints and symbol names, e.g. ("batch", 784).
-            dtype: float32 (default), float16, int32, uint32 or bool.
-        """
+    def add_input(self, name: str, shape: Iterable[Dim] | Dim, dtype: Any = "float32") -> Node:
+        """Append a run-time input node; string dims are symbols bound from the fed arrays."""
         self._check_name(name)
         node = self._add_source("input", as_shape(shape), dt.as_dtype(dtype), name=name)
         self.inputs[name] = node.id
-        return self._tensor(node.id)
+        return node
 
-    def param(self, name: str, shape: Iterable[Dim] | Dim, dtype: Any = "float32") -> Tensor:
-        """Declare a weight set once with `Executable.set_params` and kept on the device.
-
-        Args:
-            name: the key of this param in `set_params`.
-            shape: static ints (params cannot have symbolic dims).
-            dtype: float32 (default), float16, int32, uint32 or bool.
-        """
+    def add_param(self, name: str, shape: Iterable[Dim] | Dim, dtype: Any = "float32") -> Node:
+        """Append a param node: a weight set once and kept on the device (static shape)."""
         self._check_name(name)
         shape = as_shape(shape)
         if symbols(shape):
             raise ShapeError(f"param {name!r}: shape {shape} must be static (ints only)")
         node = self._add_source("param", shape, dt.as_dtype(dtype), name=name)
         self.params[name] = node.id
-        return self._tensor(node.id)
+        return node
 
-    def constant(self, value: Any, dtype: Any = None) -> Tensor:
-        """Embed a numpy array (or scalar) in the graph."""
+    def add_constant(self, value: Any, dtype: Any = None) -> Node:
+        """Append a constant node holding a numpy array (float64 -> float32, int64 -> int32)."""
         arr = np.asarray(value)
         if dtype is None:
             if arr.dtype == np.float64:
@@ -88,12 +76,11 @@ class Graph:
         d = dt.as_dtype(arr.dtype)
         node = self._add_source("constant", tuple(arr.shape), d)
         node.value = np.asarray(arr, order="C")
-        return self._tensor(node.id)
+        return node
 
     # -- building -------------------------------------------------------------------------
     def add(self, op: str, inputs: Sequence[int], **attrs: Any) -> Node:
         """Append a node for op, inferring its shape and dtype (raises ShapeError)."""
-        from .ops import OPS
         if op not in OPS:
             raise ValueError(f"Graph.add: unknown op {op!r}")
         ins = [self.nodes[i] for i in inputs]
@@ -124,7 +111,3 @@ class Graph:
             raise ValueError(f"Graph: names must be non-empty strings, got {name!r}")
         if name in self.inputs or name in self.params:
             raise ValueError(f"Graph: the name {name!r} is already used by an input or param")
-
-    def _tensor(self, node_id: int) -> Tensor:
-        from .tensor import Tensor
-        return Tensor(self, node_id)

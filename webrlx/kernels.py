@@ -1,15 +1,36 @@
-"""Shader sources: load shaders/<family>/<name>.wgsl and fill its {{KEY}} slots.
+"""Kernels: WGSL sources with their declared signature, read once and checked at every call.
 
-`{{KEY}}` is the only template syntax; it is used for element types and shared helpers.
-Tile and workgroup sizes are WGSL `override` constants, set at pipeline creation.
+`kernel("reduce/softmax", T="f32")` loads shaders/<family>/<name>.wgsl, fills its {{KEY}} slots
+(the only template syntax, used for element types and shared helpers) and parses what the
+shader declares: storage bindings by name, the fields of `struct Params` with their types, and
+its `override` constants. `Kernel.pack` turns named arguments into binding order and uniform
+words, rejecting missing, extra or mistyped names with an error that names the shader.
+
+Conventions every kernel follows (the loader checks the first two):
+- bindings in order: storage inputs, the storage output last, then one uniform `p: Params`;
+- `override WG: u32` (when declared) is the threads per workgroup, set from the adapter;
+- tile sizes and switches are `override` constants, set at pipeline creation.
 """
 from __future__ import annotations
 
 import functools
+import numbers
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
+
+from . import dtype as dt
 
 _SLOT = re.compile(r"\{\{([A-Z0-9_]+)\}\}")
+_BINDING = re.compile(r"@binding\((\d+)\)\s*var(?:<([^>]*)>)?\s+(\w+)\s*:")
+_PARAMS = re.compile(r"struct\s+Params\s*\{([^}]*)\}")
+_OVERRIDE = re.compile(r"\boverride\s+(\w+)\s*:\s*(\w+)")
+_COMMENT = re.compile(r"//[^\n]*")
+
+
+class KernelArgumentError(ValueError):
+    """A kernel was called with bindings, params or overrides its shader does not declare."""
 
 
 def shader_dir() -> Path:
@@ -31,16 +52,24 @@ def raw_shader(name: str) -> str:
 
 
 def all_shaders() -> list[str]:
-    return sorted(str(p.relative_to(shader_dir()).with_suffix(""))
+    """Names of every shipped shader, e.g. "matmul/gemv" (common/ helpers included)."""
+    return sorted(str(p.relative_to(shader_dir()).with_suffix("")).replace("\\", "/")
                   for p in shader_dir().rglob("*.wgsl"))
 
 
+@functools.lru_cache(maxsize=None)
+def _builtin_slots() -> dict[str, str]:
+    from .activations import wgsl_activate
+    return {"MATH": raw_shader("common/math") + "\n" + wgsl_activate(),
+            "ROW_REDUCE": raw_shader("common/row_reduce"),
+            "VEC4_IO": raw_shader("common/matmul_vec4_io"),
+            "NCHW": raw_shader("common/nchw")}
+
+
 def render(name: str, **slots: str) -> str:
-    """Return shader `name` with every {{KEY}} replaced; the MATH, ROW_REDUCE and VEC4_IO
-    helpers are built in."""
-    slots.setdefault("MATH", raw_shader("common/math"))
-    slots.setdefault("ROW_REDUCE", raw_shader("common/row_reduce"))
-    slots.setdefault("VEC4_IO", raw_shader("common/matmul_vec4_io"))
+    """Return shader `name` with every {{KEY}} replaced; the MATH (with `activate`),
+    ROW_REDUCE, VEC4_IO and NCHW helpers are built in."""
+    slots = {**_builtin_slots(), **slots}
     text = raw_shader(name)
     missing = sorted({m for m in _SLOT.findall(text) if m not in slots})
     if missing:
@@ -50,7 +79,119 @@ def render(name: str, **slots: str) -> str:
     left = sorted(set(_SLOT.findall(text)))
     if left:
         raise KeyError(f"shader {name!r}: no value for slots {left}")
-    code = re.sub(r"//[^\n]*", "", text)      # comments may mention f16 freely
+    code = _COMMENT.sub("", text)             # comments may mention f16 freely
     if re.search(r"\bf16\b", code) and "enable f16;" not in code:
         text = "enable f16;\n" + text
     return text
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a shader declares: storage bindings in order (the output last), the uniform's
+    fields with their WGSL types, and its override constants with theirs."""
+    bindings: tuple[str, ...]
+    params: tuple[tuple[str, str], ...]
+    overrides: tuple[tuple[str, str], ...]
+
+    @property
+    def output(self) -> str:
+        return self.bindings[-1]
+
+
+def parse_signature(name: str, source: str) -> Signature:
+    """Read a shader's bindings, Params fields and overrides; check the binding convention."""
+    code = _COMMENT.sub("", source)
+    found = sorted((int(i), kind or "", var) for i, kind, var in _BINDING.findall(code))
+    if [i for i, _, _ in found] != list(range(len(found))):
+        raise KernelArgumentError(f"kernel {name!r}: bindings must be numbered 0..n-1 in "
+                                  f"group 0, got {[i for i, _, _ in found]}")
+    storage = tuple(var for _, kind, var in found if kind.startswith("storage"))
+    uniforms = [(i, var) for i, kind, var in found if kind.startswith("uniform")]
+    if not storage:
+        raise KernelArgumentError(f"kernel {name!r}: declares no storage binding to write")
+    if len(uniforms) > 1 or (uniforms and uniforms[0][0] != len(found) - 1):
+        raise KernelArgumentError(f"kernel {name!r}: the one uniform (Params) must be the last "
+                                  f"binding, got {uniforms}")
+    params: tuple[tuple[str, str], ...] = ()
+    m = _PARAMS.search(code)
+    if m:
+        fields = [f.strip() for f in m.group(1).replace("\n", " ").split(",") if f.strip()]
+        params = tuple((f.split(":")[0].strip(), f.split(":")[1].strip()) for f in fields)
+        bad = [(f, t) for f, t in params if t not in ("u32", "i32", "f32")]
+        if bad:
+            raise KernelArgumentError(f"kernel {name!r}: Params fields must be u32, i32 or "
+                                      f"f32 scalars, got {bad}")
+    if bool(m) != bool(uniforms):
+        raise KernelArgumentError(f"kernel {name!r}: declare `struct Params` and bind it as "
+                                  "the last binding, or neither")
+    return Signature(storage, params, tuple(_OVERRIDE.findall(code)))
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A WGSL compute kernel (entry point `main`) and its declared signature."""
+    name: str
+    source: str
+    sig: Signature
+
+    def pack(self, bindings: Mapping[str, Any], params: Mapping[str, Any]
+             ) -> tuple[list[Any], list[int]]:
+        """Return (bindings in binding order, uniform words) from named arguments."""
+        _same_names(self.name, "bindings", set(bindings), self.sig.bindings)
+        _same_names(self.name, "params", set(params), tuple(f for f, _ in self.sig.params))
+        words = []
+        for field_name, wgsl_type in self.sig.params:
+            value = params[field_name]
+            if not isinstance(value, numbers.Real):
+                raise KernelArgumentError(f"kernel {self.name!r}: param {field_name!r} "
+                                          f"({wgsl_type}) must be a number, got {value!r}")
+            try:
+                words.append(dt.word(value, wgsl_type))
+            except ValueError as e:
+                raise KernelArgumentError(f"kernel {self.name!r}: param {field_name!r} "
+                                          f"({wgsl_type}): {e}") from None
+        return [bindings[b] for b in self.sig.bindings], words
+
+    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
+        """Raise KernelArgumentError for an override the shader does not declare."""
+        declared = {o for o, _ in self.sig.overrides}
+        extra = sorted(set(overrides) - declared)
+        if extra:
+            raise KernelArgumentError(f"kernel {self.name!r}: unknown overrides {extra}; it "
+                                      f"declares {sorted(declared)}")
+
+
+def _same_names(kernel_name: str, what: str, got: set[str], want: tuple[str, ...]) -> None:
+    missing, extra = sorted(set(want) - got), sorted(got - set(want))
+    if missing or extra:
+        raise KernelArgumentError(
+            f"kernel {kernel_name!r}: {what} do not match the shader's declaration "
+            f"{list(want)}" + (f"; missing {missing}" if missing else "") +
+            (f"; unknown {extra}" if extra else ""))
+
+
+@functools.lru_cache(maxsize=None)
+def _file_signature(name: str, source: str) -> Signature:
+    return parse_signature(name, source)
+
+
+def kernel(name: str, **slots: str) -> Kernel:
+    """Load shaders/<name>.wgsl with its slots filled, and its signature (parsed once)."""
+    source = render(name, **slots)
+    return Kernel(name, source, _file_signature(name, _signature_text(name)))
+
+
+@functools.lru_cache(maxsize=None)
+def _signature_text(name: str) -> str:
+    """The shader with helper slots filled and type slots set to f32: enough to read names."""
+    text = raw_shader(name)
+    slots = {**_builtin_slots()}
+    for _ in range(2):
+        text = _SLOT.sub(lambda m: slots.get(m.group(1), "f32"), text)
+    return text
+
+
+@functools.lru_cache(maxsize=256)
+def from_source(name: str, source: str) -> Kernel:
+    """Wrap WGSL text written elsewhere (a custom op, generated code) as a checked Kernel."""
+    return Kernel(name, source, parse_signature(name, source))

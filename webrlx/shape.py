@@ -125,3 +125,11 @@ def strides_of(shape: tuple[int, ...]) -> tuple[int, ...]:
         st.append(acc)
         acc *= d
     return tuple(reversed(st))
+
+
+def broadcast_strides(shape: tuple[int, ...], strides: tuple[int, ...],
+                      out_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Strides over out_shape of a view of `shape` broadcast to it (numpy rules)."""
+    pad = len(out_shape) - len(shape)
+    return tuple(0 if i < pad or shape[i - pad] == 1 else strides[i - pad]
+                 for i in range(len(out_shape)))

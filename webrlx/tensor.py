@@ -1,15 +1,42 @@
-"""Tensor: the user-facing builder. numpy-like methods that record nodes in a Graph."""
+"""The user-facing builder: Graph (declare inputs, params, constants) and Tensor, whose
+numpy-like methods record nodes in the graph IR (graph.py)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from . import dtype as dt
-from .shape import Shape, ShapeError, normalize_axis
+from . import graph as ir
+from .shape import Dim, Shape, ShapeError, normalize_axis
 
-if TYPE_CHECKING:
-    from .graph import Graph
+
+class Graph(ir.Graph):
+    """A tensor graph: declare inputs, params and constants, then build with Tensor methods."""
+
+    def input(self, name: str, shape: Iterable[Dim] | Dim, dtype: Any = "float32") -> Tensor:
+        """Declare a run-time input; string dims are symbols bound from the fed arrays.
+
+        Args:
+            name: the key of this input in `run` feeds.
+            shape: ints and symbol names, e.g. ("batch", 784).
+            dtype: float32 (default), float16, int32, uint32 or bool.
+        """
+        return Tensor(self, self.add_input(name, shape, dtype).id)
+
+    def param(self, name: str, shape: Iterable[Dim] | Dim, dtype: Any = "float32") -> Tensor:
+        """Declare a weight set once with `Executable.set_params` and kept on the device.
+
+        Args:
+            name: the key of this param in `set_params`.
+            shape: static ints (params cannot have symbolic dims).
+            dtype: float32 (default), float16, int32, uint32 or bool.
+        """
+        return Tensor(self, self.add_param(name, shape, dtype).id)
+
+    def constant(self, value: Any, dtype: Any = None) -> Tensor:
+        """Embed a numpy array (or scalar) in the graph."""
+        return Tensor(self, self.add_constant(value, dtype).id)
 
 
 
@@ -18,25 +45,29 @@ class Tensor:
 
     __array_priority__ = 100   # numpy scalars/arrays defer to our reflected operators
 
-    def __init__(self, graph: Graph, node_id: int) -> None:
+    def __init__(self, graph: ir.Graph, node_id: int) -> None:
         self.graph = graph
         self.id = node_id
 
     # -- metadata ---------------------------------------------------------------------------
     @property
     def node(self):  # noqa: ANN201
+        """The graph Node this tensor is the output of."""
         return self.graph.nodes[self.id]
 
     @property
     def shape(self) -> Shape:
+        """The shape: ints and symbolic dim names."""
         return self.node.shape
 
     @property
     def dtype(self) -> dt.DType:
+        """The element type."""
         return self.node.dtype
 
     @property
     def ndim(self) -> int:
+        """The number of dims."""
         return len(self.shape)
 
     def __repr__(self) -> str:
@@ -62,7 +93,7 @@ class Tensor:
             target = self.dtype if self.dtype.is_float else dt.float32
         else:
             target = self.dtype if self.dtype.is_int else dt.int32
-        return self.graph.constant(arr.astype(target.np_dtype))
+        return _constant(self.graph, arr.astype(target.np_dtype))
 
     def _binary(self, op: str, other: Any, reverse: bool = False) -> Tensor:
         o = self._lift(other)
@@ -84,8 +115,12 @@ class Tensor:
     def __matmul__(self, o: Any) -> Tensor: return self.matmul(o)
     def __rmatmul__(self, o: Any) -> Tensor: return self._lift(o).matmul(self)
 
-    def maximum(self, o: Any) -> Tensor: return self._binary("maximum", o)
-    def minimum(self, o: Any) -> Tensor: return self._binary("minimum", o)
+    def maximum(self, o: Any) -> Tensor:
+        """Elementwise maximum with another tensor or scalar (broadcasting)."""
+        return self._binary("maximum", o)
+    def minimum(self, o: Any) -> Tensor:
+        """Elementwise minimum with another tensor or scalar (broadcasting)."""
+        return self._binary("minimum", o)
 
     # -- comparisons (elementwise, like numpy) --------------------------------------------------
     def __eq__(self, o: Any) -> Tensor: return self._binary("eq", o)  # type: ignore[override]
@@ -100,22 +135,54 @@ class Tensor:
                         "use wr.where(cond, a, b) for a data-dependent choice")
 
     # -- unary --------------------------------------------------------------------------------
-    def exp(self) -> Tensor: return self._op("exp")
-    def log(self) -> Tensor: return self._op("log")
-    def sqrt(self) -> Tensor: return self._op("sqrt")
-    def rsqrt(self) -> Tensor: return self._op("rsqrt")
-    def sin(self) -> Tensor: return self._op("sin")
-    def cos(self) -> Tensor: return self._op("cos")
-    def tanh(self) -> Tensor: return self._op("tanh")
-    def sigmoid(self) -> Tensor: return self._op("sigmoid")
-    def relu(self) -> Tensor: return self._op("relu")
-    def silu(self) -> Tensor: return self._op("silu")
-    def erf(self) -> Tensor: return self._op("erf")
-    def floor(self) -> Tensor: return self._op("floor")
-    def ceil(self) -> Tensor: return self._op("ceil")
-    def round(self) -> Tensor: return self._op("round")
-    def abs(self) -> Tensor: return self._op("abs")
-    def neg(self) -> Tensor: return self._op("neg")
+    def exp(self) -> Tensor:
+        """Elementwise e ** x."""
+        return self._op("exp")
+    def log(self) -> Tensor:
+        """Elementwise natural logarithm."""
+        return self._op("log")
+    def sqrt(self) -> Tensor:
+        """Elementwise square root."""
+        return self._op("sqrt")
+    def rsqrt(self) -> Tensor:
+        """Elementwise 1 / sqrt(x)."""
+        return self._op("rsqrt")
+    def sin(self) -> Tensor:
+        """Elementwise sine."""
+        return self._op("sin")
+    def cos(self) -> Tensor:
+        """Elementwise cosine."""
+        return self._op("cos")
+    def tanh(self) -> Tensor:
+        """Elementwise hyperbolic tangent."""
+        return self._op("tanh")
+    def sigmoid(self) -> Tensor:
+        """Elementwise 1 / (1 + e ** -x)."""
+        return self._op("sigmoid")
+    def relu(self) -> Tensor:
+        """Elementwise max(x, 0)."""
+        return self._op("relu")
+    def silu(self) -> Tensor:
+        """Elementwise x * sigmoid(x)."""
+        return self._op("silu")
+    def erf(self) -> Tensor:
+        """Elementwise error function."""
+        return self._op("erf")
+    def floor(self) -> Tensor:
+        """Elementwise floor."""
+        return self._op("floor")
+    def ceil(self) -> Tensor:
+        """Elementwise ceiling."""
+        return self._op("ceil")
+    def round(self) -> Tensor:
+        """Elementwise round half to even (as numpy)."""
+        return self._op("round")
+    def abs(self) -> Tensor:
+        """Elementwise absolute value."""
+        return self._op("abs")
+    def neg(self) -> Tensor:
+        """Elementwise negation."""
+        return self._op("neg")
 
     def gelu(self, approximate: str = "none") -> Tensor:
         """GELU with the exact erf form ("none") or the tanh approximation ("tanh")."""
@@ -130,18 +197,23 @@ class Tensor:
 
     # -- reductions ---------------------------------------------------------------------------
     def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """Sum over axis (all axes when None), as numpy.sum."""
         return self._op("sum", axes=_axes(axis), keepdims=keepdims)
 
     def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """Mean over axis (all axes when None), as numpy.mean."""
         return self._op("mean", axes=_axes(axis), keepdims=keepdims)
 
     def max(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """Maximum over axis (all axes when None), as numpy.max."""
         return self._op("max", axes=_axes(axis), keepdims=keepdims)
 
     def min(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """Minimum over axis (all axes when None), as numpy.min."""
         return self._op("min", axes=_axes(axis), keepdims=keepdims)
 
     def prod(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """Product over axis (all axes when None), as numpy.prod."""
         return self._op("prod", axes=_axes(axis), keepdims=keepdims)
 
     def argmax(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
@@ -151,12 +223,15 @@ class Tensor:
         return self._op("argmax", axis=axis, keepdims=keepdims)
 
     def softmax(self, axis: int = -1) -> Tensor:
+        """Softmax over axis: exp(x - max) / sum."""
         return self._op("softmax", axis=axis)
 
     def log_softmax(self, axis: int = -1) -> Tensor:
+        """Log-softmax over axis: x - max - log(sum(exp(x - max)))."""
         return self._op("log_softmax", axis=axis)
 
     def cumsum(self, axis: int = -1) -> Tensor:
+        """Cumulative sum along axis, as numpy.cumsum."""
         return self._op("cumsum", axis=axis)
 
     def topk(self, k: int, axis: int = -1) -> tuple[Tensor, Tensor]:
@@ -179,12 +254,14 @@ class Tensor:
 
     # -- layout -------------------------------------------------------------------------------
     def reshape(self, *shape: Any) -> Tensor:
+        """A view with another shape of the same size (one dim may be -1)."""
         target = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         if tuple(target) == self.shape:
             return self
         return self._op("reshape", shape=tuple(target))
 
     def permute(self, *axes: Any) -> Tensor:
+        """Reorder the dims: result dim i is this tensor's dim axes[i]."""
         axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
         axes = tuple(normalize_axis(a, self.ndim, "permute") for a in axes)
         if axes == tuple(range(self.ndim)):
@@ -204,9 +281,11 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:  # noqa: N802 - numpy's name
+        """The transpose: all dims reversed, as numpy's .T."""
         return self.transpose()
 
     def expand(self, *shape: Any) -> Tensor:
+        """Broadcast to a larger shape (numpy.broadcast_to); size-1 dims repeat."""
         target = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         target = tuple(self.shape[i - len(target) + self.ndim] if d == -1 else d
                        for i, d in enumerate(target))
@@ -217,10 +296,12 @@ class Tensor:
     broadcast_to = expand
 
     def unsqueeze(self, axis: int) -> Tensor:
+        """Insert a size-1 dim at axis."""
         axis = axis % (self.ndim + 1)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
     def squeeze(self, axis: int) -> Tensor:
+        """Remove the size-1 dim at axis."""
         axis = normalize_axis(axis, self.ndim, "squeeze")
         if self.shape[axis] != 1:
             raise ShapeError(f"squeeze: axis {axis} of {self.shape} is not 1")
@@ -287,14 +368,19 @@ class Tensor:
 
     def gather(self, indices: Any, axis: int = 0) -> Tensor:
         """np.take(x, indices, axis): rows picked by an int32 index tensor (embedding lookup)."""
-        idx = indices if isinstance(indices, Tensor) else self.graph.constant(
-            np.asarray(indices, np.int32))
+        idx = indices if isinstance(indices, Tensor) else \
+            _constant(self.graph, np.asarray(indices, np.int32))
         return self._op("gather", idx, axis=axis)
 
     take = gather
 
     def take_along_axis(self, indices: Tensor, axis: int) -> Tensor:
+        """numpy.take_along_axis: pick along axis by an index tensor of the same rank."""
         return self._op("take_along_axis", indices, axis=axis)
+
+
+def _constant(graph: ir.Graph, value: Any) -> Tensor:
+    return Tensor(graph, graph.add_constant(value).id)
 
 
 def _axes(axis: int | Sequence[int] | None) -> tuple[int, ...] | None:
@@ -312,8 +398,8 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     tb = b if isinstance(b, Tensor) else None
     ref = ta if ta is not None else tb
     if ref is None:
-        ta = cond.graph.constant(np.float32(a))
-        tb = cond.graph.constant(np.float32(b))
+        ta = _constant(cond.graph, np.float32(a))
+        tb = _constant(cond.graph, np.float32(b))
     else:
         ta = ref._lift(a)
         tb = ref._lift(b)

@@ -4,7 +4,7 @@
 // q/k/v/out are read through (batch, head, row) strides so [B,S,H,D] layouts need no copy.
 // bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
 // 4 out, 5 params. grid: (Lq, H, B).
-struct Params { Lq: u32, Lk: u32, D: u32, scale: u32,
+struct Params { Lq: u32, Lk: u32, D: u32, scale: f32,
                 q_b: u32, q_h: u32, q_i: u32, k_b: u32, k_h: u32, k_i: u32,
                 v_b: u32, v_h: u32, v_i: u32, o_b: u32, o_h: u32, o_i: u32 }
 @group(0) @binding(0) var<storage, read_write> q: array<{{T}}>;
@@ -41,7 +41,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let i = wid.x;
     let h = wid.y;
     let b = wid.z;
-    let scale = bitcast<f32>(p.scale);
+    let scale = p.scale;
     let qb = b * p.q_b + h * p.q_h + i * p.q_i;
     let kb = b * p.k_b + h * p.k_h;
     let vb = b * p.v_b + h * p.v_h;

@@ -33,17 +33,3 @@ fn pow_(a: f32, b: f32) -> f32 {
     let r = pow(-a, b);
     return select(r, -r, (i32(b) & 1) == 1);
 }
-
-// Epilogue activations selected by a u32 code: 0 none 1 relu 2 gelu 3 gelu_tanh 4 silu
-// 5 sigmoid 6 tanh.
-fn activate(x: f32, act: u32) -> f32 {
-    switch act {
-        case 1u: { return max(x, 0.0); }
-        case 2u: { return gelu_erf(x); }
-        case 3u: { return gelu_tanh(x); }
-        case 4u: { return x * sigmoid_(x); }
-        case 5u: { return sigmoid_(x); }
-        case 6u: { return tanh_(x); }
-        default: { return x; }
-    }
-}

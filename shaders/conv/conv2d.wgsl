@@ -11,11 +11,12 @@ struct Params { total: u32, C: u32, H: u32, W: u32, O: u32, OH: u32, OW: u32, KH
 
 override WG: u32 = 256;
 override HAS_BIAS: bool = false;
+{{NCHW}}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    let e = (wid.y * nwg.x + wid.x) * WG + lid;
+    let e = element(wid, nwg, lid);
     if (e >= p.total) { return; }
     let ox = e % p.OW;
     let oy = (e / p.OW) % p.OH;
@@ -28,11 +29,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let xc = (n * p.C + c0 + c) * p.H;
         let wc = (o * cg + c) * p.KH;
         for (var i = 0u; i < p.KH; i++) {
-            let iy = i32(oy * p.sh + i * p.dh) - i32(p.ph);
-            if (iy < 0 || iy >= i32(p.H)) { continue; }
+            let iy = tap_y(oy, i, p.dh);
+            if (iy < 0) { continue; }
             for (var j = 0u; j < p.KW; j++) {
-                let ix = i32(ox * p.sw + j * p.dw) - i32(p.pw);
-                if (ix < 0 || ix >= i32(p.W)) { continue; }
+                let ix = tap_x(ox, j, p.dw);
+                if (ix < 0) { continue; }
                 acc += f32(x[(xc + u32(iy)) * p.W + u32(ix)]) * f32(w[(wc + i) * p.KW + j]);
             }
         }

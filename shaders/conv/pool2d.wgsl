@@ -9,22 +9,23 @@ struct Params { total: u32, H: u32, W: u32, OH: u32, OW: u32, KH: u32, KW: u32, 
 
 override WG: u32 = 256;
 override MAX: bool = true;
+{{NCHW}}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    let e = (wid.y * nwg.x + wid.x) * WG + lid;
+    let e = element(wid, nwg, lid);
     if (e >= p.total) { return; }
     let ox = e % p.OW;
     let oy = (e / p.OW) % p.OH;
     let plane = e / (p.OW * p.OH);
     var acc = select(0.0, -3.4028234663852886e38, MAX);
     for (var i = 0u; i < p.KH; i++) {
-        let iy = i32(oy * p.sh + i) - i32(p.ph);
-        if (iy < 0 || iy >= i32(p.H)) { continue; }
+        let iy = tap_y(oy, i, 1u);
+        if (iy < 0) { continue; }
         for (var j = 0u; j < p.KW; j++) {
-            let ix = i32(ox * p.sw + j) - i32(p.pw);
-            if (ix < 0 || ix >= i32(p.W)) { continue; }
+            let ix = tap_x(ox, j, 1u);
+            if (ix < 0) { continue; }
             let v = f32(x[(plane * p.H + u32(iy)) * p.W + u32(ix)]);
             acc = select(acc + v, max(acc, v), MAX);
         }

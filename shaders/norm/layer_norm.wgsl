@@ -4,7 +4,7 @@
 // 5 params.
 // grid: RPW rows per workgroup (workgroups spread over x and y).
 // RMS: no centring, y = x / rms(x).
-struct Params { rows: u32, n: u32, eps: u32 }
+struct Params { rows: u32, n: u32, eps: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> r: array<{{T}}>;
 @group(0) @binding(2) var<storage, read_write> w: array<{{T}}>;
@@ -45,7 +45,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let d = load(base + j) - mean;
         q += d * d;
     }
-    let inv = inverseSqrt(reduce_sum(lid, q) / nf + bitcast<f32>(p.eps));
+    let inv = inverseSqrt(reduce_sum(lid, q) / nf + p.eps);
     for (var j = t; j < n; j += tpr) {
         var y = (load(base + j) - mean) * inv;
         if (HAS_W) { y *= f32(w[j]); }

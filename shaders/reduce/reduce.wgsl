@@ -1,8 +1,8 @@
 // reduce: out[r] = OP(x[r, 0..n]) over rows of a contiguous [rows, n] input, f32/i32/u32 math.
 // bindings: 0 x, 1 out, 2 params. grid: one workgroup per row (rows spread over x and y).
 // OP: 0 sum, 1 max, 2 min, 3 prod, 4 argmax (first index of the maximum; out is i32).
-// The result is multiplied by `scale` (a f32 bit pattern; 1/n for mean) for float sums.
-struct Params { rows: u32, n: u32, x_off: u32, scale: u32 }
+// The result is multiplied by `scale` (1/n for mean) for float sums.
+struct Params { rows: u32, n: u32, x_off: u32, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> out: array<{{OUT}}>;
 @group(0) @binding(2) var<uniform> p: Params;

@@ -3,7 +3,7 @@
 // 3 params. grid: RPW rows per workgroup (workgroups spread over x and y).
 // LOG: false -> exp(x - max) / sum, true -> x - max - log(sum). Masked entries (mask 0, or
 // CAUSAL and j > i + q_off with i = row % lq) are left out and written as 0 (attention).
-struct Params { rows: u32, n: u32, per_batch: u32, lq: u32, q_off: u32, scale: u32 }
+struct Params { rows: u32, n: u32, per_batch: u32, lq: u32, q_off: u32, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> mask: array<i32>;
 @group(0) @binding(2) var<storage, read_write> out: array<{{T}}>;
@@ -28,7 +28,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let row = (wid.y * nwg.x + wid.x) * RPW + lid / tpr;
     let n = select(0u, p.n, row < p.rows);   // threads of rows past the end only reduce
     let base = row * p.n;
-    let scale = bitcast<f32>(p.scale);
+    let scale = p.scale;
     var m = -3.4028234663852886e38;
     for (var j = t; j < n; j += tpr) {
         if (keep(row, j)) { m = max(m, f32(x[base + j]) * scale); }

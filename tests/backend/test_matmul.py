@@ -8,6 +8,8 @@ import pytest
 
 from helpers import check, rand
 
+from webrlx.activations import ACTIVATIONS
+
 SHAPES = [((1, 1), (1, 1)), ((3, 5), (5, 7)), ((64, 64), (64, 64)), ((65, 17), (17, 130)),
           ((2, 3, 5), (5, 4)), ((4, 3, 5), (4, 5, 2)), ((1, 3, 5), (4, 5, 2)),
           ((2, 1, 3, 5), (1, 3, 5, 2)), ((5,), (5, 3)), ((3, 5), (5,)), ((2, 3, 8), (8,)),
@@ -51,7 +53,7 @@ ACTS = {"none": lambda x: x, "relu": lambda x: np.maximum(x, 0), "gelu": _gelu,
 
 
 @pytest.mark.parametrize("k", [32, 33])
-@pytest.mark.parametrize("act", sorted(ACTS))
+@pytest.mark.parametrize("act", sorted(ACTIVATIONS))   # every row of the table, in WGSL
 def test_matmul_bias_activation(backend, act, k):
     check(backend, lambda x, w, b: x.matmul(w, bias=b, activation=act),
           lambda x, w, b: ACTS[act](x @ w + b), rand(2, 7, k), rand(k, 20, seed=1),

@@ -46,7 +46,7 @@ def test_one_executable_serves_every_shape(encoder):
     b = encoder.encode(["short"])
     np.testing.assert_allclose(a[0], b[0], atol=1e-5)     # padding to a batch changes nothing
     if encoder.device.info.backend != "reference":
-        assert len(encoder.executable._plans) >= 2       # one plan per (batch, seq) binding
+        assert len(encoder.executable.engine.plans) >= 2       # one plan per (batch, seq) binding
 
 
 def test_fused_and_unfused_minilm_agree(encoder, reference):

@@ -107,7 +107,7 @@ def test_every_shader_renders_without_unknown_slots():
         assert "fn " in text
         if not name.startswith("common/"):
             out = render(name, T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0",
-                         HIGHEST="1.0", SCALE="1.0")
+                         HIGHEST="1.0", SCALE="1.0", R="1")
             assert "{{" not in out and "@compute" in out
 
 
@@ -171,5 +171,5 @@ def test_workgroup_size_follows_the_adapter_limit():
 
 
 def test_f16_is_enabled_only_for_f16_code():
-    assert "enable f16;" not in render("matmul/matmul_vec4", T="f32", C="f32")
-    assert render("matmul/matmul_vec4", T="f16", C="f32").startswith("enable f16;")
+    assert "enable f16;" not in render("matmul/matmul_tiled", T="f32", C="f32", R="2")
+    assert render("matmul/matmul_tiled", T="f16", C="f32", R="2").startswith("enable f16;")

@@ -7,20 +7,9 @@ import sys
 import warnings
 from typing import Any
 
+from .reference import ReferenceDevice
+
 _default: dict[str, Any] = {}
-
-
-class ReferenceDevice:
-    """The numpy interpreter as a device: executables on it interpret their graph op by op."""
-
-    name = "reference"
-
-    def __init__(self) -> None:
-        from .reference import INFO
-        self.info = INFO
-
-    def __repr__(self) -> str:
-        return "<ReferenceDevice numpy>"
 
 
 def _wanted(name: str | None) -> str:

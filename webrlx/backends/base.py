@@ -1,4 +1,4 @@
-"""The Backend contract shared by every GPU backend, plus DeviceInfo and the pipeline cache.
+"""The Backend contract shared by every GPU backend, and the pipeline cache.
 
 A compiled run costs: write changed inputs, one submit of one encoder, one readback of the
 requested outputs. Nothing is created per run; `stats` counts creations so tests can check it.
@@ -7,47 +7,16 @@ from __future__ import annotations
 
 import abc
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
+from ..device_info import DeviceInfo
+
 
 class GPUError(RuntimeError):
     """The device rejected something (a shader, a pipeline, a command) or was lost."""
-
-
-@dataclass
-class DeviceInfo:
-    """What a device is and what it can do; kernels read limits from here, never assume them."""
-    name: str                      # adapter name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
-    backend: str                   # "wgpu (Vulkan)", "navigator.gpu", "reference"
-    limits: dict[str, int] = field(default_factory=dict)   # WebGPU names, dashed
-    features: frozenset[str] = frozenset()   # "shader-f16", "subgroups", "timestamp-query"
-
-    def limit(self, name: str, default: int = 0) -> int:
-        return int(self.limits.get(name, default))
-
-    @property
-    def max_workgroup_invocations(self) -> int:
-        return self.limit("max-compute-invocations-per-workgroup", 256)
-
-    @property
-    def storage_alignment(self) -> int:
-        return self.limit("min-storage-buffer-offset-alignment", 256)
-
-    @property
-    def uniform_alignment(self) -> int:
-        return self.limit("min-uniform-buffer-offset-alignment", 256)
-
-    @property
-    def max_binding_size(self) -> int:
-        return min(self.limit("max-storage-buffer-binding-size", 1 << 27),
-                   self.limit("max-buffer-size", 1 << 28))
-
-    @property
-    def has_f16(self) -> bool:
-        return "shader-f16" in self.features
 
 
 # Limits webrlx asks for at device creation (up to what the adapter offers).
@@ -77,6 +46,14 @@ class Copy:
     nbytes: int
 
 
+@dataclass
+class Timestamps:
+    """A timestamp query set with its resolve buffer and a readback buffer (8 bytes each)."""
+    query_set: Any
+    resolve: Any
+    readback: Any
+
+
 class Backend(abc.ABC):
     """A WebGPU device: buffers, cached pipelines, bind groups, one submit per run."""
 
@@ -92,7 +69,8 @@ class Backend(abc.ABC):
     # -- the contract -------------------------------------------------------------------
     @abc.abstractmethod
     def create_buffer(self, nbytes: int, usage: str) -> Any:
-        """Create a buffer; usage is "storage", "uniform" or "readback" (MAP_READ staging)."""
+        """Create a buffer; usage is "storage", "uniform", "readback" (MAP_READ staging) or
+        "query" (a timestamp resolve target)."""
 
     @abc.abstractmethod
     def write_buffer(self, buf: Any, offset: int, data: np.ndarray) -> None:
@@ -107,10 +85,17 @@ class Backend(abc.ABC):
         """Create a bind group for group 0 from (buffer, offset, size) in binding order."""
 
     @abc.abstractmethod
-    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = (),
-               before: Sequence[Copy] = ()) -> None:
-        """Encode the `before` copies, all dispatches in one compute pass, then the copies;
-        submit once."""
+    def _command_encoder(self) -> Any:
+        """Return a command encoder with wgpu-py's method names (copy_buffer_to_buffer,
+        begin_compute_pass(timestamp_writes=...), resolve_query_set, finish)."""
+
+    @abc.abstractmethod
+    def _queue_submit(self, command_buffer: Any) -> None:
+        """Submit one finished command buffer to the queue."""
+
+    def create_query_set(self, count: int) -> Any:
+        """Return a timestamp query set of `count` entries, or None without timestamp-query."""
+        return None
 
     @abc.abstractmethod
     def read_buffer(self, buf: Any, offset: int, nbytes: int) -> memoryview:
@@ -121,6 +106,49 @@ class Backend(abc.ABC):
         """Async form of read_buffer: the only form that works everywhere in the browser."""
 
     # -- shared ---------------------------------------------------------------------------
+    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = (),
+               before: Sequence[Copy] = (), timestamps: Timestamps | None = None) -> None:
+        """Encode the `before` copies, the dispatches, then the copies; submit once.
+
+        The dispatches share one compute pass; with `timestamps`, each gets its own pass
+        with begin/end timestamps, resolved and copied to timestamps.readback.
+        """
+        enc = self._command_encoder()
+        for c in before:
+            enc.copy_buffer_to_buffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
+        if dispatches and timestamps is None:
+            cpass = enc.begin_compute_pass()
+            for d in dispatches:
+                cpass.set_pipeline(d.pipeline)
+                cpass.set_bind_group(0, d.bind_group)
+                cpass.dispatch_workgroups(*d.grid)
+            cpass.end()
+        elif dispatches:
+            for i, d in enumerate(dispatches):
+                cpass = enc.begin_compute_pass(timestamp_writes={
+                    "query_set": timestamps.query_set, "beginning_of_pass_write_index": 2 * i,
+                    "end_of_pass_write_index": 2 * i + 1})
+                cpass.set_pipeline(d.pipeline)
+                cpass.set_bind_group(0, d.bind_group)
+                cpass.dispatch_workgroups(*d.grid)
+                cpass.end()
+            n = 2 * len(dispatches)
+            enc.resolve_query_set(timestamps.query_set, 0, n, timestamps.resolve, 0)
+            enc.copy_buffer_to_buffer(timestamps.resolve, 0, timestamps.readback, 0, 8 * n)
+        for c in copies:
+            enc.copy_buffer_to_buffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
+        self._queue_submit(enc.finish())
+        self.stats["submits"] += 1
+
+    def timestamps(self, dispatches: int) -> Timestamps | None:
+        """Return what `submit` needs to time each of `dispatches` passes (None where the
+        device has no timestamp-query)."""
+        qs = self.create_query_set(2 * dispatches) if dispatches else None
+        if qs is None:
+            return None
+        return Timestamps(qs, self.create_buffer(16 * dispatches, "query"),
+                          self.create_buffer(16 * dispatches, "readback"))
+
     def pipeline(self, source: str, entry: str = "main",
                  overrides: dict[str, float] | None = None) -> Any:
         """Return the compute pipeline for (source, entry, overrides), compiling it once."""

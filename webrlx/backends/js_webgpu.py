@@ -18,8 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .base import (WANTED_FEATURES, WANTED_LIMITS, Backend, Copy, DeviceInfo, Dispatch,
-                   GPUError)
+from ..device_info import DeviceInfo
+from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
 
 IN_PYODIDE = "_pyodide_core" in sys.modules
 if IN_PYODIDE:
@@ -30,8 +30,9 @@ if IN_PYODIDE:
 
 # GPUBufferUsage and GPUMapMode flags, fixed by the WebGPU spec.
 MAP_READ, COPY_SRC, COPY_DST, UNIFORM, STORAGE = 0x1, 0x4, 0x8, 0x40, 0x80
+QUERY_RESOLVE = 0x200
 BUFFER_USAGE = {"storage": STORAGE | COPY_DST | COPY_SRC, "uniform": UNIFORM | COPY_DST,
-                "readback": MAP_READ | COPY_DST}
+                "readback": MAP_READ | COPY_DST, "query": QUERY_RESOLVE | COPY_SRC}
 MAP_MODE_READ = 0x1
 
 
@@ -120,6 +121,36 @@ def create_backend(power_preference: str = "high-performance") -> JsWebGPUBacken
     if not can_run_sync():
         raise _sync_unavailable("webrlx.device()", "`await webrlx.device_async()`")
     return run_sync(create_backend_async(power_preference))
+
+
+class _JsPass:
+    """A GPUComputePassEncoder under wgpu-py's method names (Backend.submit encodes with them)."""
+
+    def __init__(self, js_pass: Any) -> None:
+        self.js_pass = js_pass
+        self.set_pipeline = js_pass.setPipeline
+        self.set_bind_group = js_pass.setBindGroup
+        self.dispatch_workgroups = js_pass.dispatchWorkgroups
+        self.end = js_pass.end
+
+
+class _JsEncoder:
+    """A GPUCommandEncoder under wgpu-py's method names."""
+
+    def __init__(self, js_encoder: Any) -> None:
+        self.js_encoder = js_encoder
+        self.copy_buffer_to_buffer = js_encoder.copyBufferToBuffer
+        self.resolve_query_set = js_encoder.resolveQuerySet
+        self.finish = js_encoder.finish
+
+    def begin_compute_pass(self, timestamp_writes: dict[str, Any] | None = None) -> _JsPass:
+        if timestamp_writes is None:
+            return _JsPass(self.js_encoder.beginComputePass())
+        w = timestamp_writes
+        return _JsPass(self.js_encoder.beginComputePass(_js({"timestampWrites": {
+            "querySet": w["query_set"],
+            "beginningOfPassWriteIndex": w["beginning_of_pass_write_index"],
+            "endOfPassWriteIndex": w["end_of_pass_write_index"]}})))
 
 
 class JsWebGPUBackend(Backend):
@@ -222,23 +253,17 @@ class JsWebGPUBackend(Backend):
         # No error scope (a wait each): a bad bind group is reported by the next read.
         return self.js_device.createBindGroup(_js(desc))
 
-    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = (),
-               before: Sequence[Copy] = ()) -> None:
+    def _command_encoder(self) -> Any:
         self._check("submit")
-        enc = self.js_device.createCommandEncoder()
-        for c in before:
-            enc.copyBufferToBuffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
-        if dispatches:
-            cpass = enc.beginComputePass()
-            for d in dispatches:
-                cpass.setPipeline(d.pipeline)
-                cpass.setBindGroup(0, d.bind_group)
-                cpass.dispatchWorkgroups(*d.grid)
-            cpass.end()
-        for c in copies:
-            enc.copyBufferToBuffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
-        self.js_queue.submit(js.Array.of(enc.finish()))
-        self.stats["submits"] += 1
+        return _JsEncoder(self.js_device.createCommandEncoder())
+
+    def _queue_submit(self, command_buffer: Any) -> None:
+        self.js_queue.submit(js.Array.of(command_buffer))
+
+    def create_query_set(self, count: int) -> Any:
+        if "timestamp-query" not in self.info.features:
+            return None
+        return self.js_device.createQuerySet(_js({"type": "timestamp", "count": count}))
 
     def _copy_mapped(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         out = np.empty(nbytes, np.uint8)

@@ -7,8 +7,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .base import (WANTED_FEATURES, WANTED_LIMITS, Backend, Copy, DeviceInfo, Dispatch,
-                   GPUError)
+from ..device_info import DeviceInfo
+from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
 
 # wgpu-py spells the WebGPU feature "subgroups" as "subgroup".
 _FEATURE_NAMES = {"subgroups": "subgroup"}
@@ -57,6 +57,7 @@ class WgpuBackend(Backend):
             | wgpu.BufferUsage.COPY_SRC,
             "uniform": wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST,
             "readback": wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST,
+            "query": wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC,
         }
 
     def create_buffer(self, nbytes: int, usage: str) -> Any:
@@ -87,22 +88,16 @@ class WgpuBackend(Backend):
             entries=[{"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
                      for i, (b, o, s) in enumerate(entries)])
 
-    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = (),
-               before: Sequence[Copy] = ()) -> None:
-        enc = self.device.create_command_encoder()
-        for c in before:
-            enc.copy_buffer_to_buffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
-        if dispatches:
-            cpass = enc.begin_compute_pass()
-            for d in dispatches:
-                cpass.set_pipeline(d.pipeline)
-                cpass.set_bind_group(0, d.bind_group)
-                cpass.dispatch_workgroups(*d.grid)
-            cpass.end()
-        for c in copies:
-            enc.copy_buffer_to_buffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
-        self.queue.submit([enc.finish()])
-        self.stats["submits"] += 1
+    def _command_encoder(self) -> Any:
+        return self.device.create_command_encoder()
+
+    def _queue_submit(self, command_buffer: Any) -> None:
+        self.queue.submit([command_buffer])
+
+    def create_query_set(self, count: int) -> Any:
+        if "timestamp-query" not in self.info.features:
+            return None
+        return self.device.create_query_set(type="timestamp", count=count)
 
     def read_buffer(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         buf.map_sync(self._wgpu.MapMode.READ, offset, nbytes)

@@ -1,16 +1,18 @@
-"""Pattern fusions found on the graph before lowering (elementwise chains fuse lazily in
-lowerer.py): matmul + bias + activation epilogues, residual add + norm, and attention whose
-only consumer is the (0, 2, 1, 3) permute back to (batch, seq, heads, dim)."""
+"""Pattern fusions found on the graph before lowering (elementwise chains fuse lazily while
+emitting, see emit.py): matmul + bias + activation epilogues, residual add + norm, and attention
+whose only consumer is the (0, 2, 1, 3) permute back to (batch, seq, heads, dim).
+
+Each pattern is one function over a node; find_fusions runs them all.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
-from ..graph import SOURCES, Graph
-from .lowerer import broadcast_strides as broadcast
+from ..activations import activation_of
+from ..graph import SOURCES, Graph, Node
 
-__all__ = ["Fusions", "find_fusions", "broadcast", "consumers_of"]
-
-_ACTIVATIONS = {"relu": "relu", "silu": "silu", "sigmoid": "sigmoid", "tanh": "tanh"}
+__all__ = ["Fusions", "find_fusions", "consumers_of"]
 
 
 @dataclass
@@ -38,50 +40,75 @@ def consumers_of(graph: Graph, live: set[int], skip: set[int]) -> dict[int, list
     return users
 
 
+@dataclass
+class _Scan:
+    """The graph facts every pattern reads, and the Fusions they fill in."""
+    nodes: list[Node]
+    users: dict[int, list[int]]
+    outputs: set[int]
+    shapes: dict[int, tuple[int, ...]]
+    found: Fusions
+
+    def only_user(self, i: int) -> int | None:
+        u = self.users.get(i, [])
+        return u[0] if len(u) == 1 and i not in self.outputs else None
+
+
+def _matmul_epilogue(s: _Scan, n: Node) -> None:
+    """matmul -> add (N,) bias -> activation: one kernel with a fused epilogue."""
+    if n.op != "matmul" or len(n.inputs) != 2 or n.attrs.get("activation") != "none":
+        return
+    ep, cur = Epilogue(last=n.id), n.id
+    u = s.only_user(cur)
+    if u is not None and s.nodes[u].op == "add":
+        other = [i for i in s.nodes[u].inputs if i != cur]
+        if len(other) == 1 and s.shapes[other[0]] == (s.shapes[n.id][-1],) and \
+                (other[0] < n.id or s.nodes[other[0]].op in SOURCES) and \
+                s.nodes[other[0]].dtype == n.dtype and s.shapes[u] == s.shapes[n.id]:
+            ep.bias, cur = other[0], u
+            s.found.absorbed.add(u)
+    u = s.only_user(cur)
+    act = activation_of(s.nodes[u].op, s.nodes[u].attrs) if u is not None else None
+    if act is not None:
+        ep.activation, cur = act, u
+        s.found.absorbed.add(u)
+    if cur != n.id:
+        ep.last = cur
+        s.found.epilogues[n.id] = ep
+
+
+def _residual_norm(s: _Scan, n: Node) -> None:
+    """norm(x + r) with x, r of one shape: the norm kernel adds them itself."""
+    if n.op not in ("layer_norm", "rms_norm"):
+        return
+    a = s.nodes[n.inputs[0]]
+    if a.op == "add" and s.only_user(a.id) == n.id and a.id not in s.found.absorbed and \
+            s.shapes[a.inputs[0]] == s.shapes[a.inputs[1]] == s.shapes[a.id] and \
+            s.nodes[a.inputs[0]].dtype == s.nodes[a.inputs[1]].dtype == a.dtype:
+        s.found.residuals[n.id] = (a.inputs[0], a.inputs[1])
+        s.found.absorbed.add(a.id)
+
+
+def _bshd_attention(s: _Scan, n: Node) -> None:
+    """attention whose only consumer permutes it to (B, L, H, D): write that layout directly."""
+    if n.op != "attention":
+        return
+    u = s.only_user(n.id)
+    if u is not None and s.nodes[u].op == "permute" and \
+            tuple(s.nodes[u].attrs["axes"]) == (0, 2, 1, 3):
+        s.found.bshd_attention[n.id] = u
+
+
+PATTERNS: tuple[Callable[[_Scan, Node], None], ...] = (_matmul_epilogue, _residual_norm,
+                                                      _bshd_attention)
+
+
 def find_fusions(graph: Graph, live: set[int], users: dict[int, list[int]], outputs: set[int],
                  shapes: dict[int, tuple[int, ...]]) -> Fusions:
-    f = Fusions()
-    nodes = graph.nodes
-
-    def only_user(i: int) -> int | None:
-        u = users.get(i, [])
-        return u[0] if len(u) == 1 and i not in outputs else None
-
-    for n in nodes:
-        if n.id not in live:
-            continue
-        if n.op == "matmul" and len(n.inputs) == 2 and n.attrs.get("activation") == "none":
-            ep, cur = Epilogue(last=n.id), n.id
-            u = only_user(cur)
-            if u is not None and nodes[u].op == "add":
-                other = [i for i in nodes[u].inputs if i != cur]
-                nn_ = shapes[n.id][-1]
-                if len(other) == 1 and shapes[other[0]] == (nn_,) and \
-                        (other[0] < n.id or nodes[other[0]].op in SOURCES) and \
-                        nodes[other[0]].dtype == n.dtype and shapes[u] == shapes[n.id]:
-                    ep.bias, cur = other[0], u
-                    f.absorbed.add(u)
-            u = only_user(cur)
-            if u is not None:
-                op = nodes[u].op
-                act = _ACTIVATIONS.get(op) or ("gelu" if op == "gelu" and nodes[u].attrs.get(
-                    "approximate", "none") == "none" else "gelu_tanh" if op == "gelu" else None)
-                if act:
-                    ep.activation, cur = act, u
-                    f.absorbed.add(u)
-            if cur != n.id:
-                ep.last = cur
-                f.epilogues[n.id] = ep
-        elif n.op in ("layer_norm", "rms_norm"):
-            a = nodes[n.inputs[0]]
-            if a.op == "add" and only_user(a.id) == n.id and a.id not in f.absorbed and \
-                    shapes[a.inputs[0]] == shapes[a.inputs[1]] == shapes[a.id] and \
-                    nodes[a.inputs[0]].dtype == nodes[a.inputs[1]].dtype == a.dtype:
-                f.residuals[n.id] = (a.inputs[0], a.inputs[1])
-                f.absorbed.add(a.id)
-        elif n.op == "attention":
-            u = only_user(n.id)
-            if u is not None and nodes[u].op == "permute" and \
-                    tuple(nodes[u].attrs["axes"]) == (0, 2, 1, 3):
-                f.bshd_attention[n.id] = u
-    return f
+    """Run every pattern over the live nodes, in graph order."""
+    scan = _Scan(graph.nodes, users, outputs, shapes, Fusions())
+    for n in graph.nodes:
+        if n.id in live:
+            for pattern in PATTERNS:
+                pattern(scan, n)
+    return scan.found

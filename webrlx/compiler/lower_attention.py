@@ -6,18 +6,20 @@ from __future__ import annotations
 import math
 
 from ..graph import Node
-from ..kernels import render
+from ..kernels import kernel
 from ..shape import strides_of
-from .lower import emit_matmul, lowering, rows_per_workgroup
-from .lowerer import Lowerer, f32_bits
+from .emit import EmitContext
+from .lower_matmul import emit_matmul
+from .lower_rows import rows_per_workgroup
 from .program import Buf
+from .registry import lowering
 
 ROWS_ATTENTION_STORAGE = 2 * 512 * 16 + 32 * 4 + 2 * 64 * 4   # bytes: K, V tiles, keep, m, l
 ATTENTION_THREADS = 8192   # split a row's keys over threads until about this many run (few rows)
 MATMUL_ATTENTION_ROWS = 64  # q and kv lengths from which the two-matmul form is used
 
 
-def _bhd_strides(L: Lowerer, node_id: int) -> tuple[Buf, tuple[int, int, int]]:
+def _bhd_strides(L: EmitContext, node_id: int) -> tuple[Buf, tuple[int, int, int]]:
     """(buffer, (batch, head, row) strides) of a (B, H, L, D) operand; views need no copy."""
     lz = L.lazy.get(node_id)
     view = lz.view() if lz else None
@@ -28,8 +30,8 @@ def _bhd_strides(L: Lowerer, node_id: int) -> tuple[Buf, tuple[int, int, int]]:
     return L.buf(node_id), st[:3]
 
 
-@lowering("attention")
-def _attention(L: Lowerer, node: Node) -> Buf:
+@lowering("attention", inlines=True)
+def _attention(L: EmitContext, node: Node) -> Buf:
     b, h, lq, d = L.shape(node.inputs[0])
     lk = L.shape(node.inputs[1])[2]
     if d > 256:
@@ -54,15 +56,18 @@ def _attention(L: Lowerer, node: Node) -> Buf:
     # split each row's keys over more threads until ~128K threads are in flight
     split = min(8, 1 << max(0, math.ceil(math.log2(max(1, ATTENTION_THREADS / (b * h * lq))))))
     grid = (-(-lq // (64 // split)), h, b) if rows else (lq, h, b)
-    L.emit("attention_rows" if rows else "attention", render(shader, T=L.T(node.dtype)),
-           [qb, kb, vb, mask, out], out,
-           [lq, lk, d, f32_bits(node.attrs["scale"]), *qs, *ks, *vs, *os_], grid,
+    strides = {f"{t}_{s}": v for t, st in zip("qkvo", (qs, ks, vs, os_))
+               for s, v in zip("bhi", st)}
+    L.emit(kernel(shader, T=L.T(node.dtype)), {"q": qb, "k": kb, "v": vb, "mask": mask,
+                                                "out": out},
+           {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides}, grid,
            {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
-            **({"DV4": -(-d // 4), "SPLIT": split} if rows else {})})
+            **({"DV4": -(-d // 4), "SPLIT": split} if rows else {})},
+           name="attention_rows" if rows else "attention")
     return out
 
 
-def _attention_by_matmul(L: Lowerer, node: Node, dims: tuple[int, int, int, int, int]) -> Buf:
+def _attention_by_matmul(L: EmitContext, node: Node, dims: tuple[int, int, int, int, int]) -> Buf:
     """S = q k^T (tiled matmul), P = masked softmax(S * scale), out = P v (tiled matmul)."""
     b, h, lq, lk, d = dims
     q_id, k_id, v_id = node.inputs[:3]
@@ -76,10 +81,12 @@ def _attention_by_matmul(L: Lowerer, node: Node, dims: tuple[int, int, int, int,
     mask = L.buf(node.inputs[3]) if has_mask else L.dummy(1)
     probs = L.temp((b * h, lq, lk), dtype)
     rows, rpw = b * h * lq, rows_per_workgroup(lk)
-    L.emit("softmax[attention]", render("reduce/softmax", T=L.T(dtype)), [scores, mask, probs],
-           probs, [rows, lk, h * lq, lq, lk - lq, f32_bits(node.attrs["scale"])],
+    L.emit(kernel("reduce/softmax", T=L.T(dtype)), {"x": scores, "mask": mask, "out": probs},
+           {"rows": rows, "n": lk, "per_batch": h * lq, "lq": lq, "q_off": lk - lq,
+            "scale": node.attrs["scale"]},
            L.grid(-(-rows // rpw), 1), {"LOG": False, "HAS_MASK": has_mask, "RPW": rpw,
-                                        "CAUSAL": bool(node.attrs.get("causal", False))})
+                                        "CAUSAL": bool(node.attrs.get("causal", False))},
+           name="softmax[attention]")
     out = L.temp((b, h, lq, d), dtype)
     emit_matmul(L, probs, v, None, out, (lq, d, lk, b * h), (lq * lk, lk * d), dtype, "f32")
     return out

@@ -31,7 +31,7 @@ class KernelCall:
     name: str                            # e.g. "matmul", "elementwise[add]"
     source: str
     buffers: list[Buf]                   # storage bindings in order; the uniform comes last
-    writes: Buf                          # the buffer this call writes
+    writes: Buf                          # the buffer this call writes (the last binding)
     params: list[int]                    # uniform words (u32; f32 as bit patterns)
     grid: tuple[int, int, int]
     overrides: dict[str, Any] = field(default_factory=dict)
@@ -40,6 +40,9 @@ class KernelCall:
     # the problem, e.g. "matmul f32 128x384x384x1"); the fields above are the default
     variants: list[Variant] = field(default_factory=list)
     tune_key: str = ""
+    shader: str = ""                     # the kernel's name, e.g. "reduce/softmax"
+    args: dict[str, Any] = field(default_factory=dict)        # named params, as passed
+    binding_names: tuple[str, ...] = ()  # the shader's names of `buffers`
 
 
 @dataclass
@@ -49,6 +52,13 @@ class Variant:
     source: str
     grid: tuple[int, int, int]
     overrides: dict[str, Any] = field(default_factory=dict)
+    signature: Any = None                # kernels.Signature: must equal the call's
+
+    @classmethod
+    def of(cls, name: str, kernel: Any, grid: tuple[int, int, int],
+           overrides: dict[str, Any]) -> Variant:
+        """A variant running kernels.Kernel `kernel` under `name`."""
+        return cls(name, kernel.source, grid, dict(overrides), kernel.sig)
 
 
 @dataclass
@@ -67,6 +77,8 @@ class Program:
     consts: list[Buf]
     offsets: dict[int, tuple[int, int]] = field(default_factory=dict)  # temp id -> (arena, off)
     arena_sizes: list[int] = field(default_factory=list)
+    values: dict[int, Buf] = field(default_factory=dict)   # node id -> buffer holding it
+    shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)   # node id -> shape
 
     def temps(self) -> list[Buf]:
         seen: dict[int, Buf] = {}

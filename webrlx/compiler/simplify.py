@@ -5,7 +5,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..backends.reference import evaluate
+from ..reference import evaluate
 from ..graph import Graph
 from ..ops import OPS
 from ..shape import ShapeError, bind, eval_dim

@@ -11,8 +11,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .. import nn
-from ..graph import Graph
-from ..tensor import Tensor
+from ..tensor import Graph, Tensor
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..backends.base import Backend, Copy, Dispatch
-from ..compiler.lower import storage_np
+from ..dtype import storage_np
 from ..compiler.memory import plan_memory
 from ..compiler.program import Program
 from . import autotune

@@ -1,5 +1,5 @@
-"""Lowerer: the state of lowering one graph under one shape binding — virtual buffers, kernel
-calls, and lazy values.
+"""EmitContext: the state of lowering one graph under one shape binding — virtual buffers, the
+kernel calls emitted so far, and lazy values. Lowering rules (lower_*.py) call into it.
 
 A value is either materialized (a Buf holding it contiguously) or lazy: an expression over
 strided leaves, inlined into its single consumer. Elementwise chains, broadcasts, permutes,
@@ -9,35 +9,24 @@ kernel that takes strides (attention) without a copy.
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .. import codegen
 from .. import dtype as dt
-from ..backends.base import DeviceInfo
 from ..codegen import Expr, Strided, grid_1d, storage_type
+from ..device_info import DeviceInfo
 from ..graph import Graph
-from ..shape import strides_of
-from .program import Buf, KernelCall
+from ..kernels import Kernel, KernelArgumentError
+from ..shape import broadcast_strides, strides_of
+from .fuse import Fusions
+from .program import Buf, KernelCall, Variant
+from .registry import INLINES
 
 Leaf = tuple[Buf, dt.DType, int, tuple[int, ...]]   # buffer, dtype, offset, strides
 MAX_FUSED_BUFFERS = 8   # storage bindings of one fused kernel (Chromium allows 10 per stage)
-
-
-def f32_bits(x: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", x))[0]
-
-
-def storage_np(d: dt.DType, f16: bool) -> np.dtype:
-    """numpy dtype of d's bytes on the device (bool as u32; f16 as f32 without shader-f16)."""
-    if d == dt.bool_:
-        return np.dtype(np.uint32)
-    if d == dt.float16 and not f16:
-        return np.dtype(np.float32)
-    return d.np_dtype
 
 
 @dataclass
@@ -62,19 +51,11 @@ def _shift(e: Expr, k: int) -> Expr:
     return Expr(e.op, tuple(_shift(a, k) for a in e.args), e.dtype, e.attrs)
 
 
-def broadcast_strides(shape: tuple[int, ...], strides: tuple[int, ...],
-                      out_shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Strides over out_shape of a view of `shape` broadcast to it (numpy rules)."""
-    pad = len(out_shape) - len(shape)
-    return tuple(0 if i < pad or shape[i - pad] == 1 else strides[i - pad]
-                 for i in range(len(out_shape)))
-
-
-class Lowerer:
+class EmitContext:
     """Builds the kernel-call list for one graph under one shape binding."""
 
     def __init__(self, graph: Graph, shapes: Mapping[int, tuple[int, ...]], info: DeviceInfo,
-                 consumers: Mapping[int, list[int]], outputs: set[int], fusions: Any,
+                 consumers: Mapping[int, list[int]], outputs: set[int], fusions: Fusions,
                  fuse_ops: bool = True) -> None:
         self.graph = graph
         self.shapes = shapes
@@ -86,7 +67,7 @@ class Lowerer:
                       info.limit("max-compute-workgroup-size-x", codegen.WORKGROUP))
         self.consumers = consumers
         self.outputs = outputs
-        self.fusions = fusions                   # fuse.Fusions found on the graph
+        self.fusions = fusions                   # pattern fusions found on the graph
         self.fuse_ops = fuse_ops                 # False: no value stays lazy
         self.prelowered: dict[int, Buf] = {}     # node id -> value another lowering produced
         self.calls: list[KernelCall] = []
@@ -98,13 +79,13 @@ class Lowerer:
 
     # -- buffers ------------------------------------------------------------------------------
     def nbytes(self, shape: tuple[int, ...], d: dt.DType) -> int:
-        return math.prod(shape) * storage_np(d, self.f16).itemsize
+        return math.prod(shape) * dt.storage_np(d, self.f16).itemsize
 
     def temp(self, shape: tuple[int, ...], d: dt.DType) -> Buf:
         return Buf(self.nbytes(shape, d), "temp")
 
     def const(self, value: np.ndarray, d: dt.DType) -> Buf:
-        arr = np.asarray(np.asarray(value).astype(storage_np(d, self.f16)), order="C")
+        arr = np.asarray(np.asarray(value).astype(dt.storage_np(d, self.f16)), order="C")
         buf = Buf(arr.nbytes, "const", value=arr)
         self.consts.append(buf)
         return buf
@@ -152,9 +133,7 @@ class Lowerer:
         users = self.consumers.get(node_id, [])
         if not self.fuse_ops or node_id in self.outputs or len(users) != 1:
             return False
-        user = self.graph.nodes[users[0]]
-        from .lower import INLINES   # the consumers that read lazy values
-        return user.op in INLINES
+        return self.graph.nodes[users[0]].op in INLINES
 
     def settle(self, node_id: int, lz: Lazy) -> Buf | None:
         """Keep lz lazy when the node is fusable; otherwise materialize it now."""
@@ -180,8 +159,25 @@ class Lowerer:
         return _shift(lz.expr, k)
 
     # -- calls --------------------------------------------------------------------------------
-    def emit(self, name: str, source: str, buffers: list[Buf], writes: Buf, params: list[int],
-             grid: tuple[int, int, int], overrides: dict | None = None) -> None:
+    def emit(self, kernel: Kernel, bindings: Mapping[str, Buf], params: Mapping[str, Any],
+             grid: tuple[int, int, int], overrides: Mapping[str, Any] | None = None, *,
+             name: str | None = None, variants: Sequence[Variant] = (),
+             tune_key: str = "") -> None:
+        """Append a call of kernel with named bindings and params (checked against what the
+        shader declares); the last declared storage binding is the one it writes.
+
+        Variants (other kernels with the same signature) let the autotuner pick by tune_key.
+        """
+        overrides = dict(overrides or {})
+        if "WG" in dict(kernel.sig.overrides) and "WG" not in overrides:
+            overrides["WG"] = self.wg        # threads per workgroup, from the adapter's limits
+        kernel.check_overrides(overrides)
+        buffers, words = kernel.pack(bindings, params)
+        for v in variants:
+            if v.signature != kernel.sig:
+                raise KernelArgumentError(f"kernel {kernel.name!r}: variant {v.name!r} "
+                                          "declares other bindings or params")
+        writes = buffers[-1]
         if writes.nbytes == 0 or 0 in grid:
             return
         seen: set[int] = set()
@@ -189,11 +185,10 @@ class Lowerer:
             if b.id in seen:
                 buffers[i] = self.copy(b)
             seen.add(b.id)
-        overrides = dict(overrides or {})
-        if "override WG" in source:       # sized from the adapter's limits, like the grid
-            overrides["WG"] = self.wg
-        self.calls.append(KernelCall(name, source, list(buffers), writes, list(params), grid,
-                                     overrides, self.node))
+        self.calls.append(KernelCall(name or kernel.name, kernel.source, buffers, writes, words,
+                                     grid, overrides, self.node, list(variants), tune_key,
+                                     shader=kernel.name, args=dict(params),
+                                     binding_names=kernel.sig.bindings))
 
     def grid(self, n: int, wg: int | None = None) -> tuple[int, int, int]:
         """Workgroups covering n items at wg per workgroup (default: the adapter's WG)."""
@@ -218,11 +213,12 @@ class Lowerer:
                 bufs.append(b)
                 dtypes.append(d)
             views.append(Strided(bufs.index(b), d, off, st))
-        src, words = codegen.elementwise(expr, dtypes, views,
-                                         Strided(len(bufs), out_dtype, out_offset, out_strides),
-                                         shape, self.f16)
-        self.emit(f"elementwise[{name}]", src, bufs + [out], out, words,
-                  self.grid(math.prod(shape)))
+        kernel, params = codegen.elementwise(expr, dtypes, views,
+                                             Strided(len(bufs), out_dtype, out_offset,
+                                                     out_strides), shape, self.f16)
+        bindings = {f"b{k}": b for k, b in enumerate(bufs + [out])}
+        self.emit(kernel, bindings, params, self.grid(math.prod(shape)),
+                  name=f"elementwise[{name}]")
 
     # -- row layouts --------------------------------------------------------------------------
     def permuted(self, node_id: int, perm: tuple[int, ...]) -> Buf:

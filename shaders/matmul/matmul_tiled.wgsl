@@ -1,0 +1,79 @@
+// matmul, register-tiled: C[b] = act(A[b] @ B[b] + bias), A [M,K], B [K,N] row-major.
+// Needs K % 4 == 0 and N % 4 == 0 (A, B, C bound as vec4 arrays); M is free.
+// bindings: 0 A, 1 B, 2 bias [N] (a dummy when HAS_BIAS is false), 3 C, 4 params.
+// One source, two tile sizes ({{R}}): R = 2 -> 128x128 tiles, 8x8 outputs per thread, BK 8
+// (big problems); R = 1 -> 64x64 tiles, 4x4 per thread, BK 16 (more workgroups in flight).
+// grid: (ceil(N/TM), ceil(M/TM), batches); 16x16 threads, each owns R x R blocks of 4x4:
+// rows i*64 + ty*4 + (0..3) x column quads j*16 + tx.
+// Limits: shared-memory bandwidth (two vec4 loads per 4R^2 FMAs of vec4). Loops run a constant
+// R times so compilers unroll them: acc must keep constant indices, a dynamic index pushes it
+// out of registers. Next tile's global loads are held in registers during the FMAs.
+// {{T}} is the storage type, {{C}} the math type (f32, or f16 when accumulating in half).
+{{MATH}}
+{{VEC4_IO}}
+
+const R: u32 = {{R}}u;
+const TM: u32 = 64u * R;          // tile rows = tile columns
+const BK: u32 = 16u / R;          // k per step: the A and B tiles hold 1024 values each
+const Q: u32 = 16u * R;           // vec4s per k row of As / Bs
+var<workgroup> As: array<vec4<{{C}}>, 256>;   // [k][m / 4]: BK x Q
+var<workgroup> Bs: array<vec4<{{C}}>, 256>;   // [k][n / 4]: BK x Q
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let tx = lid.x;
+    let ty = lid.y;
+    let tid = ty * 16u + tx;
+    let row0 = wid.y * TM;
+    let col0 = wid.x * TM;
+    let K4 = p.K / 4u;
+    let N4 = p.N / 4u;
+    let a_base = (p.a_off + wid.z * p.a_bs) / 4u;
+    let b_base = (p.b_off + wid.z * p.b_bs) / 4u;
+    // this thread's loads: A row, k quad; B k row, column quad
+    let la_row = tid / (BK / 4u);
+    let la_k = (tid % (BK / 4u)) * 4u;
+    let lb_k = tid / Q;
+    let lb_c = tid % Q;
+    var acc: array<vec4<{{C}}>, 4u * R * R>;
+    var va = load_a(a_base, row0 + la_row, la_k, K4);
+    var vb = load_b(b_base, lb_k, col0 / 4u + lb_c, N4);
+    for (var k0 = 0u; k0 < p.K; k0 += BK) {
+        let q = la_row / 4u;
+        let r = la_row % 4u;
+        As[(la_k + 0u) * Q + q][r] = va.x;
+        As[(la_k + 1u) * Q + q][r] = va.y;
+        As[(la_k + 2u) * Q + q][r] = va.z;
+        As[(la_k + 3u) * Q + q][r] = va.w;
+        Bs[lb_k * Q + lb_c] = vb;
+        workgroupBarrier();
+        va = load_a(a_base, row0 + la_row, k0 + BK + la_k, K4);
+        vb = load_b(b_base, k0 + BK + lb_k, col0 / 4u + lb_c, N4);
+        for (var k = 0u; k < BK; k++) {
+            var a: array<vec4<{{C}}>, R>;
+            var b: array<vec4<{{C}}>, R>;
+            for (var i = 0u; i < R; i++) {
+                a[i] = As[k * Q + i * 16u + ty];
+                b[i] = Bs[k * Q + i * 16u + tx];
+            }
+            for (var i = 0u; i < R; i++) {
+                for (var j = 0u; j < R; j++) {
+                    let at = i * 4u * R + j;
+                    acc[at] += a[i].x * b[j];
+                    acc[at + R] += a[i].y * b[j];
+                    acc[at + 2u * R] += a[i].z * b[j];
+                    acc[at + 3u * R] += a[i].w * b[j];
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < R; i++) {
+        for (var c = 0u; c < 4u; c++) {
+            for (var j = 0u; j < R; j++) {
+                store(wid.z, row0 + i * 64u + ty * 4u + c, col0 / 4u + j * 16u + tx,
+                      acc[(i * 4u + c) * R + j]);
+            }
+        }
+    }
+}

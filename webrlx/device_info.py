@@ -1,0 +1,39 @@
+"""DeviceInfo: what a device is and what it can do. The compiler reads limits and features from
+here (never assuming them); backends fill it in from their adapter."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class DeviceInfo:
+    """An adapter's name, backend, limits (WebGPU names, dashed) and optional features."""
+    name: str                      # adapter name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+    backend: str                   # "wgpu (Vulkan)", "navigator.gpu", "reference"
+    limits: dict[str, int] = field(default_factory=dict)
+    features: frozenset[str] = frozenset()   # "shader-f16", "subgroups", "timestamp-query"
+
+    def limit(self, name: str, default: int = 0) -> int:
+        """Return limit `name` (dashed WebGPU spelling), or default when the device has none."""
+        return int(self.limits.get(name, default))
+
+    @property
+    def max_workgroup_invocations(self) -> int:
+        return self.limit("max-compute-invocations-per-workgroup", 256)
+
+    @property
+    def storage_alignment(self) -> int:
+        return self.limit("min-storage-buffer-offset-alignment", 256)
+
+    @property
+    def uniform_alignment(self) -> int:
+        return self.limit("min-uniform-buffer-offset-alignment", 256)
+
+    @property
+    def max_binding_size(self) -> int:
+        return min(self.limit("max-storage-buffer-binding-size", 1 << 27),
+                   self.limit("max-buffer-size", 1 << 28))
+
+    @property
+    def has_f16(self) -> bool:
+        return "shader-f16" in self.features

@@ -1,0 +1,273 @@
+"""The numpy reference: one rule per op (REFERENCE), and an interpreter of a whole graph.
+
+It is the oracle of every backend test, the constant folder's evaluator, and (through
+backends/reference.py) the fallback device when no adapter exists. Float math runs in float64
+where numpy would lose accuracy, then rounds to the node's dtype.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from .activations import ACTIVATIONS, erf, gelu
+from .graph import Graph, Node
+
+Rule = Callable[[list[np.ndarray], dict[str, Any]], np.ndarray]
+
+
+def _f64(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float64) if x.dtype.kind == "f" else x
+
+
+def _pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":
+        return np.power(a.astype(np.float64), b).astype(np.float64)
+    with np.errstate(all="ignore"):
+        return np.power(_f64(a), _f64(b))
+
+
+def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.true_divide(_f64(a), _f64(b))
+
+
+def _reduce(fn: Callable) -> Rule:
+    def rule(xs, at):
+        axes = tuple(at["axes"]) if at["axes"] is not None else None
+        return fn(_f64(xs[0]), axis=axes, keepdims=at["keepdims"])
+    return rule
+
+
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    x = _f64(x)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    x = _f64(x)
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def _layer_norm(xs, at):
+    x = _f64(xs[0])
+    mu = x.mean(-1, keepdims=True)
+    y = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + at["eps"])
+    return _affine(y, xs[1:])
+
+
+def _rms_norm(xs, at):
+    x = _f64(xs[0])
+    return _affine(x / np.sqrt((x * x).mean(-1, keepdims=True) + at["eps"]), xs[1:])
+
+
+def _affine(y: np.ndarray, wb: list[np.ndarray]) -> np.ndarray:
+    if wb:
+        y = y * _f64(wb[0])
+    if len(wb) > 1:
+        y = y + _f64(wb[1])
+    return y
+
+
+def _matmul(xs, at):
+    y = np.matmul(_f64(xs[0]), _f64(xs[1]))
+    if len(xs) == 3:
+        y = y + _f64(xs[2])
+    return ACTIVATIONS[at.get("activation", "none")].numpy(y)
+
+
+def _activation(name: str) -> Rule:
+    fn = ACTIVATIONS[name].numpy
+    return lambda xs, at: fn(_f64(xs[0]))
+
+
+def _slice(xs, at):
+    return xs[0][tuple(slice(a, b) for a, b in zip(at["starts"], at["stops"]))]
+
+
+def _argtopk(xs, at):
+    # stable: among equal values the lower index comes first
+    x, axis, k = xs[0], at["axis"], at["k"]
+    order = np.argsort(-_f64(x), axis=axis, kind="stable")
+    return np.take(order, np.arange(k), axis=axis)
+
+
+def _gather(xs, at):
+    x, idx = xs
+    n = x.shape[at["axis"]]
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise IndexError(f"gather: index out of range [0, {n}) "
+                         f"(got min {idx.min()}, max {idx.max()})")
+    return np.take(x, idx, axis=at["axis"])
+
+
+def _conv2d(xs, at):
+    x, w = _f64(xs[0]), _f64(xs[1])
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    (sh, sw), (ph, pw), (dh, dw), g = at["stride"], at["padding"], at["dilation"], at["groups"]
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, o, oh, ow))
+    og = o // g
+    for gi in range(g):
+        xs_g = xp[:, gi * cg:(gi + 1) * cg]
+        w_g = w[gi * og:(gi + 1) * og]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs_g[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh,
+                             j * dw: j * dw + sw * (ow - 1) + 1: sw]
+                out[:, gi * og:(gi + 1) * og] += np.einsum("nchw,oc->nohw", patch, w_g[:, :, i, j])
+    if len(xs) == 3:
+        out += _f64(xs[2])[None, :, None, None]
+    return out
+
+
+def _pool2d(kind: str) -> Rule:
+    def rule(xs, at):
+        x = _f64(xs[0])
+        (kh, kw), (sh, sw), (ph, pw) = at["kernel"], at["stride"], at["padding"]
+        fill = -np.inf if kind == "max" else 0.0
+        xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
+        n, c, h, w = x.shape
+        oh, ow = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+        windows = np.stack([xp[:, :, i: i + sh * (oh - 1) + 1: sh, j: j + sw * (ow - 1) + 1: sw]
+                            for i in range(kh) for j in range(kw)])
+        # avg pool counts padded zeros (count_include_pad=True, the torch default)
+        return windows.max(0) if kind == "max" else windows.mean(0)
+    return rule
+
+
+def _attention(xs, at):
+    q, k, v = (_f64(t) for t in xs[:3])
+    s = q @ np.swapaxes(k, -1, -2) * at["scale"]
+    if len(xs) == 4:
+        s = s + np.where(xs[3][:, None, None, :] != 0, 0.0, -np.inf)
+    if at.get("causal"):
+        qn, kn = s.shape[-2], s.shape[-1]
+        s = np.where(np.tril(np.ones((qn, kn), bool), kn - qn), s, -np.inf)
+    return _softmax(s, -1) @ v
+
+
+def _cast(xs, at):
+    x = xs[0]
+    target = np.dtype(at["dtype"])
+    if x.dtype.kind == "f" and target.kind in "iu":
+        with np.errstate(invalid="ignore"):
+            return np.trunc(x).astype(target)
+    return x.astype(target)
+
+
+REFERENCE: dict[str, Rule] = {
+    "add": lambda xs, at: np.add(_f64(xs[0]), _f64(xs[1])),
+    "sub": lambda xs, at: np.subtract(_f64(xs[0]), _f64(xs[1])),
+    "mul": lambda xs, at: np.multiply(_f64(xs[0]), _f64(xs[1])),
+    "div": lambda xs, at: _div(xs[0], xs[1]),
+    "pow": lambda xs, at: _pow(xs[0], xs[1]),
+    "maximum": lambda xs, at: np.maximum(xs[0], xs[1]),
+    "minimum": lambda xs, at: np.minimum(xs[0], xs[1]),
+    "eq": lambda xs, at: xs[0] == xs[1],
+    "ne": lambda xs, at: xs[0] != xs[1],
+    "lt": lambda xs, at: xs[0] < xs[1],
+    "le": lambda xs, at: xs[0] <= xs[1],
+    "gt": lambda xs, at: xs[0] > xs[1],
+    "ge": lambda xs, at: xs[0] >= xs[1],
+    "where": lambda xs, at: np.where(xs[0], xs[1], xs[2]),
+    "neg": lambda xs, at: -xs[0],
+    "abs": lambda xs, at: np.abs(xs[0]),
+    "exp": lambda xs, at: np.exp(_f64(xs[0])),
+    "log": lambda xs, at: np.log(_f64(xs[0])),
+    "sqrt": lambda xs, at: np.sqrt(_f64(xs[0])),
+    "rsqrt": lambda xs, at: 1 / np.sqrt(_f64(xs[0])),
+    "sin": lambda xs, at: np.sin(_f64(xs[0])),
+    "cos": lambda xs, at: np.cos(_f64(xs[0])),
+    "tanh": _activation("tanh"),
+    "sigmoid": _activation("sigmoid"),
+    "relu": lambda xs, at: np.maximum(xs[0], 0),
+    "gelu": lambda xs, at: gelu(xs[0], at.get("approximate", "none")),
+    "silu": _activation("silu"),
+    "erf": lambda xs, at: erf(xs[0]),
+    "floor": lambda xs, at: np.floor(xs[0]),
+    "ceil": lambda xs, at: np.ceil(xs[0]),
+    "round": lambda xs, at: np.round(xs[0]),
+    "cast": _cast,
+    "sum": _reduce(np.sum),
+    "mean": _reduce(np.mean),
+    "max": _reduce(np.max),
+    "min": _reduce(np.min),
+    "prod": _reduce(np.prod),
+    "argmax": lambda xs, at: np.argmax(xs[0], axis=at["axis"], keepdims=at["keepdims"]),
+    "softmax": lambda xs, at: _softmax(xs[0], at.get("axis", -1)),
+    "log_softmax": lambda xs, at: _log_softmax(xs[0], at.get("axis", -1)),
+    "layer_norm": _layer_norm,
+    "rms_norm": _rms_norm,
+    "cumsum": lambda xs, at: np.cumsum(_f64(xs[0]) if xs[0].dtype.kind == "f" else xs[0],
+                                       axis=at["axis"]),
+    "argtopk": _argtopk,
+    "matmul": _matmul,
+    "reshape": lambda xs, at: xs[0].reshape(at["_shape"]),
+    "permute": lambda xs, at: np.transpose(xs[0], at["axes"]),
+    "expand": lambda xs, at: np.broadcast_to(xs[0], at["_shape"]),
+    "slice": _slice,
+    "concat": lambda xs, at: np.concatenate(xs, axis=at["axis"]),
+    "gather": _gather,
+    "take_along_axis": lambda xs, at: np.take_along_axis(xs[0], xs[1].astype(np.int64),
+                                                         axis=at["axis"]),
+    "conv2d": _conv2d,
+    "max_pool2d": _pool2d("max"),
+    "avg_pool2d": _pool2d("avg"),
+    "attention": _attention,
+}
+
+def evaluate(node: Node, args: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    """Apply node's reference rule and return a contiguous array of the node's dtype."""
+    attrs = dict(node.attrs, _shape=shape)
+    with np.errstate(all="ignore"):
+        out = REFERENCE[node.op](args, attrs)
+    out = np.asarray(out)
+    if node.dtype.is_int and out.dtype.kind == "f":
+        out = np.trunc(out)
+    return np.asarray(out.astype(node.dtype.np_dtype, copy=False).reshape(shape), order="C")
+
+
+def _at_node(e: Exception, node: Node) -> Exception:
+    """The same kind of error as e, with a message naming the node it came from."""
+    msg = f"reference: evaluating {node}: {type(e).__name__}: {e}"
+    try:
+        return type(e)(msg)
+    except Exception:  # noqa: BLE001 - an exception type with another constructor
+        return RuntimeError(msg)
+
+
+def interpret(graph: Graph, shapes: Mapping[int, tuple[int, ...]],
+              sources: Mapping[int, np.ndarray], wanted: list[int], keep_all: bool = False,
+              ) -> list[np.ndarray] | dict[int, np.ndarray]:
+    """Evaluate the nodes needed for `wanted`, given bound shapes and source values.
+
+    Returns the wanted values in order, or (keep_all) every evaluated node's value by id.
+    """
+    needed = set(wanted)
+    for node in reversed(graph.nodes):
+        if node.id in needed:
+            needed.update(node.inputs)
+    values: dict[int, np.ndarray] = {}
+    last_use = {i: n.id for n in graph.nodes for i in n.inputs}
+    keep = set(wanted)
+    for node in graph.nodes:
+        if node.id not in needed:
+            continue
+        if node.id in sources:
+            values[node.id] = sources[node.id]
+        else:
+            try:
+                values[node.id] = evaluate(node, [values[i] for i in node.inputs],
+                                           shapes[node.id])
+            except Exception as e:   # say which node failed, keep the cause
+                raise _at_node(e, node) from e
+        for i in node.inputs:   # free values after their last use
+            if last_use.get(i) == node.id and i not in keep and not keep_all:
+                values.pop(i, None)
+    return values if keep_all else [values[i] for i in wanted]

@@ -1,0 +1,122 @@
+"""Engines: how an Executable runs on each kind of device, behind one interface.
+
+GpuEngine compiles one Plan per symbol binding and runs it with one submit; ReferenceEngine
+interprets the graph in numpy. Both take checked feeds and return Steps (see steps.py), so the
+Executable has one code path for every device, sync or async.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from .. import dtype as dt
+from ..backends.base import Copy
+from ..compiler.lower import lower
+from ..compiler.simplify import bind_shapes, live_nodes
+from ..graph import Graph
+from ..reference import interpret
+from .device_tensor import DeviceTensor
+from .feeds import InputError
+from .plan import Plan, write_padded
+from .steps import ReadRequest, Steps, no_reads
+
+
+class GpuEngine:
+    """Params in device buffers, a Plan per binding, a run = uploads + one submit + a read."""
+
+    def __init__(self, graph: Graph, outputs: list[int], fuse: bool, backend: Any) -> None:
+        self.graph = graph
+        self.outputs = outputs
+        self.fuse = fuse
+        self.backend = backend
+        self.param_bufs: dict[str, Any] = {}
+        self.plans: dict[tuple, Plan] = {}
+        self.last_plan: Plan | None = None
+
+    def set_param(self, name: str, arr: np.ndarray) -> None:
+        sd = dt.storage_np(self.graph.nodes[self.graph.params[name]].dtype,
+                           self.backend.info.has_f16)
+        if name not in self.param_bufs:
+            self.param_bufs[name] = self.backend.create_buffer(arr.size * sd.itemsize,
+                                                               "storage")
+        write_padded(self.backend, self.param_bufs[name], arr.astype(sd, copy=False))
+
+    def plan(self, env: Mapping[str, int]) -> Plan:
+        """Return the Plan for a symbol binding, compiling it on first use."""
+        key = tuple(sorted(env.items()))
+        plan = self.plans.get(key)
+        if plan is None:
+            program = lower(self.graph, self.outputs, env, self.backend.info, self.fuse)
+            plan = Plan(program, self.backend, self.param_bufs)
+            self.plans[key] = plan
+        return plan
+
+    def prepare(self, arrays: Mapping[str, Any], env: Mapping[str, int]
+                ) -> tuple[Plan, list[Copy]]:
+        """Upload changed inputs; return the plan and the copies that feed DeviceTensors."""
+        plan = self.plan(env)
+        before = []
+        for name, arr in arrays.items():
+            if name not in plan.inputs:
+                continue
+            if isinstance(arr, DeviceTensor):      # on the device already: copy, no round trip
+                if arr.backend is not plan.backend:
+                    raise InputError(f"run(): input {name!r} is a DeviceTensor of another device")
+                before.append(Copy(arr.slot.buf, 0, plan.inputs[name], 0, arr.slot.nbytes))
+                plan.last_fed.pop(name, None)
+            else:
+                plan.upload(name, arr)
+        self.last_plan = plan
+        return plan, before
+
+    def run(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep: bool
+            ) -> Steps[list[Any]]:
+        plan, before = self.prepare(arrays, env)
+        if keep:
+            return plan.submit_keep(before)
+        plan.submit(before)
+        raw = yield ReadRequest(plan.backend, plan.staging, 0, plan.readback_bytes)
+        return plan.unpack(raw)
+
+
+class ReferenceEngine:
+    """The graph interpreted in numpy; kept outputs are DeviceTensors holding arrays."""
+
+    def __init__(self, graph: Graph, outputs: list[int], fuse: bool, device: Any) -> None:
+        self.graph = graph
+        self.outputs = outputs
+        self.device = device
+        self.params: dict[str, np.ndarray] = {}
+        self.last_plan = None
+
+    def set_param(self, name: str, arr: np.ndarray) -> None:
+        self.params[name] = arr
+
+    def values(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep_all: bool = False
+               ) -> Any:
+        """Interpret the graph: the outputs in order, or (keep_all) every node's value."""
+        g = self.graph
+        shapes = bind_shapes(g, env, live_nodes(g, self.outputs))
+        sources = {g.inputs[n]: a.array if isinstance(a, DeviceTensor) else a
+                   for n, a in arrays.items()}
+        sources.update({g.params[n]: a for n, a in self.params.items()})
+        sources.update({n.id: n.value for n in g.nodes if n.op == "constant"})
+        return interpret(g, shapes, sources, self.outputs, keep_all=keep_all)
+
+    def run(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep: bool
+            ) -> Steps[list[Any]]:
+        outs = self.values(arrays, env)
+        if keep:
+            outs = [DeviceTensor(self.device, None, o.shape, dt.as_dtype(o.dtype), o.dtype, o)
+                    for o in outs]
+        return (yield from no_reads(outs))
+
+
+# device name -> engine; every other device is a GPU backend
+ENGINES = {"reference": ReferenceEngine}
+
+
+def engine_for(graph: Graph, outputs: list[int], fuse: bool, device: Any) -> Any:
+    """Return the engine that runs graph on device."""
+    return ENGINES.get(device.name, GpuEngine)(graph, outputs, fuse, device)
