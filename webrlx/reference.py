@@ -225,12 +225,12 @@ REFERENCE: dict[str, Rule] = {
 def evaluate(node: Node, args: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
     """Apply node's reference rule and return a contiguous array of the node's dtype."""
     attrs = dict(node.attrs, _shape=shape)
-    with np.errstate(all="ignore"):
-        out = REFERENCE[node.op](args, attrs)
-    out = np.asarray(out)
-    if node.dtype.is_int and out.dtype.kind == "f":
-        out = np.trunc(out)
-    return np.asarray(out.astype(node.dtype.np_dtype, copy=False).reshape(shape), order="C")
+    with np.errstate(all="ignore"):      # NaN/Inf follow numpy; overflow to inf is a value
+        out = np.asarray(REFERENCE[node.op](args, attrs))
+        if node.dtype.is_int and out.dtype.kind == "f":
+            out = np.trunc(out)
+        return np.asarray(out.astype(node.dtype.np_dtype, copy=False).reshape(shape),
+                          order="C")
 
 
 def _at_node(e: Exception, node: Node) -> Exception:

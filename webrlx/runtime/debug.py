@@ -228,8 +228,10 @@ def validate_steps(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str,
 
 def check_finite_steps(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str, int]
                        ) -> Steps[NonFinite | None]:
-    """Steps of check_finite(): see Executable.check_finite."""
-    engine = exe.engine
+    """Steps of check_finite(): see Executable.check_finite. On a GPU it walks an unfused twin
+    of the executable (one kernel per node), so the op that makes the first NaN/Inf is named
+    exactly, not the fused kernel it would be part of."""
+    engine = exe.unfused_twin().engine
     g = exe.graph
     for name, arr in arrays.items():          # a fed NaN is found at its input
         value = np.asarray(arr.numpy() if hasattr(arr, "numpy") else arr)

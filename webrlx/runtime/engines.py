@@ -93,6 +93,10 @@ class ReferenceEngine:
     def set_param(self, name: str, arr: np.ndarray) -> None:
         self.params[name] = arr
 
+    def plan(self, env: Mapping[str, int]) -> Any:
+        raise RuntimeError("the reference device interprets the graph and compiles no kernels "
+                           "(no plan, schedule or dump); compile for a GPU device to see them")
+
     def values(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep_all: bool = False
                ) -> Any:
         """Interpret the graph: the outputs in order, or (keep_all) every node's value."""

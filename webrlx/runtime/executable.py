@@ -39,6 +39,7 @@ class Executable:
         self.fuse = fuse
         self._params: dict[str, np.ndarray] = {}
         self._engine: Any = None
+        self._twin: Executable | None = None
 
     # -- device ---------------------------------------------------------------------------------
     @property
@@ -128,6 +129,15 @@ class Executable:
         return await drive_async(self._run(feeds, keep_on_device))
 
     # -- debug tools ----------------------------------------------------------------------------
+    def unfused_twin(self) -> Executable:
+        """This graph compiled with one kernel per node on the same device, current params."""
+        if self._twin is None:
+            self._twin = Executable(self.graph, [Tensor(self.graph, i) for i in self.outputs],
+                                    self._device, fuse=False)
+        self._twin._device = self._device
+        self._twin.set_params(self._params)
+        return self._twin
+
     def validate(self, feeds: Mapping[str, Any], rtol: float = 2e-3, atol: float = 1e-4
                  ) -> debug.ValidationReport:
         """Run kernel by kernel, compare each kernel's output with the numpy reference of the
@@ -148,7 +158,10 @@ class Executable:
                                                       atol))
 
     def check_finite(self, feeds: Mapping[str, Any]) -> debug.NonFinite | None:
-        """Return the first node (in run order) whose value holds NaN or Inf, or None."""
+        """Return the first node (in run order) whose value holds NaN or Inf, or None.
+
+        A fed input holding NaN/Inf is reported as that input. On a GPU the graph runs
+        unfused (unfused_twin), one kernel per node, so the op is named exactly."""
         return drive(debug.check_finite_steps(self, *self.check_feeds(feeds)))
 
     async def check_finite_async(self, feeds: Mapping[str, Any]) -> debug.NonFinite | None:
