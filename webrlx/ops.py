@@ -92,6 +92,14 @@ def _cast(shapes, dtypes, attrs):
     return shapes[0], dt.as_dtype(attrs["dtype"])
 
 
+def _clamp(shapes, dtypes, attrs):
+    if not dtypes[0].is_float or not attrs["lo"] <= attrs["hi"]:
+        raise ShapeError(f"clamp: needs a float operand and lo <= hi, got {dtypes[0]}, "
+                         f"lo={attrs['lo']}, hi={attrs['hi']}")
+    return shapes[0], dtypes[0]
+
+
+_register("clamp", "other", _clamp)
 _register("where", "elementwise", _where)
 _register("cast", "elementwise", _cast)
 

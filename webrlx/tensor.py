@@ -188,6 +188,10 @@ class Tensor:
         """GELU with the exact erf form ("none") or the tanh approximation ("tanh")."""
         return self._op("gelu", approximate=approximate)
 
+    def clamp(self, lo: float, hi: float) -> Tensor:
+        """Elementwise numpy.clip(x, lo, hi) with scalar bounds (NaN stays NaN)."""
+        return self._op("clamp", lo=float(lo), hi=float(hi))
+
     def cast(self, dtype: Any) -> Tensor:
         """Convert to dtype (float -> int truncates toward zero, like numpy astype)."""
         d = dt.as_dtype(dtype)

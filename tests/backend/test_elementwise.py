@@ -33,6 +33,10 @@ def test_pow(backend, shapes):
           rand(*shapes[1], seed=3, low=-2, high=2), rtol=1e-5)
 
 
+def test_clamp(backend):
+    check(backend, lambda a: a.clamp(-0.25, 0.5), lambda a: np.clip(a, -0.25, 0.5), rand(3, 300))
+
+
 def test_pow_negative_base_integral_exponent(backend):
     check(backend, lambda a: a ** 3.0, lambda a: a ** 3, rand(17), rtol=1e-5)
 

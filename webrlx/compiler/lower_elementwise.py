@@ -4,10 +4,12 @@ generated kernel (codegen.py); reshape aliases a contiguous buffer; concat write
 through strides into one output."""
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from ..codegen import Expr
 from ..graph import Node
+from ..kernels import kernel
 from ..ops import BINARY, COMPARE, UNARY
 from ..shape import broadcast_strides, strides_of
 from .emit import EmitContext, Lazy
@@ -25,6 +27,16 @@ def _elementwise(L: EmitContext, node: Node) -> Buf | None:
     attrs = tuple(sorted((k, v) for k, v in node.attrs.items() if k in ("approximate", "dtype")))
     return L.settle(node.id, Lazy(Expr(node.op, args, node.dtype, attrs), leaves, shape,
                                   node.dtype))
+
+
+@lowering("clamp")
+def _clamp(L: EmitContext, node: Node) -> Buf:
+    n = math.prod(L.shape(node.id))
+    out = L.temp(L.shape(node.id), node.dtype)
+    L.emit(kernel("elementwise/clamp", T=L.T(node.dtype)), {"x": L.buf(node.inputs[0]),
+                                                            "out": out},
+           {"n": n, "lo": node.attrs["lo"], "hi": node.attrs["hi"]}, L.grid(n), name="clamp")
+    return out
 
 
 @lowering("reshape")
