@@ -103,3 +103,34 @@ def test_dump_writes_each_kernel(encoder, tmp_path, backend):
     assert len(wgsl) == len(plan.program.calls) and (tmp_path / "schedule.txt").is_file()
     text = next(p for p in wgsl if "layer_norm" in p.name).read_text()
     assert '"eps": 1e-12' in text and "@compute" in text and "// grid:" in text
+
+
+def test_webrlx_validate_checks_every_run(backend, monkeypatch):
+    g = wr.Graph()
+    x = g.input("x", (4, 33))
+    y = (x * 2.0).cumsum(-1)
+    monkeypatch.setitem(LOWERINGS, "cumsum", LOWERINGS["cumsum"])
+    lowering("cumsum")(_broken_cumsum)
+    exe = wr.compile(g, outputs=[y], device=backend)
+    exe.run({"x": rand(4, 33)})                       # off: the broken kernel runs silently
+    monkeypatch.setenv("WEBRLX_VALIDATE", "1")
+    if backend.name == "reference":
+        exe.run({"x": rand(4, 33)})
+        return
+    with pytest.raises(AssertionError, match="cumsum"):
+        exe.run({"x": rand(4, 33)})
+
+
+def test_errors_name_the_node_they_came_from(backend):
+    g = wr.Graph()
+    table = g.input("table", (5, 3))
+    ids = g.input("ids", (2,), "int32")
+    exe = wr.compile(g, outputs=[table.gather(ids) + 1.0], device="reference")
+    with pytest.raises(IndexError, match=r"%2 = gather"):
+        exe.run({"table": rand(5, 3), "ids": np.array([1, 7], np.int32)})
+    g = wr.Graph()
+    q = g.input("q", (1, 1, 2, 300))
+    exe = wr.compile(g, outputs=[wr.nn.attention(q, q, q)], device=backend)
+    if backend.name != "reference":
+        with pytest.raises(ValueError, match=r"lowering %\d+ = attention.*head dim 300"):
+            exe.run({"q": rand(1, 1, 2, 300)})
