@@ -12,10 +12,10 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from . import dtype as dt
-from .ops import OPS
+from .ops import OPS, UPDATES_INPUT
 from .shape import Dim, Shape, ShapeError, as_shape, symbols
 
-SOURCES = ("input", "param", "constant")
+SOURCES = ("input", "param", "constant", "state")
 
 
 @dataclass
@@ -44,6 +44,7 @@ class Graph:
         self.nodes: list[Node] = []
         self.inputs: dict[str, int] = {}
         self.params: dict[str, int] = {}
+        self.states: dict[str, int] = {}
 
     # -- sources --------------------------------------------------------------------------
     def add_input(self, name: str, shape: Iterable[Dim] | Dim, dtype: Any = "float32") -> Node:
@@ -62,6 +63,22 @@ class Graph:
         node = self._add_source("param", shape, dt.as_dtype(dtype), name=name)
         self.params[name] = node.id
         return node
+
+    def add_state(self, name: str, shape: Iterable[Dim] | Dim, dtype: Any = "float32") -> Node:
+        """Append a state node: a device buffer that persists across runs (zeros at first),
+        shared by every plan of an executable and updated in place by ops such as
+        cache_write (a KV cache). Static shape."""
+        self._check_name(name)
+        shape = as_shape(shape)
+        if symbols(shape):
+            raise ShapeError(f"state {name!r}: shape {shape} must be static (ints only)")
+        node = self._add_source("state", shape, dt.as_dtype(dtype), name=name)
+        self.states[name] = node.id
+        return node
+
+    def effects(self) -> list[int]:
+        """Nodes that update a state in place: they run even when no output reads them."""
+        return [n.id for n in self.nodes if n.op in UPDATES_INPUT]
 
     def add_constant(self, value: Any, dtype: Any = None) -> Node:
         """Append a constant node holding a numpy array (float64 -> float32, int64 -> int32)."""
@@ -109,5 +126,6 @@ class Graph:
     def _check_name(self, name: str) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"Graph: names must be non-empty strings, got {name!r}")
-        if name in self.inputs or name in self.params:
-            raise ValueError(f"Graph: the name {name!r} is already used by an input or param")
+        if name in self.inputs or name in self.params or name in self.states:
+            raise ValueError(f"Graph: the name {name!r} is already used by an input, param "
+                             "or state")

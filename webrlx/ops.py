@@ -30,8 +30,12 @@ def _source(shapes, dtypes, attrs):  # noqa: ANN001 - sources are created by Gra
     raise AssertionError("sources are added by Graph.input/param/constant")
 
 
-for _s in ("input", "param", "constant"):
+for _s in ("input", "param", "constant", "state"):
     _register(_s, "source", _source)
+
+# ops that write into their input (by index) in place on GPUs; on a state input the written
+# value persists to the next run (the reference device stores the op's result back)
+UPDATES_INPUT: dict[str, int] = {}
 
 # -- elementwise --------------------------------------------------------------------------
 BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")

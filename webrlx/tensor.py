@@ -34,6 +34,17 @@ class Graph(ir.Graph):
         """
         return Tensor(self, self.add_param(name, shape, dtype).id)
 
+    def state(self, name: str, shape: Iterable[Dim] | Dim, dtype: Any = "float32") -> Tensor:
+        """Declare a state: a device buffer kept across runs (zeros until written), updated in
+        place by ops like nn.cache_write. Read it with `Executable.read_state`.
+
+        Args:
+            name: the state's name.
+            shape: static ints.
+            dtype: float32 (default), float16, int32, uint32 or bool.
+        """
+        return Tensor(self, self.add_state(name, shape, dtype).id)
+
     def constant(self, value: Any, dtype: Any = None) -> Tensor:
         """Embed a numpy array (or scalar) in the graph."""
         return Tensor(self, self.add_constant(value, dtype).id)

@@ -42,7 +42,7 @@ class _Analysis:
 
 def _analyze(graph: Graph, outputs: list[int], env: Mapping[str, int], fuse_ops: bool
              ) -> _Analysis:
-    live = live_nodes(graph, outputs)
+    live = live_nodes(graph, outputs + graph.effects())
     shapes = bind_shapes(graph, env, live)
     folded = fold_constants(graph, live, shapes)
     # a folded value needs a buffer only where a kernel (or the caller) reads it
@@ -62,9 +62,9 @@ def _lower_node(L: EmitContext, node: Node, a: _Analysis, program: Program) -> B
         buf = Buf(L.nbytes(shape, node.dtype), "input", name=node.name)
         program.inputs[node.name] = (buf, shape, node.dtype)
         return buf
-    if node.op == "param":
-        buf = Buf(L.nbytes(shape, node.dtype), "param", name=node.name)
-        program.params[node.name] = buf
+    if node.op in ("param", "state"):
+        buf = Buf(L.nbytes(shape, node.dtype), node.op, name=node.name)
+        (program.params if node.op == "param" else program.states)[node.name] = buf
         return buf
     if node.id in a.folded:
         return L.const(a.folded[node.id], node.dtype)
@@ -88,7 +88,7 @@ def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: Device
     graph.verify()
     a = _analyze(graph, outputs, env, fuse_ops)
     L = EmitContext(graph, a.shapes, info, a.users, set(outputs), a.fusions, fuse_ops)
-    program = Program([], [], {}, {}, [])
+    program = Program([], [], {}, {}, [], {})
     # sources first: a fused epilogue may read a param declared after its matmul
     order = sorted(graph.nodes, key=lambda n: (n.op not in SOURCES and n.id not in a.folded,
                                                n.id))

@@ -16,7 +16,7 @@ _ids = itertools.count()
 class Buf:
     """A virtual buffer: where one contiguous tensor lives on the device."""
     nbytes: int
-    kind: str                            # "input" | "param" | "const" | "temp"
+    kind: str                            # "input" | "param" | "state" | "const" | "temp"
     name: str | None = None              # input / param name
     value: np.ndarray | None = field(default=None, repr=False)   # const bytes, storage dtype
     id: int = field(default_factory=lambda: next(_ids))
@@ -75,6 +75,7 @@ class Program:
     inputs: dict[str, tuple[Buf, tuple[int, ...], dt.DType]]
     params: dict[str, Buf]
     consts: list[Buf]
+    states: dict[str, Buf] = field(default_factory=dict)
     offsets: dict[int, tuple[int, int]] = field(default_factory=dict)  # temp id -> (arena, off)
     arena_sizes: list[int] = field(default_factory=list)
     values: dict[int, Buf] = field(default_factory=dict)   # node id -> buffer holding it

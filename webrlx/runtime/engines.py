@@ -15,6 +15,7 @@ from ..backends.base import Copy
 from ..compiler.lower import lower
 from ..compiler.simplify import bind_shapes, live_nodes
 from ..graph import Graph
+from ..ops import UPDATES_INPUT
 from ..reference import interpret
 from .device_tensor import DeviceTensor
 from .feeds import InputError
@@ -31,6 +32,7 @@ class GpuEngine:
         self.fuse = fuse
         self.backend = backend
         self.param_bufs: dict[str, Any] = {}
+        self.state_bufs: dict[str, Any] = {}
         self.plans: dict[tuple, Plan] = {}
         self.last_plan: Plan | None = None
 
@@ -48,9 +50,35 @@ class GpuEngine:
         plan = self.plans.get(key)
         if plan is None:
             program = lower(self.graph, self.outputs, env, self.backend.info, self.fuse)
-            plan = Plan(program, self.backend, self.param_bufs)
+            for name, buf in program.states.items():
+                if name not in self.state_bufs:
+                    self.state_bufs[name] = self.backend.create_buffer(buf.nbytes, "storage")
+                    self.reset_state(name)
+            plan = Plan(program, self.backend, self.param_bufs, self.state_bufs)
             self.plans[key] = plan
         return plan
+
+    def reset_state(self, name: str) -> None:
+        """Zero a state's device buffer (it is created with the first plan that uses it)."""
+        if name in self.state_bufs:
+            node = self.graph.nodes[self.graph.states[name]]
+            sd = dt.storage_np(node.dtype, self.backend.info.has_f16)
+            write_padded(self.backend, self.state_bufs[name],
+                         np.zeros(int(np.prod(node.shape)), sd))
+
+    def read_state(self, name: str) -> Steps[np.ndarray]:
+        node = self.graph.nodes[self.graph.states[name]]
+        sd = dt.storage_np(node.dtype, self.backend.info.has_f16)
+        shape = tuple(int(s) for s in node.shape)
+        if name not in self.state_bufs:
+            return (yield from no_reads(np.zeros(shape, node.dtype.np_dtype)))
+        nbytes = max(4, -(-int(np.prod(shape)) * sd.itemsize // 4) * 4)
+        staging = self.backend.staging(nbytes)
+        self.backend.submit([], [Copy(self.state_bufs[name], 0, staging, 0, nbytes)])
+        raw = yield ReadRequest(self.backend, staging, 0, nbytes)
+        n = int(np.prod(shape))
+        return np.frombuffer(raw, np.uint8)[:n * sd.itemsize].view(sd).reshape(shape).astype(
+            node.dtype.np_dtype)
 
     def prepare(self, arrays: Mapping[str, Any], env: Mapping[str, int]
                 ) -> tuple[Plan, list[Copy]]:
@@ -88,6 +116,7 @@ class ReferenceEngine:
         self.outputs = outputs
         self.device = device
         self.params: dict[str, np.ndarray] = {}
+        self.states: dict[str, np.ndarray] = {}
         self.last_plan = None
 
     def set_param(self, name: str, arr: np.ndarray) -> None:
@@ -97,16 +126,39 @@ class ReferenceEngine:
         raise RuntimeError("the reference device interprets the graph and compiles no kernels "
                            "(no plan, schedule or dump); compile for a GPU device to see them")
 
+    def reset_state(self, name: str) -> None:
+        self.states.pop(name, None)
+
+    def state(self, name: str) -> np.ndarray:
+        node = self.graph.nodes[self.graph.states[name]]
+        if name not in self.states:
+            self.states[name] = np.zeros(tuple(int(s) for s in node.shape), node.dtype.np_dtype)
+        return self.states[name]
+
+    def read_state(self, name: str) -> Steps[np.ndarray]:
+        return (yield from no_reads(self.state(name).copy()))
+
     def values(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep_all: bool = False
                ) -> Any:
-        """Interpret the graph: the outputs in order, or (keep_all) every node's value."""
+        """Interpret the graph: the outputs in order, or (keep_all) every node's value.
+        States updated in place by an op (ops.UPDATES_INPUT) take that op's result."""
         g = self.graph
-        shapes = bind_shapes(g, env, live_nodes(g, self.outputs))
+        effects = g.effects()
+        shapes = bind_shapes(g, env, live_nodes(g, self.outputs + effects))
         sources = {g.inputs[n]: a.array if isinstance(a, DeviceTensor) else a
                    for n, a in arrays.items()}
         sources.update({g.params[n]: a for n, a in self.params.items()})
+        sources.update({g.states[n]: self.state(n) for n in g.states})
         sources.update({n.id: n.value for n in g.nodes if n.op == "constant"})
-        return interpret(g, shapes, sources, self.outputs, keep_all=keep_all)
+        values = interpret(g, shapes, sources, self.outputs + effects, keep_all=True)
+        for nid in effects:                  # write updated states back, in graph order
+            node = g.nodes[nid]
+            root = node.inputs[UPDATES_INPUT[node.op]]
+            while g.nodes[root].op in UPDATES_INPUT:
+                root = g.nodes[root].inputs[UPDATES_INPUT[g.nodes[root].op]]
+            if g.nodes[root].op == "state":
+                self.states[g.nodes[root].name] = values[nid]
+        return values if keep_all else [values[i] for i in self.outputs]
 
     def run(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep: bool
             ) -> Steps[list[Any]]:

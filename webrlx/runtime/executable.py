@@ -93,6 +93,19 @@ class Executable:
             for name, arr in checked.items():
                 self._engine.set_param(name, arr)
 
+    # -- states ---------------------------------------------------------------------------------
+    def reset_states(self) -> None:
+        """Zero every state (a KV cache before a new sequence)."""
+        for name in self.graph.states:
+            self.engine.reset_state(name)
+
+    def read_state(self, name: str) -> np.ndarray:
+        """Read a state's current value back from the device."""
+        if name not in self.graph.states:
+            raise InputError(f"read_state(): unknown state {name!r}; states are "
+                             f"{sorted(self.graph.states)}")
+        return drive(self.engine.read_state(name))
+
     # -- running --------------------------------------------------------------------------------
     def check_feeds(self, feeds: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
         """Return (arrays, symbol binding) for feeds, or raise InputError naming the input."""

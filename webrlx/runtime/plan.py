@@ -21,9 +21,11 @@ def _round4(n: int) -> int:
 
 
 class Plan:
-    """Device objects for one Program; `params` maps param name -> the shared device buffer."""
+    """Device objects for one Program; `params` and `states` map names to the device buffers
+    every plan of an executable shares."""
 
-    def __init__(self, program: Program, backend: Backend, params: dict[str, Any]) -> None:
+    def __init__(self, program: Program, backend: Backend, params: dict[str, Any],
+                 states: dict[str, Any] | None = None) -> None:
         info = backend.info
         self.program = program
         self.backend = backend
@@ -43,6 +45,8 @@ class Plan:
             self.where[b.id] = (self.inputs[name], 0)
         for name, b in program.params.items():
             self.where[b.id] = (params[name], 0)
+        for name, b in program.states.items():
+            self.where[b.id] = ((states or {})[name], 0)
         for b in program.consts:
             gb = backend.create_buffer(b.nbytes, "storage")
             write_padded(backend, gb, b.value)
