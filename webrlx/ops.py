@@ -350,6 +350,19 @@ _register("permute", "layout", _permute)
 _register("expand", "layout", _expand)
 _register("slice", "layout", _slice)
 _register("concat", "layout", _concat)
+def _scatter_set(shapes, dtypes, attrs):
+    target, idx, vals = shapes
+    if len(target) != 1 or len(idx) != 1 or tuple(vals) != tuple(idx):
+        raise ShapeError(f"scatter_set: target must be 1-D and indices/values 1-D of one "
+                         f"length, got {shapes}")
+    if dtypes[1] != dt.int32 or dtypes[2] != dtypes[0]:
+        raise ShapeError(f"scatter_set: indices must be int32 and values {dtypes[0]}, got "
+                         f"{dtypes[1]}, {dtypes[2]}")
+    return shapes[0], dtypes[0]
+
+
+_register("scatter_set", "other", _scatter_set)
+UPDATES_INPUT["scatter_set"] = 0
 _register("gather", "other", _gather)
 _register("take_along_axis", "other", _take_along_axis)
 

@@ -103,6 +103,14 @@ def _gather(xs, at):
     return np.take(x, idx, axis=at["axis"])
 
 
+def _scatter_set(xs, at):
+    out = xs[0].copy()
+    idx = xs[1].astype(np.int64)
+    keep = (idx >= 0) & (idx < len(out))
+    out[idx[keep]] = xs[2][keep]
+    return out
+
+
 def _conv2d(xs, at):
     x, w = _f64(xs[0]), _f64(xs[1])
     n, c, h, wd = x.shape
@@ -215,6 +223,7 @@ REFERENCE: dict[str, Rule] = {
     "slice": _slice,
     "concat": lambda xs, at: np.concatenate(xs, axis=at["axis"]),
     "gather": _gather,
+    "scatter_set": _scatter_set,
     "take_along_axis": lambda xs, at: np.take_along_axis(xs[0], xs[1].astype(np.int64),
                                                          axis=at["axis"]),
     "conv2d": _conv2d,

@@ -389,6 +389,11 @@ class Tensor:
 
     take = gather
 
+    def scatter_set(self, indices: Tensor, values: Tensor) -> Tensor:
+        """self[indices] = values for a 1-D tensor, IN PLACE on GPUs (use it on a state:
+        nothing may read the old value afterwards); out-of-range indices are skipped."""
+        return self._op("scatter_set", indices, values)
+
     def take_along_axis(self, indices: Tensor, axis: int) -> Tensor:
         """numpy.take_along_axis: pick along axis by an index tensor of the same rank."""
         return self._op("take_along_axis", indices, axis=axis)

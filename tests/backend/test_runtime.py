@@ -151,3 +151,32 @@ def test_invalid_kernel_raises_gpu_error():
     exe, wv = _mlp_exe(gpu)                       # the device is still usable afterwards
     exe.set_params({"w": wv})
     np.testing.assert_allclose(exe.run({"x": rand(2, 8)})[0], _ref(rand(2, 8), wv), rtol=1e-5)
+
+
+def test_states_persist_across_runs_and_plans(backend):
+    """A state (zeros at first) updated in place by scatter_set keeps its value between runs
+    and between plans of different bindings; reset_states zeroes it."""
+    g = wr.Graph()
+    idx = g.input("idx", ("m",), "int32")
+    val = g.input("val", ("m",), "int32")
+    log = g.state("log", (8,), "int32")
+    written = log.scatter_set(idx, val)
+    total = written.sum()
+    exe = wr.compile(g, outputs=[total], device=backend)
+    (t1,) = exe.run({"idx": np.array([1, 9], np.int32), "val": np.array([5, 7], np.int32)})
+    (t2,) = exe.run({"idx": np.array([3], np.int32), "val": np.array([2], np.int32)})
+    assert int(t1) == 5 and int(t2) == 7
+    np.testing.assert_array_equal(exe.read_state("log"), [0, 5, 0, 2, 0, 0, 0, 0])
+    exe.reset_states()
+    np.testing.assert_array_equal(exe.read_state("log"), np.zeros(8, np.int32))
+
+
+def test_a_state_update_nobody_reads_still_runs(backend):
+    g = wr.Graph()
+    x = g.input("x", (2,))
+    idx = g.input("idx", (1,), "int32")
+    seen = g.state("seen", (4,), "int32")
+    seen.scatter_set(idx, idx * 0 + 1)                    # an effect: no output reads it
+    exe = wr.compile(g, outputs=[x * 2.0], device=backend)
+    exe.run({"x": np.ones(2, np.float32), "idx": np.array([2], np.int32)})
+    np.testing.assert_array_equal(exe.read_state("seen"), [0, 0, 1, 0])

@@ -277,6 +277,7 @@ class JsWebGPUBackend(Backend):
         if not can_run_sync():
             raise _sync_unavailable("read_buffer", "`await exe.run_async(...)`")
         self._check("read_buffer")
+        self.stats["readbacks"] += 1
         try:
             run_sync(buf.mapAsync(MAP_MODE_READ, offset, nbytes))
         except Exception:
@@ -288,6 +289,7 @@ class JsWebGPUBackend(Backend):
 
     async def read_buffer_async(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         self._check("read_buffer_async")
+        self.stats["readbacks"] += 1
         # Only the first read after creating pipelines without JSPI has scopes to wait for.
         pending, self._pending_scopes = self._pending_scopes, []
         for what, scope in pending:

@@ -100,6 +100,7 @@ class WgpuBackend(Backend):
         return self.device.create_query_set(type="timestamp", count=count)
 
     def read_buffer(self, buf: Any, offset: int, nbytes: int) -> memoryview:
+        self.stats["readbacks"] += 1
         buf.map_sync(self._wgpu.MapMode.READ, offset, nbytes)
         try:
             return buf.read_mapped(offset, nbytes, copy=True)
@@ -107,6 +108,7 @@ class WgpuBackend(Backend):
             buf.unmap()
 
     async def read_buffer_async(self, buf: Any, offset: int, nbytes: int) -> memoryview:
+        self.stats["readbacks"] += 1
         await buf.map_async(self._wgpu.MapMode.READ, offset, nbytes)
         try:
             return buf.read_mapped(offset, nbytes, copy=True)

@@ -10,6 +10,17 @@ from .program import Buf
 from .registry import lowering
 
 
+@lowering("scatter_set")
+def _scatter_set(L: EmitContext, node: Node) -> Buf:
+    """In place: the node's value is the target buffer, written where the indices say."""
+    target = L.buf(node.inputs[0])
+    m = L.shape(node.inputs[1])[0]
+    L.emit(kernel("index/scatter_set", T=L.T(node.dtype)),
+           {"idx": L.buf(node.inputs[1]), "values": L.buf(node.inputs[2]), "dst": target},
+           {"m": m, "n": L.shape(node.id)[0]}, L.grid(m), name="scatter_set")
+    return target
+
+
 @lowering("gather", "take_along_axis")
 def _gather(L: EmitContext, node: Node) -> Buf:
     xs, ids = L.shape(node.inputs[0]), L.shape(node.inputs[1])
