@@ -94,9 +94,12 @@ class Executable:
                 self._engine.set_param(name, arr)
 
     # -- states ---------------------------------------------------------------------------------
-    def reset_states(self) -> None:
-        """Zero every state (a KV cache before a new sequence)."""
-        for name in self.graph.states:
+    def reset_states(self, names: Sequence[str] | None = None) -> None:
+        """Zero the named states (default: all of them)."""
+        for name in self.graph.states if names is None else names:
+            if name not in self.graph.states:
+                raise InputError(f"reset_states(): unknown state {name!r}; states are "
+                                 f"{sorted(self.graph.states)}")
             self.engine.reset_state(name)
 
     def read_state(self, name: str) -> np.ndarray:
@@ -105,6 +108,18 @@ class Executable:
             raise InputError(f"read_state(): unknown state {name!r}; states are "
                              f"{sorted(self.graph.states)}")
         return drive(self.engine.read_state(name))
+
+    async def read_state_async(self, name: str) -> np.ndarray:
+        """Async form of read_state()."""
+        await self._device_async()
+        if name not in self.graph.states:
+            raise InputError(f"read_state(): unknown state {name!r}; states are "
+                             f"{sorted(self.graph.states)}")
+        return await drive_async(self.engine.read_state(name))
+
+    async def ready_async(self) -> None:
+        """Acquire the device (the default one, asynchronously: the browser's way)."""
+        await self._device_async()
 
     # -- running --------------------------------------------------------------------------------
     def check_feeds(self, feeds: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
