@@ -17,8 +17,8 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests" / "browser")]
 import browser_harness
 import ffi_workload
 
-from webrlx.serve import page_config
-from webrlx.web_assets import build
+from webrlx.cli.serve import page_config
+from webrlx.cli.web_assets import build
 
 
 def in_browser(repeats: int) -> dict[str, dict]:

@@ -5,7 +5,7 @@ sentence-transformers on the same weights (cosine, max abs diff).
     python bench/minilm.py [--model DIR] [--shapes 1x128,32x128] [--sentences 3] [--out F]
 
 Method: webrlx times a compiled executable's run on inputs already on the device, synchronized
-(webrlx.bench.time_executable); torch times the sentence-transformers forward + cuda sync;
+(webrlx.cli.bench.time_executable); torch times the sentence-transformers forward + cuda sync;
 onnxruntime times session.run of the exported BertModel + mean pooling. Median of repeats.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from webrlx.bench import _time, time_executable  # noqa: E402
+from webrlx.cli.bench import _time, time_executable  # noqa: E402
 from webrlx.models import minilm  # noqa: E402
 from webrlx.models.assets import minilm_dir  # noqa: E402
 

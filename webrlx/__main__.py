@@ -70,28 +70,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(rest: list[str]) -> int:
-    from webrlx.serve import main_serve
+    from webrlx.cli.serve import main_serve
     return main_serve(rest)
 
 
 def cmd_bench(rest: list[str]) -> int:
-    from webrlx.bench import main_bench
+    from webrlx.cli.bench import main_bench
     print(json.dumps(main_bench(rest), indent=1))
     return 0
 
 
 def cmd_lite(rest: list[str]) -> int:
-    from webrlx.lite import main_lite
+    from webrlx.cli.lite import main_lite
     return main_lite(rest)
 
 
-PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench, "lite": cmd_lite}   # own options
+# Subcommands with their own options, in webrlx/cli/ (apart from the runtime's layers).
+PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench, "lite": cmd_lite}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in PASS_THROUGH:
         return PASS_THROUGH[argv[0]](argv[1:])
+    from webrlx.cli.serve import LITE_PORT, SERVE_PORT
     parser = argparse.ArgumentParser(prog="python -m webrlx", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="adapter, limits, features, shaders")
@@ -102,9 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default=None, help="directory with the MiniLM files")
     p.add_argument("--repeat", type=int, default=5)
     p.set_defaults(fn=cmd_demo)
-    sub.add_parser("serve", help="serve web/ with a local Pyodide (see serve --help)")
-    sub.add_parser("bench", help="benchmarks as JSON (see bench --help)")
-    sub.add_parser("lite", help="build and serve the JupyterLite notebooks site (lite --help)")
+    sub.add_parser("serve", help=f"serve the web/ pages with a local Pyodide on port "
+                   f"{SERVE_PORT} (serve --help)")
+    sub.add_parser("bench", help="benchmarks as JSON (bench --help)")
+    sub.add_parser("lite", help=f"build and serve the JupyterLite notebooks site on port "
+                   f"{LITE_PORT} (lite --help)")
     args = parser.parse_args(argv)
     return args.fn(args)
 

@@ -12,8 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from webrlx.serve import default_routes, make_server, page_config
-from webrlx.web_assets import WebAssets
+from webrlx.cli.serve import default_routes, make_server, page_config
+from webrlx.cli.web_assets import WebAssets
 
 HERE = Path(__file__).resolve().parent
 CHROMIUM = "/usr/bin/chromium"

@@ -1,6 +1,6 @@
 """Browser test fixtures: one headless Chromium, one static server and one booted webrlx
 Pyodide per mode ("main" thread, Web "worker") for the whole session; the backend suite runs
-inside each (browser_suite). Assets are built on first use (cached; see webrlx.web_assets).
+inside each (browser_suite). Assets are built on first use (cached; see webrlx.cli.web_assets).
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any, Iterator
 import browser_harness
 import pytest
 
-from webrlx.serve import page_config
-from webrlx.web_assets import WebAssets, build
+from webrlx.cli.serve import page_config
+from webrlx.cli.web_assets import WebAssets, build
 
 ROOT = Path(__file__).resolve().parents[2]
 MODES = ("main", "worker")

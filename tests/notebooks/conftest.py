@@ -12,7 +12,7 @@ import lite_driver
 import pytest
 from notebook_check import NOTEBOOKS, ROOT
 
-from webrlx.lite import build_site
+from webrlx.cli.lite import build_site
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from webrlx.serve import make_server
+from webrlx.cli.serve import make_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
 import browser_harness  # noqa: E402 - tests/browser's Chromium path and WebGPU flags
@@ -152,7 +152,7 @@ def run_isolated(base_url: str, path: str, content: dict[str, Any] | None = None
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=run_notebook.__doc__)
-    parser.add_argument("base_url", help="the served site, e.g. http://127.0.0.1:8000/")
+    parser.add_argument("base_url", help="the served site, e.g. http://127.0.0.1:8001/")
     parser.add_argument("path", help="the notebook's path in the site's files")
     parser.add_argument("--content", type=Path, help="nbformat JSON to save at path first")
     parser.add_argument("--out", type=Path, required=True, help="where to write the result")

@@ -6,7 +6,7 @@ build/pyodide/  the offline Pyodide 0.27.7 distribution: the npm `pyodide` core 
 build/wheels/   the webrlx wheel built from the checkout (rebuilt every time) and the pure
                 Python wheels pytest needs inside Pyodide (cached)
 
-Run `python -m webrlx.web_assets` to build; it needs a source checkout, npm and pip.
+Run `python -m webrlx.cli.web_assets` to build; it needs a source checkout, npm and pip.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class WebAssets:
         found = sorted(self.wheels.glob("webrlx-*.whl"))
         if len(found) != 1:
             raise FileNotFoundError(f"web_assets: expected one webrlx wheel in {self.wheels}, "
-                                    f"found {len(found)}. Run `python -m webrlx.web_assets`.")
+                                    f"found {len(found)}. Run `python -m webrlx.cli.web_assets`.")
         return found[0]
 
     @property
@@ -69,7 +69,7 @@ class WebAssets:
 
 def checkout_root() -> Path:
     """Return the source checkout that holds this package, or raise if installed from a wheel."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     if not (root / "pyproject.toml").is_file() or not (root / "web").is_dir():
         raise FileNotFoundError(f"web_assets: {root} is not a webrlx source checkout (no "
                                 "pyproject.toml or web/). Clone the repository to serve pages.")

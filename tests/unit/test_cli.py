@@ -1,0 +1,167 @@
+"""The command-line tools (webrlx/cli): busy ports fail in one line, `serve` lists its pages,
+the shared serve-forever block prints where and how to stop, and `python -m webrlx --help`
+names every subcommand. Fast: no browser, no asset build, sockets on 127.0.0.1 only."""
+from __future__ import annotations
+
+import contextlib
+import io
+import socket
+import subprocess
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from webrlx.cli import lite, serve
+from webrlx.cli.serve import (LITE_PORT, SERVE_PORT, PortInUseError, make_server, pages,
+                              serve_forever)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextlib.contextmanager
+def busy_port() -> Iterator[int]:
+    """A port on 127.0.0.1 held by a listening socket for the duration."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+# -- ports -----------------------------------------------------------------------------------
+def test_serve_and_lite_have_different_default_ports():
+    assert (SERVE_PORT, LITE_PORT) == (8000, 8001)
+    for main, port in ((serve.main_serve, SERVE_PORT), (lite.main_lite, LITE_PORT)):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+            main(["--help"])
+        assert f"default {port}" in " ".join(out.getvalue().split()), main.__name__
+
+
+def test_make_server_on_a_busy_port_raises_a_one_line_message(tmp_path):
+    with busy_port() as port:
+        with pytest.raises(PortInUseError) as info:
+            make_server({"/": tmp_path}, {}, port)
+    message = str(info.value)
+    assert f"port {port}" in message and "--port N" in message
+    assert "\n" not in message
+    assert info.value.port == port
+    assert isinstance(info.value, OSError)     # callers that caught OSError still do
+
+
+def test_make_server_on_a_free_port_binds_it(tmp_path):
+    with make_server({"/": tmp_path}, {}, 0) as server:
+        assert server.server_address[1] != 0
+
+
+@pytest.mark.parametrize("command", ["serve", "lite"])
+def test_cli_reports_a_busy_port_in_one_line_before_building(command, monkeypatch, capsys):
+    def no_build(*args, **kwargs):
+        raise AssertionError("built before binding the port")
+    monkeypatch.setattr(serve, "build", no_build)
+    monkeypatch.setattr(lite, "build_site", no_build)
+    main = {"serve": serve.main_serve, "lite": lite.main_lite}[command]
+    with busy_port() as port:
+        assert main(["--port", str(port)]) == 1
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith(f"webrlx {command}: port {port} ")
+    assert "--port N" in lines[0]
+    assert "Traceback" not in captured.err + captured.out
+
+
+def test_serve_releases_the_port_when_the_build_fails(monkeypatch):
+    def failing_build(*args, **kwargs):
+        raise RuntimeError("no npm")
+    monkeypatch.setattr(serve, "build", failing_build)
+    with socket.socket() as s:                 # a port that is free now
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(RuntimeError, match="no npm") as info:
+        serve.serve(port)
+    assert _port_is_free(port)      # closed explicitly: `info` keeps serve()'s frame alive
+    del info
+
+
+# -- what the servers print ------------------------------------------------------------------
+def test_pages_lists_html_files_with_their_titles(tmp_path):
+    (tmp_path / "b.html").write_text("<html><head><title> Demo &amp; more </title></head>")
+    (tmp_path / "a.html").write_text("<html>no title</html>")
+    (tmp_path / "boot.js").write_text("// not a page")
+    assert pages(tmp_path) == [("a.html", ""), ("b.html", "Demo & more")]
+
+
+def test_pages_of_the_checkout_include_the_demos():
+    names = [name for name, _ in pages(ROOT / "web")]
+    assert {"index.html", "minilm.html"} <= set(names)
+    assert names == sorted(p.name for p in (ROOT / "web").glob("*.html"))
+
+
+def test_serve_forever_prints_links_serves_and_closes(tmp_path):
+    (tmp_path / "index.html").write_text("<title>x</title>hello")
+    server = make_server({"/": tmp_path}, {}, 0)
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    out = io.StringIO()
+    thread = threading.Thread(target=serve_forever, args=(
+        server, "serving test", [(url + "index.html", "x")]), kwargs={"out": out})
+    thread.start()
+    try:
+        with urllib.request.urlopen(url + "index.html", timeout=10) as response:
+            assert response.read().endswith(b"hello")
+    finally:
+        server.shutdown()
+        thread.join(10)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"webrlx: serving test on {url} (Ctrl+C to stop)"
+    assert lines[1].split() == [url + "index.html", "x"]
+    assert server.socket.fileno() == -1        # closed once serving ends
+
+
+def test_serve_forever_stops_quietly_on_ctrl_c(tmp_path, monkeypatch):
+    server = make_server({"/": tmp_path}, {}, 0)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(server, "serve_forever", interrupted)
+    out = io.StringIO()
+    serve_forever(server, "serving test", [], out=out)       # returns, no exception
+    assert out.getvalue().rstrip().endswith("webrlx: stopped")
+    assert server.socket.fileno() == -1
+
+
+def test_serve_lists_every_page_of_web(monkeypatch, tmp_path):
+    monkeypatch.setattr(serve, "build", lambda *args, **kwargs: None)
+    monkeypatch.setattr(serve, "page_config", lambda assets: {})
+    seen = {}
+
+    def fake_serve_forever(server, what, links, open_browser=False, out=None):
+        seen.update(port=server.server_address[1], what=what, links=links)
+        server.server_close()
+    monkeypatch.setattr(serve, "serve_forever", fake_serve_forever)
+    serve.serve(0)
+    base = f"http://127.0.0.1:{seen['port']}/"
+    assert [url for url, _ in seen["links"]] == [base + n for n, _ in pages(ROOT / "web")]
+    assert base + "minilm.html" in [url for url, _ in seen["links"]]
+
+
+# -- python -m webrlx ------------------------------------------------------------------------
+def test_python_m_webrlx_help_lists_the_subcommands():
+    proc = subprocess.run([sys.executable, "-m", "webrlx", "--help"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    commands = proc.stdout.split("positional arguments:")[1]
+    for name in ("serve", "lite", "bench", "info", "demo"):
+        assert f"\n    {name} " in commands, name
