@@ -1,4 +1,4 @@
-"""Command line: `python -m webrlx info | demo | serve | bench | lite`."""
+"""Command line: `python -m webrlx info | demo | chat | generate | serve | bench | lite`."""
 from __future__ import annotations
 
 import argparse
@@ -85,8 +85,19 @@ def cmd_lite(rest: list[str]) -> int:
     return main_lite(rest)
 
 
+def cmd_chat(rest: list[str]) -> int:
+    from webrlx.cli.chat import main_chat
+    return main_chat(rest)
+
+
+def cmd_generate(rest: list[str]) -> int:
+    from webrlx.cli.chat import main_generate
+    return main_generate(rest)
+
+
 # Subcommands with their own options, in webrlx/cli/ (apart from the runtime's layers).
-PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench, "lite": cmd_lite}
+PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench, "lite": cmd_lite, "chat": cmd_chat,
+                "generate": cmd_generate}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("serve", help=f"serve the web/ pages with a local Pyodide on port "
                    f"{SERVE_PORT} (serve --help)")
     sub.add_parser("bench", help="benchmarks as JSON (bench --help)")
+    sub.add_parser("chat", help="chat with SmolLM2 in the terminal, streamed (chat --help)")
+    sub.add_parser("generate", help="one SmolLM2 completion of a prompt (generate --help)")
     sub.add_parser("lite", help=f"build and serve the JupyterLite notebooks site on port "
                    f"{LITE_PORT} (lite --help)")
     args = parser.parse_args(argv)

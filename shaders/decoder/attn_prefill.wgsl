@@ -1,0 +1,138 @@
+// cached_attention, prefill form: many query rows per kv head (a prompt of S rows).
+// out[b, s, h, :] = softmax_k(q[b,s,h,:] . K[b,hk,k,:] * scale) @ V[b,hk], hk = h / G, over the
+// keys k < min(T, pos + s + 1) (causal; pos from its buffer, T only the capacity).
+//
+// Items i = s * G + g (row s, query head g of the G sharing kv head hk) in tiles of
+// BQ = WG / SPLIT per workgroup, so each K/V tile staged in workgroup memory serves G heads
+// and BQ / G rows. SPLIT threads per item each take every SPLIT-th key of a tile and keep q
+// (pre-scaled), a running max / sum and the output row in registers (online softmax,
+// rescaling only when the max grows); the SPLIT partial states merge at the end. The key
+// range is the causal one of the tile's last row, cut into the same run-time chunks as
+// attn_decode (`nsplit` > 1 adds workgroups when few item tiles run, merged by
+// attn_combine; `direct` writes the normalized output when nsplit == 1).
+// Limits: the q.k and p.v FMAs out of workgroup memory (16.9 KB: the lowering checks the
+// adapter's limit, else the decode kernel runs); 32 vec4 registers per thread (q, acc), so
+// D % 4 == 0, D <= 64. Causal tiles: a workgroup stops at its last row's key, so early
+// item tiles do less work. On lavapipe a 512-row prompt (9 heads, D 64) takes ~185 CPU-ms,
+// the generic `attention` (two matmuls around a masked softmax) ~240.
+// Tried: only this layout (attention_rows' one-row-per-thread flash form with GQA items and
+// run-time key ranges); the decode kernel's layout keeps per-workgroup state per item and is
+// used below PREFILL_FROM_ITEMS items.
+// bindings: 0 q (B, S, H, D), 1 kc, 2 vc (B, Hkv, T, D), 3 pos (i32, [1]),
+// 4 dst: out (B, S, H, D) when direct, else partials [B, Hkv, nsplit, S*G, D4 + 1] vec4
+// (acc..., (m, l, 0, 0)), 5 params. grid: (nsplit, item tiles * Hkv, B).
+struct Params { S: u32, H: u32, G: u32, Hkv: u32, D4: u32, T: u32, nsplit: u32, gran: u32,
+                direct: u32, scale: f32 }
+@group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> kc: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> vc: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> pos: array<i32>;
+@group(0) @binding(4) var<storage, read_write> dst: array<vec4<f32>>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+override SPLIT: u32 = 1u;                       // threads per item: 1, 2, 4 or 8
+override DV4: u32 = 16u;                        // D / 4: constant loop bounds unroll
+const WG: u32 = 64u;
+const KT: u32 = 32u;
+const D4M: u32 = 16u;
+const NEG: f32 = -3.4028234663852886e38;
+var<workgroup> Ks: array<vec4<f32>, 512>;       // [KT][D4M]
+var<workgroup> Vs: array<vec4<f32>, 512>;
+var<workgroup> ms: array<f32, 64>;              // partial running max / sum per thread
+var<workgroup> ls: array<f32, 64>;
+var<workgroup> wpos: i32;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if (lid == 0u) { wpos = max(pos[0], 0); }
+    let p0 = u32(workgroupUniformLoad(&wpos));
+    let c = wid.x;
+    let it = wid.y / p.Hkv;
+    let hk = wid.y % p.Hkv;
+    let b = wid.z;
+    let BQ = WG / SPLIT;
+    let RI = p.S * p.G;
+    let i = it * BQ + lid / SPLIT;                  // this thread's item
+    let part = lid % SPLIT;
+    let L = min(p.T, p0 + p.S);
+    let cl = max(p.gran, ((L + p.nsplit - 1u) / p.nsplit + p.gran - 1u) / p.gran * p.gran);
+    if (c * cl >= L) { return; }
+    let s_last = (min(it * BQ + BQ, RI) - 1u) / p.G;
+    let k0 = c * cl;
+    let k1 = min(min(k0 + cl, L), p0 + s_last + 1u);
+    let kbase = (b * p.Hkv + hk) * p.T * DV4;
+    let s = i / p.G;
+    let h = hk * p.G + i % p.G;
+    let my_end = min(k1, p0 + s + 1u);
+    var qr: array<vec4<f32>, D4M>;
+    var acc: array<vec4<f32>, D4M>;
+    var m = NEG;
+    var l = 0.0;
+    if (i < RI) {
+        let qb = ((b * p.S + s) * p.H + h) * DV4;
+        for (var cc = 0u; cc < DV4; cc++) { qr[cc] = q[qb + cc] * p.scale; }
+    }
+    for (var t0 = k0; t0 < k1; t0 += KT) {
+        let n = min(KT, k1 - t0);
+        for (var e = lid; e < KT * DV4; e += WG) {
+            let j = e / DV4;
+            var kk = vec4<f32>(0.0);
+            var vv = vec4<f32>(0.0);
+            if (j < n) {
+                kk = kc[kbase + (t0 + j) * DV4 + e % DV4];
+                vv = vc[kbase + (t0 + j) * DV4 + e % DV4];
+            }
+            Ks[j * D4M + e % DV4] = kk;
+            Vs[j * D4M + e % DV4] = vv;
+        }
+        workgroupBarrier();
+        if (i < RI) {
+            for (var j = part; j < n && t0 + j < my_end; j += SPLIT) {
+                var dot = vec4<f32>(0.0);
+                for (var cc = 0u; cc < DV4; cc++) { dot += qr[cc] * Ks[j * D4M + cc]; }
+                let sj = dot.x + dot.y + dot.z + dot.w;
+                if (sj > m) {
+                    let corr = exp(m - sj);
+                    l *= corr;
+                    for (var cc = 0u; cc < DV4; cc++) { acc[cc] *= corr; }
+                    m = sj;
+                }
+                let pj = exp(sj - m);
+                l += pj;
+                for (var cc = 0u; cc < DV4; cc++) { acc[cc] += pj * Vs[j * D4M + cc]; }
+            }
+        }
+        workgroupBarrier();
+    }
+    // merge the SPLIT partial states of each item (K/V tiles are reused as scratch)
+    ms[lid] = m;
+    ls[lid] = l;
+    for (var cc = 0u; cc < DV4; cc++) {
+        let e = lid * D4M + cc;                      // 64 threads x 16: Ks then Vs
+        if (e < 512u) { Ks[e] = acc[cc]; } else { Vs[e - 512u] = acc[cc]; }
+    }
+    workgroupBarrier();
+    if (i < RI && part == 0u) {
+        var mm = ms[lid];
+        for (var t = 1u; t < SPLIT; t++) { mm = max(mm, ms[lid + t]); }
+        var w: array<f32, 8>;
+        var lt = 0.0;
+        for (var t = 0u; t < SPLIT; t++) {
+            w[t] = exp(ms[lid + t] - mm);
+            lt += ls[lid + t] * w[t];
+        }
+        let inv = select(1.0 / lt, 0.0, lt == 0.0);
+        let row = (((b * p.Hkv + hk) * p.nsplit + c) * RI + i) * (DV4 + 1u);
+        let ob = ((b * p.S + s) * p.H + h) * DV4;
+        for (var cc = 0u; cc < DV4; cc++) {
+            var o = vec4<f32>(0.0);
+            for (var t = 0u; t < SPLIT; t++) {
+                let e = (lid + t) * D4M + cc;
+                let a = select(Vs[max(e, 512u) - 512u], Ks[min(e, 511u)], e < 512u);
+                o += a * w[t];
+            }
+            if (p.direct != 0u) { dst[ob + cc] = o * inv; } else { dst[row + cc] = o; }
+        }
+        if (p.direct == 0u) { dst[row + DV4] = vec4<f32>(mm, lt, 0.0, 0.0); }
+    }
+}

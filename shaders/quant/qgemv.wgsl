@@ -1,0 +1,111 @@
+// quantized GEMV for decode rows (M <= 4): out[r, n] = x[r, :] . dequant(w)[n, :] (+ bias[n]).
+// w: the raw GGUF blocks of an (N, K) weight as u32 words, row-major (N rows of K/32 blocks);
+// Q4_1 (20-byte blocks: f16 d, f16 m, 16 bytes of nibbles) or Q8_0 (34 bytes: f16 d, 32 int8,
+// only 2-byte aligned). x [M, K] f32 or f16 (as vec4: K % 32 == 0), out [M, N] f32, math f32.
+// bindings: 0 x, 1 w, 2 bias [N] (a dummy when HAS_BIAS is false), 3 out, 4 params.
+// grid: (ceil(N / RPW), 1, 1); RPW = 8 weight rows x TPR threads splitting K a workgroup.
+// A thread takes units of 8 weights (one nibble word of Q4_1, two int8 words of Q8_0), strided
+// by TPR along the row so neighbouring threads read neighbouring words, dequantizes them in
+// registers and dots them with x for all M rows (the weight is read once for every row), then
+// the TPR partial sums of a row meet in workgroup memory.
+// Limits: memory bandwidth on GPUs (0.625 / 1.06 bytes a weight against 4 for f32); on
+// lavapipe (CPU SIMD lanes) not the decoding (below), most likely the per-lane gathered loads
+// of w and x words. Tried on lavapipe: TPR 8 /
+// 16 / 32 (8 is ~20% faster than 16, 32 slower; with 8 a 32-wide warp still reads 4 rows'
+// 32-byte runs); RPW 4 / 8 / 32 (no difference: 8 keeps ~N/8 workgroups for N = 576);
+// a thread taking whole blocks (no gain); unpack4x8unorm decoding with the scale folded
+// (no gain: decoding ALU is not the limit). Q4_1's offset is folded out of the dot
+// (d * q.x + m * sum(x)). Subgroups would only replace the final reduction, which runs once
+// a row against K / (8 * TPR) unit steps; f16 math would cost accuracy and save no bytes.
+struct Params { M: u32, N: u32, K: u32, nw: u32 }
+@group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
+@group(0) @binding(1) var<storage, read_write> w: array<u32>;
+@group(0) @binding(2) var<storage, read_write> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+override Q8_0: bool = false;      // false: Q4_1
+override HAS_BIAS: bool = false;
+override ROWS: u32 = 1u;          // M, 1..4
+const TPR: u32 = 8u;              // threads per weight row
+const RPW: u32 = 8u;              // weight rows per workgroup
+const THREADS: u32 = TPR * RPW;
+var<workgroup> red: array<vec4<f32>, THREADS>;   // one partial sum per thread, x rows in x..w
+
+// 8 weights of a block: d * q + m at k0..k0+3 (lo) and k1..k1+3 (hi), k relative to the row
+struct Unit { lo: vec4<f32>, hi: vec4<f32>, d: f32, m: f32, k0: u32, k1: u32 }
+
+fn int8x4(q: u32) -> vec4<f32> {
+    return vec4<f32>((vec4<i32>(bitcast<i32>(q)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+}
+
+// unit u (0 .. K/8) of weight row n
+fn load_unit(n: u32, u: u32) -> Unit {
+    let kb = u / 4u;
+    let part = u % 4u;
+    let b = n * (p.K / 32u) + kb;
+    var r: Unit;
+    if (Q8_0) {
+        let start = b * 34u;                          // bytes
+        r.d = unpack2x16float(w[start / 4u] >> ((start & 2u) * 8u)).x;
+        r.m = 0.0;
+        let s = start + 2u + part * 8u;               // first of 8 int8, 2- or 4-byte aligned
+        let a = s / 4u;
+        let sh = (s & 2u) * 8u;                       // 0 or 16; (v << 16) << (16 - sh) is 0 at 0
+        let w0 = w[a];
+        let w1 = w[a + 1u];
+        let w2 = w[min(a + 2u, p.nw - 1u)];
+        r.lo = int8x4((w0 >> sh) | ((w1 << 16u) << (16u - sh)));
+        r.hi = int8x4((w1 >> sh) | ((w2 << 16u) << (16u - sh)));
+        r.k0 = kb * 32u + part * 8u;
+        r.k1 = r.k0 + 4u;
+    } else {
+        let dm = unpack2x16float(w[b * 5u]);
+        let q = vec4<u32>(w[b * 5u + 1u + part]);
+        r.lo = vec4<f32>((q >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u));
+        r.hi = vec4<f32>((q >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u));
+        r.d = dm.x;
+        r.m = dm.y;
+        r.k0 = kb * 32u + part * 4u;
+        r.k1 = r.k0 + 16u;
+    }
+    return r;
+}
+
+// this unit's contribution to x row r . weight row
+fn dot_unit(q: Unit, r: u32) -> f32 {
+    let base = r * (p.K / 4u);
+    let xa = vec4<f32>(x[base + q.k0 / 4u]);
+    let xb = vec4<f32>(x[base + q.k1 / 4u]);
+    var s = q.d * (dot(q.lo, xa) + dot(q.hi, xb));
+    if (!Q8_0) { s += q.m * dot(xa + xb, vec4<f32>(1.0)); }
+    return s;
+}
+
+@compute @workgroup_size(THREADS)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let t = tid % TPR;
+    let n = wid.x * RPW + tid / TPR;
+    var acc = vec4<f32>(0.0);
+    if (n < p.N) {
+        for (var u = t; u < p.K / 8u; u += TPR) {
+            let q = load_unit(n, u);
+            acc.x += dot_unit(q, 0u);
+            if (ROWS > 1u) { acc.y += dot_unit(q, 1u); }
+            if (ROWS > 2u) { acc.z += dot_unit(q, 2u); }
+            if (ROWS > 3u) { acc.w += dot_unit(q, 3u); }
+        }
+    }
+    red[tid] = acc;
+    workgroupBarrier();
+    if (t == 0u && n < p.N) {
+        var s = vec4<f32>(0.0);
+        for (var j = 0u; j < TPR; j++) { s += red[tid + j]; }
+        var b = 0.0;
+        if (HAS_BIAS) { b = bias[n]; }
+        out[n] = s.x + b;
+        if (ROWS > 1u) { out[p.N + n] = s.y + b; }
+        if (ROWS > 2u) { out[2u * p.N + n] = s.z + b; }
+        if (ROWS > 3u) { out[3u * p.N + n] = s.w + b; }
+    }
+}

@@ -1,0 +1,124 @@
+"""Lowerings of the decoder ops: rope, cache_write (in place into a KV cache) and
+cached_attention (GQA attention over a cache whose valid length is read from the `pos` buffer
+at run time, so a decode graph is the same at every step).
+
+cached_attention has two kernels that write the same per-chunk partials, merged by
+attn_combine: attn_decode (few query rows per kv head: threads over keys, then over output
+columns; flash-decoding across workgroups) and attn_prefill (many rows: threads per query
+row, K/V tiles in workgroup memory). Both cut the valid keys [0, pos + S) into at most
+`nsplit` chunks at run time, so their work follows pos + S, not the capacity T. On a CPU
+adapter (lavapipe, SwiftShader) fewer chunks are cut and attn_prefill runs for any S (both
+measured faster there); a discrete GPU gets attn_decode below PREFILL_FROM_ITEMS items and
+chunks enough for ~WORKGROUP_TARGET workgroups.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtype as dt
+from ..graph import Node
+from ..kernels import kernel
+from .emit import EmitContext
+from .program import Buf
+from .registry import lowering
+
+DECODE_ITEMS = 8             # RMAX of attn_decode.wgsl: (row, head) items per workgroup
+DECODE_THREADS = 128         # its WG: a thread per (item, vec4 column) in the p.v phase
+PREFILL_FROM_ITEMS = 24      # items per kv head (S * G) from which attn_prefill runs
+PREFILL_STORAGE = 2 * 512 * 16 + 2 * 64 * 4 + 4   # bytes of workgroup memory attn_prefill uses
+WORKGROUP_TARGET = 256       # the split forms add key chunks until about this many workgroups
+CPU_WORKGROUP_TARGET = 16    # on a CPU adapter (lavapipe): early-exit workgroups are not free
+CHUNK_GRANULE = 64           # keys: a chunk's length is a multiple of this (and of every KT)
+ROW_THREADS = 8192           # attn_prefill splits an item's keys until about this many threads
+CPU_ROW_THREADS = 128        # the same on a CPU adapter: 8 threads a row for 1-2 rows, then 1
+
+
+def rope_table(d: int, base: float) -> np.ndarray:
+    """theta_i / (2 pi) for i < d/2 (theta_i = base^(-2i/d), float64) as 64-bit fixed-point
+    fractions of a turn: [hi_0, lo_0, hi_1, lo_1, ...] uint32 words."""
+    out = np.zeros(d, np.uint32)
+    for i in range(d // 2):
+        f = float(base) ** (-2.0 * i / d) / (2.0 * math.pi)
+        fx = int(round((f - math.floor(f)) * 2.0 ** 64)) % (1 << 64)
+        out[2 * i], out[2 * i + 1] = fx >> 32, fx & 0xFFFFFFFF
+    return out
+
+
+def _cpu_adapter(L: EmitContext) -> bool:
+    """True on a software adapter (lavapipe/llvmpipe, SwiftShader): a few cores, where each
+    workgroup costs a scheduling step even when it returns at once."""
+    name = L.info.name.lower()
+    return any(k in name for k in ("llvmpipe", "lavapipe", "swiftshader"))
+
+
+@lowering("rope")
+def _rope(L: EmitContext, node: Node) -> Buf:
+    b, s, h, d = L.shape(node.inputs[0])
+    n = b * s * h * (d // 2)
+    out = L.temp((b, s, h, d), node.dtype)
+    freq = L.const(rope_table(d, node.attrs["base"]), dt.uint32)
+    L.emit(kernel("decoder/rope"), {"x": L.buf(node.inputs[0]), "pos": L.buf(node.inputs[1]),
+                                    "freq": freq, "out": out},
+           {"n": n, "S": s, "H": h, "D": d}, L.grid(n),
+           {"INTERLEAVED": bool(node.attrs["interleaved"])}, name="rope")
+    return out
+
+
+@lowering("cache_write")
+def _cache_write(L: EmitContext, node: Node) -> Buf:
+    """In place: the node's value is the cache buffer, its rows pos..pos+S-1 overwritten."""
+    cache = L.buf(node.inputs[0])
+    _, t, d = L.shape(node.inputs[0])[1:]
+    b, s, hkv, _ = L.shape(node.inputs[1])
+    n = b * s * hkv * d
+    L.emit(kernel("decoder/cache_write"), {"new_rows": L.buf(node.inputs[1]),
+                                           "pos": L.buf(node.inputs[2]), "cache": cache},
+           {"n": n, "S": s, "Hkv": hkv, "D": d, "T": t}, L.grid(n), name="cache_write")
+    return cache
+
+
+@lowering("cached_attention")
+def _cached_attention(L: EmitContext, node: Node) -> Buf:
+    b, s, h, d = L.shape(node.inputs[0])
+    hkv, t = L.shape(node.inputs[1])[1:3]
+    if d % 4 or d > 128:
+        raise ValueError(f"cached_attention: head dim {d} must be a multiple of 4, <= 128")
+    g = h // hkv
+    items = s * g                                   # (row, head) pairs per kv head
+    d4 = d // 4
+    cpu = _cpu_adapter(L)
+    # on a CPU adapter the row kernel wins from one row on (~20% on lavapipe, fewer lanes)
+    prefill = ((items >= PREFILL_FROM_ITEMS or cpu) and d <= 64 and
+               L.info.limit("max-compute-workgroup-storage-size", 16384) >= PREFILL_STORAGE)
+    overrides: dict[str, object]
+    if prefill:
+        threads = CPU_ROW_THREADS if cpu else ROW_THREADS
+        split = min(8, 1 << max(0, math.ceil(math.log2(max(1, threads / (b * h * s))))))
+        tiles = -(-items // (64 // split))
+        shader, overrides = "decoder/attn_prefill", {"SPLIT": split, "DV4": d4}
+    else:
+        per_wg = min(DECODE_ITEMS, DECODE_THREADS // d4)
+        tiles = -(-items // per_wg)
+        parts = max(1, DECODE_THREADS // (min(per_wg, items) * d4))   # idle threads take keys
+        shader, overrides = "decoder/attn_decode", {"KT": 32 if d4 <= 16 else 16,
+                                                    "RW": per_wg, "KP": parts}
+    base = tiles * hkv * b
+    target = CPU_WORKGROUP_TARGET if cpu else WORKGROUP_TARGET
+    nsplit = max(1, min(-(-target // base), -(-t // CHUNK_GRANULE)))
+    out = L.temp((b, s, h, d), node.dtype)
+    pos = L.buf(node.inputs[3])
+    args = {"S": s, "H": h, "G": g, "Hkv": hkv, "D4": d4, "T": t, "nsplit": nsplit,
+            "gran": CHUNK_GRANULE}
+    dst = out if nsplit == 1 else L.temp((b, hkv, nsplit, items, d4 + 1, 4), node.dtype)
+    L.emit(kernel(shader), {"q": L.buf(node.inputs[0]), "kc": L.buf(node.inputs[1]),
+                            "vc": L.buf(node.inputs[2]), "pos": pos, "dst": dst},
+           {**args, "direct": int(nsplit == 1), "scale": node.attrs["scale"]},
+           (nsplit, tiles * hkv, b), overrides,
+           name="cached_attention[prefill]" if prefill else "cached_attention[decode]")
+    if nsplit > 1:
+        n = b * s * h * d4
+        L.emit(kernel("decoder/attn_combine"), {"pos": pos, "part": dst, "out": out},
+               {"n": n, **args}, L.grid(n), name="cached_attention[combine]")
+    return out
