@@ -1,0 +1,190 @@
+"""Decoder ops on every backend: rope (both layouts, far positions), cache_write (in place on
+a state), cached_attention (GQA, causal, valid length from the pos buffer) against numpy, and
+prefill + decode steps through one executable equal to one causal attention."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import webrlx as wr
+from webrlx import nn
+
+from helpers import rand
+
+
+def _rope_np(x: np.ndarray, p0: int, base: float, interleaved: bool) -> np.ndarray:
+    x = x.astype(np.float64)
+    s, d = x.shape[1], x.shape[3]
+    ang = (p0 + np.arange(s))[:, None] * base ** (-2.0 * np.arange(d // 2) / d)[None, :]
+    cos, sin = np.cos(ang)[None, :, None, :], np.sin(ang)[None, :, None, :]
+    out = np.empty_like(x)
+    if interleaved:          # pairs (2i, 2i+1), as llama.cpp
+        out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+        out[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+    else:                    # pairs (i, i + D/2), as HF rotate_half
+        h = d // 2
+        out[..., :h] = x[..., :h] * cos - x[..., h:] * sin
+        out[..., h:] = x[..., :h] * sin + x[..., h:] * cos
+    return out
+
+
+def _attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, p0: int) -> np.ndarray:
+    """Dense causal GQA attention: q (B, S, H, D) at positions p0.., k/v (B, Hkv, n, D)."""
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    b, s, h, d = q.shape
+    g = h // k.shape[1]
+    k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    sc = np.einsum("bshd,bhkd->bhsk", q, k) / np.sqrt(d)
+    n = k.shape[2]
+    sc = np.where(np.arange(n)[None, :] <= p0 + np.arange(s)[:, None], sc, -np.inf)
+    e = np.exp(sc - sc.max(-1, keepdims=True))
+    return np.einsum("bhsk,bhkd->bshd", e / e.sum(-1, keepdims=True), v)
+
+
+@pytest.mark.parametrize("interleaved", [True, False])
+@pytest.mark.parametrize("p0", [0, 8000])
+@pytest.mark.parametrize("s", [1, 7])
+def test_rope(backend, interleaved, p0, s):
+    x = rand(2, s, 3, 64, seed=s)
+    g = wr.Graph()
+    xi, pos = g.input("x", x.shape), g.input("pos", (1,), "int32")
+    y = nn.rope(xi, pos, base=100000.0, interleaved=interleaved)
+    (got,) = wr.compile(g, outputs=[y], device=backend).run(
+        {"x": x, "pos": np.array([p0], np.int32)})
+    want = _rope_np(x, p0, 100000.0, interleaved)
+    assert np.abs(got - want).max() <= 2e-4 * np.abs(x).max()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)   # f32 angles would miss
+
+
+def test_rope_positions_come_from_the_buffer(backend):
+    """One executable, positions fed at run time (a decode step's graph does not change)."""
+    g = wr.Graph()
+    xi, pos = g.input("x", (1, 1, 2, 8)), g.input("pos", (1,), "int32")
+    exe = wr.compile(g, outputs=[nn.rope(xi, pos, 10000.0)], device=backend)
+    x = rand(1, 1, 2, 8)
+    for p0 in (0, 3, 4097):
+        (got,) = exe.run({"x": x, "pos": np.array([p0], np.int32)})
+        np.testing.assert_allclose(got, _rope_np(x, p0, 10000.0, True), rtol=1e-5, atol=1e-6)
+
+
+def test_cache_write_then_read(backend):
+    g = wr.Graph()
+    new, pos = g.input("new", (1, "s", 3, 8)), g.input("pos", (1,), "int32")
+    cache = g.state("kc", (1, 3, 10, 8))
+    written = nn.cache_write(cache, new, pos)
+    exe = wr.compile(g, outputs=[written.sum()], device=backend)
+    a, b, c = rand(1, 4, 3, 8, seed=1), rand(1, 1, 3, 8, seed=2), rand(1, 3, 3, 8, seed=3)
+    exe.run({"new": a, "pos": np.array([0], np.int32)})
+    exe.run({"new": b, "pos": np.array([4], np.int32)})
+    (total,) = exe.run({"new": c, "pos": np.array([8], np.int32)})   # row 10 is past T: skipped
+    want = np.zeros((1, 3, 10, 8), np.float32)
+    want[:, :, 0:4] = a.transpose(0, 2, 1, 3)
+    want[:, :, 4:5] = b.transpose(0, 2, 1, 3)
+    want[:, :, 8:10] = c[:, :2].transpose(0, 2, 1, 3)
+    np.testing.assert_array_equal(exe.read_state("kc"), want)
+    np.testing.assert_allclose(total, want.sum(), rtol=1e-5, atol=1e-5)
+
+
+def test_cache_write_returns_the_updated_cache(backend):
+    def fn(cache, new, pos):
+        return nn.cache_write(cache, new, pos) * 1.0
+    g = wr.Graph()
+    cache, new, pos = rand(2, 2, 6, 4, seed=4), rand(2, 3, 2, 4, seed=5), np.array([2], np.int32)
+    ins = [g.input("c", cache.shape), g.input("n", new.shape), g.input("p", (1,), "int32")]
+    (got,) = wr.compile(g, outputs=[fn(*ins)], device=backend).run(
+        {"c": cache, "n": new, "p": pos})
+    want = cache.copy()
+    want[:, :, 2:5] = new.transpose(0, 2, 1, 3)
+    np.testing.assert_array_equal(got, want)
+
+
+CAPACITY = 512
+
+
+@pytest.fixture(params=["as_device", "as_gpu"])
+def chunking(request, monkeypatch):
+    """The kernels and key chunks this adapter gets, or those of a discrete GPU (on a CPU
+    adapter too): the decode kernel for few rows and many chunks merged by the combine."""
+    if request.param == "as_gpu":
+        from webrlx.compiler import lower_decoder
+        monkeypatch.setattr(lower_decoder, "_cpu_adapter", lambda L: False)
+    return request.param
+
+
+@pytest.mark.parametrize("heads", [(9, 3), (4, 4)])
+@pytest.mark.parametrize("s,p0", [(1, 0), (1, 5), (1, 300), (16, 0), (16, 40)])
+def test_cached_attention(backend, chunking, heads, s, p0):
+    h, hkv = heads
+    d, t = 64, CAPACITY
+    q = rand(1, s, h, d, seed=p0 + s)
+    kc = rand(1, hkv, t, d, seed=p0 + 1, low=-2, high=2)
+    vc = rand(1, hkv, t, d, seed=p0 + 2)
+    kc[:, :, p0 + s:] = 1e30           # past the valid length: never read
+    vc[:, :, p0 + s:] = -1e30
+    g = wr.Graph()
+    qi, ki, vi = g.input("q", q.shape), g.input("k", kc.shape), g.input("v", vc.shape)
+    pos = g.input("pos", (1,), "int32")
+    y = nn.cached_attention(qi, ki, vi, pos)
+    exe = wr.compile(g, outputs=[y], device=backend)
+    (got,) = exe.run({"q": q, "k": kc, "v": vc, "pos": np.array([p0], np.int32)})
+    want = _attention_np(q, kc[:, :, :p0 + s], vc[:, :, :p0 + s], p0)
+    assert got.shape == (1, s, h, d)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+    if backend.name != "reference" and chunking == "as_gpu" and s == 1:
+        names = [c.name for c in exe.last_plan.program.calls]
+        assert names == ["cached_attention[decode]", "cached_attention[combine]"], names
+
+
+def test_cached_attention_long_prefill_and_batch(backend, chunking):
+    """The many-rows kernel (a 64-row prompt at pos 100) with a batch of 2."""
+    h, hkv, d, t, s, p0 = 6, 2, 64, 256, 64, 100
+    q = rand(2, s, h, d, seed=11)
+    kc, vc = rand(2, hkv, t, d, seed=12), rand(2, hkv, t, d, seed=13)
+    g = wr.Graph()
+    qi, ki, vi = g.input("q", q.shape), g.input("k", kc.shape), g.input("v", vc.shape)
+    y = nn.cached_attention(qi, ki, vi, g.input("pos", (1,), "int32"))
+    (got,) = wr.compile(g, outputs=[y], device=backend).run(
+        {"q": q, "k": kc, "v": vc, "pos": np.array([p0], np.int32)})
+    want = _attention_np(q, kc[:, :, :p0 + s], vc[:, :, :p0 + s], p0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+
+
+def test_decode_steps_equal_one_prefill(backend, chunking):
+    """One graph with a symbolic seq: prefill 8 rows at pos 0 (writing the caches, states),
+    then 3 one-row steps at pos 8, 9, 10 through the same executable: together they equal one
+    causal attention over the 11 rows."""
+    h, hkv, d, t = 9, 3, 64, 256      # as_gpu: 4 key chunks
+    g = wr.Graph()
+    q = g.input("q", (1, "s", h, d))
+    k = g.input("k", (1, "s", hkv, d))
+    v = g.input("v", (1, "s", hkv, d))
+    pos = g.input("pos", (1,), "int32")
+    kc = nn.cache_write(g.state("kc", (1, hkv, t, d)), k, pos)
+    vc = nn.cache_write(g.state("vc", (1, hkv, t, d)), v, pos)
+    y = nn.cached_attention(q, kc, vc, pos)
+    exe = wr.compile(g, outputs=[y], device=backend)
+    qs, ks, vs = rand(1, 11, h, d, seed=21), rand(1, 11, hkv, d, seed=22), \
+        rand(1, 11, hkv, d, seed=23)
+    outs = [exe.run({"q": qs[:, :8], "k": ks[:, :8], "v": vs[:, :8],
+                     "pos": np.array([0], np.int32)})[0]]
+    for p0 in (8, 9, 10):
+        sl = slice(p0, p0 + 1)
+        outs += [exe.run({"q": qs[:, sl], "k": ks[:, sl], "v": vs[:, sl],
+                          "pos": np.array([p0], np.int32)})[0]]
+    got = np.concatenate(outs, axis=1)
+    want = _attention_np(qs, ks.transpose(0, 2, 1, 3), vs.transpose(0, 2, 1, 3), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+    np.testing.assert_array_equal(exe.read_state("kc")[:, :, :11], ks.transpose(0, 2, 1, 3))
+
+
+def test_decoder_ops_check_their_operands():
+    g = wr.Graph()
+    pos = g.input("pos", (1,), "int32")
+    with pytest.raises(wr.ShapeError, match="even"):
+        nn.rope(g.input("x", (1, 2, 3, 5)), pos, 10000.0)
+    with pytest.raises(wr.ShapeError, match="multiple of kv_heads"):
+        nn.cached_attention(g.input("q", (1, 1, 4, 8)), g.input("k", (1, 3, 16, 8)),
+                            g.input("v", (1, 3, 16, 8)), pos)
+    with pytest.raises(wr.ShapeError, match="pos must be int32"):
+        nn.cache_write(g.input("c", (1, 2, 16, 8)), g.input("n", (1, 1, 2, 8)),
+                       g.input("p2", (2,), "int32"))
