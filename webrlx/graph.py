@@ -76,6 +76,13 @@ class Graph:
         self.states[name] = node.id
         return node
 
+    def written_source(self, node_id: int) -> Node:
+        """The source node an in-place op (ops.UPDATES_INPUT) ultimately writes into."""
+        node = self.nodes[node_id]
+        while node.op in UPDATES_INPUT:
+            node = self.nodes[node.inputs[UPDATES_INPUT[node.op]]]
+        return node
+
     def effects(self) -> list[int]:
         """Nodes that update a state in place: they run even when no output reads them."""
         return [n.id for n in self.nodes if n.op in UPDATES_INPUT]

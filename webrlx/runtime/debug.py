@@ -162,12 +162,14 @@ def walk_kernels(graph: Graph, plan: Plan, before: list[Copy],
             return
 
 
-def _reference_values(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str, int]
-                      ) -> dict[int, np.ndarray]:
+def _reference_values(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str, int],
+                      states: Mapping[str, np.ndarray]) -> dict[int, np.ndarray]:
+    """Every node's numpy value, with the params and (the device's current) states."""
     from .engines import ReferenceEngine
     ref = ReferenceEngine(exe.graph, exe.outputs, exe.fuse, None)
     for name, arr in exe._params.items():
         ref.set_param(name, arr)
+    ref.states.update(states)
     return ref.values(arrays, env, keep_all=True)
 
 
@@ -204,7 +206,10 @@ def validate_steps(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str,
     if not isinstance(engine, GpuEngine):   # the reference device is the oracle itself
         engine.values(arrays, env, keep_all=True)
         return (yield from no_reads(ValidationReport(0, None, device)))
-    want = _reference_values(exe, arrays, env)
+    states = {}
+    for name in exe.graph.states:            # the reference starts where the device is
+        states[name] = yield from engine.read_state(name)
+    want = _reference_values(exe, arrays, env, states)
     plan, before = engine.prepare(arrays, env)
     report = ValidationReport(0, None, device)
 

@@ -34,6 +34,11 @@ class GpuEngine:
         self.param_bufs: dict[str, Any] = {}
         self.state_bufs: dict[str, Any] = {}
         self.plans: dict[tuple, Plan] = {}
+        # inputs an in-place op writes: their device copy differs from the fed array after
+        # a run, so they are uploaded every time
+        self.written_inputs = {graph.written_source(n.id).name for n in graph.nodes
+                               if n.op in UPDATES_INPUT and
+                               graph.written_source(n.id).op == "input"}
         self.last_plan: Plan | None = None
 
     def set_param(self, name: str, arr: np.ndarray) -> None:
@@ -95,6 +100,8 @@ class GpuEngine:
                 plan.last_fed.pop(name, None)
             else:
                 plan.upload(name, arr)
+                if name in self.written_inputs:
+                    plan.last_fed.pop(name, None)
         self.last_plan = plan
         return plan, before
 
@@ -152,12 +159,9 @@ class ReferenceEngine:
         sources.update({n.id: n.value for n in g.nodes if n.op == "constant"})
         values = interpret(g, shapes, sources, self.outputs + effects, keep_all=True)
         for nid in effects:                  # write updated states back, in graph order
-            node = g.nodes[nid]
-            root = node.inputs[UPDATES_INPUT[node.op]]
-            while g.nodes[root].op in UPDATES_INPUT:
-                root = g.nodes[root].inputs[UPDATES_INPUT[g.nodes[root].op]]
-            if g.nodes[root].op == "state":
-                self.states[g.nodes[root].name] = values[nid]
+            root = g.written_source(nid)
+            if root.op == "state":
+                self.states[root.name] = values[nid]
         return values if keep_all else [values[i] for i in self.outputs]
 
     def run(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep: bool
