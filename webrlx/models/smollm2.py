@@ -27,6 +27,7 @@ from .bpe import BPETokenizer
 from .chat_template import render_chat
 from .llama import LlamaConfig, build_llama, weight_arrays
 
+ROLES = ("system", "user", "assistant")
 READ_EVERY = 8           # decode steps between token readbacks
 PREFILL_BUCKET = 16      # prompt lengths are padded to a multiple of this (fewer plans)
 DEFAULT_CAPACITY = 2048  # KV cache positions (the model's context is 8192; pass capacity=)
@@ -276,6 +277,11 @@ class SmolLM2:
         """The conversation as the model's own chat template writes it."""
         if not self.chat_template:
             raise ValueError("chat(): this GGUF has no tokenizer.chat_template")
+        for i, m in enumerate(messages):
+            role = m.get("role") if isinstance(m, dict) else None
+            if role not in ROLES:
+                raise ValueError(f"chat(): messages[{i}] has role {role!r}; roles are "
+                                 f"{', '.join(ROLES)}")
         return render_chat(self.chat_template, list(messages), add_generation_prompt)
 
     def chat(self, messages: Sequence[dict[str, str]], max_new_tokens: int = 256,
