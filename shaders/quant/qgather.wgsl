@@ -55,7 +55,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     } else {
         let dm = unpack2x16float(w[b * 5u]);
         let q = vec4<u32>(w[b * 5u + 1u + part]);
-        out[o + k0 / 4u] = dm.x * vec4<f32>((q >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u)) + dm.y;
-        out[o + k1 / 4u] = dm.x * vec4<f32>((q >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u)) + dm.y;
+        let lo = vec4<f32>((q >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u));
+        let hi = vec4<f32>((q >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u));
+        out[o + k0 / 4u] = dm.x * lo + dm.y;
+        out[o + k1 / 4u] = dm.x * hi + dm.y;
     }
 }

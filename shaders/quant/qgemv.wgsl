@@ -3,20 +3,22 @@
 // Q4_1 (20-byte blocks: f16 d, f16 m, 16 bytes of nibbles) or Q8_0 (34 bytes: f16 d, 32 int8,
 // only 2-byte aligned). x [M, K] f32 or f16 (as vec4: K % 32 == 0), out [M, N] f32, math f32.
 // bindings: 0 x, 1 w, 2 bias [N] (a dummy when HAS_BIAS is false), 3 out, 4 params.
-// grid: (ceil(N / RPW), 1, 1); RPW = 8 weight rows x TPR threads splitting K a workgroup.
+// grid: (ceil(N / RPW), 1, 1); a workgroup = RPW (8) weight rows x TPR threads splitting K.
 // A thread takes units of 8 weights (one nibble word of Q4_1, two int8 words of Q8_0), strided
 // by TPR along the row so neighbouring threads read neighbouring words, dequantizes them in
 // registers and dots them with x for all M rows (the weight is read once for every row), then
 // the TPR partial sums of a row meet in workgroup memory.
-// Limits: memory bandwidth on GPUs (0.625 / 1.06 bytes a weight against 4 for f32); on
-// lavapipe (CPU SIMD lanes) not the decoding (below), most likely the per-lane gathered loads
-// of w and x words. Tried on lavapipe: TPR 8 /
-// 16 / 32 (8 is ~20% faster than 16, 32 slower; with 8 a 32-wide warp still reads 4 rows'
-// 32-byte runs); RPW 4 / 8 / 32 (no difference: 8 keeps ~N/8 workgroups for N = 576);
-// a thread taking whole blocks (no gain); unpack4x8unorm decoding with the scale folded
-// (no gain: decoding ALU is not the limit). Q4_1's offset is folded out of the dot
-// (d * q.x + m * sum(x)). Subgroups would only replace the final reduction, which runs once
-// a row against K / (8 * TPR) unit steps; f16 math would cost accuracy and save no bytes.
+// Limits: on GPUs, per-thread fixed costs (index math, the reduction, the write) once N * TPR
+// threads pass what the GPU holds, and latency below that: on an H100 (Vulkan) N = 49152,
+// K = 576 runs in 21 us (Q4_1, 850 GB/s of blocks; f32 x @ w: 59 us), small shapes in ~7 us.
+// On lavapipe (CPU SIMD lanes) not the decoding (below), most likely the per-lane gathered
+// loads of w and x words. So TPR is an override the autotuner picks per shape (2..32; the
+// lowering's default aims at ~2^19 threads): on the H100 N = 49152 ran best at 8 (32: 2x
+// slower) and N = 576 at 16 or 32; on lavapipe 2..8 are within 10% and 32 is ~2x slower.
+// Tried: RPW 4 / 8 / 32 (no difference on lavapipe); a thread taking whole blocks (no gain);
+// unpack4x8unorm decoding with the scale folded (no gain on lavapipe: decoding ALU is not the
+// limit). Q4_1's offset is folded out of the dot (d * q.x + m * sum(x)). Subgroups would only
+// replace the final reduction; f16 math would cost accuracy and save no bytes.
 struct Params { M: u32, N: u32, K: u32, nw: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
 @group(0) @binding(1) var<storage, read_write> w: array<u32>;
@@ -27,10 +29,9 @@ struct Params { M: u32, N: u32, K: u32, nw: u32 }
 override Q8_0: bool = false;      // false: Q4_1
 override HAS_BIAS: bool = false;
 override ROWS: u32 = 1u;          // M, 1..4
-const TPR: u32 = 8u;              // threads per weight row
+override TPR: u32 = 8u;           // threads per weight row: a power of two, 2..32
 const RPW: u32 = 8u;              // weight rows per workgroup
-const THREADS: u32 = TPR * RPW;
-var<workgroup> red: array<vec4<f32>, THREADS>;   // one partial sum per thread, x rows in x..w
+var<workgroup> red: array<vec4<f32>, 256>;   // a partial sum per thread, x rows in x..w
 
 // 8 weights of a block: d * q + m at k0..k0+3 (lo) and k1..k1+3 (hi), k relative to the row
 struct Unit { lo: vec4<f32>, hi: vec4<f32>, d: f32, m: f32, k0: u32, k1: u32 }
@@ -82,7 +83,7 @@ fn dot_unit(q: Unit, r: u32) -> f32 {
     return s;
 }
 
-@compute @workgroup_size(THREADS)
+@compute @workgroup_size(RPW * TPR)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let t = tid % TPR;
     let n = wid.x * RPW + tid / TPR;

@@ -12,11 +12,14 @@
 // Limits: workgroup memory: Xs + Ws = 16 KiB, WebGPU's default ceiling, which fixes TM x BK;
 // then shared-memory bandwidth, as for the f32 matmul. On lavapipe R = 1 runs as fast as the
 // f32 64x64 kernel on the same shapes (the FMA loop is ~85% of the time). Tried: prefetching
-// the next step's raw words and x into registers during the FMAs (kept); for R = 2, a quarter
-// block a step (BK 8, the f32 kernel's shape): no change. R = 2 measured ~20% slower than R = 1
+// the next step's raw words and x into registers during the FMAs (no change on lavapipe, where
+// nothing hides load latency; kept for GPUs, as in the f32 kernel); for R = 2, a quarter block
+// a step (BK 8, the f32 kernel's shape): no change. R = 2 measured ~20% slower than R = 1
 // on lavapipe at M = 128, N = 576..1536, while the f32 128x128 kernel is ~1.6x faster than its
-// 64x64 one there (cause not found); both tile sizes go to the autotuner, and R = 2 is the
-// default only for grids of >= BIG_GRID 128x128 tiles, as for the f32 matmul.
+// 64x64 one there (cause not found). On an H100 (Vulkan) R = 1 ran ~6% faster than the f32
+// 64x64 kernel at M = 128 (142 vs 151 us at N = 1536, K = 576), R = 2 ~5x slower there (too few
+// workgroups). Both tile sizes go to the autotuner; R = 2 is the default only for grids of
+// >= BIG_GRID 128x128 tiles, as for the f32 matmul.
 struct Params { M: u32, N: u32, K: u32, nw: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
 @group(0) @binding(1) var<storage, read_write> w: array<u32>;

@@ -14,6 +14,16 @@ from .registry import lowering
 
 GEMV_ROWS = 4       # up to this many rows: bandwidth-bound, split K across threads
 GEMV_RPW = 8        # weight rows per GEMV workgroup (RPW in quant/qgemv.wgsl)
+GEMV_TPR = (2, 4, 8, 16, 32)   # threads per weight row the autotuner tries (TPR)
+GEMV_THREADS = 1 << 19         # default TPR: at most this many threads in all, and K / 16
+
+
+def gemv_tpr(n: int, k: int) -> int:
+    """The default threads per weight row (where the autotuner cannot time): enough threads to
+    fill a GPU, but per-thread costs dominate past that (on an H100, N = 49152 ran 2x slower
+    with 32 than with 8, while N = 576 ran best with 16 or 32)."""
+    fit = [t for t in GEMV_TPR if n * t <= GEMV_THREADS and 2 * 8 * t <= k]
+    return max(fit, default=GEMV_TPR[0])
 
 
 @lowering("qmatmul")
@@ -29,8 +39,11 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     overrides = {"Q8_0": fmt == "q8_0", "HAS_BIAS": has_bias}
     t = L.T(L.dtype(x_id))
     if m <= GEMV_ROWS:
-        L.emit(kernel("quant/qgemv", T=t), bindings, params, (-(-n // GEMV_RPW), 1, 1),
-               {**overrides, "ROWS": m}, name=f"qgemv[{fmt}]")
+        gemv, grid, first = kernel("quant/qgemv", T=t), (-(-n // GEMV_RPW), 1, 1), gemv_tpr(n, k)
+        others = [Variant.of(f"qgemv_{tpr}", gemv, grid, {**overrides, "ROWS": m, "TPR": tpr})
+                  for tpr in GEMV_TPR if tpr != first]
+        L.emit(gemv, bindings, params, grid, {**overrides, "ROWS": m, "TPR": first},
+               name=f"qgemv_{first}", variants=others, tune_key=f"qgemv {fmt}/{t} {m}x{n}x{k}")
     else:       # 128x128 or 64x64 tiles (quant/qmatmul_tiled.wgsl's R = 2 or 1)
         tiles = {r: Variant.of(f"qmatmul_{64 * r}", kernel("quant/qmatmul_tiled", T=t, R=str(r)),
                                (-(-n // (64 * r)), -(-m // (64 * r)), 1), overrides)

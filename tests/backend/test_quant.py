@@ -1,0 +1,99 @@
+"""qmatmul / qgather: GGUF Q4_1 and Q8_0 blocks dequantized inside the kernels (GEMV rows,
+tiled prefill, embedding rows), against numpy dequantize-then-matmul in float64."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import rand, run_graph
+
+import webrlx as wr
+from webrlx import nn, quant
+
+FORMATS = ["q4_1", "q8_0"]
+# (N, K): SmolLM2-135M's q/o (576, 576), up/gate (1536, 576), down (576, 1536), a small one,
+# and a 1000-row stand-in for the 49152-row tied head
+NK = [(576, 576), (1536, 576), (576, 1536), (96, 64), (1000, 576)]
+
+
+def qweight(fmt: str, n: int, k: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Return (uint32 words of a random (n, k) weight quantized to fmt, its dequantized f64)."""
+    raw = quant.quantize(rand(n, k, seed=seed) * 0.1, fmt)
+    return quant.words(raw), quant.dequantize(raw, fmt, (n, k)).astype(np.float64)
+
+
+def check_qlinear(backend, fmt, x, n, bias=None):
+    k = x.shape[-1]
+    w, wf = qweight(fmt, n, k)
+    params = {"w": w} | ({"b": bias} if bias is not None else {})
+    (got,) = run_graph(backend, lambda x, **p: nn.qlinear(x, p["w"], fmt, n, k, bias=p.get("b")),
+                       [x], params)
+    want = x.astype(np.float64) @ wf.T + (0 if bias is None else bias)
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("m", [1, 2, 4, 5, 37, 128])
+@pytest.mark.parametrize("n,k", NK, ids=str)
+def test_qlinear(backend, fmt, m, n, k):
+    check_qlinear(backend, fmt, rand(m, k), n)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("lead", [(2, 3), (3,), (2, 40)], ids=str)
+def test_qlinear_batched_with_bias(backend, fmt, lead):
+    check_qlinear(backend, fmt, rand(*lead, 96), 100, bias=rand(100, seed=5))
+
+
+@pytest.mark.parametrize("kernel", [f"qgemv_{t}" for t in (2, 4, 8, 16, 32)])
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("m", [1, 3])
+def test_each_gemv_kernel(backend, kernel, fmt, m, monkeypatch):
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "PREFER", kernel)   # the autotuner would pick one of them
+    check_qlinear(backend, fmt, rand(m, 96), 100, bias=rand(100, seed=5))
+
+
+@pytest.mark.parametrize("kernel", ["qmatmul_64", "qmatmul_128"])
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("m,n", [(37, 1000), (130, 198)], ids=str)
+def test_each_tiled_kernel(backend, kernel, fmt, m, n, monkeypatch):
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "PREFER", kernel)   # the autotuner would pick one of them
+    check_qlinear(backend, fmt, rand(m, 96), n, bias=rand(n, seed=5))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_qlinear_float16_input(backend, fmt):
+    x = rand(3, 64).astype(np.float16)
+    w, wf = qweight(fmt, 40, 64)
+    (got,) = run_graph(backend, lambda x, w: nn.qlinear(x, w, fmt, 40, 64), [x], {"w": w})
+    want = x.astype(np.float64) @ wf.T
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("ids", [[7, 0, 999, 3, 7], [[1, 2, 3], [998, 0, 500]]], ids=str)
+def test_qembedding(backend, fmt, ids):
+    ids = np.asarray(ids, np.int32)
+    w, wf = qweight(fmt, 1000, 96)
+    (got,) = run_graph(backend, lambda i, w: nn.qembedding(i, w, fmt, 1000, 96), [ids],
+                       {"w": w})
+    np.testing.assert_allclose(got, wf[ids], rtol=1e-6, atol=1e-7)   # d * q + m may fuse
+
+
+def test_qembedding_out_of_range_is_an_index_error_on_reference():
+    w, _ = qweight("q8_0", 10, 32)
+    with pytest.raises(IndexError, match="out of range"):
+        run_graph(wr.device("reference"), lambda i, w: nn.qembedding(i, w, "q8_0", 10, 32),
+                  [np.array([3, 10], np.int32)], {"w": w})
+
+
+@pytest.mark.parametrize("words,k,match", [(9 * 20 // 4 - 1, 96, r"shape \(45,\)"),
+                                           (1, 48, "multiple of 32")], ids=str)
+def test_qlinear_rejects_bad_weights(words, k, match):
+    g = wr.Graph()
+    x, w = g.input("x", (2, k)), g.param("w", (words,), "uint32")
+    with pytest.raises(wr.ShapeError, match=match):
+        nn.qlinear(x, w, "q4_1", 3, k)
