@@ -7,8 +7,9 @@
         print(piece, end="", flush=True)
 
 Generation keeps the KV cache, the sampled token and the position on the GPU: a decode step is
-one submit whose token feeds the next step as a DeviceTensor. Tokens are read back every
-READ_EVERY steps (and at the end) to stream text, so a stop only costs that many extra steps.
+one submit whose token feeds the next step as a DeviceTensor. Tokens are read back after the
+first (the time to first token) and then every READ_EVERY steps (and at the end) to stream
+text, so a stop only costs that many extra steps.
 Every method has an async twin for the browser (`generate_async`, `stream_async`, ...).
 """
 from __future__ import annotations
@@ -124,7 +125,7 @@ class SmolLM2:
                              f"the prompt or load(capacity=...) up to {self.config.context}")
 
     def _steps(self, ids: list[int], max_new_tokens: int, sampling: Sampling,
-               stop: Sequence[str]) -> Generator[Request, Any, None]:
+               stop: Sequence[str], ignore_eos: bool = False) -> Generator[Request, Any, None]:
         n_prompt = len(ids)
         bucket = min(-(-n_prompt // PREFILL_BUCKET) * PREFILL_BUCKET, self.capacity)
         padded = ids + [ids[-1]] * (bucket - n_prompt)     # pad rows: causal, overwritten
@@ -140,7 +141,7 @@ class SmolLM2:
         last_zero = np.zeros(1, np.int32)
         while True:
             done = produced >= max_new_tokens
-            if done or produced % READ_EVERY == 0:
+            if done or produced % READ_EVERY == 1:      # the first token at once, then batches
                 toks = yield ("read",)
                 self.stats.readbacks += 1
                 if not self.stats.first_token_s:
@@ -148,7 +149,7 @@ class SmolLM2:
                 for t in toks[n_prompt + shown: n_prompt + produced]:
                     shown += 1
                     self.stats.new_tokens = shown
-                    if int(t) == self.eos_id:
+                    if int(t) == self.eos_id and not ignore_eos:
                         done = True
                         break
                     piece = decoder.feed(int(t))
@@ -173,13 +174,14 @@ class SmolLM2:
             produced += 1
 
     def _start(self, prompt: str | Sequence[int], max_new_tokens: int, sampling: Sampling,
-               stop: Sequence[str] | str | None) -> Generator[Request, Any, None]:
+               stop: Sequence[str] | str | None, ignore_eos: bool = False
+               ) -> Generator[Request, Any, None]:
         ids = self._ids(prompt)
         stop = [stop] if isinstance(stop, str) else list(stop or ())
         if any(not isinstance(s, str) or not s for s in stop):
             raise ValueError(f"stop must be non-empty strings, got {stop!r}")
         self._check(ids, max_new_tokens, sampling)
-        return self._steps(ids, max_new_tokens, sampling, stop)
+        return self._steps(ids, max_new_tokens, sampling, stop, ignore_eos)
 
     def _ids(self, prompt: str | Sequence[int]) -> list[int]:
         if isinstance(prompt, str):
@@ -229,7 +231,8 @@ class SmolLM2:
     def stream(self, prompt: str | Sequence[int], max_new_tokens: int = 128,
                temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
                repetition_penalty: float = 1.0, seed: int = 0,
-               stop: Sequence[str] | str | None = None) -> Iterator[str]:
+               stop: Sequence[str] | str | None = None, ignore_eos: bool = False
+               ) -> Iterator[str]:
         """Yield the completion of prompt as text pieces (never half a character).
 
         Args:
@@ -241,17 +244,20 @@ class SmolLM2:
             repetition_penalty: > 1 makes tokens already in the context less likely.
             seed: the sampler's seed; the same seed gives the same text on one adapter.
             stop: strings that end the completion (not included in it).
+            ignore_eos: keep going past the end-of-sequence token (benchmarks).
         """
         sampling = Sampling(temperature, top_k, top_p, repetition_penalty, seed)
-        return self._drive(self._start(prompt, max_new_tokens, sampling, stop))
+        return self._drive(self._start(prompt, max_new_tokens, sampling, stop, ignore_eos))
 
     def stream_async(self, prompt: str | Sequence[int], max_new_tokens: int = 128,
                      temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
                      repetition_penalty: float = 1.0, seed: int = 0,
-                     stop: Sequence[str] | str | None = None) -> AsyncIterator[str]:
+                     stop: Sequence[str] | str | None = None, ignore_eos: bool = False
+                     ) -> AsyncIterator[str]:
         """Async form of stream() (`async for piece in lm.stream_async(...)`)."""
         sampling = Sampling(temperature, top_k, top_p, repetition_penalty, seed)
-        return self._drive_async(self._start(prompt, max_new_tokens, sampling, stop))
+        return self._drive_async(self._start(prompt, max_new_tokens, sampling, stop,
+                                             ignore_eos))
 
     def generate(self, prompt: str | Sequence[int], max_new_tokens: int = 128,
                  **kwargs: Any) -> str:
