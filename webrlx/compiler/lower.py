@@ -104,4 +104,6 @@ def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: Device
     program.calls, program.consts = L.calls, L.consts
     program.values = dict(L.values)
     program.shapes = a.shapes
+    program.labels = {n.id: f"{n.op} {'x'.join(map(str, a.shapes[n.id])) or 'scalar'} "
+                            f"{n.dtype}" for n in graph.nodes if n.id in a.shapes}
     return program

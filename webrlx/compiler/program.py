@@ -80,6 +80,7 @@ class Program:
     arena_sizes: list[int] = field(default_factory=list)
     values: dict[int, Buf] = field(default_factory=dict)   # node id -> buffer holding it
     shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)   # node id -> shape
+    labels: dict[int, str] = field(default_factory=dict)   # node id -> "add 2x384 float32"
 
     def temps(self) -> list[Buf]:
         seen: dict[int, Buf] = {}
@@ -94,9 +95,14 @@ class Program:
 
     def schedule(self) -> str:
         """Return a readable listing of the dispatches and the memory plan."""
-        lines = []
+        lines = [f"{'#':>3} {'kernel':<26} {'node (op shape dtype)':<34} {'workgroups':<15} "
+                 "bindings -> written"]
         for i, c in enumerate(self.calls):
-            args = ", ".join(f"#{b.id}" for b in c.buffers)
-            lines.append(f"{i:3d} {c.name:<28} grid={c.grid} ({args}) -> #{c.writes.id}")
-        lines.append(f"arenas: {self.arena_sizes} bytes; temps: {len(self.temps())}")
+            node = f"%{c.node} {self.labels.get(c.node, '')}" if c.node >= 0 else "-"
+            names = c.binding_names or tuple(f"b{k}" for k in range(len(c.buffers)))
+            args = ", ".join(f"{n}=#{b.id}" for n, b in zip(names, c.buffers))
+            lines.append(f"{i:3d} {c.name:<26} {node:<34} {str(c.grid):<15} {args} "
+                         f"-> #{c.writes.id}")
+        lines.append(f"{len(self.calls)} kernels; arenas: {self.arena_sizes} bytes; "
+                     f"temps: {len(self.temps())}")
         return "\n".join(lines)
