@@ -6,6 +6,7 @@ requested outputs. Nothing is created per run; `stats` counts creations so tests
 from __future__ import annotations
 
 import abc
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -62,6 +63,9 @@ class Backend(abc.ABC):
 
     def __init__(self) -> None:
         self.stats: Counter[str] = Counter()   # buffers, pipelines, bind_groups, submits
+        # held around a whole run (uploads, submit, readback through shared staging buffers):
+        # executables and devices are safe to share between threads (runs serialize)
+        self.lock = threading.RLock()
         self._pipelines: dict[tuple, Any] = {}
         self._staging: dict[int, Any] = {}
         self._probe: tuple[Any, Any] | None = None    # (storage, readback) for timing

@@ -2,6 +2,7 @@
 rules of webrlx/reference.py. It is the test oracle and the fallback where no adapter exists."""
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 from ..device_info import DeviceInfo
@@ -18,6 +19,7 @@ class ReferenceDevice:
 
     def __init__(self) -> None:
         self.stats: Counter[str] = Counter()   # nothing is created on a device: stays empty
+        self.lock = threading.RLock()          # engines keep per-executable state
 
     def __repr__(self) -> str:
         return "<ReferenceDevice numpy>"

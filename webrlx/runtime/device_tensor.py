@@ -61,8 +61,9 @@ class DeviceTensor:
         """Read the value back (waits for the device)."""
         if self.array is not None:
             return self.array.copy()
-        staging = self._copy_out()
-        return self._unpack(self.backend.read_buffer(staging, 0, self.slot.nbytes))
+        with self.backend.lock:
+            staging = self._copy_out()
+            return self._unpack(self.backend.read_buffer(staging, 0, self.slot.nbytes))
 
     async def numpy_async(self) -> np.ndarray:
         """Async form of numpy() (the browser's form)."""

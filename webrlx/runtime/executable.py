@@ -90,8 +90,9 @@ class Executable:
                                    node.dtype)
         self._params.update(checked)
         if self._engine is not None:
-            for name, arr in checked.items():
-                self._engine.set_param(name, arr)
+            with self.device.lock:
+                for name, arr in checked.items():
+                    self._engine.set_param(name, arr)
 
     # -- states ---------------------------------------------------------------------------------
     def reset_states(self, names: Sequence[str] | None = None) -> None:
@@ -107,7 +108,7 @@ class Executable:
         if name not in self.graph.states:
             raise InputError(f"read_state(): unknown state {name!r}; states are "
                              f"{sorted(self.graph.states)}")
-        return drive(self.engine.read_state(name))
+        return drive(self.engine.read_state(name), self.device.lock)
 
     async def read_state_async(self, name: str) -> np.ndarray:
         """Async form of read_state()."""
@@ -115,7 +116,7 @@ class Executable:
         if name not in self.graph.states:
             raise InputError(f"read_state(): unknown state {name!r}; states are "
                              f"{sorted(self.graph.states)}")
-        return await drive_async(self.engine.read_state(name))
+        return await drive_async(self.engine.read_state(name), self.device)
 
     async def ready_async(self) -> None:
         """Acquire the device (the default one, asynchronously: the browser's way)."""
@@ -148,13 +149,13 @@ class Executable:
         if not self.device.can_run_sync:
             raise RuntimeError("run(): this browser cannot wait synchronously here; use "
                                "`await exe.run_async(feeds)`")
-        return drive(self._run(feeds, keep_on_device))
+        return drive(self._run(feeds, keep_on_device), self.device.lock)
 
     async def run_async(self, feeds: Mapping[str, Any], keep_on_device: bool = False
                         ) -> list[Any]:
         """Run once; await the readback (the form that works everywhere, browsers included)."""
         await self._device_async()
-        return await drive_async(self._run(feeds, keep_on_device))
+        return await drive_async(self._run(feeds, keep_on_device), self.device)
 
     # -- debug tools ----------------------------------------------------------------------------
     def unfused_twin(self) -> Executable:
@@ -176,36 +177,41 @@ class Executable:
             rtol, atol: a value diverges where |got - want| > atol * scale + rtol * |want|,
                 scale = max(1, max |want|) of that node; integers must match exactly.
         """
-        return drive(debug.validate_steps(self, *self.check_feeds(feeds), rtol, atol))
+        steps = debug.validate_steps(self, *self.check_feeds(feeds), rtol, atol)
+        return drive(steps, self.device.lock)
 
     async def validate_async(self, feeds: Mapping[str, Any], rtol: float = 2e-3,
                              atol: float = 1e-4) -> debug.ValidationReport:
         """Async form of validate()."""
         await self._device_async()
-        return await drive_async(debug.validate_steps(self, *self.check_feeds(feeds), rtol,
-                                                      atol))
+        steps = debug.validate_steps(self, *self.check_feeds(feeds), rtol, atol)
+        return await drive_async(steps, self.device)
 
     def check_finite(self, feeds: Mapping[str, Any]) -> debug.NonFinite | None:
         """Return the first node (in run order) whose value holds NaN or Inf, or None.
 
         A fed input holding NaN/Inf is reported as that input. On a GPU the graph runs
         unfused (unfused_twin), one kernel per node, so the op is named exactly."""
-        return drive(debug.check_finite_steps(self, *self.check_feeds(feeds)))
+        steps = debug.check_finite_steps(self, *self.check_feeds(feeds))
+        return drive(steps, self.device.lock)
 
     async def check_finite_async(self, feeds: Mapping[str, Any]) -> debug.NonFinite | None:
         """Async form of check_finite()."""
         await self._device_async()
-        return await drive_async(debug.check_finite_steps(self, *self.check_feeds(feeds)))
+        steps = debug.check_finite_steps(self, *self.check_feeds(feeds))
+        return await drive_async(steps, self.device)
 
     def profile(self, feeds: Mapping[str, Any], repeats: int = 3) -> debug.Profile:
         """Return per-kernel GPU time (timestamp queries; host-timed dispatches where the
         device has none) as a table: str() of it prints one line per kernel."""
-        return drive(debug.profile_steps(self, *self.check_feeds(feeds), repeats))
+        steps = debug.profile_steps(self, *self.check_feeds(feeds), repeats)
+        return drive(steps, self.device.lock)
 
     async def profile_async(self, feeds: Mapping[str, Any], repeats: int = 3) -> debug.Profile:
         """Async form of profile()."""
         await self._device_async()
-        return await drive_async(debug.profile_steps(self, *self.check_feeds(feeds), repeats))
+        steps = debug.profile_steps(self, *self.check_feeds(feeds), repeats)
+        return await drive_async(steps, self.device)
 
     def dump(self, directory: str | os.PathLike[str], **dims: int) -> list[Path]:
         """Write each kernel's final WGSL, with its overrides, params, bindings and grid in a
