@@ -15,7 +15,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 def erf(x: np.ndarray) -> np.ndarray:
     """Elementwise erf in float64."""
-    return _erf(np.asarray(x, np.float64)).astype(np.float64)
+    return np.asarray(_erf(np.asarray(x, np.float64)), np.float64)   # rank 0 gives a scalar
 
 
 def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:

@@ -125,3 +125,18 @@ def test_float16_math(backend):
 def test_bool_logic(backend):
     a, b = rand(20) > 0, rand(20, seed=5) > 0
     check(backend, lambda x, y: x * y, np.logical_and, a, b)
+
+
+@pytest.mark.parametrize("op", ["gelu", "erf", "tanh", "exp", "relu", "neg"])
+def test_rank0_unary(backend, op):
+    check(backend, lambda a: getattr(a, op)(), {
+        "gelu": lambda a: 0.5 * a * (1 + np.vectorize(math.erf)(a / math.sqrt(2))),
+        "erf": np.vectorize(math.erf), "tanh": np.tanh, "exp": np.exp,
+        "relu": lambda a: np.maximum(a, 0), "neg": np.negative}[op],
+        np.array(0.3, np.float32), rtol=1e-5, atol=1e-6)
+
+
+def test_rank0_binary_and_broadcast(backend):
+    check(backend, lambda a, b: (a * b + 1.0).maximum(a), lambda a, b: np.maximum(a * b + 1, a),
+          np.array(0.5, np.float32), np.array(-2.0, np.float32))
+    check(backend, lambda a, b: a + b, np.add, np.array(1.5, np.float32), rand(3, 4))
