@@ -6,6 +6,7 @@ where numpy would lose accuracy, then rounds to the node's dtype.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -35,7 +36,9 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _reduce(fn: Callable) -> Rule:
     def rule(xs, at):
         axes = tuple(at["axes"]) if at["axes"] is not None else None
-        return fn(_f64(xs[0]), axis=axes, keepdims=at["keepdims"])
+        with warnings.catch_warnings():          # numpy's mean of nothing: NaN, said once
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return fn(_f64(xs[0]), axis=axes, keepdims=at["keepdims"])
     return rule
 
 

@@ -6,6 +6,8 @@ import pytest
 
 from helpers import check, rand
 
+import webrlx as wr
+
 AXES = [None, 0, -1, (0, 2), 1]
 REDUCE = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}
 
@@ -80,3 +82,19 @@ def test_topk(backend, shape, k, axis):
         idx = np.take(np.argsort(-a, axis=axis, kind="stable"), np.arange(k), axis=axis)
         return np.take_along_axis(a, idx, axis=axis), idx.astype(np.int32)
     check(backend, lambda t: t.topk(k, axis=axis), np_topk, x, exact_dtype=False)
+
+
+def test_zero_size_dims_follow_numpy(backend):
+    """Empty tensors: elementwise results are empty, a sum over nothing is 0 and a mean NaN."""
+    x = np.zeros((0, 4), np.float32)
+    check(backend, lambda a: a * 2.0 + 1.0, lambda a: a * 2 + 1, x)
+    check(backend, lambda a: a.sum(0), lambda a: a.sum(0), x)
+    check(backend, lambda a: a.sum(), lambda a: a.sum(), x)
+    check(backend, lambda a: a.mean(0), lambda a: np.full(4, np.nan), x)
+    check(backend, lambda a: a.softmax(-1), lambda a: a, x)
+
+
+def test_max_over_an_empty_axis_is_an_error_as_in_numpy():
+    g = wr.Graph()
+    with pytest.raises(wr.ShapeError, match="zero-size"):
+        g.input("x", (0, 4)).max(0)

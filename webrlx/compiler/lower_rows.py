@@ -41,7 +41,7 @@ def _reduce(L: EmitContext, node: Node) -> Buf:
     out = L.temp(L.shape(node.id), node.dtype)
     L.emit(k, {"x": buf, "out": out},
            {"rows": rows, "n": n, "x_off": 0,
-            "scale": 1.0 / n if node.op == "mean" and n else 1.0},
+            "scale": (1.0 / n if n else float("nan")) if node.op == "mean" else 1.0},
            L.grid(rows, 1), {"OP": _REDUCE_OP[node.op]}, name=f"reduce[{node.op}]")
     return out
 

@@ -46,7 +46,9 @@ def _aligned(n: int, align: int) -> int:
 def plan_memory(program: Program, align: int, capacity: int) -> None:
     """Assign program.offsets (temp id -> (arena, offset)) and program.arena_sizes."""
     life = lifetimes(program)
-    temps = [b for b in program.temps() if b.id in life]
+    for b in program.temps():        # no call touches it (a zero-size output): live throughout
+        life.setdefault(b.id, (0, len(program.calls)))
+    temps = program.temps()
     placed: list[tuple[int, int, int, int]] = []   # (offset, end, first, last)
     offsets: dict[int, int] = {}
     for buf in sorted(temps, key=lambda b: (-b.nbytes, b.id)):
