@@ -6,7 +6,9 @@ where numpy would lose accuracy, then rounds to the node's dtype.
 """
 from __future__ import annotations
 
+import sys
 import warnings
+import weakref
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -173,11 +175,29 @@ def _cast(xs, at):
 
 
 # -- quantized: dequantize the raw blocks (quant.py), then float64 math ----------------------
+DEQUANT_CACHE_BYTES = (256 if sys.platform == "emscripten" else 2048) << 20
+_dequantized: dict[tuple, tuple[Any, np.ndarray]] = {}   # key -> (weakref to raw, float32)
+
+
 def _qrows(w: np.ndarray, at: dict[str, Any], rows: np.ndarray | slice) -> np.ndarray:
+    """Rows of the dequantized (n, k) weight; whole weights are cached (float32) while their
+    raw array lives, so a model's params are dequantized once, not on every run."""
     from . import quant
     n, k, fmt = at["n"], at["k"], at["format"]
-    raw = quant.as_bytes(w)[:quant.nbytes(fmt, n, k)].reshape(n, -1)[rows]
-    return quant.dequantize(raw, fmt, (raw.shape[0], k))
+    key = (id(w), w.__array_interface__["data"][0], fmt, n, k)
+    hit = _dequantized.get(key)
+    if hit is not None and hit[0]() is w:
+        return hit[1][rows]
+    raw = quant.as_bytes(w)[:quant.nbytes(fmt, n, k)].reshape(n, -1)
+    full = quant.dequantize(raw, fmt, (n, k))
+    for old in [kk for kk, (ref, _) in _dequantized.items() if ref() is None]:
+        del _dequantized[old]
+    if sum(v.nbytes for _, v in _dequantized.values()) + full.nbytes <= DEQUANT_CACHE_BYTES:
+        try:
+            _dequantized[key] = (weakref.ref(w), full)
+        except TypeError:                    # an array type without weak references
+            pass
+    return full[rows]
 
 
 def _qmatmul(xs, at):
