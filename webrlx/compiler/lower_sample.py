@@ -1,5 +1,5 @@
 """Lowering rule of token sampling: op `sample` is one single-workgroup dispatch
-(shaders/sample/sample.wgsl) reading the sampling parameters from device buffers, so changing
+(shaders/sample/sample.wgsl) that reads the sampling settings from device buffers, so changing
 temperature, top_k, top_p, the penalty, seed or step reuses the compiled plan."""
 from __future__ import annotations
 
@@ -13,18 +13,17 @@ from .registry import lowering
 
 @lowering("sample")
 def _sample(L: EmitContext, node: Node) -> Buf:
-    """The token; seen[token] = 1 is written in place when `seen` lives in a state buffer
-    (directly or through in-place ops such as scatter_set). Any other `seen` (an input, whose
-    upload is skipped while the fed array is unchanged; a constant; a temp others may read)
-    is only read."""
+    """The token. seen[token] = 1 is written in place when `seen` lives in a state buffer
+    (directly or through in-place ops such as scatter_set); any other `seen` is only read: an
+    input (whose upload is skipped while the fed array is unchanged, so a write would go
+    stale), a constant, or a temp that later nodes may read."""
     logits, seen, fparams, iparams = node.inputs
     seen_buf = L.buf(seen)
     n = L.shape(seen)[0]
-    scratch = L.temp((2 * n,), dt.uint32)       # the keys and weights of the tokens
+    scratch = L.temp((8 * -(-n // 4),), dt.uint32)     # keys, then weights, in vec4 slots
     out = L.temp((1,), dt.int32)
     L.emit(kernel("sample/sample", T=L.T(L.dtype(logits))),
            {"logits": L.buf(logits), "seen": seen_buf, "fparams": L.buf(fparams),
             "iparams": L.buf(iparams), "scratch": scratch, "out": out},
-           {"n": n, "mark": int(seen_buf.kind == "state")}, (1, 1, 1),
-           name="sample")
+           {"n": n, "mark": int(seen_buf.kind == "state")}, (1, 1, 1), name="sample")
     return out
