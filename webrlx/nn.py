@@ -141,8 +141,8 @@ def sample(logits: Tensor, seen: Tensor, fparams: Tensor, iparams: Tensor) -> Te
     `seen.scatter_set(token, one)` (one = int32 [1]) to the graph, which updates the state on
     every device alike (a repeat of the same write on GPUs).
 
-    One workgroup of 256 threads draws over the whole vocabulary (thresholds by binary search
-    over the values, the draw by chunk sums and a scan): sized for one row per decoded token.
+    One dispatch of one workgroup (256 threads) over the whole vocabulary: sized for one row
+    per decoded token (V = 49152: about 25-75 us on an H100, a few ms on lavapipe).
     """
     return logits._op("sample", seen, fparams, iparams)
 

@@ -66,16 +66,16 @@ def test_greedy_tokens_match_transformers(lm, reference, backend):
 
 
 def test_sampling_is_seeded_and_temperature_zero_is_greedy(lm):
-    kw = dict(max_new_tokens=6, temperature=0.9, top_k=40, top_p=0.95, repetition_penalty=1.2)
+    kw = dict(max_new_tokens=3, temperature=0.9, top_k=40, top_p=0.95, repetition_penalty=1.2)
     a = lm.generate("Once upon a time", seed=7, **kw)
     assert a == lm.generate("Once upon a time", seed=7, **kw)
-    greedy = lm.generate_ids("Once upon a time", 6)
-    assert lm.generate_ids("Once upon a time", 6, temperature=0.0, top_k=5, seed=3) == greedy
+    greedy = lm.generate_ids("Once upon a time", 3)
+    assert lm.generate_ids("Once upon a time", 3, temperature=0.0, top_k=5, seed=3) == greedy
 
 
 def test_stop_strings_end_the_text(lm):
-    text = lm.generate("Count by sevens: 7, 14, 21, 28, 35,", 12, stop=", 56")
-    assert text.startswith(" 42, 49") and ", 56" not in text
+    text = lm.generate("Count by sevens: 7, 14, 21, 28, 35,", 8, stop=", 49")
+    assert text == " 42"                   # transformers' greedy: " 42, 49, 56, ..."
 
 
 def test_bad_input_gives_clear_errors_and_the_model_stays_usable(lm):
@@ -113,7 +113,7 @@ def test_decode_steps_stay_on_the_gpu(lm, backend):
 
 
 def test_chat_streams_with_the_models_template(lm):
-    pieces = list(lm.chat([{"role": "user", "content": "Say hi."}], max_new_tokens=4))
+    pieces = list(lm.chat([{"role": "user", "content": "Say hi."}], max_new_tokens=2))
     assert all(isinstance(p, str) for p in pieces) and lm.stats.new_tokens >= 1
     text = lm.render_chat([{"role": "user", "content": "Say hi."}])
     assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")

@@ -136,7 +136,7 @@ class SmolLM2:
             "ids": np.array([padded], np.int32), "pos": np.zeros(1, np.int32),
             "last": np.array([n_prompt - 1], np.int32), "fparams": fp, "iparams": ip})
         self.last_logits = logits
-        produced, shown, text = 1, 0, ""
+        produced, shown, text, emitted, stopped = 1, 0, "", 0, False
         decoder = self.tokenizer.stream()
         last_zero = np.zeros(1, np.int32)
         while True:
@@ -152,21 +152,22 @@ class SmolLM2:
                     if int(t) == self.eos_id and not ignore_eos:
                         done = True
                         break
-                    piece = decoder.feed(int(t))
-                    if piece:
-                        text += piece
-                        hit = _find_stop(text, stop)
-                        if hit is not None:
-                            keep = len(piece) - (len(text) - hit)
-                            if keep > 0:
-                                yield ("text", piece[:keep])
-                            done = True
-                            break
-                        yield ("text", piece)
+                    text += decoder.feed(int(t))
+                    hit = _find_stop(text, stop)
+                    if hit is not None:                 # the stop string is not shown
+                        text, done, stopped = text[:hit], True, True
+                        break
+                    safe = len(text) - _stop_prefix(text, stop)   # may still become a stop
+                    if safe > emitted:
+                        yield ("text", text[emitted:safe])
+                        emitted = safe
                 if done:
-                    tail = decoder.flush()
-                    if tail and _find_stop(text + tail, stop) is None:
-                        yield ("text", tail)
+                    if not stopped:                     # the decoder's incomplete tail
+                        text += decoder.flush()
+                        cut = _find_stop(text, stop)
+                        text = text if cut is None else text[:cut]
+                    if len(text) > emitted:
+                        yield ("text", text[emitted:])
                     self.stats.total_s = time.perf_counter() - t0
                     return
             token, pos, logits = yield ("run", {"ids": token, "pos": pos, "last": last_zero,
@@ -300,6 +301,12 @@ class SmolLM2:
                    **kwargs: Any) -> AsyncIterator[str]:
         """Async form of chat()."""
         return self.stream_async(self.render_chat(messages), max_new_tokens, **kwargs)
+
+
+def _stop_prefix(text: str, stop: Sequence[str]) -> int:
+    """Length of the longest end of text that begins some stop string (held back)."""
+    return max((k for s in stop for k in range(min(len(s) - 1, len(text)), 0, -1)
+                if s.startswith(text[-k:])), default=0)
 
 
 def _find_stop(text: str, stop: Sequence[str]) -> int | None:
