@@ -7,6 +7,7 @@ import pytest
 import webrlx as wr
 from webrlx.backends.base import DeviceInfo
 from webrlx.compiler.lower import lower
+from webrlx.compiler.lower_matmul import tiled_slots
 from webrlx.compiler.memory import lifetimes, peak_live_bytes, plan_memory
 from webrlx.kernels import all_shaders, raw_shader, render
 
@@ -107,7 +108,7 @@ def test_every_shader_renders_without_unknown_slots():
         assert "fn " in text
         if not name.startswith("common/"):
             out = render(name, T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0",
-                         HIGHEST="1.0", SCALE="1.0", R="1")
+                         HIGHEST="1.0", SCALE="1.0", **tiled_slots(1))
             assert "{{" not in out and "@compute" in out
 
 
@@ -171,5 +172,5 @@ def test_workgroup_size_follows_the_adapter_limit():
 
 
 def test_f16_is_enabled_only_for_f16_code():
-    assert "enable f16;" not in render("matmul/matmul_tiled", T="f32", C="f32", R="2")
-    assert render("matmul/matmul_tiled", T="f16", C="f32", R="2").startswith("enable f16;")
+    assert "enable f16;" not in render("matmul/matmul_tiled", T="f32", C="f32", **tiled_slots(2))
+    assert render("matmul/matmul_tiled", T="f16", C="f32", **tiled_slots(2)).startswith("enable f16;")

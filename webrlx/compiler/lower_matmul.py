@@ -69,18 +69,31 @@ def emit_matmul(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                {**overrides, "ROWS": m}, name="gemv")
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4: 128 or 64 square tiles
         tiles = {r: Variant.of("matmul_vec4" if r == 2 else "matmul_vec4_64",
-                               kernel("matmul/matmul_tiled", T=t, C=acc_t, R=str(r)),
+                               kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(r)),
                                (-(-n // (64 * r)), -(-m // (64 * r)), batch), overrides)
                  for r in (2, 1)}
         # default: 128x128 (8x8 per thread) only when it still gives enough workgroups
         first = 2 if -(-m // 128) * -(-n // 128) * batch >= BIG_GRID else 1
         pick, other = tiles[first], tiles[3 - first]
-        L.emit(kernel("matmul/matmul_tiled", T=t, C=acc_t, R=str(first)), bindings, params,
-               pick.grid, overrides, name=pick.name, variants=[other],
+        L.emit(kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(first)), bindings,
+               params, pick.grid, overrides, name=pick.name, variants=[other],
                tune_key=f"matmul {acc_t}/{t} {m}x{n}x{k}x{batch}")
     else:
         L.emit(kernel("matmul/matmul", T=t), bindings, params,
                (-(-n // 64), -(-m // 64), batch), overrides, name="matmul")
+
+
+def tiled_slots(r: int) -> dict[str, str]:
+    """The unrolled FMA and store blocks of matmul_tiled for R x R blocks of 4x4 per thread:
+    acc[(i*4 + c)*R + j] accumulates rows i*64 + ty*4 + c, column quad j*16 + tx."""
+    fmas = [f"            let a{i} = As[k * Q + {16 * i}u + ty];" for i in range(r)]
+    fmas += [f"            let b{j} = Bs[k * Q + {16 * j}u + tx];" for j in range(r)]
+    fmas += [f"            acc[{(i * 4 + c) * r + j}] += a{i}.{'xyzw'[c]} * b{j};"
+             for i in range(r) for c in range(4) for j in range(r)]
+    stores = [f"    store(wid.z, row0 + {64 * i + c}u + ty * 4u, col0 / 4u + {16 * j}u + tx, "
+              f"acc[{(i * 4 + c) * r + j}]);" for i in range(r) for c in range(4)
+              for j in range(r)]
+    return {"R": str(r), "FMAS": "\n".join(fmas), "STORES": "\n".join(stores)}
 
 
 def _expand_buf(L: EmitContext, node_id: int, shape: tuple[int, ...]) -> Buf:
