@@ -5,6 +5,7 @@ inside each (browser_suite). Assets are built on first use (cached; see webrlx.c
 from __future__ import annotations
 
 import functools
+import os
 import json
 import subprocess
 import sys
@@ -22,6 +23,14 @@ MODES = ("main", "worker")
 # What the in-browser pytest session runs: the backend suite and the browser-only checks.
 SUITE_PATHS = ("tests/backend", "tests/browser/in_pyodide")
 
+# Backend tests left out of the in-browser session by default: SmolLM2's 98 MB model through
+# SwiftShader and numpy-in-wasm takes longer than the whole default suite may. The browser
+# still runs it through the chat page test (tests/browser/test_chat_page.py);
+# WEBRLX_BROWSER_LLM=1 runs these files in the browser too.
+BROWSER_EXCLUDE = () if os.environ.get("WEBRLX_BROWSER_LLM") == "1" else \
+    ("tests/backend/test_smollm2.py",)
+IGNORE_ARGS = [f"--ignore={p}" for p in BROWSER_EXCLUDE]
+
 # in_pyodide/ imports `js`: it runs only inside the browser, through the runner.
 collect_ignore = ["in_pyodide"]
 
@@ -38,12 +47,20 @@ def suite_files() -> list[str]:
 
 def model_dirs() -> dict[str, tuple[str, Path, tuple[str, ...]]]:
     """Model folders the backend tests find through an env var: var -> (URL, folder, files)."""
-    from webrlx.models.assets import MINILM_FILES, minilm_dir
+    from webrlx.models.assets import MINILM_FILES, minilm_dir, smollm2_gguf
 
+    dirs: dict[str, tuple[str, Path, tuple[str, ...]]] = {}
+    # A model that is missing is left out: the native run fails the same tests, with the hint.
     try:
-        return {"WEBRLX_MINILM_DIR": ("/models/minilm/", minilm_dir(), MINILM_FILES)}
+        dirs["WEBRLX_MINILM_DIR"] = ("/models/minilm/", minilm_dir(), MINILM_FILES)
     except FileNotFoundError:
-        return {}   # the native run fails the same tests, with the install hint
+        pass
+    try:
+        gguf = smollm2_gguf()
+        dirs["WEBRLX_SMOLLM2_DIR"] = ("/models/smollm2/", gguf.parent, (gguf.name,))
+    except FileNotFoundError:
+        pass
+    return dirs
 
 
 @functools.cache
@@ -55,7 +72,7 @@ def native_test_ids() -> tuple[str, ...]:
             continue
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "--collect-only", "-q", "-o", "addopts=",
-             "-p", "no:cacheprovider", *extra, folder],
+             "-p", "no:cacheprovider", *extra, *IGNORE_ARGS, folder],
             cwd=ROOT, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"collecting {folder} natively failed:\n{proc.stdout}{proc.stderr}")
@@ -121,6 +138,7 @@ def browser_suite(browser_python: Any, web_server: str, web_assets: WebAssets) -
         env_dirs = {var: {name: web_server + url.lstrip("/") + name for name in names}
                     for var, (url, _, names) in model_dirs().items()}
         paths = [p for p in SUITE_PATHS if any(f.startswith(p + "/") for f in files)]
+        paths += IGNORE_ARGS
         call = f"await run_suite({wheels!r}, {files!r}, {env_dirs!r}, {paths!r})"
         python = browser_python(mode)
         try:
