@@ -44,7 +44,7 @@ class Activation:
 
 ACTIVATIONS: dict[str, Activation] = {a.name: a for a in (
     Activation("none", 0, None, (), "x", lambda x: x),
-    Activation("relu", 1, "relu", (), "max(x, 0.0)", lambda x: np.maximum(x, 0)),
+    Activation("relu", 1, "relu", (), "fmax_(x, 0.0)", lambda x: np.maximum(x, 0)),
     Activation("gelu", 2, "gelu", (("approximate", "none"),), "gelu_erf(x)", gelu),
     Activation("gelu_tanh", 3, "gelu", (("approximate", "tanh"),), "gelu_tanh(x)",
                lambda x: gelu(x, "tanh")),

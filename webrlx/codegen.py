@@ -66,6 +66,7 @@ _UNARY = {
 _F32_ONLY = {"erf"}   # helpers in common/math are f32 (activations: webrlx/activations.py)
 _BINARY = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
            "div": "({0} / {1})", "maximum": "max({0}, {1})", "minimum": "min({0}, {1})"}
+_FLOAT_BINARY = {"maximum": "fmax_", "minimum": "fmin_"}   # NaN propagates (common/ieee)
 _BOOL_BINARY = {"mul": "({0} && {1})", "maximum": "({0} || {1})", "minimum": "({0} && {1})",
                 "add": "({0} || {1})"}
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -85,8 +86,10 @@ def _emit_op(e: Expr, args: list[tuple[str, dt.DType]], f16: bool) -> str:
     if e.op in _COMPARE:
         (a, ad), (b, bd) = args
         common = dt.result_dtype(ad, bd)
-        return (f"({convert(a, ad, common, f16)} {_COMPARE[e.op]} "
-                f"{convert(b, bd, common, f16)})")
+        a, b = convert(a, ad, common, f16), convert(b, bd, common, f16)
+        if e.op == "ne" and common.is_float:     # `!=` may compile to an ordered compare
+            return f"(!({a} == {b}))"
+        return f"({a} {_COMPARE[e.op]} {b})"
     if e.op in _BINARY or e.op == "pow":
         a, b = (convert(x, d, e.dtype, f16) for x, d in args)
         if e.op == "pow":
@@ -94,6 +97,8 @@ def _emit_op(e: Expr, args: list[tuple[str, dt.DType]], f16: bool) -> str:
             return f"{t}(round({r}))" if e.dtype.is_int else f"{t}({r})"
         if e.dtype == dt.bool_:
             return _BOOL_BINARY[e.op].format(a, b)
+        if e.op in _FLOAT_BINARY and e.dtype.is_float:
+            return f"{t}({_FLOAT_BINARY[e.op]}(f32({a}), f32({b})))"
         return _BINARY[e.op].format(a, b)
     (a, ad), = args
     a = convert(a, ad, e.dtype, f16)
@@ -241,7 +246,8 @@ def elementwise(expr: Expr, bindings: list[dt.DType], views: list[Strided], out:
         "// generated elementwise kernel: bindings = inputs, output, params; 1 thread/element",
         "override WG: u32 = 256;",
         "struct Params { " + ", ".join(f"{f}: u32" for f in ix.fields) + " }",
-        *decls, raw_shader("common/math"), _ENTRY + "\n".join(ix.decomposition() + body),
+        *decls, raw_shader("common/ieee"), raw_shader("common/math"),
+        _ENTRY + "\n".join(ix.decomposition() + body),
         f"    b{ob}[{o_idx}] = {_store(out, result, f16)};", "}", ""])
     if f16:
         src = "enable f16;\n" + src

@@ -93,9 +93,10 @@ def _slice(xs, at):
 
 
 def _argtopk(xs, at):
-    # stable: among equal values the lower index comes first
-    x, axis, k = xs[0], at["axis"], at["k"]
-    order = np.argsort(-_f64(x), axis=axis, kind="stable")
+    # stable: among equal values the lower index comes first; NaN first of all (torch.topk)
+    x, axis, k = _f64(xs[0]), at["axis"], at["k"]
+    nan = np.isnan(x)
+    order = np.lexsort((-np.where(nan, 0.0, x), ~nan), axis=axis)
     return np.take(order, np.arange(k), axis=axis)
 
 

@@ -1,6 +1,6 @@
 // max_pool2d / avg_pool2d over NCHW [N,C,H,W] -> [N,C,OH,OW], f32 math.
 // bindings: 0 x, 1 out, 2 params. grid: 1 thread per output element.
-// Padding is -inf for max and 0 for avg; avg divides by KH*KW (count_include_pad, as torch).
+// Padding is -inf for max (a NaN in the window gives NaN, as torch) and 0 for avg; avg divides by KH*KW (count_include_pad, as torch).
 struct Params { total: u32, H: u32, W: u32, OH: u32, OW: u32, KH: u32, KW: u32, sh: u32,
                 sw: u32, ph: u32, pw: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
@@ -10,6 +10,7 @@ struct Params { total: u32, H: u32, W: u32, OH: u32, OW: u32, KH: u32, KW: u32, 
 override WG: u32 = 256;
 override MAX: bool = true;
 {{NCHW}}
+{{IEEE}}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -19,7 +20,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let ox = e % p.OW;
     let oy = (e / p.OW) % p.OH;
     let plane = e / (p.OW * p.OH);
-    var acc = select(0.0, -3.4028234663852886e38, MAX);
+    var acc = select(0.0, inf_(0x80000000u), MAX);
     for (var i = 0u; i < p.KH; i++) {
         let iy = tap_y(oy, i, 1u);
         if (iy < 0) { continue; }
@@ -27,7 +28,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let ix = tap_x(ox, j, 1u);
             if (ix < 0) { continue; }
             let v = f32(x[(plane * p.H + u32(iy)) * p.W + u32(ix)]);
-            acc = select(acc + v, max(acc, v), MAX);
+            acc = select(acc + v, fmax_(acc, v), MAX);
         }
     }
     out[e] = {{T}}(select(acc / f32(p.KH * p.KW), acc, MAX));

@@ -6,6 +6,7 @@ struct Params { n: u32, lo: f32, hi: f32 }
 @group(0) @binding(2) var<uniform> p: Params;
 
 override WG: u32 = 256;
+{{IEEE}}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -13,5 +14,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let i = (wid.y * nwg.x + wid.x) * WG + lid;
     if (i >= p.n) { return; }
     let v = f32(x[i]);
-    out[i] = {{T}}(select(min(max(v, p.lo), p.hi), v, v != v));
+    out[i] = {{T}}(select(min(max(v, p.lo), p.hi), v, isnan_(v)));
 }

@@ -1,5 +1,6 @@
 // argtopk: indices of the k largest values in each row of a contiguous [rows, n] input,
-// largest first; ties resolved towards the lower index (a stable descending sort).
+// largest first; ties resolved towards the lower index (a stable descending sort). NaN counts
+// as larger than every number (torch.topk).
 // bindings: 0 x, 1 out (i32, [rows, k]), 2 params. grid: one workgroup per row.
 // Pass t finds the best element strictly after pick t-1 in (value desc, index asc) order,
 // so no scratch memory is needed: O(k * n / WG) per row.
@@ -12,10 +13,15 @@ const WG: u32 = 256u;
 const NONE: u32 = 0xffffffffu;
 var<workgroup> vals: array<f32, 256>;
 var<workgroup> idxs: array<u32, 256>;
+{{IEEE}}
 
 // true when (va, ia) comes before (vb, ib) in the output order
 fn before(va: f32, ia: u32, vb: f32, ib: u32) -> bool {
-    return ib == NONE || (ia != NONE && (va > vb || (va == vb && ia < ib)));
+    if (ib == NONE) { return true; }
+    if (ia == NONE) { return false; }
+    let na = isnan_(va);
+    if (na != isnan_(vb)) { return na; }
+    return (!na && va > vb) || ((na || va == vb) && ia < ib);
 }
 
 @compute @workgroup_size(WG)

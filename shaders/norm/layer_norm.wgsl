@@ -1,5 +1,8 @@
-// layer_norm / rms_norm over rows of a contiguous [rows, n] input, f32 math, two passes
-// (mean, then centred variance) for accuracy. y = norm(x + r) * w + b (r: fused residual).
+// layer_norm / rms_norm over rows of a contiguous [rows, n] input, f32 math, corrected two
+// passes for accuracy: the mean m, then over d = x - m both sum(d) and sum(d^2); the mean is
+// refined to m + sum(d)/n and var = sum(d^2)/n - (sum(d)/n)^2 (Chan, Golub & LeVeque). With
+// eps=1e-12 a mean one ulp off turns a constant row into noise of order 0.1; the refined mean
+// is exact there, so such rows give 0 as in float64. y = norm(x + r) * w + b (r: fused residual).
 // bindings: 0 x, 1 r, 2 w, 3 b (dummies when HAS_RES / HAS_W / HAS_B are false), 4 out,
 // 5 params.
 // grid: RPW rows per workgroup (workgroups spread over x and y).
@@ -41,11 +44,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         mean = reduce_sum(lid, s) / nf;
     }
     var q = 0.0;
+    var c = 0.0;
     for (var j = t; j < n; j += tpr) {
         let d = load(base + j) - mean;
+        c += d;
         q += d * d;
     }
-    let inv = inverseSqrt(reduce_sum(lid, q) / nf + p.eps);
+    var var_ = reduce_sum(lid, q) / nf;
+    if (!RMS) {
+        let shift = reduce_sum(lid, c) / nf;
+        mean += shift;
+        var_ = max(var_ - shift * shift, 0.0);
+    }
+    let inv = inverseSqrt(var_ + p.eps);
     for (var j = t; j < n; j += tpr) {
         var y = (load(base + j) - mean) * inv;
         if (HAS_W) { y *= f32(w[j]); }

@@ -1,6 +1,8 @@
 // reduce: out[r] = OP(x[r, 0..n]) over rows of a contiguous [rows, n] input, f32/i32/u32 math.
 // bindings: 0 x, 1 out, 2 params. grid: one workgroup per row (rows spread over x and y).
 // OP: 0 sum, 1 max, 2 min, 3 prod, 4 argmax (first index of the maximum; out is i32).
+// NaN as numpy: max/min of a row with a NaN are NaN, argmax is the first NaN's index; the
+// max of an empty or all -inf row is -inf (LOWEST is -inf for floats).
 // The result is multiplied by `scale` (1/n for mean) for float sums.
 struct Params { rows: u32, n: u32, x_off: u32, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
@@ -11,11 +13,23 @@ override OP: u32 = 0u;
 const WG: u32 = 256u;
 var<workgroup> vals: array<{{ACC}}, 256>;
 var<workgroup> idxs: array<u32, 256>;
+{{IEEE}}
+
+// NaN test of the accumulator type (false for integers)
+fn nan_(v: {{ACC}}) -> bool {
+    return {{ISNAN}};
+}
+
+// argmax order: NaN above everything, equal values by index (k, i: indices of a, b)
+fn beats(a: {{ACC}}, k: u32, b: {{ACC}}, i: u32) -> bool {
+    if (nan_(b)) { return nan_(a) && k < i; }
+    return nan_(a) || a > b || (a == b && k < i);
+}
 
 fn combine(a: {{ACC}}, b: {{ACC}}) -> {{ACC}} {
     switch OP {
-        case 1u: { return max(a, b); }
-        case 2u: { return min(a, b); }
+        case 1u: { return {{MAX}}(a, b); }
+        case 2u: { return {{MIN}}(a, b); }
         case 3u: { return a * b; }
         default: { return a + b; }
     }
@@ -41,7 +55,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var j = lid; j < p.n; j += WG) {
         let v = {{ACC}}(x[base + j]);
         if (OP == 4u) {
-            if (v > acc || best == 0xffffffffu) { acc = v; best = j; }
+            if (best == 0xffffffffu || beats(v, j, acc, best)) { acc = v; best = j; }
         } else {
             acc = combine(acc, v);
         }
@@ -54,8 +68,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             if (OP == 4u) {
                 let v = vals[lid + s];
                 let k = idxs[lid + s];
-                let take = k != 0xffffffffu && (idxs[lid] == 0xffffffffu || v > vals[lid]
-                           || (v == vals[lid] && k < idxs[lid]));
+                let take = k != 0xffffffffu && (idxs[lid] == 0xffffffffu
+                                                || beats(v, k, vals[lid], idxs[lid]));
                 if (take) { vals[lid] = v; idxs[lid] = k; }
             } else {
                 vals[lid] = combine(vals[lid], vals[lid + s]);

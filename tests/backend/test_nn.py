@@ -19,6 +19,19 @@ def test_layer_norm(backend, n):
           rand(2, 3, n, high=4), rand(n, seed=1), rand(n, seed=2), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("n", [384, 2000])
+def test_layer_norm_near_constant_rows(backend, n):
+    # eps=1e-12 (BERT's) leaves nothing to hide a mean that is off by one ulp: constant rows
+    # must give 0, and rows within 1e-4 of a constant their float64 values (a one-pass or
+    # plain two-pass f32 variance gives errors of order 0.1 here)
+    rng = np.random.default_rng(n)
+    consts = np.array([1.0, 0.1, 1000.5, -3.3, 7e-3, 123.456], np.float32)[:, None]
+    rows = np.concatenate([np.broadcast_to(consts, (6, n)),
+                           consts * (1 + 1e-4 * rng.standard_normal((6, n)))]).astype(np.float32)
+    check(backend, lambda x: wr.nn.layer_norm(x, eps=1e-12), lambda x: _ln(x, eps=1e-12),
+          rows, rtol=0, atol=3e-3)
+
+
 def test_layer_norm_no_affine(backend):
     check(backend, lambda x: wr.nn.layer_norm(x), _ln, rand(5, 64), rtol=1e-4, atol=1e-5)
 

@@ -12,7 +12,7 @@ from .program import Buf
 from .registry import lowering
 
 _REDUCE_OP = {"sum": 0, "mean": 0, "max": 1, "min": 2, "prod": 3, "argmax": 4}
-_LIMITS = {"f32": ("-3.4028234663852886e38", "3.4028234663852886e38"),
+_LIMITS = {"f32": ("inf_(0x80000000u)", "inf_(0u)"),
            "i32": ("(-2147483647i - 1i)", "2147483647i"), "u32": ("0u", "0xffffffffu")}
 
 
@@ -36,8 +36,10 @@ def _reduce(L: EmitContext, node: Node) -> Buf:
     out_t = "i32" if node.op == "argmax" else L.T(node.dtype)
     scale = "vals[0] * p.scale" if acc == "f32" else "vals[0]"
     lo, hi = _LIMITS[acc]
+    f = acc == "f32"
     k = kernel("reduce/reduce", T=L.T(x.dtype), OUT=out_t, ACC=acc, LOWEST=lo, HIGHEST=hi,
-               SCALE=scale)
+               SCALE=scale, MAX="fmax_" if f else "max", MIN="fmin_" if f else "min",
+               ISNAN="isnan_(v)" if f else "false")
     out = L.temp(L.shape(node.id), node.dtype)
     L.emit(k, {"x": buf, "out": out},
            {"rows": rows, "n": n, "x_off": 0,
