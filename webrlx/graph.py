@@ -87,6 +87,17 @@ class Graph:
         """Nodes that update a state in place: they run even when no output reads them."""
         return [n.id for n in self.nodes if n.op in UPDATES_INPUT]
 
+    def inputs_read_by(self, outputs: Iterable[int]) -> set[str]:
+        """Names of the inputs that outputs (or the in-place effects) depend on."""
+        seen: set[int] = set()
+        todo = [*outputs, *self.effects()]
+        while todo:
+            nid = todo.pop()
+            if nid not in seen:
+                seen.add(nid)
+                todo.extend(self.nodes[nid].inputs)
+        return {name for name, nid in self.inputs.items() if nid in seen}
+
     def add_constant(self, value: Any, dtype: Any = None) -> Node:
         """Append a constant node holding a numpy array (float64 -> float32, int64 -> int32)."""
         arr = np.asarray(value)

@@ -58,3 +58,18 @@ def test_fused_and_unfused_minilm_agree(encoder, reference):
         n_fused = len(encoder.executable.last_plan.dispatches)
         n_unfused = len(unfused.executable.last_plan.dispatches)
         assert n_fused < n_unfused * 0.7, (n_fused, n_unfused)   # 69 vs 109 here
+
+
+@pytest.mark.parametrize("texts, batch_size, error, msg", [
+    (["a"], -1, ValueError, r"encode\(\): batch_size must be an int >= 1, got -1"),
+    (["a"], 0, ValueError, r"batch_size must be an int >= 1, got 0"),
+    (["a"], 2.5, ValueError, r"batch_size must be an int >= 1, got 2.5"),
+    ("one string", 8, TypeError, r"texts must be a list of strings, not one string"),
+    (["ok", 3], 8, TypeError, r"texts\[1\] must be a str, got int"),
+])
+def test_encode_rejects_bad_arguments_then_works(encoder, reference, texts, batch_size, error,
+                                                 msg):
+    with pytest.raises(error, match=msg):
+        encoder.encode(texts, batch_size=batch_size)
+    sentences, want, _ = reference
+    np.testing.assert_allclose(encoder.encode(sentences[:2], batch_size=1), want[:2], atol=1e-4)

@@ -43,6 +43,11 @@ BAD_FEEDS = [
                                        r"int32. Cast it with .astype\(np.float32\)"),
     ({"x": np.ones((2, 8), bool)}, r"input 'x' must be \(batch, 8\) float32, got \(2, 8\) bool"),
     ([np.ones((2, 8))], r"feeds must be a dict"),
+    ({"x": [[1.0] * 8, [1.0] * 7]}, r"input 'x' must be \(batch, 8\) float32; it is not a "
+                                    r"rectangular array"),
+    ({"x": np.full((2, 8), 1e300)}, r"input 'x' has finite float64 values that overflow "
+                                    r"float32 \(largest magnitude 1e\+300"),
+    ({"x": {"a": 1}}, r"input 'x' must be \(batch, 8\) float32, got a dict numpy cannot"),
 ]
 
 
@@ -54,6 +59,17 @@ def test_bad_feeds_then_usable(backend, feeds, msg):
         exe.run(feeds)
     xv = rand(3, 8)
     np.testing.assert_allclose(exe.run({"x": xv})[0], _ref(xv, wv), rtol=1e-5)
+
+
+def test_float64_inf_passes_and_unused_inputs_need_no_feed(backend):
+    g = wr.Graph()
+    x = g.input("x", (2, 3))
+    g.input("unused", (4,))
+    exe = wr.compile(g, outputs=[x * 2], device=backend)
+    xv = np.array([[np.inf, -np.inf, 1.0], [2.0, 3.0, -1e30]])     # float64, explicit infs
+    np.testing.assert_array_equal(exe.run({"x": xv})[0], (xv * 2).astype(np.float32))
+    with pytest.raises(wr.InputError, match=r"input 'unused' must be \(4,\) float32"):
+        exe.run({"x": xv, "unused": np.ones(3)})                    # fed: still checked
 
 
 def test_bad_params(backend):

@@ -149,3 +149,29 @@ def test_reproduces_fixture_ids(ours: WordPieceTokenizer) -> None:
     got = ours.encode_batch(sentences, max_length=MAX_LENGTH)
     np.testing.assert_array_equal(got["input_ids"], ref["input_ids"])
     np.testing.assert_array_equal(got["attention_mask"], ref["attention_mask"])
+
+
+@pytest.mark.parametrize("name, text, msg", [
+    ("tokenizer.json", '{"model": {"type": "WordPiece",', r"tokenizer.json: not valid JSON "
+                                                           r"\(Expecting .* at line 1, column"),
+    ("tokenizer.json", '{"model": {"type": "BPE"}}', r"tokenizer.json: not a WordPiece"),
+    ("config.json", "{\n  \"hidden_size\": 384,\n  oops\n}", r"config.json: not valid JSON "
+                                                           r"\(.* at line 3, column 3\)"),
+    ("config.json", "[1, 2]", r"config.json: must hold a JSON object, got list"),
+    ("config.json", '{"hidden_size": "384"}', r"config.json: bert: hidden_size must be a "
+                                              r"positive int, got '384'"),
+    ("config.json", '{"num_attention_heads": 5}', r"config.json: bert: hidden_size 384 is not "
+                                                  r"a multiple of num_attention_heads 5"),
+    ("config.json", b'{"a": "\xff"}', r"config.json: not UTF-8 text"),
+])
+def test_malformed_model_files_name_the_file(tmp_path: Path, name: str, text, msg: str) -> None:
+    from webrlx.models import minilm
+    from webrlx.models.assets import ModelFileError
+    for f in ("config.json", "model.safetensors", "tokenizer.json"):
+        (tmp_path / f).symlink_to(minilm_dir() / f)
+    (tmp_path / name).unlink()
+    (tmp_path / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ModelFileError, match=msg) as info:
+        minilm.load(tmp_path, device="reference")
+    assert str(tmp_path / name) in str(info.value)
+    assert minilm.load(device="reference").encode(["still works"]).shape == (1, 384)

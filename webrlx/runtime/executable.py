@@ -35,6 +35,7 @@ class Executable:
         graph.verify()
         self.graph = graph
         self.outputs = [t.id for t in outputs]
+        self.needed_inputs = graph.inputs_read_by(self.outputs)   # others may go unfed
         self._device = device
         self.fuse = fuse
         self._params: dict[str, np.ndarray] = {}
@@ -125,7 +126,7 @@ class Executable:
     # -- running --------------------------------------------------------------------------------
     def check_feeds(self, feeds: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
         """Return (arrays, symbol binding) for feeds, or raise InputError naming the input."""
-        return check_feeds(self.graph, feeds, set(self._params))
+        return check_feeds(self.graph, feeds, set(self._params), self.needed_inputs)
 
     def plan(self, env: Mapping[str, int]) -> Plan:
         """Return the Plan for a symbol binding, compiling it on first use (GPU devices)."""

@@ -32,7 +32,14 @@ def coerce(where: str, what: str, value: Any, shape: Shape, d: dt.DType) -> Any:
             raise InputError(f"{where}: {what} must be {want}, got a DeviceTensor "
                              f"{fmt(value.shape)} {value.dtype}")
         return value
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except ValueError as e:                  # ragged nested lists
+        raise InputError(f"{where}: {what} must be {want}; it is not a rectangular array "
+                         f"({e})") from None
+    if arr.dtype == object:
+        raise InputError(f"{where}: {what} must be {want}, got a "
+                         f"{type(value).__name__} numpy cannot turn into numbers")
     got = f"{fmt(arr.shape)} {arr.dtype}"
     if arr.dtype != d.np_dtype:
         kind_ok = (arr.dtype.kind == "f" and d.is_float) or \
@@ -45,16 +52,26 @@ def coerce(where: str, what: str, value: Any, shape: Shape, d: dt.DType) -> Any:
             if arr.min() < info.min or arr.max() > info.max:
                 raise InputError(f"{where}: {what} must be {want}; values of {got} do not fit "
                                  f"in {d}")
-        arr = arr.astype(d.np_dtype)
+        wide = arr
+        with np.errstate(over="ignore"):
+            arr = arr.astype(d.np_dtype)
+        if wide.dtype.kind == "f" and wide.dtype.itemsize > arr.dtype.itemsize and arr.size \
+                and np.isinf(arr).any() and (np.isinf(arr) & np.isfinite(wide)).any():
+            big = float(np.abs(wide[np.isfinite(wide)]).max())
+            raise InputError(f"{where}: {what} has finite {wide.dtype} values that overflow "
+                             f"{d} (largest magnitude {big:.3g}, {d}'s max is "
+                             f"{float(np.finfo(d.np_dtype).max):.3g}); scale or clip it "
+                             f"first, or pass inf explicitly")
     if arr.ndim != len(shape) or any(isinstance(s, int) and s != a
                                      for s, a in zip(shape, arr.shape)):
         raise InputError(f"{where}: {what} must be {want}, got {got}")
     return np.asarray(arr, order="C")
 
 
-def check_feeds(graph: Graph, feeds: Mapping[str, Any], params_set: set[str]
-                ) -> tuple[dict[str, Any], dict[str, int]]:
-    """Return (arrays, symbol binding) for feeds, or raise InputError naming the input."""
+def check_feeds(graph: Graph, feeds: Mapping[str, Any], params_set: set[str],
+                needed: set[str] | None = None) -> tuple[dict[str, Any], dict[str, int]]:
+    """Return (arrays, symbol binding) for feeds, or raise InputError naming the input.
+    Inputs outside `needed` (those no output reads; default: none) may be left out."""
     if not isinstance(feeds, Mapping):
         raise InputError(f"run(): feeds must be a dict of input name -> array, got "
                          f"{type(feeds).__name__}")
@@ -66,6 +83,8 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any], params_set: set[str]
     for name, nid in graph.inputs.items():
         node = graph.nodes[nid]
         if name not in feeds:
+            if needed is not None and name not in needed:
+                continue
             raise InputError(f"run(): missing input {name!r} ({fmt(node.shape)} {node.dtype})")
         arr = coerce("run()", f"input {name!r}", feeds[name], node.shape, node.dtype)
         for dim, n in zip(node.shape, arr.shape):
