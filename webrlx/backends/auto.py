@@ -43,8 +43,8 @@ def device(name: str | None = None) -> Any:
     name = _wanted(name)
     if name == "reference":
         return _default.setdefault("reference", ReferenceDevice())
-    if "gpu" in _default:
-        return _default["gpu"]
+    if "gpu" in _default and _default["gpu"].lost is None:
+        return _default["gpu"]                     # (a lost device is replaced by a fresh one)
     if sys.platform == "emscripten":
         from .js_webgpu import create_backend
         gpu, why = create_backend(), ""
@@ -65,7 +65,8 @@ def device(name: str | None = None) -> Any:
 async def device_async(name: str | None = None) -> Any:
     """Async form of device(): the form that works everywhere in the browser."""
     name = _wanted(name)
-    if name != "reference" and "gpu" not in _default and sys.platform == "emscripten":
+    if name != "reference" and sys.platform == "emscripten" and (
+            "gpu" not in _default or _default["gpu"].lost is not None):
         from .js_webgpu import create_backend_async
         _default["gpu"] = await create_backend_async()
     return device(name)

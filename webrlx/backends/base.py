@@ -20,6 +20,11 @@ class GPUError(RuntimeError):
     """The device rejected something (a shader, a pipeline, a command) or was lost."""
 
 
+class DeviceLostError(GPUError):
+    """The GPU device was lost (destroy(), a driver reset, a browser tab in the background too
+    long). Executables built on it stay unusable; webrlx.device() then makes a fresh device."""
+
+
 # Limits webrlx asks for at device creation (up to what the adapter offers).
 WANTED_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size",
                  "max-storage-buffers-per-shader-stage", "max-compute-workgroup-storage-size",
@@ -69,6 +74,26 @@ class Backend(abc.ABC):
         self._pipelines: dict[tuple, Any] = {}
         self._staging: dict[int, Any] = {}
         self._probe: tuple[Any, Any] | None = None    # (storage, readback) for timing
+        self.lost: str | None = None                  # why the device was lost, once it is
+
+    # -- loss -----------------------------------------------------------------------------
+    def destroy(self) -> None:
+        """Destroy the device (as WebGPU's GPUDevice.destroy()); later use raises
+        DeviceLostError and webrlx.device() makes a fresh device."""
+        if self.lost is None:
+            self.lost = "destroyed"
+            self._destroy()
+
+    def _destroy(self) -> None:
+        """Destroy the underlying device object."""
+
+    def check_alive(self, where: str) -> None:
+        """Raise DeviceLostError (naming `where` and the reason) once the device is lost."""
+        if self.lost is not None:
+            raise DeviceLostError(
+                f"{where}: the GPU device {self.info.name!r} was lost ({self.lost}). Everything "
+                f"built on it is unusable: get a fresh device with webrlx.device() (or await "
+                f"webrlx.device_async()) and compile the graph again")
 
     # -- the contract -------------------------------------------------------------------
     @abc.abstractmethod

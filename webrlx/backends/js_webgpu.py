@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..device_info import DeviceInfo
-from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
+from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, DeviceLostError, GPUError
 
 IN_PYODIDE = "_pyodide_core" in sys.modules
 if IN_PYODIDE:
@@ -38,10 +38,6 @@ MAP_MODE_READ = 0x1
 
 class WebGPUError(GPUError):
     """A WebGPU validation or out-of-memory error reported by the browser."""
-
-
-class DeviceLostError(WebGPUError):
-    """The GPU device was lost (driver reset, tab in background too long, or destroy())."""
 
 
 def dashed(name: str) -> str:
@@ -165,7 +161,6 @@ class JsWebGPUBackend(Backend):
         self.info = DeviceInfo(name=adapter, backend="navigator.gpu",
                                limits=_limits(js_device.limits),
                                features=frozenset(js_device.features))
-        self.lost: str | None = None               # the loss message, once lost
         self._errors: list[str] = []               # uncaptured errors, raised at the next read
         self._pending_scopes: list[tuple[str, Any]] = []   # (what, popErrorScope promise)
         self._js_on_error = create_proxy(self._on_uncaptured_error)
@@ -182,9 +177,7 @@ class JsWebGPUBackend(Backend):
         self._js_on_error.destroy()
 
     def _check(self, where: str) -> None:
-        if self.lost is not None:
-            raise DeviceLostError(f"{where}: the WebGPU device was lost ({self.lost}). "
-                                  "Create a new one with `await webrlx.device_async()`.")
+        self.check_alive(where)
         if self._errors:
             errors, self._errors = self._errors, []
             raise WebGPUError(f"{where}: WebGPU reported: " + "\n".join(errors))
@@ -204,9 +197,7 @@ class JsWebGPUBackend(Backend):
             self._pending_scopes.append((what, scope))
         return result
 
-    def destroy(self) -> None:
-        """Destroy the device; later calls raise DeviceLostError."""
-        self.lost = "destroyed"
+    def _destroy(self) -> None:
         self.js_device.destroy()
 
     # -- the contract -------------------------------------------------------------------

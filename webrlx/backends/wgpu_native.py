@@ -1,9 +1,10 @@
 """Native backend over wgpu-py (wgpu-native: Vulkan / Metal / DX12; lavapipe on CPU boxes)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -60,39 +61,67 @@ class WgpuBackend(Backend):
             "query": wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC,
         }
 
+    # -- loss: wgpu-py only logs the device-lost callback, so a lost device is found by our own
+    # destroy() or by the "device is lost" errors of the calls made on it
+    def _destroy(self) -> None:
+        self.device.destroy()
+
+    def _raise_if_lost(self, where: str, error: Exception) -> None:
+        if "lost" in str(error).lower():        # wgpu-native: "Parent device is lost"
+            self.lost = str(error).strip().splitlines()[-1].strip()
+            self.check_alive(where)
+
+    @contextlib.contextmanager
+    def _guard(self, where: str) -> Iterator[None]:
+        self.check_alive(where)
+        try:
+            yield
+        except self._wgpu.GPUError as e:
+            self._raise_if_lost(where, e)
+            raise
+
     def create_buffer(self, nbytes: int, usage: str) -> Any:
+        with self._guard("create_buffer"):
+            buf = self.device.create_buffer(size=max(4, -(-nbytes // 4) * 4),
+                                            usage=self._usage[usage])
         self.stats["buffers"] += 1
-        return self.device.create_buffer(size=max(4, -(-nbytes // 4) * 4),
-                                         usage=self._usage[usage])
+        return buf
 
     def write_buffer(self, buf: Any, offset: int, data: np.ndarray) -> None:
-        self.queue.write_buffer(buf, offset, memoryview(data).cast("B"))
+        with self._guard("write_buffer"):
+            self.queue.write_buffer(buf, offset, memoryview(data).cast("B"))
 
     def _create_pipeline(self, source: str, entry: str, overrides: dict[str, float]) -> Any:
         compute: dict[str, Any] = {"entry_point": entry}
         if overrides:
             compute["constants"] = dict(overrides)
+        self.check_alive("pipeline")
         try:
             compute["module"] = self.device.create_shader_module(code=source)
             return self.device.create_compute_pipeline(layout="auto", compute=compute)
         except self._wgpu.GPUError as e:   # same wording as the browser backend
+            self._raise_if_lost("pipeline", e)
             header = next((line.strip("/ ") for line in source.splitlines()
                            if line.startswith("//")), "")
             raise GPUError(f"pipeline '{entry}' ({header[:80]}): WGSL compilation failed: "
                            f"{e}") from e
 
     def bind_group(self, pipeline: Any, entries: Sequence[tuple[Any, int, int]]) -> Any:
+        with self._guard("bind_group"):
+            group = self.device.create_bind_group(
+                layout=pipeline.get_bind_group_layout(0),
+                entries=[{"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
+                         for i, (b, o, s) in enumerate(entries)])
         self.stats["bind_groups"] += 1
-        return self.device.create_bind_group(
-            layout=pipeline.get_bind_group_layout(0),
-            entries=[{"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
-                     for i, (b, o, s) in enumerate(entries)])
+        return group
 
     def _command_encoder(self) -> Any:
-        return self.device.create_command_encoder()
+        with self._guard("submit"):
+            return self.device.create_command_encoder()
 
     def _queue_submit(self, command_buffer: Any) -> None:
-        self.queue.submit([command_buffer])
+        with self._guard("submit"):
+            self.queue.submit([command_buffer])
 
     def create_query_set(self, count: int) -> Any:
         if "timestamp-query" not in self.info.features:
@@ -101,7 +130,8 @@ class WgpuBackend(Backend):
 
     def read_buffer(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         self.stats["readbacks"] += 1
-        buf.map_sync(self._wgpu.MapMode.READ, offset, nbytes)
+        with self._guard("read_buffer"):
+            buf.map_sync(self._wgpu.MapMode.READ, offset, nbytes)
         try:
             return buf.read_mapped(offset, nbytes, copy=True)
         finally:
@@ -109,7 +139,8 @@ class WgpuBackend(Backend):
 
     async def read_buffer_async(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         self.stats["readbacks"] += 1
-        await buf.map_async(self._wgpu.MapMode.READ, offset, nbytes)
+        with self._guard("read_buffer_async"):
+            await buf.map_async(self._wgpu.MapMode.READ, offset, nbytes)
         try:
             return buf.read_mapped(offset, nbytes, copy=True)
         finally:
