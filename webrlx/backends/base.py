@@ -122,6 +122,13 @@ class Backend(abc.ABC):
     def _queue_submit(self, command_buffer: Any) -> None:
         """Submit one finished command buffer to the queue."""
 
+    def release(self, buffers: Sequence[Any]) -> None:
+        """Destroy buffers nothing will use again (a plan evicted from a cache)."""
+        for buf in buffers:
+            if self.lost is None:
+                buf.destroy()
+            self.stats["buffers_released"] += 1
+
     def create_query_set(self, count: int) -> Any:
         """Return a timestamp query set of `count` entries, or None without timestamp-query."""
         return None

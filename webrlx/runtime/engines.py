@@ -6,6 +6,7 @@ Executable has one code path for every device, sync or async.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Mapping
 
 import numpy as np
@@ -33,7 +34,8 @@ class GpuEngine:
         self.backend = backend
         self.param_bufs: dict[str, Any] = {}
         self.state_bufs: dict[str, Any] = {}
-        self.plans: dict[tuple, Plan] = {}
+        self.plans: OrderedDict[tuple, Plan] = OrderedDict()   # least recently used first
+        self.max_plans = 16                    # set by the Executable (compile(max_plans=))
         # inputs an in-place op writes: their device copy differs from the fed array after
         # a run, so they are uploaded every time
         self.written_inputs = {graph.written_source(n.id).name for n in graph.nodes
@@ -50,15 +52,21 @@ class GpuEngine:
         write_padded(self.backend, self.param_bufs[name], arr.astype(sd, copy=False))
 
     def plan(self, env: Mapping[str, int]) -> Plan:
-        """Return the Plan for a symbol binding, compiling it on first use."""
+        """Return the Plan for a symbol binding, compiling it on first use; past max_plans
+        the least recently used plan is freed (its device memory released)."""
         key = tuple(sorted(env.items()))
         plan = self.plans.get(key)
-        if plan is None:
+        if plan is not None:
+            self.plans.move_to_end(key)
+        else:
             program = lower(self.graph, self.outputs, env, self.backend.info, self.fuse)
             for name, buf in program.states.items():
                 if name not in self.state_bufs:
                     self.state_bufs[name] = self.backend.create_buffer(buf.nbytes, "storage")
                     self.reset_state(name)
+            while len(self.plans) >= self.max_plans:
+                _, old = self.plans.popitem(last=False)
+                old.release()
             plan = Plan(program, self.backend, self.param_bufs, self.state_bufs)
             self.plans[key] = plan
         return plan

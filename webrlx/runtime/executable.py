@@ -21,12 +21,19 @@ from .steps import Steps, drive, drive_async
 
 __all__ = ["Executable", "InputError", "compile"]
 
+DEFAULT_MAX_PLANS = 16   # compiled plans an executable keeps (LRU); each holds its own memory
+
 
 class Executable:
     """A compiled graph: set params once, then run many times with numpy feeds."""
 
     def __init__(self, graph: Graph, outputs: Sequence[Tensor], device: Any = None,
-                 fuse: bool = True) -> None:
+                 fuse: bool = True, max_plans: int | None = None) -> None:
+        if max_plans is None:
+            max_plans = int(os.environ.get("WEBRLX_MAX_PLANS", DEFAULT_MAX_PLANS))
+        if isinstance(max_plans, bool) or not isinstance(max_plans, int) or max_plans < 1:
+            raise ValueError(f"compile(): max_plans must be an int >= 1, got {max_plans!r}")
+        self.max_plans = max_plans
         if not outputs:
             raise ValueError("compile(): outputs must name at least one Tensor")
         for t in outputs:
@@ -60,6 +67,7 @@ class Executable:
         """The device's engine (made on first use; params set earlier are uploaded then)."""
         if self._engine is None:
             self._engine = engine_for(self.graph, self.outputs, self.fuse, self.device)
+            self._engine.max_plans = self.max_plans
             for name, arr in self._params.items():
                 self._engine.set_param(name, arr)
         return self._engine
@@ -232,7 +240,7 @@ class Executable:
 
 
 def compile(graph: Graph, outputs: Sequence[Tensor], device: Any = None,  # noqa: A001
-            fuse: bool = True) -> Executable:
+            fuse: bool = True, max_plans: int | None = None) -> Executable:
     """Compile graph for device (None: the default adapter, acquired on first run).
 
     Args:
@@ -240,7 +248,9 @@ def compile(graph: Graph, outputs: Sequence[Tensor], device: Any = None,  # noqa
         outputs: the Tensors to compute, in the order run() returns them.
         device: a device from webrlx.device(), "reference", or None.
         fuse: fuse elementwise chains and epilogues (False: one kernel per op).
+        max_plans: plans (one per binding of the symbolic dims) kept compiled at once; the
+            least recently used is freed past it. Default: $WEBRLX_MAX_PLANS, else 16.
     """
     if isinstance(device, str):
         device = auto.device(device)
-    return Executable(graph, outputs, device, fuse)
+    return Executable(graph, outputs, device, fuse, max_plans)

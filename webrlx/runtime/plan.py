@@ -34,6 +34,7 @@ class Plan:
         capacity = info.max_binding_size // align * align
         plan_memory(program, align, capacity)
         arenas = [backend.create_buffer(n, "storage") for n in program.arena_sizes]
+        self.owned: list[Any] = list(arenas)      # buffers this plan alone uses (release())
         self.where: dict[int, tuple[Any, int]] = {}
         for b in program.temps():
             arena, off = program.offsets[b.id]
@@ -42,6 +43,7 @@ class Plan:
         self.last_fed: dict[str, np.ndarray] = {}
         for name, (b, _, _) in program.inputs.items():
             self.inputs[name] = backend.create_buffer(b.nbytes, "storage")
+            self.owned.append(self.inputs[name])
             self.where[b.id] = (self.inputs[name], 0)
         for name, b in program.params.items():
             self.where[b.id] = (params[name], 0)
@@ -49,6 +51,7 @@ class Plan:
             self.where[b.id] = ((states or {})[name], 0)
         for b in program.consts:
             gb = backend.create_buffer(b.nbytes, "storage")
+            self.owned.append(gb)
             write_padded(backend, gb, b.value)
             self.where[b.id] = (gb, 0)
         self.dispatches = self._build_dispatches(info.uniform_alignment)
@@ -70,6 +73,7 @@ class Plan:
         if not calls:
             return dispatches
         self.uniform = backend.create_buffer(total, "uniform")
+        self.owned.append(self.uniform)
         data = np.zeros(total // 4, np.uint32)
         for off, words in zip(offsets, blocks):
             data[off // 4: off // 4 + len(words)] = words
@@ -94,8 +98,18 @@ class Plan:
             total += -(-_round4(o.buf.nbytes) // 8) * 8
         self.readback_bytes = max(total, 4)
         self.staging = self.backend.create_buffer(self.readback_bytes, "readback")
+        self.owned.append(self.staging)
         for c in self.copies:
             c.dst = self.staging
+
+    def release(self) -> None:
+        """Free this plan's device memory (evicted from its executable's plan cache): its
+        DeviceTensors go stale, shared params and states stay."""
+        for pair in self.slots:
+            for slot in pair:
+                slot.generation += 1
+        self.backend.release(self.owned)
+        self.owned, self.dispatches, self.where = [], [], {}
 
     # -- per run --------------------------------------------------------------------------------
     def upload(self, name: str, arr: np.ndarray) -> None:
@@ -119,6 +133,7 @@ class Plan:
             self.slots = [[HandleSlot(self.backend.create_buffer(_round4(o.buf.nbytes),
                                                                  "storage"),
                                       _round4(o.buf.nbytes)) for _ in range(2)] for o in outs]
+            self.owned += [slot.buf for pair in self.slots for slot in pair]
         self.turn ^= 1
         copies = []
         for o, pair in zip(outs, self.slots):
