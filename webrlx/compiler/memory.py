@@ -9,6 +9,37 @@ from __future__ import annotations
 from .program import Program
 
 
+class BindingLimitError(MemoryError):
+    """A kernel would bind more bytes than the device allows (maxStorageBufferBindingSize);
+    raised while a plan is built, before anything is created or submitted."""
+
+
+def check_binding_limits(program: Program, limit: int, buffer_limit: int) -> None:
+    """Raise BindingLimitError naming the first kernel (its op, node and binding) that binds a
+    tensor over `limit` bytes, or an input/output over `buffer_limit` (maxBufferSize).
+
+    Splitting such a tensor over several bindings is not implemented yet: the error says so."""
+    for call in program.calls:
+        for i, b in enumerate(call.buffers):
+            if b.nbytes > limit:
+                names = call.binding_names
+                binding = names[i] if i < len(names) else f"binding {i}"
+                label = program.labels.get(call.node, f"node {call.node}")
+                raise BindingLimitError(
+                    f"{call.name} (node {call.node}: {label}): its {binding!r} tensor needs "
+                    f"{b.nbytes} bytes, over this device's maxStorageBufferBindingSize of "
+                    f"{limit} bytes. webrlx does not split a tensor over several bindings yet: "
+                    f"use smaller pieces (e.g. a smaller batch)")
+    for name, (b, shape, _) in program.inputs.items():
+        if b.nbytes > buffer_limit:
+            raise BindingLimitError(f"input {name!r} {shape} needs {b.nbytes} bytes, over this "
+                                    f"device's maxBufferSize of {buffer_limit} bytes")
+    for k, o in enumerate(program.outputs):
+        if o.buf.nbytes > buffer_limit:
+            raise BindingLimitError(f"output {k} {o.shape} needs {o.buf.nbytes} bytes, over "
+                                    f"this device's maxBufferSize of {buffer_limit} bytes")
+
+
 def lifetimes(program: Program) -> dict[int, tuple[int, int]]:
     """Return temp buffer id -> (first call writing it, last call reading it) in call indices."""
     life: dict[int, list[int]] = {}

@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtype as dt
 from ..backends.base import Copy
 from ..compiler.lower import lower
+from ..compiler.memory import BindingLimitError
 from ..compiler.simplify import bind_shapes, live_nodes
 from ..graph import Graph
 from ..ops import UPDATES_INPUT
@@ -47,8 +48,13 @@ class GpuEngine:
         sd = dt.storage_np(self.graph.nodes[self.graph.params[name]].dtype,
                            self.backend.info.has_f16)
         if name not in self.param_bufs:
-            self.param_bufs[name] = self.backend.create_buffer(arr.size * sd.itemsize,
-                                                               "storage")
+            nbytes = arr.size * sd.itemsize
+            limit = self.backend.info.limit("max-buffer-size", 1 << 28)
+            if nbytes > limit:
+                raise BindingLimitError(f"set_params(): param {name!r} {arr.shape} needs "
+                                        f"{nbytes} bytes, over this device's maxBufferSize of "
+                                        f"{limit} bytes")
+            self.param_bufs[name] = self.backend.create_buffer(nbytes, "storage")
         write_padded(self.backend, self.param_bufs[name], arr.astype(sd, copy=False))
 
     def plan(self, env: Mapping[str, int]) -> Plan:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..backends.base import Backend, Copy, Dispatch
 from ..dtype import storage_np
-from ..compiler.memory import plan_memory
+from ..compiler.memory import check_binding_limits, plan_memory
 from ..compiler.program import Program
 from . import autotune
 from .device_tensor import DeviceTensor, HandleSlot
@@ -32,6 +32,8 @@ class Plan:
         self.f16 = info.has_f16
         align = max(info.storage_alignment, 4)
         capacity = info.max_binding_size // align * align
+        check_binding_limits(program, info.max_binding_size,
+                             info.limit("max-buffer-size", 1 << 28))
         plan_memory(program, align, capacity)
         arenas = [backend.create_buffer(n, "storage") for n in program.arena_sizes]
         self.owned: list[Any] = list(arenas)      # buffers this plan alone uses (release())
