@@ -209,7 +209,7 @@ class JsWebGPUBackend(Backend):
         self._check("create_buffer")
         self.stats["buffers"] += 1
         return self.js_device.createBuffer(
-            _js({"size": max(4, -(-nbytes // 4) * 4), "usage": BUFFER_USAGE[usage]}))
+            _js({"size": max(16, -(-nbytes // 4) * 4), "usage": BUFFER_USAGE[usage]}))
 
     def write_buffer(self, buf: Any, offset: int, data: np.ndarray) -> None:
         # Zero-copy: the queue reads straight out of the wasm heap. HEAPU8 is re-read every

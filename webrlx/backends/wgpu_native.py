@@ -82,7 +82,7 @@ class WgpuBackend(Backend):
 
     def create_buffer(self, nbytes: int, usage: str) -> Any:
         with self._guard("create_buffer"):
-            buf = self.device.create_buffer(size=max(4, -(-nbytes // 4) * 4),
+            buf = self.device.create_buffer(size=max(16, -(-nbytes // 4) * 4),
                                             usage=self._usage[usage])
         self.stats["buffers"] += 1
         return buf

@@ -81,7 +81,8 @@ class Plan:
             data[off // 4: off // 4 + len(words)] = words
         backend.write_buffer(self.uniform, 0, data)
         for c, off, words in zip(calls, offsets, blocks):
-            entries = [(*self.where[b.id], _round4(b.nbytes)) for b in c.buffers]
+            # at least 16 bytes: a vec4 array binding of an empty tensor needs one element
+            entries = [(*self.where[b.id], max(16, _round4(b.nbytes))) for b in c.buffers]
             entries.append((self.uniform, off, words.nbytes))
             v = autotune.choose(backend.info.name, c, autotune.timer(backend, entries))
             pipe = backend.pipeline(v.source, "main", v.overrides)
