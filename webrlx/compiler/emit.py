@@ -173,8 +173,9 @@ class EmitContext:
             overrides["WG"] = self.wg        # threads per workgroup, from the adapter's limits
         kernel.check_overrides(overrides)
         buffers, words = kernel.pack(bindings, params)
-        for v in variants:
-            if v.signature != kernel.sig:
+        for v in variants:      # same bindings and uniform; overrides are each variant's own
+            if v.signature is None or (v.signature.bindings, v.signature.params) != \
+                    (kernel.sig.bindings, kernel.sig.params):
                 raise KernelArgumentError(f"kernel {kernel.name!r}: variant {v.name!r} "
                                           "declares other bindings or params")
         writes = buffers[-1]

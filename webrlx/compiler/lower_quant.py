@@ -13,6 +13,8 @@ from .program import Buf, Variant
 from .registry import lowering
 
 GEMV_ROWS = 4       # up to this many rows: bandwidth-bound, split K across threads
+GEMV_MAX_M = 64     # up to this many rows by default: the GEMV over row groups of 4 (the
+                    # tiled kernel's 64-row tiles would be mostly empty; both are variants)
 GEMV_RPW = 8        # weight rows per GEMV workgroup (RPW in quant/qgemv.wgsl)
 GEMV_TPR = (2, 4, 8, 16, 32)   # threads per weight row the autotuner tries (TPR)
 GEMV_THREADS = 1 << 19         # default TPR: at most this many threads in all, and K / 16
@@ -38,16 +40,21 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k)}
     overrides = {"Q8_0": fmt == "q8_0", "HAS_BIAS": has_bias}
     t = L.T(L.dtype(x_id))
-    if m <= GEMV_ROWS:
-        gemv, grid, first = kernel("quant/qgemv", T=t), (-(-n // GEMV_RPW), 1, 1), gemv_tpr(n, k)
-        others = [Variant.of(f"qgemv_{tpr}", gemv, grid, {**overrides, "ROWS": m, "TPR": tpr})
+    # 128x128 or 64x64 tiles (quant/qmatmul_tiled.wgsl's R = 2 or 1)
+    tiles = {r: Variant.of(f"qmatmul_{64 * r}", kernel("quant/qmatmul_tiled", T=t, R=str(r)),
+                           (-(-n // (64 * r)), -(-m // (64 * r)), 1), overrides)
+             for r in (2, 1)}
+    if m <= GEMV_MAX_M:       # GEMVs over row groups of up to 4 rows
+        rows = min(m, GEMV_ROWS)
+        gemv, first = kernel("quant/qgemv", T=t), gemv_tpr(n, k)
+        grid = (-(-n // GEMV_RPW), -(-m // rows), 1)
+        others = [Variant.of(f"qgemv_{tpr}", gemv, grid, {**overrides, "ROWS": rows, "TPR": tpr})
                   for tpr in GEMV_TPR if tpr != first]
-        L.emit(gemv, bindings, params, grid, {**overrides, "ROWS": m, "TPR": first},
+        if m > GEMV_ROWS:
+            others += [tiles[1], tiles[2]]
+        L.emit(gemv, bindings, params, grid, {**overrides, "ROWS": rows, "TPR": first},
                name=f"qgemv_{first}", variants=others, tune_key=f"qgemv {fmt}/{t} {m}x{n}x{k}")
-    else:       # 128x128 or 64x64 tiles (quant/qmatmul_tiled.wgsl's R = 2 or 1)
-        tiles = {r: Variant.of(f"qmatmul_{64 * r}", kernel("quant/qmatmul_tiled", T=t, R=str(r)),
-                               (-(-n // (64 * r)), -(-m // (64 * r)), 1), overrides)
-                 for r in (2, 1)}
+    else:
         first = 2 if -(-m // 128) * -(-n // 128) >= BIG_GRID else 1
         pick, other = tiles[first], tiles[3 - first]
         L.emit(kernel("quant/qmatmul_tiled", T=t, R=str(first)), bindings, params, pick.grid,
