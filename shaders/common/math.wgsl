@@ -23,7 +23,7 @@ fn gelu_tanh(x: f32) -> f32 {
 }
 
 fn sigmoid_(x: f32) -> f32 {
-    return 1.0 / (1.0 + exp(-x));
+    return 1.0 / (1.0 + exp_(-x));
 }
 
 // numpy.power in f32: x ** 0 and 1 ** y are 1 (NaN too), other NaNs propagate; a negative

@@ -14,6 +14,7 @@ override HAS_MASK: bool = false;
 override CAUSAL: bool = false;
 const WG: u32 = 256u;
 {{ROW_REDUCE}}
+{{IEEE}}
 
 fn keep(row: u32, j: u32) -> bool {
     if (HAS_MASK && mask[(row / p.per_batch) * p.n + j] == 0) { return false; }
@@ -36,13 +37,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     m = reduce_max(lid, m);
     var s = 0.0;
     for (var j = t; j < n; j += tpr) {
-        if (keep(row, j)) { s += exp(f32(x[base + j]) * scale - m); }
+        if (keep(row, j)) { s += exp_(f32(x[base + j]) * scale - m); }
     }
     s = reduce_sum(lid, s);
     let inv = 1.0 / s;
-    let ls = log(s);
+    let ls = log_(s);
     for (var j = t; j < n; j += tpr) {
         let v = f32(x[base + j]) * scale - m;
-        out[base + j] = {{T}}(select(select(exp(v) * inv, v - ls, LOG), 0.0, !keep(row, j)));
+        out[base + j] = {{T}}(select(select(exp_(v) * inv, v - ls, LOG), 0.0, !keep(row, j)));
     }
 }

@@ -22,6 +22,21 @@ ROOT = Path(__file__).resolve().parents[2]
 MODES = ("main", "worker")
 # What the in-browser pytest session runs: the backend suite and the browser-only checks.
 SUITE_PATHS = ("tests/backend", "tests/browser/in_pyodide")
+# The Web Worker runs the same Python as the main thread: by default it runs the tests where
+# the thread matters (running, reading back, device tensors and loss, the debug tools, the
+# models, the browser-only checks), so the default suite stays within its time;
+# WEBRLX_BROWSER_FULL=1 runs the whole backend suite in both.
+WORKER_PATHS = ("tests/backend/test_runtime.py", "tests/backend/test_device_tensor.py",
+                "tests/backend/test_device_loss.py", "tests/backend/test_debug_tools.py",
+                "tests/backend/test_minilm.py", "tests/backend/test_models.py",
+                "tests/browser/in_pyodide")
+MODE_PATHS = {"main": SUITE_PATHS,
+              "worker": SUITE_PATHS if os.environ.get("WEBRLX_BROWSER_FULL") == "1"
+              else WORKER_PATHS}
+# WEBRLX_BROWSER_ONLY=path,path runs just those test files or folders in both (while working
+# on them; the default suite runs the above)
+if os.environ.get("WEBRLX_BROWSER_ONLY"):
+    MODE_PATHS = dict.fromkeys(MODES, tuple(os.environ["WEBRLX_BROWSER_ONLY"].split(",")))
 
 # Backend tests left out of the in-browser session by default: SmolLM2's 98 MB model through
 # SwiftShader and numpy-in-wasm takes longer than the whole default suite may. The browser
@@ -64,18 +79,23 @@ def model_dirs() -> dict[str, tuple[str, Path, tuple[str, ...]]]:
 
 
 @functools.cache
-def native_test_ids() -> tuple[str, ...]:
+def native_test_ids(paths: tuple[str, ...] = SUITE_PATHS) -> tuple[str, ...]:
     """Collect (natively, in a subprocess) the node ids the browser session must reproduce."""
     ids: list[str] = []
-    for folder, extra in (("tests/backend", []), ("tests/browser/in_pyodide", ["--noconftest"])):
-        if not any((ROOT / folder).rglob("test_*.py")):
+    backend = tuple(p for p in paths if p.startswith("tests/backend"))
+    pyodide = tuple(p for p in paths if p.startswith("tests/browser/in_pyodide"))
+    for folders, extra in ((backend, []), (pyodide, ["--noconftest"])):
+        folders = tuple(f for f in folders if (ROOT / f).exists() and (
+            (ROOT / f).is_file() or any((ROOT / f).rglob("test_*.py"))))
+        if not folders:
             continue
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "--collect-only", "-q", "-o", "addopts=",
-             "-p", "no:cacheprovider", *extra, *IGNORE_ARGS, folder],
+             "-p", "no:cacheprovider", *extra, *IGNORE_ARGS, *folders],
             cwd=ROOT, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise RuntimeError(f"collecting {folder} natively failed:\n{proc.stdout}{proc.stderr}")
+            raise RuntimeError(f"collecting {folders} natively failed:\n{proc.stdout}"
+                               f"{proc.stderr}")
         ids += [line for line in proc.stdout.splitlines() if "::" in line]
     return tuple(ids)
 
@@ -83,15 +103,16 @@ def native_test_ids() -> tuple[str, ...]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize `mode` over MODES and `case` over (mode, natively collected node id)."""
     if "case" in metafunc.fixturenames:
-        cases = [(mode, nodeid) for mode in MODES for nodeid in native_test_ids()]
+        cases = [(mode, nodeid) for mode in MODES for nodeid in native_test_ids(MODE_PATHS[mode])]
         metafunc.parametrize("case", cases, ids=[f"{m}::{n}" for m, n in cases])
     if "mode" in metafunc.fixturenames:
         metafunc.parametrize("mode", MODES)
 
 
 @pytest.fixture(scope="session")
-def native_ids() -> tuple[str, ...]:
-    return native_test_ids()
+def native_ids() -> Any:
+    """native_ids(mode) -> the node ids that mode's in-browser session must reproduce."""
+    return lambda mode: native_test_ids(MODE_PATHS[mode])
 
 
 @pytest.fixture(scope="session")
@@ -137,7 +158,8 @@ def browser_suite(browser_python: Any, web_server: str, web_assets: WebAssets) -
         files = {path: f"{web_server}repo/{path}" for path in suite_files()}
         env_dirs = {var: {name: web_server + url.lstrip("/") + name for name in names}
                     for var, (url, _, names) in model_dirs().items()}
-        paths = [p for p in SUITE_PATHS if any(f.startswith(p + "/") for f in files)]
+        paths = [p for p in MODE_PATHS[mode]
+                 if any(f == p or f.startswith(p + "/") for f in files)]
         paths += IGNORE_ARGS
         call = f"await run_suite({wheels!r}, {files!r}, {env_dirs!r}, {paths!r})"
         python = browser_python(mode)
@@ -147,6 +169,11 @@ def browser_suite(browser_python: Any, web_server: str, web_assets: WebAssets) -
             raise RuntimeError(f"the in-browser pytest session ({mode}) crashed: {err}\n"
                                f"console:\n{python.console_tail()}") from err
         suite["console"] = python.console_tail()
+        # the slowest in-browser tests, for whoever trims the suite's time
+        slow = sorted(suite["results"].items(), key=lambda kv: -kv[1].get("seconds", 0))[:40]
+        out = ROOT / "build" / f"browser-{mode}-slowest.txt"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(f"{r.get('seconds', 0):9.2f} s  {nodeid}\n" for nodeid, r in slow))
         return suite
 
     return run

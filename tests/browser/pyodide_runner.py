@@ -12,7 +12,8 @@ ROOT = "/home/pyodide/webrlx-tests"
 
 
 class Recorder:
-    """pytest plugin: nodeid -> {"outcome": passed|failed|error|skipped, "longrepr": text}."""
+    """pytest plugin: nodeid -> {"outcome": passed|failed|error|skipped, "longrepr": text,
+    "seconds": setup + call + teardown time}."""
 
     def __init__(self) -> None:
         self.results: dict[str, dict[str, str]] = {}
@@ -23,7 +24,9 @@ class Recorder:
                 "outcome": "error", "longrepr": str(report.longrepr)}
 
     def pytest_runtest_logreport(self, report) -> None:
-        result = self.results.setdefault(report.nodeid, {"outcome": "passed", "longrepr": ""})
+        result = self.results.setdefault(report.nodeid, {"outcome": "passed", "longrepr": "",
+                                                         "seconds": 0.0})
+        result["seconds"] += report.duration
         if report.failed:
             outcome = "failed" if report.when == "call" else "error"
             result.update(outcome=outcome, longrepr=f"[{report.when}] {report.longrepr}")
