@@ -48,6 +48,9 @@ IGNORE_ARGS = [f"--ignore={p}" for p in BROWSER_EXCLUDE]
 
 # in_pyodide/ imports `js`: it runs only inside the browser, through the runner.
 collect_ignore = ["in_pyodide"]
+# The chat page loads SmolLM2 in SwiftShader (minutes): a long model run, opt-in as above.
+if os.environ.get("WEBRLX_BROWSER_LLM") != "1":
+    collect_ignore.append("test_chat_page.py")
 
 
 def suite_files() -> list[str]:
