@@ -14,6 +14,10 @@ from ..compiler.program import KernelCall, Variant
 
 CACHE_FILE = Path(os.path.expanduser("~")) / ".cache" / "webrlx" / "tune.json"
 PREFER: str | None = None   # a variant name to use wherever offered (tests cover each kernel)
+# False: never time, take the compiler's defaults ($WEBRLX_AUTOTUNE=0; the in-browser test
+# session does this, where timing every variant of every new shape on SwiftShader took ~12 of
+# its minutes; each variant still runs there through PREFER)
+TIME_VARIANTS = os.environ.get("WEBRLX_AUTOTUNE") != "0"
 _memory: dict[str, dict[str, str]] = {}      # adapter name -> tune key -> variant name
 _loaded = False
 
@@ -51,6 +55,8 @@ def choose(adapter: str, call: KernelCall, time_variant: Callable[[Variant], flo
     known = _cache().get(adapter, {}).get(call.tune_key)
     if known in options:
         return options[known]
+    if not TIME_VARIANTS:
+        return default
     times = {name: time_variant(v) for name, v in options.items()}
     if any(t is None for t in times.values()):
         return default

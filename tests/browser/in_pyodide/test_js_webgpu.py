@@ -235,3 +235,18 @@ def test_public_api_without_jspi_runs_async_only(
         exe.run(feeds)
     (out,) = run_sync(exe.run_async(feeds))
     np.testing.assert_allclose(out, np.exp(2 * feeds["x"]), rtol=1e-6)
+
+
+def test_the_autotuner_times_variants_in_the_browser(monkeypatch: pytest.MonkeyPatch) -> None:
+    import webrlx as wr
+    from webrlx.runtime import autotune
+
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", True)     # the backend session turns it off
+    monkeypatch.setattr(autotune, "_memory", {})
+    g = wr.Graph()
+    a, b = g.input("a", (64, 96)), g.input("b", (96, 128))
+    exe = wr.compile(g, outputs=[a @ b], device=wr.device())
+    av, bv = np.ones((64, 96), np.float32), np.ones((96, 128), np.float32)
+    np.testing.assert_array_equal(exe.run({"a": av, "b": bv})[0], av @ bv)
+    (tuned,) = autotune._memory.values()                    # timed, and the choice recorded
+    assert any(key.startswith("matmul") for key in tuned), tuned
