@@ -64,6 +64,12 @@ def test_validate_names_the_node_of_a_broken_kernel(backend, monkeypatch):
         report.raise_if_diverged()
 
 
+def test_check_finite_walks_minilm(encoder, feeds):
+    # every node of MiniLM (its unfused twin, kernel by kernel) is finite
+    assert encoder.executable.check_finite(feeds) is None
+    assert run_coroutine(encoder.executable.check_finite_async(feeds)) is None
+
+
 def test_check_finite_names_the_first_nan(backend):
     g = wr.Graph()
     x = g.input("x", (3, 8))

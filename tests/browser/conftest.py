@@ -22,26 +22,16 @@ ROOT = Path(__file__).resolve().parents[2]
 MODES = ("main", "worker")
 # What the in-browser pytest session runs: the backend suite and the browser-only checks.
 SUITE_PATHS = ("tests/backend", "tests/browser/in_pyodide")
-# The Web Worker runs the same Python as the main thread: by default it runs the tests where
-# the thread matters (running, reading back, device tensors and loss, the debug tools, the
-# models, the browser-only checks), so the default suite stays within its time;
-# WEBRLX_BROWSER_FULL=1 runs the whole backend suite in both.
-WORKER_PATHS = ("tests/backend/test_runtime.py", "tests/backend/test_device_tensor.py",
-                "tests/backend/test_device_loss.py", "tests/backend/test_debug_tools.py",
-                "tests/backend/test_minilm.py", "tests/backend/test_models.py",
-                "tests/browser/in_pyodide")
-MODE_PATHS = {"main": SUITE_PATHS,
-              "worker": SUITE_PATHS if os.environ.get("WEBRLX_BROWSER_FULL") == "1"
-              else WORKER_PATHS}
+# Both sessions (main thread, Web Worker) run all of it.
+MODE_PATHS = dict.fromkeys(MODES, SUITE_PATHS)
 # WEBRLX_BROWSER_ONLY=path,path runs just those test files or folders in both (while working
 # on them; the default suite runs the above)
 if os.environ.get("WEBRLX_BROWSER_ONLY"):
     MODE_PATHS = dict.fromkeys(MODES, tuple(os.environ["WEBRLX_BROWSER_ONLY"].split(",")))
 
 # Backend tests left out of the in-browser session by default: SmolLM2's 98 MB model through
-# SwiftShader and numpy-in-wasm takes longer than the whole default suite may. The browser
-# still runs it through the chat page test (tests/browser/test_chat_page.py);
-# WEBRLX_BROWSER_LLM=1 runs these files in the browser too.
+# SwiftShader and numpy-in-wasm takes longer than the whole default suite may;
+# WEBRLX_BROWSER_LLM=1 runs these files in the browser too, with the chat page's test.
 BROWSER_EXCLUDE = () if os.environ.get("WEBRLX_BROWSER_LLM") == "1" else \
     ("tests/backend/test_smollm2.py",)
 IGNORE_ARGS = [f"--ignore={p}" for p in BROWSER_EXCLUDE]
