@@ -30,9 +30,12 @@ class DeviceInfo:
         return self.limit("min-uniform-buffer-offset-alignment", 256)
 
     @property
+    def max_buffer_size(self) -> int:
+        return self.limit("max-buffer-size", 1 << 28)
+
+    @property
     def max_binding_size(self) -> int:
-        return min(self.limit("max-storage-buffer-binding-size", 1 << 27),
-                   self.limit("max-buffer-size", 1 << 28))
+        return min(self.limit("max-storage-buffer-binding-size", 1 << 27), self.max_buffer_size)
 
     @property
     def has_f16(self) -> bool:

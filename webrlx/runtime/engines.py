@@ -25,6 +25,9 @@ from .plan import Plan, write_padded
 from .steps import ReadRequest, Steps, no_reads
 
 
+DEFAULT_MAX_PLANS = 16   # compiled plans an engine keeps (LRU); each holds its own memory
+
+
 class GpuEngine:
     """Params in device buffers, a Plan per binding, a run = uploads + one submit + a read."""
 
@@ -36,7 +39,7 @@ class GpuEngine:
         self.param_bufs: dict[str, Any] = {}
         self.state_bufs: dict[str, Any] = {}
         self.plans: OrderedDict[tuple, Plan] = OrderedDict()   # least recently used first
-        self.max_plans = 16                    # set by the Executable (compile(max_plans=))
+        self.max_plans = DEFAULT_MAX_PLANS     # set by the Executable (compile(max_plans=))
         # inputs an in-place op writes: their device copy differs from the fed array after
         # a run, so they are uploaded every time
         self.written_inputs = {graph.written_source(n.id).name for n in graph.nodes
@@ -49,7 +52,7 @@ class GpuEngine:
                            self.backend.info.has_f16)
         if name not in self.param_bufs:
             nbytes = arr.size * sd.itemsize
-            limit = self.backend.info.limit("max-buffer-size", 1 << 28)
+            limit = self.backend.info.max_buffer_size
             if nbytes > limit:
                 raise BindingLimitError(f"set_params(): param {name!r} {arr.shape} needs "
                                         f"{nbytes} bytes, over this device's maxBufferSize of "
@@ -70,10 +73,10 @@ class GpuEngine:
                 if name not in self.state_bufs:
                     self.state_bufs[name] = self.backend.create_buffer(buf.nbytes, "storage")
                     self.reset_state(name)
-            while len(self.plans) >= self.max_plans:
+            plan = Plan(program, self.backend, self.param_bufs, self.state_bufs)
+            while len(self.plans) >= self.max_plans:   # (a plan that fails to build evicts none)
                 _, old = self.plans.popitem(last=False)
                 old.release()
-            plan = Plan(program, self.backend, self.param_bufs, self.state_bufs)
             self.plans[key] = plan
         return plan
 

@@ -14,14 +14,12 @@ from ..graph import Graph
 from ..shape import symbols
 from ..tensor import Tensor
 from . import debug
-from .engines import engine_for
+from .engines import DEFAULT_MAX_PLANS, engine_for
 from .feeds import InputError, check_feeds, coerce
 from .plan import Plan
 from .steps import Steps, drive, drive_async
 
 __all__ = ["Executable", "InputError", "compile"]
-
-DEFAULT_MAX_PLANS = 16   # compiled plans an executable keeps (LRU); each holds its own memory
 
 
 class Executable:

@@ -32,8 +32,7 @@ class Plan:
         self.f16 = info.has_f16
         align = max(info.storage_alignment, 4)
         capacity = info.max_binding_size // align * align
-        check_binding_limits(program, info.max_binding_size,
-                             info.limit("max-buffer-size", 1 << 28))
+        check_binding_limits(program, info.max_binding_size, info.max_buffer_size)
         plan_memory(program, align, capacity)
         arenas = [backend.create_buffer(n, "storage") for n in program.arena_sizes]
         self.owned: list[Any] = list(arenas)      # buffers this plan alone uses (release())
