@@ -5,6 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+def alloc_bytes(nbytes: int) -> int:
+    """Bytes a backend allocates for an nbytes buffer: a multiple of 16, at least 16, so that
+    a window that starts at an aligned offset inside it can always bind 16 bytes
+    (compiler/split.py)."""
+    return max(16, -(-nbytes // 16) * 16)
+
+
 @dataclass
 class DeviceInfo:
     """An adapter's name, backend, limits (WebGPU names, dashed) and optional features."""

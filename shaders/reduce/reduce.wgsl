@@ -3,8 +3,9 @@
 // OP: 0 sum, 1 max, 2 min, 3 prod, 4 argmax (first index of the maximum; out is i32).
 // NaN as numpy: max/min of a row with a NaN are NaN, argmax is the first NaN's index; the
 // max of an empty or all -inf row is -inf (LOWEST is -inf for floats).
-// The result is multiplied by `scale` (1/n for mean) for float sums.
-struct Params { rows: u32, n: u32, x_off: u32, scale: f32 }
+// The result is multiplied by `scale` (1/n for mean) for float sums. x_off and out_off (elements)
+// place a piece of a tensor bound through a window (compiler/split.py).
+struct Params { rows: u32, n: u32, x_off: u32, out_off: u32, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> out: array<{{OUT}}>;
 @group(0) @binding(2) var<uniform> p: Params;
@@ -79,9 +80,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     if (lid == 0u) {
         if (OP == 4u) {
-            out[row] = {{OUT}}(idxs[0]);
+            out[p.out_off + row] = {{OUT}}(idxs[0]);
         } else {
-            out[row] = {{OUT}}({{SCALE}});
+            out[p.out_off + row] = {{OUT}}({{SCALE}});
         }
     }
 }

@@ -14,6 +14,9 @@ from webrlx.kernels import all_shaders, raw_shader, render
 INFO = DeviceInfo("test", "none", {"min-storage-buffer-offset-alignment": 256,
                                    "max-storage-buffer-binding-size": 1 << 20,
                                    "max-buffer-size": 1 << 20}, frozenset())
+BIG = DeviceInfo("test", "none", {"min-storage-buffer-offset-alignment": 256,
+                                  "max-storage-buffer-binding-size": 1 << 27,
+                                  "max-buffer-size": 1 << 28}, frozenset())
 
 
 def _chain(n_layers: int = 6):
@@ -29,8 +32,12 @@ def test_lowering_kernel_counts():
     g, y = _chain(3)
     prog = lower(g, [y.id], {"b": 100}, INFO)
     assert [c.name for c in prog.calls] == ["matmul_vec4_64"] * 3   # relu: fused epilogue
-    prog = lower(g, [y.id], {"b": 128 * 128}, INFO)
+    prog = lower(g, [y.id], {"b": 128 * 128}, BIG)
     assert [c.name for c in prog.calls] == ["matmul_vec4"] * 3      # big: 128x128 tiles
+    # past a 1 MiB binding limit the same 4 MiB activations run in row ranges (split.py)
+    prog = lower(g, [y.id], {"b": 128 * 128}, INFO)
+    assert len(prog.calls) > 3 and all(c.windows for c in prog.calls)
+    assert max(c.bound_bytes(i) for c in prog.calls for i in range(4)) <= 1 << 20
     prog = lower(g, [y.id], {"b": 2}, INFO)
     assert [c.name for c in prog.calls] == ["gemv"] * 3
 

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..device_info import DeviceInfo
+from ..device_info import DeviceInfo, alloc_bytes
 from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, DeviceLostError, GPUError
 
 IN_PYODIDE = "_pyodide_core" in sys.modules
@@ -209,7 +209,7 @@ class JsWebGPUBackend(Backend):
         self._check("create_buffer")
         self.stats["buffers"] += 1
         return self.js_device.createBuffer(
-            _js({"size": max(16, -(-nbytes // 4) * 4), "usage": BUFFER_USAGE[usage]}))
+            _js({"size": alloc_bytes(nbytes), "usage": BUFFER_USAGE[usage]}))
 
     def write_buffer(self, buf: Any, offset: int, data: np.ndarray) -> None:
         # Zero-copy: the queue reads straight out of the wasm heap. HEAPU8 is re-read every

@@ -8,7 +8,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ..device_info import DeviceInfo
+from ..device_info import DeviceInfo, alloc_bytes
 from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
 
 # wgpu-py spells the WebGPU feature "subgroups" as "subgroup".
@@ -82,7 +82,7 @@ class WgpuBackend(Backend):
 
     def create_buffer(self, nbytes: int, usage: str) -> Any:
         with self._guard("create_buffer"):
-            buf = self.device.create_buffer(size=max(16, -(-nbytes // 4) * 4),
+            buf = self.device.create_buffer(size=alloc_bytes(nbytes),
                                             usage=self._usage[usage])
         self.stats["buffers"] += 1
         return buf

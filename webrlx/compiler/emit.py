@@ -21,6 +21,7 @@ from ..device_info import DeviceInfo
 from ..graph import Graph
 from ..kernels import Kernel, KernelArgumentError
 from ..shape import broadcast_strides, strides_of
+from . import split
 from .fuse import Fusions
 from .program import Buf, KernelCall, Variant
 from .registry import INLINES
@@ -65,6 +66,9 @@ class EmitContext:
         # threads per workgroup of the one-thread-per-element kernels (their WG override)
         self.wg = min(codegen.WORKGROUP, info.max_workgroup_invocations,
                       info.limit("max-compute-workgroup-size-x", codegen.WORKGROUP))
+        # the most bytes one binding may bind, and where a window of a bigger buffer may start
+        self.limit = info.max_binding_size
+        self.align = max(info.storage_alignment, 16)
         self.consumers = consumers
         self.outputs = outputs
         self.fusions = fusions                   # pattern fusions found on the graph
@@ -162,11 +166,12 @@ class EmitContext:
     def emit(self, kernel: Kernel, bindings: Mapping[str, Buf], params: Mapping[str, Any],
              grid: tuple[int, int, int], overrides: Mapping[str, Any] | None = None, *,
              name: str | None = None, variants: Sequence[Variant] = (),
-             tune_key: str = "") -> None:
+             tune_key: str = "", windows: Mapping[str, split.Window] | None = None) -> None:
         """Append a call of kernel with named bindings and params (checked against what the
         shader declares); the last declared storage binding is the one it writes.
 
         Variants (other kernels with the same signature) let the autotuner pick by tune_key.
+        windows: binding name -> the window of its buffer bound instead of the whole (split.py).
         """
         overrides = dict(overrides or {})
         if "WG" in dict(kernel.sig.overrides) and "WG" not in overrides:
@@ -186,10 +191,20 @@ class EmitContext:
             if b.id in seen:
                 buffers[i] = self.copy(b)
             seen.add(b.id)
+        names = kernel.sig.bindings
         self.calls.append(KernelCall(name or kernel.name, kernel.source, buffers, writes, words,
                                      grid, overrides, self.node, list(variants), tune_key,
                                      shader=kernel.name, args=dict(params),
-                                     binding_names=kernel.sig.bindings))
+                                     binding_names=names,
+                                     windows={names.index(k): (w.start, w.size)
+                                              for k, w in (windows or {}).items()}))
+
+    def over_limit(self, *bufs: Buf | None) -> bool:
+        """True when a buffer is bigger than one binding may be (kernels must bind windows)."""
+        return any(b is not None and b.nbytes > self.limit for b in bufs)
+
+    def itemsize(self, d: dt.DType) -> int:
+        return dt.storage_np(d, self.f16).itemsize
 
     def grid(self, n: int, wg: int | None = None) -> tuple[int, int, int]:
         """Workgroups covering n items at wg per workgroup (default: the adapter's WG)."""
@@ -214,12 +229,26 @@ class EmitContext:
                 bufs.append(b)
                 dtypes.append(d)
             views.append(Strided(bufs.index(b), d, off, st))
-        kernel, params = codegen.elementwise(expr, dtypes, views,
-                                             Strided(len(bufs), out_dtype, out_offset,
-                                                     out_strides), shape, self.f16)
+        ov = Strided(len(bufs), out_dtype, out_offset, out_strides)
         bindings = {f"b{k}": b for k, b in enumerate(bufs + [out])}
-        self.emit(kernel, bindings, params, self.grid(math.prod(shape)),
-                  name=f"elementwise[{name}]")
+        if not self.over_limit(*bufs, out):
+            kernel, params = codegen.elementwise(expr, dtypes, views, ov, shape, self.f16)
+            self.emit(kernel, bindings, params, self.grid(math.prod(shape)),
+                      name=f"elementwise[{name}]")
+            return
+        every = views + [ov]                    # over the binding limit: one call per piece
+        pieces = split.elementwise_pieces(
+            shape, [split.View(v.binding, self.itemsize(v.dtype), v.offset, v.strides)
+                    for v in every], [b.nbytes for b in bufs + [out]], self.limit, self.align,
+            f"elementwise[{name}] (node {self.node})")
+        for pc in pieces:
+            pv = [Strided(v.binding, v.dtype, off, st)
+                  for v, off, st in zip(every, pc.offsets, pc.strides)]
+            kernel, params = codegen.elementwise(expr, dtypes, pv[:-1], pv[-1], pc.shape,
+                                                 self.f16)
+            self.emit(kernel, bindings, params, self.grid(math.prod(pc.shape)),
+                      name=f"elementwise[{name}]",
+                      windows={f"b{k}": w for k, w in pc.windows.items()})
 
     # -- row layouts --------------------------------------------------------------------------
     def permuted(self, node_id: int, perm: tuple[int, ...]) -> Buf:

@@ -5,6 +5,7 @@ import math
 
 from ..graph import Node
 from ..kernels import kernel
+from . import split
 from .emit import EmitContext
 from .program import Buf
 from .registry import lowering
@@ -29,9 +30,34 @@ def _gather(L: EmitContext, node: Node) -> Buf:
     outer, inner, d = math.prod(xs[:axis]), math.prod(xs[axis + 1:]), xs[axis]
     nj = ids[axis] if along else math.prod(ids)
     out = L.temp(L.shape(node.id), node.dtype)
-    total = outer * nj * inner
-    L.emit(kernel("index/gather", T=L.T(node.dtype)),
-           {"x": L.buf(node.inputs[0]), "idx": L.buf(node.inputs[1]), "out": out},
-           {"total": total, "nj": nj, "inner": inner, "d": d, "x_off": 0}, L.grid(total),
-           {"TAKE_ALONG": along}, name=node.op)
+    x, idx = L.buf(node.inputs[0]), L.buf(node.inputs[1])
+    k = kernel("index/gather", T=L.T(node.dtype))
+    whole = {"x_off": 0, "k_lo": 0, "d_all": d, "idx_off": 0, "out_off": 0}
+    if outer != 1 or not L.over_limit(x, idx, out):   # (outer > 1: the check names it)
+        total = outer * nj * inner
+        L.emit(k, {"x": x, "idx": idx, "out": out},
+               {"total": total, "nj": nj, "inner": inner, "d": d, **whole}, L.grid(total),
+               {"TAKE_ALONG": along}, name=node.op)
+        return out
+    # over the binding limit (split.py): windows of the table's rows x ranges of the ids
+    isz = L.itemsize(node.dtype)
+    tables = split.row_ranges(d, [inner * isz], L.limit, L.align, exact=False) \
+        if L.over_limit(x) else [(0, d)]
+    ids = split.row_ranges(nj, [4, inner * isz], L.limit, L.align, exact=False) \
+        if L.over_limit(idx, out) else [(0, nj)]
+    for j0, j1 in ids or [(0, nj)]:
+        for v0, v1 in tables or [(0, d)]:
+            offs, wins = {"x_off": v0 * inner, "idx_off": j0, "out_off": j0 * inner}, {}
+            for name, buf, lo, hi, size, off in (
+                    ("x", x, v0 * inner, v1 * inner, isz, "x_off"),
+                    ("idx", idx, j0, j1, 4, "idx_off"),
+                    ("out", out, j0 * inner, j1 * inner, isz, "out_off")):
+                if L.over_limit(buf):
+                    wins[name] = split.window(buf.nbytes, lo * size, hi * size, L.align)
+                    offs[off] -= wins[name].shift(size)
+            total = (j1 - j0) * inner
+            L.emit(k, {"x": x, "idx": idx, "out": out},
+                   {"total": total, "nj": j1 - j0, "inner": inner, "d": v1 - v0, "k_lo": v0,
+                    "d_all": d, **offs}, L.grid(total), {"TAKE_ALONG": along}, name=node.op,
+                   windows=wins)
     return out

@@ -9,8 +9,10 @@ from .. import dtype as dt
 from ..activations import ACTIVATIONS
 from ..graph import Node
 from ..kernels import kernel
+from ..codegen import Expr
 from ..shape import strides_of
-from .emit import EmitContext
+from . import split
+from .emit import MAX_FUSED_BUFFERS, EmitContext
 from .program import Buf, Variant
 from .registry import lowering
 
@@ -57,16 +59,96 @@ def emit_matmul(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                 mnkb: tuple[int, int, int, int], batch_strides: tuple[int, int],
                 dtype: dt.DType, acc_t: str, act: str = "none") -> None:
     """Emit out[z] = act(a[z] @ b[z] + bias) for z < batch: a [m, k], b [k, n] contiguous,
-    batch z at element offsets z * batch_strides."""
+    batch z at element offsets z * batch_strides.
+
+    Over the binding limit (split.py), an unbatched product runs per range of A's rows, each
+    binding windows of A and C; a weight over the limit is cut along K into partial products
+    summed by one elementwise kernel that adds the bias and applies the activation."""
+    m, n, k, batch = mnkb
+    if batch != 1 or not L.over_limit(a, b, out):
+        _emit_kernel(L, a, b, bias, out, mnkb, batch_strides, dtype, acc_t, act, {}, {})
+        return
+    if not L.over_limit(b):
+        _row_pieces(L, a, b, bias, out, (m, n, k), dtype, acc_t, act, 0, None)
+        return
+    isz = L.itemsize(dtype)
+    ranges = split.row_ranges(k, [n * isz], L.limit, L.align, exact=False, multiple=4)
+    if ranges is None:               # one row of the weight is too big: the check names it
+        _emit_kernel(L, a, b, bias, out, mnkb, batch_strides, dtype, acc_t, act, {}, {})
+        return
+    parts = []
+    for k0, k1 in ranges:
+        kc = k1 - k0
+        a_cols = L.temp((m, kc), dtype)          # A[:, k0:k1], contiguous
+        L.strided(Expr("load", (0,), dtype), [(a, dtype, k0, (k, 1))], a_cols, dtype, 0,
+                  (kc, 1), (m, kc), "matmul K piece")
+        part = L.temp((m, n), dtype)
+        w = split.window(b.nbytes, k0 * n * isz, k1 * n * isz, L.align)
+        _row_pieces(L, a_cols, b, None, part, (m, n, kc), dtype, acc_t, "none",
+                    k0 * n - w.shift(isz), w)
+        parts.append(part)
+    _sum_parts(L, parts, bias, out, (m, n), dtype, act)
+
+
+def _row_pieces(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
+                mnk: tuple[int, int, int], dtype: dt.DType, acc_t: str, act: str, b_off: int,
+                b_win: split.Window | None) -> None:
+    """C = A @ B[window] over ranges of A's rows whose A and C bytes fit a binding."""
+    m, n, k = mnk
+    isz = L.itemsize(dtype)
+    ranges = split.row_ranges(m, [k * isz, n * isz], L.limit, L.align, exact=False) \
+        if L.over_limit(a, out) else [(0, m)]
+    for r0, r1 in ranges or [(0, m)]:
+        offs, wins = {"a_off": r0 * k, "b_off": b_off, "c_off": r0 * n}, {}
+        if b_win is not None:
+            wins["B"] = b_win
+        for name, buf, row, off in (("A", a, k, "a_off"), ("C", out, n, "c_off")):
+            if L.over_limit(buf) and ranges is not None:
+                wins[name] = split.window(buf.nbytes, r0 * row * isz, r1 * row * isz, L.align)
+                offs[off] -= wins[name].shift(isz)
+        _emit_kernel(L, a, b, bias, out, (r1 - r0, n, k, 1), (0, 0), dtype, acc_t, act, offs,
+                     wins)
+
+
+def _sum_parts(L: EmitContext, parts: list[Buf], bias: Buf | None, out: Buf,
+               mn: tuple[int, int], dtype: dt.DType, act: str) -> None:
+    """out = act(sum(parts) + bias), at most MAX_FUSED_BUFFERS - 2 parts per kernel."""
+    m, n = mn
+    group = MAX_FUSED_BUFFERS - 2
+    acc: Buf | None = None
+    while parts:
+        take, parts = parts[:group], parts[group:]
+        reads = ([acc] if acc is not None else []) + take
+        leaves = [(p, dtype, 0, (n, 1)) for p in reads]
+        expr = Expr("load", (0,), dtype)
+        for i in range(1, len(leaves)):
+            expr = Expr("add", (expr, Expr("load", (i,), dtype)), dtype)
+        last = not parts
+        if last and bias is not None:
+            leaves.append((bias, dtype, 0, (0, 1)))
+            expr = Expr("add", (expr, Expr("load", (len(leaves) - 1,), dtype)), dtype)
+        if last and act != "none":
+            a = ACTIVATIONS[act]
+            expr = Expr(a.op, (expr,), dtype, a.attrs)
+        dst = out if last else L.temp((m, n), dtype)
+        L.strided(expr, leaves, dst, dtype, 0, (n, 1), (m, n), "matmul K pieces")
+        acc = dst
+
+
+def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
+                 mnkb: tuple[int, int, int, int], batch_strides: tuple[int, int],
+                 dtype: dt.DType, acc_t: str, act: str, offsets: dict[str, int],
+                 windows: dict[str, split.Window]) -> None:
+    """One matmul dispatch (GEMV, register-tiled or scalar tiled, by shape)."""
     m, n, k, batch = mnkb
     t = L.T(dtype)
     overrides = {"HAS_BIAS": bias is not None, "ACT": ACTIVATIONS[act].code}
     params = {"M": m, "N": n, "K": k, "a_off": 0, "b_off": 0, "a_bs": batch_strides[0],
-              "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0}
+              "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0, **offsets}
     bindings = {"A": a, "B": b, "bias": bias if bias is not None else L.dummy(0), "C": out}
     if n % 4 == 0 and m <= GEMV_ROWS:
         L.emit(kernel("matmul/gemv", T=t), bindings, params, (-(-n // 32), 1, batch),
-               {**overrides, "ROWS": m}, name="gemv")
+               {**overrides, "ROWS": m}, name="gemv", windows=windows)
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4: 128 or 64 square tiles
         tiles = {r: Variant.of("matmul_vec4" if r == 2 else "matmul_vec4_64",
                                kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(r)),
@@ -77,10 +159,10 @@ def emit_matmul(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
         pick, other = tiles[first], tiles[3 - first]
         L.emit(kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(first)), bindings,
                params, pick.grid, overrides, name=pick.name, variants=[other],
-               tune_key=f"matmul {acc_t}/{t} {m}x{n}x{k}x{batch}")
+               tune_key=f"matmul {acc_t}/{t} {m}x{n}x{k}x{batch}", windows=windows)
     else:
         L.emit(kernel("matmul/matmul", T=t), bindings, params,
-               (-(-n // 64), -(-m // 64), batch), overrides, name="matmul")
+               (-(-n // 64), -(-m // 64), batch), overrides, name="matmul", windows=windows)
 
 
 def tiled_slots(r: int) -> dict[str, str]:

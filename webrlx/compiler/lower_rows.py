@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from .. import dtype as dt
 from ..graph import Node
-from ..kernels import kernel
+from ..kernels import Kernel, kernel
+from . import split
 from .emit import EmitContext
+from .memory import BindingLimitError
 from .program import Buf
 from .registry import lowering
 
@@ -32,20 +35,65 @@ def _reduce(L: EmitContext, node: Node) -> Buf:
         axes = tuple(range(rank)) if node.attrs["axes"] is None else \
             tuple(sorted(a % rank for a in node.attrs["axes"]))
     buf, rows, n, _ = L.rows_last(x.id, axes)
-    acc = "f32" if x.dtype.is_float else x.dtype.wgsl
+    out = L.temp(L.shape(node.id), node.dtype)
+    scale = (1.0 / n if n else float("nan")) if node.op == "mean" else 1.0
+    reduce_rows(L, buf, out, rows, n, scale, x.dtype, node)
+    return out
+
+
+def _reduce_kernel(L: EmitContext, x_dtype: dt.DType, node: Node) -> Kernel:
+    acc = "f32" if x_dtype.is_float else x_dtype.wgsl
     out_t = "i32" if node.op == "argmax" else L.T(node.dtype)
     scale = "vals[0] * p.scale" if acc == "f32" else "vals[0]"
     lo, hi = _LIMITS[acc]
     f = acc == "f32"
-    k = kernel("reduce/reduce", T=L.T(x.dtype), OUT=out_t, ACC=acc, LOWEST=lo, HIGHEST=hi,
-               SCALE=scale, MAX="fmax_" if f else "max", MIN="fmin_" if f else "min",
-               ISNAN="isnan_(v)" if f else "false")
-    out = L.temp(L.shape(node.id), node.dtype)
-    L.emit(k, {"x": buf, "out": out},
-           {"rows": rows, "n": n, "x_off": 0,
-            "scale": (1.0 / n if n else float("nan")) if node.op == "mean" else 1.0},
-           L.grid(rows, 1), {"OP": _REDUCE_OP[node.op]}, name=f"reduce[{node.op}]")
-    return out
+    return kernel("reduce/reduce", T=L.T(x_dtype), OUT=out_t, ACC=acc, LOWEST=lo, HIGHEST=hi,
+                  SCALE=scale, MAX="fmax_" if f else "max", MIN="fmin_" if f else "min",
+                  ISNAN="isnan_(v)" if f else "false")
+
+
+def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: float,
+                x_dtype: dt.DType, node: Node) -> None:
+    """out[r] = reduce(x[r, :n]) * scale; over the binding limit, ranges of rows bind windows
+    (split.py), and rows that are too long on their own reduce in column pieces first."""
+    name, op = f"reduce[{node.op}]", {"OP": _REDUCE_OP[node.op]}
+    k = _reduce_kernel(L, x_dtype, node)
+    if not L.over_limit(x, out):
+        L.emit(k, {"x": x, "out": out}, {"rows": rows, "n": n, "x_off": 0, "out_off": 0,
+                                         "scale": scale}, L.grid(rows, 1), op, name=name)
+        return
+    xs, os = L.itemsize(x_dtype), L.itemsize(node.dtype)
+    ranges = split.row_ranges(rows, [n * xs, os], L.limit, L.align, exact=False)
+    if ranges is not None:
+        for r0, r1 in ranges:
+            wins, offs = {}, {"x_off": r0 * n, "out_off": r0}
+            for name_, buf, lo, hi, isz, off in (("x", x, r0 * n, r1 * n, xs, "x_off"),
+                                                 ("out", out, r0, r1, os, "out_off")):
+                if L.over_limit(buf):
+                    wins[name_] = split.window(buf.nbytes, lo * isz, hi * isz, L.align)
+                    offs[off] -= wins[name_].shift(isz)
+            L.emit(k, {"x": x, "out": out}, {"rows": r1 - r0, "n": n, **offs, "scale": scale},
+                   L.grid(r1 - r0, 1), op, name=name, windows=wins)
+        return
+    if node.op == "argmax":                 # (index bookkeeping across pieces: not yet)
+        L.emit(k, {"x": x, "out": out}, {"rows": rows, "n": n, "x_off": 0, "out_off": 0,
+                                         "scale": scale}, L.grid(rows, 1), op, name=name)
+        return
+    cols = split.row_ranges(n, [xs], L.limit, L.align, exact=False)
+    assert cols is not None
+    if rows * len(cols) > split.MAX_PIECES:
+        raise BindingLimitError(f"{name} (node {node.id}): {rows} rows of {n * xs} bytes, "
+                                f"each over maxStorageBufferBindingSize ({L.limit} bytes)")
+    partial = L.temp((rows, len(cols)), node.dtype)     # stage 1: one value per piece
+    for r in range(rows):
+        for j, (c0, c1) in enumerate(cols):
+            w = split.window(x.nbytes, (r * n + c0) * xs, (r * n + c1) * xs, L.align)
+            L.emit(k, {"x": x, "out": partial},
+                   {"rows": 1, "n": c1 - c0, "x_off": r * n + c0 - w.shift(xs),
+                    "out_off": r * len(cols) + j, "scale": 1.0},
+                   (1, 1, 1), op, name=name, windows={"x": w})
+    # stage 2: the pieces' values (a sum's partial sums, a max's maxima), scaled for a mean
+    reduce_rows(L, partial, out, rows, len(cols), scale, node.dtype, node)
 
 
 def _row_op(L: EmitContext, node: Node, shader: str, overrides: Mapping[str, Any],
@@ -59,14 +107,35 @@ def _row_op(L: EmitContext, node: Node, shader: str, overrides: Mapping[str, Any
     out = L.temp(shape, node.dtype)
     k = kernel(shader, T=L.T(node.dtype), ACC="f32" if node.dtype.is_float else
                node.dtype.wgsl)
-    if one_thread_per_row:
-        grid, overrides = L.grid(rows), dict(overrides)
-    else:
-        rpw = rows_per_workgroup(n)
-        grid, overrides = L.grid(-(-rows // rpw), 1), {**overrides, "RPW": rpw}
-    L.emit(k, {"x": buf, **(extra or {}), "out": out}, {"rows": rows, "n": n, **(params or {})},
-           grid, overrides, name=node.op)
+    rpw = rows_per_workgroup(n)
+    if not one_thread_per_row:
+        overrides = {**overrides, "RPW": rpw}
+    emit_rows(L, k, {"x": buf, **(extra or {}), "out": out}, ("x", "out"), rows, n,
+              params or {}, lambda nr: L.grid(nr) if one_thread_per_row else
+              L.grid(-(-nr // rpw), 1), overrides, node.op)
     return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
+
+
+def emit_rows(L: EmitContext, k: Kernel, bindings: Mapping[str, Buf], row_major: tuple[str, ...],
+              rows: int, n: int, params: Mapping[str, Any], grid: Any,
+              overrides: Mapping[str, Any], name: str) -> None:
+    """Emit a [rows, n] kernel (params rows and n); when a `row_major` binding (whole rows of
+    it per row) is over the binding limit, one call per range of rows, each binding windows
+    that start exactly on an aligned byte (these kernels take no offset params)."""
+    big = [b for b in row_major if L.over_limit(bindings[b])]
+    ranges = None
+    if big:
+        row_bytes = {b: bindings[b].nbytes // max(rows, 1) for b in row_major}
+        ranges = split.row_ranges(rows, [row_bytes[b] for b in row_major], L.limit, L.align,
+                                  exact=True)
+    if ranges is None:     # under the limit, or one row is too big (check_binding_limits says)
+        L.emit(k, bindings, {"rows": rows, "n": n, **params}, grid(rows), overrides, name=name)
+        return
+    for r0, r1 in ranges:
+        wins = {b: split.window(bindings[b].nbytes, r0 * row_bytes[b], r1 * row_bytes[b],
+                                L.align) for b in big}
+        L.emit(k, bindings, {"rows": r1 - r0, "n": n, **params}, grid(r1 - r0), overrides,
+               name=name, windows=wins)
 
 
 @lowering("softmax", "log_softmax")
@@ -92,12 +161,13 @@ def _norm(L: EmitContext, node: Node) -> Buf:
     out = L.temp(shape, node.dtype)
     rows, n = math.prod(shape[:-1]), shape[-1]
     rpw = rows_per_workgroup(n)
-    L.emit(kernel("norm/layer_norm", T=L.T(node.dtype)),
-           {"x": x, "r": r, "w": w, "b": b, "out": out},
-           {"rows": rows, "n": n, "eps": node.attrs["eps"]}, L.grid(-(-rows // rpw), 1),
-           {"RMS": node.op == "rms_norm", "HAS_W": len(wb) > 0, "HAS_B": len(wb) > 1,
-            "HAS_RES": residual is not None, "RPW": rpw},
-           name=f"{'add+' if residual else ''}{node.op}")
+    emit_rows(L, kernel("norm/layer_norm", T=L.T(node.dtype)),
+              {"x": x, "r": r, "w": w, "b": b, "out": out},
+              ("x", "r", "out") if residual else ("x", "out"), rows, n,
+              {"eps": node.attrs["eps"]}, lambda nr: L.grid(-(-nr // rpw), 1),
+              {"RMS": node.op == "rms_norm", "HAS_W": len(wb) > 0, "HAS_B": len(wb) > 1,
+               "HAS_RES": residual is not None, "RPW": rpw},
+              f"{'add+' if residual else ''}{node.op}")
     return out
 
 
@@ -108,6 +178,6 @@ def _argtopk(L: EmitContext, node: Node) -> Buf:
     x = L.graph.nodes[node.inputs[0]]
     buf, rows, n, perm = L.rows_last(x.id, (axis,))
     out = L.temp(shape, node.dtype)
-    L.emit(kernel("index/topk", T=L.T(x.dtype)), {"x": buf, "out": out},
-           {"rows": rows, "n": n, "k": node.attrs["k"]}, L.grid(rows, 1), name="argtopk")
+    emit_rows(L, kernel("index/topk", T=L.T(x.dtype)), {"x": buf, "out": out}, ("x", "out"),
+              rows, n, {"k": node.attrs["k"]}, lambda nr: L.grid(nr, 1), {}, "argtopk")
     return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)

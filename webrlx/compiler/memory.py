@@ -3,6 +3,7 @@
 Greedy by size (largest first, lowest free offset among buffers whose lifetimes overlap),
 offsets aligned to the device's minStorageBufferOffsetAlignment. A buffer never straddles a
 multiple of `capacity` (the largest binding), so arena k is simply [k*capacity, (k+1)*capacity).
+A temp bigger than `capacity` (kernels bind windows of it, split.py) gets an arena of its own.
 """
 from __future__ import annotations
 
@@ -15,21 +16,27 @@ class BindingLimitError(MemoryError):
 
 
 def check_binding_limits(program: Program, limit: int, buffer_limit: int) -> None:
-    """Raise BindingLimitError naming the first kernel (its op, node and binding) that binds a
-    tensor over `limit` bytes, or an input/output over `buffer_limit` (maxBufferSize).
+    """Raise BindingLimitError naming the first kernel (its op, node and binding) that binds
+    over `limit` bytes, or a tensor over `buffer_limit` (maxBufferSize).
 
-    Splitting such a tensor over several bindings is not implemented yet: the error says so."""
+    Elementwise kernels, row ops, matmuls and gathers bind windows of a bigger tensor
+    (split.py); a kernel that cannot split binds it whole and lands here."""
     for call in program.calls:
         for i, b in enumerate(call.buffers):
-            if b.nbytes > limit:
+            if call.bound_bytes(i) > limit:
                 names = call.binding_names
                 binding = names[i] if i < len(names) else f"binding {i}"
                 label = program.labels.get(call.node, f"node {call.node}")
                 raise BindingLimitError(
                     f"{call.name} (node {call.node}: {label}): its {binding!r} tensor needs "
                     f"{b.nbytes} bytes, over this device's maxStorageBufferBindingSize of "
-                    f"{limit} bytes. webrlx does not split a tensor over several bindings yet: "
+                    f"{limit} bytes, and this kernel cannot split it over several bindings "
+                    f"(elementwise ops, reductions, norms, softmax, matmuls and gathers can): "
                     f"use smaller pieces (e.g. a smaller batch)")
+    for b in program.temps():
+        if b.nbytes > buffer_limit:
+            raise BindingLimitError(f"an intermediate tensor needs {b.nbytes} bytes, over "
+                                    f"this device's maxBufferSize of {buffer_limit} bytes")
     for name, (b, shape, _) in program.inputs.items():
         if b.nbytes > buffer_limit:
             raise BindingLimitError(f"input {name!r} {shape} needs {b.nbytes} bytes, over this "
@@ -79,14 +86,12 @@ def plan_memory(program: Program, align: int, capacity: int) -> None:
     life = lifetimes(program)
     for b in program.temps():        # no call touches it (a zero-size output): live throughout
         life.setdefault(b.id, (0, len(program.calls)))
-    temps = program.temps()
+    temps = [b for b in program.temps() if _aligned(b.nbytes, align) <= capacity]
+    big = [b for b in program.temps() if _aligned(b.nbytes, align) > capacity]
     placed: list[tuple[int, int, int, int]] = []   # (offset, end, first, last)
     offsets: dict[int, int] = {}
     for buf in sorted(temps, key=lambda b: (-b.nbytes, b.id)):
         size = _aligned(buf.nbytes, align)
-        if size > capacity:
-            raise MemoryError(f"memory plan: one tensor needs {size} bytes, more than the "
-                              f"device's largest binding ({capacity} bytes)")
         first, last = life[buf.id]
         clashes = sorted((o, e) for o, e, f, l in placed if f <= last and first <= l)
         off = 0
@@ -104,6 +109,9 @@ def plan_memory(program: Program, align: int, capacity: int) -> None:
         arena, local = divmod(offsets[buf.id], capacity)
         sizes[arena] = max(sizes.get(arena, 0), local + _aligned(buf.nbytes, align))
     program.arena_sizes = [sizes.get(i, 0) for i in range(max(sizes, default=-1) + 1)]
+    for buf in big:                  # bound only through windows: an arena of its own
+        program.offsets[buf.id] = (len(program.arena_sizes), 0)
+        program.arena_sizes.append(_aligned(buf.nbytes, align))
 
 
 def _fit(off: int, size: int, capacity: int) -> int:

@@ -43,6 +43,13 @@ class KernelCall:
     shader: str = ""                     # the kernel's name, e.g. "reduce/softmax"
     args: dict[str, Any] = field(default_factory=dict)        # named params, as passed
     binding_names: tuple[str, ...] = ()  # the shader's names of `buffers`
+    # binding index -> (byte offset, bytes): a window of a buffer over the binding limit
+    # (split.py); other bindings bind their whole buffer
+    windows: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def bound_bytes(self, i: int) -> int:
+        """Bytes binding i binds: its window, or its whole buffer."""
+        return self.windows[i][1] if i in self.windows else self.buffers[i].nbytes
 
 
 @dataclass

@@ -81,12 +81,20 @@ class Plan:
         backend.write_buffer(self.uniform, 0, data)
         for c, off, words in zip(calls, offsets, blocks):
             # at least 16 bytes: a vec4 array binding of an empty tensor needs one element
-            entries = [(*self.where[b.id], max(16, _round4(b.nbytes))) for b in c.buffers]
+            entries = [self._entry(c, i) for i in range(len(c.buffers))]
             entries.append((self.uniform, off, words.nbytes))
             v = autotune.choose(backend.info.name, c, autotune.timer(backend, entries))
             pipe = backend.pipeline(v.source, "main", v.overrides)
             dispatches.append(Dispatch(pipe, backend.bind_group(pipe, entries), v.grid))
         return dispatches
+
+    def _entry(self, c: Any, i: int) -> tuple[Any, int, int]:
+        """(buffer, offset, size) of binding i of call c: a window (split.py) or the whole."""
+        buf, off = self.where[c.buffers[i].id]
+        if i in c.windows:
+            w_off, w_size = c.windows[i]
+            return buf, off + w_off, w_size
+        return buf, off, max(16, _round4(c.buffers[i].nbytes))
 
     def _build_readback(self, align: int) -> None:
         self.copies: list[Copy] = []
