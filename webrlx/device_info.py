@@ -45,5 +45,11 @@ class DeviceInfo:
         return min(self.limit("max-storage-buffer-binding-size", 1 << 27), self.max_buffer_size)
 
     @property
+    def loop_cap(self) -> int | None:
+        """Iterations after which the driver silently ends a shader's loop nest, if it does:
+        llvmpipe (lavapipe) stops at 65,535."""
+        return 65535 if "llvmpipe" in self.name.lower() else None
+
+    @property
     def has_f16(self) -> bool:
         return "shader-f16" in self.features

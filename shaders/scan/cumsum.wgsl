@@ -13,9 +13,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32) {
     let row = (wid.y * nwg.x + wid.x) * WG + lid;
     if (row >= p.rows) { return; }
+    let base = row * p.n;
     var acc = {{ACC}}(0);
-    for (var j = 0u; j < p.n; j++) {
-        acc += {{ACC}}(x[row * p.n + j]);
-        out[row * p.n + j] = {{T}}(acc);
+    // 8 elements per iteration: llvmpipe (lavapipe) ends any loop nest after 65535 iterations
+    // without a word, so rows of up to 524,280 elements scan right there (longer rows are
+    // refused on llvmpipe by the lowering); the tail loop is a nest of its own
+    var j = 0u;
+    for (; j + 8u <= p.n; j += 8u) {
+        acc += {{ACC}}(x[base + j + 0u]); out[base + j + 0u] = {{T}}(acc);
+        acc += {{ACC}}(x[base + j + 1u]); out[base + j + 1u] = {{T}}(acc);
+        acc += {{ACC}}(x[base + j + 2u]); out[base + j + 2u] = {{T}}(acc);
+        acc += {{ACC}}(x[base + j + 3u]); out[base + j + 3u] = {{T}}(acc);
+        acc += {{ACC}}(x[base + j + 4u]); out[base + j + 4u] = {{T}}(acc);
+        acc += {{ACC}}(x[base + j + 5u]); out[base + j + 5u] = {{T}}(acc);
+        acc += {{ACC}}(x[base + j + 6u]); out[base + j + 6u] = {{T}}(acc);
+        acc += {{ACC}}(x[base + j + 7u]); out[base + j + 7u] = {{T}}(acc);
+    }
+    for (; j < p.n; j++) {
+        acc += {{ACC}}(x[base + j]);
+        out[base + j] = {{T}}(acc);
     }
 }

@@ -203,6 +203,15 @@ class EmitContext:
         """True when a buffer is bigger than one binding may be (kernels must bind windows)."""
         return any(b is not None and b.nbytes > self.limit for b in bufs)
 
+    def check_loop(self, node: Any, iterations: int) -> None:
+        """Refuse a kernel whose threads would loop more often than the driver allows (it
+        would end the loop early and give a wrong result without a word)."""
+        cap = self.info.loop_cap
+        if cap is not None and iterations > cap:
+            raise ValueError(f"{node.op}: its kernel would loop {iterations} times per thread "
+                             f"here; {self.info.name} silently stops a loop after {cap}. "
+                             f"Use shorter rows on this device")
+
     def itemsize(self, d: dt.DType) -> int:
         return dt.storage_np(d, self.f16).itemsize
 

@@ -16,6 +16,7 @@ from . import (fuse, lower_attention, lower_conv, lower_elementwise, lower_index
                lower_matmul, lower_quant, lower_rows, lower_sample)
 from . import lower_decoder  # -- decoder
 from .emit import EmitContext
+from .memory import BindingLimitError
 from .program import Buf, Output, Program
 from .registry import INLINES, LOWERINGS
 from .simplify import bind_shapes, fold_constants, live_nodes
@@ -71,7 +72,7 @@ def _lower_node(L: EmitContext, node: Node, a: _Analysis, program: Program) -> B
         return L.const(a.folded[node.id], node.dtype)
     try:
         return LOWERINGS[node.op](L, node)
-    except LoweringError:
+    except (LoweringError, BindingLimitError):
         raise
     except Exception as e:   # say which node failed, keep the cause
         raise LoweringError(f"lowering %{node.id} = {node.op} "

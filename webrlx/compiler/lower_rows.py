@@ -19,6 +19,11 @@ _LIMITS = {"f32": ("inf_(0x80000000u)", "inf_(0u)"),
            "i32": ("(-2147483647i - 1i)", "2147483647i"), "u32": ("0u", "0xffffffffu")}
 
 
+# elements one 256-thread workgroup reduces in a row: 32,768 loop iterations per thread
+# (llvmpipe ends a loop nest after 65,535 without a word); longer rows reduce in pieces
+ROW_RUN = 32768 * 256
+
+
 def rows_per_workgroup(n: int) -> int:
     """Rows a ROW_REDUCE kernel handles per 256-thread workgroup: 8 (32 threads each) for
     rows of up to 1024 elements, else 1."""
@@ -58,12 +63,16 @@ def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: floa
     (split.py), and rows that are too long on their own reduce in column pieces first."""
     name, op = f"reduce[{node.op}]", {"OP": _REDUCE_OP[node.op]}
     k = _reduce_kernel(L, x_dtype, node)
-    if not L.over_limit(x, out):
+    xs, os = L.itemsize(x_dtype), L.itemsize(node.dtype)
+    too_long = n > ROW_RUN
+    if too_long and node.op == "argmax":     # (index bookkeeping across pieces: not yet)
+        L.check_loop(node, -(-n // 256))
+    if (too_long and node.op == "argmax") or not (too_long or L.over_limit(x, out)):
         L.emit(k, {"x": x, "out": out}, {"rows": rows, "n": n, "x_off": 0, "out_off": 0,
                                          "scale": scale}, L.grid(rows, 1), op, name=name)
         return
-    xs, os = L.itemsize(x_dtype), L.itemsize(node.dtype)
-    ranges = split.row_ranges(rows, [n * xs, os], L.limit, L.align, exact=False)
+    ranges = None if too_long else \
+        split.row_ranges(rows, [n * xs, os], L.limit, L.align, exact=False)
     if ranges is not None:
         for r0, r1 in ranges:
             wins, offs = {}, {"x_off": r0 * n, "out_off": r0}
@@ -79,19 +88,22 @@ def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: floa
         L.emit(k, {"x": x, "out": out}, {"rows": rows, "n": n, "x_off": 0, "out_off": 0,
                                          "scale": scale}, L.grid(rows, 1), op, name=name)
         return
-    cols = split.row_ranges(n, [xs], L.limit, L.align, exact=False)
+    # rows too long for one binding or one workgroup: column pieces, then their results
+    cols = split.row_ranges(n, [xs], min(L.limit, ROW_RUN * xs + L.align + 16), L.align,
+                            exact=False)
     assert cols is not None
     if rows * len(cols) > split.MAX_PIECES:
-        raise BindingLimitError(f"{name} (node {node.id}): {rows} rows of {n * xs} bytes, "
-                                f"each over maxStorageBufferBindingSize ({L.limit} bytes)")
+        raise BindingLimitError(f"{name} (node {node.id}): {rows} rows of {n * xs} bytes "
+                                f"need over {split.MAX_PIECES} pieces")
     partial = L.temp((rows, len(cols)), node.dtype)     # stage 1: one value per piece
     for r in range(rows):
         for j, (c0, c1) in enumerate(cols):
-            w = split.window(x.nbytes, (r * n + c0) * xs, (r * n + c1) * xs, L.align)
+            w = split.window(x.nbytes, (r * n + c0) * xs, (r * n + c1) * xs, L.align) \
+                if L.over_limit(x) else split.Window(0, 0)
             L.emit(k, {"x": x, "out": partial},
                    {"rows": 1, "n": c1 - c0, "x_off": r * n + c0 - w.shift(xs),
                     "out_off": r * len(cols) + j, "scale": 1.0},
-                   (1, 1, 1), op, name=name, windows={"x": w})
+                   (1, 1, 1), op, name=name, windows={"x": w} if w.size else {})
     # stage 2: the pieces' values (a sum's partial sums, a max's maxima), scaled for a mean
     reduce_rows(L, partial, out, rows, len(cols), scale, node.dtype, node)
 
@@ -110,6 +122,7 @@ def _row_op(L: EmitContext, node: Node, shader: str, overrides: Mapping[str, Any
     rpw = rows_per_workgroup(n)
     if not one_thread_per_row:
         overrides = {**overrides, "RPW": rpw}
+    L.check_loop(node, -(-n // 8) if one_thread_per_row else -(-n // (256 // rpw)))
     emit_rows(L, k, {"x": buf, **(extra or {}), "out": out}, ("x", "out"), rows, n,
               params or {}, lambda nr: L.grid(nr) if one_thread_per_row else
               L.grid(-(-nr // rpw), 1), overrides, node.op)
@@ -161,6 +174,7 @@ def _norm(L: EmitContext, node: Node) -> Buf:
     out = L.temp(shape, node.dtype)
     rows, n = math.prod(shape[:-1]), shape[-1]
     rpw = rows_per_workgroup(n)
+    L.check_loop(node, -(-n // (256 // rpw)))
     emit_rows(L, kernel("norm/layer_norm", T=L.T(node.dtype)),
               {"x": x, "r": r, "w": w, "b": b, "out": out},
               ("x", "r", "out") if residual else ("x", "out"), rows, n,
@@ -178,6 +192,7 @@ def _argtopk(L: EmitContext, node: Node) -> Buf:
     x = L.graph.nodes[node.inputs[0]]
     buf, rows, n, perm = L.rows_last(x.id, (axis,))
     out = L.temp(shape, node.dtype)
+    L.check_loop(node, node.attrs["k"] * -(-n // 256))
     emit_rows(L, kernel("index/topk", T=L.T(x.dtype)), {"x": buf, "out": out}, ("x", "out"),
               rows, n, {"k": node.attrs["k"]}, lambda nr: L.grid(nr, 1), {}, "argtopk")
     return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
