@@ -5,6 +5,7 @@ A symbolic dim is a name ("batch") or a product of names and ints ("batch*seq", 
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Iterable, Mapping, Union
 
 Dim = Union[int, str]
@@ -103,6 +104,8 @@ def broadcast_shapes(*shapes: Shape, op: str = "broadcast") -> Shape:
 
 
 def normalize_axis(axis: int, rank: int, op: str) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+        raise TypeError(f"{op}: axis must be an int, got {type(axis).__name__} {axis!r}")
     if not -rank <= axis < max(rank, 1):
         raise ShapeError(f"{op}: axis {axis} is out of range for rank {rank}")
     return axis % max(rank, 1)
@@ -112,10 +115,13 @@ def normalize_axes(axes: int | Iterable[int] | None, rank: int, op: str) -> tupl
     """Return sorted, unique, non-negative axes (None means all)."""
     if axes is None:
         return tuple(range(rank))
-    if isinstance(axes, int):
+    if isinstance(axes, (numbers.Integral, str)):
         axes = (axes,)
-    out = sorted({normalize_axis(a, rank, op) for a in axes})
-    return tuple(out)
+    listed = [normalize_axis(a, rank, op) for a in axes]
+    if len(set(listed)) != len(listed):
+        raise ShapeError(f"{op}: axes {tuple(axes)} name an axis twice (numpy: duplicate value "
+                         f"in 'axis')")
+    return tuple(sorted(listed))
 
 
 def strides_of(shape: tuple[int, ...]) -> tuple[int, ...]:

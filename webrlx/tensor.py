@@ -91,13 +91,20 @@ class Tensor:
         node = self.graph.add(op, (self.id, *(o.id for o in others)), **attrs)
         return Tensor(self.graph, node.id)
 
-    def _lift(self, x: Any) -> Tensor:
+    def _lift(self, x: Any, op: str = "operand") -> Tensor:
         """Turn a Python/numpy scalar or array into a constant matching our dtype family."""
         if isinstance(x, Tensor):
             if x.graph is not self.graph:
                 raise ValueError("webrlx: tensors from different graphs cannot be combined")
             return x
-        arr = np.asarray(x)
+        try:
+            arr = np.asarray(x)
+        except ValueError as e:      # ragged nested lists
+            raise TypeError(f"{op}: operand {x!r} is not a Tensor, a number or a "
+                            f"rectangular numeric array ({e})") from None
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"{op}: operand {x!r} ({type(x).__name__}) is not a Tensor, a "
+                            f"number or a numeric array")
         if arr.dtype == np.bool_:
             target = dt.bool_
         elif arr.dtype.kind == "f" or self.dtype.is_float:
@@ -107,7 +114,7 @@ class Tensor:
         return _constant(self.graph, arr.astype(target.np_dtype))
 
     def _binary(self, op: str, other: Any, reverse: bool = False) -> Tensor:
-        o = self._lift(other)
+        o = self._lift(other, op)
         return o._op(op, self) if reverse else self._op(op, o)
 
     # -- arithmetic ---------------------------------------------------------------------------
@@ -124,7 +131,7 @@ class Tensor:
     def __neg__(self) -> Tensor: return self._op("neg")
     def __abs__(self) -> Tensor: return self._op("abs")
     def __matmul__(self, o: Any) -> Tensor: return self.matmul(o)
-    def __rmatmul__(self, o: Any) -> Tensor: return self._lift(o).matmul(self)
+    def __rmatmul__(self, o: Any) -> Tensor: return self._lift(o, "matmul").matmul(self)
 
     def maximum(self, o: Any) -> Tensor:
         """Elementwise maximum with another tensor or scalar (broadcasting)."""
@@ -201,6 +208,9 @@ class Tensor:
 
     def clamp(self, lo: float, hi: float) -> Tensor:
         """Elementwise numpy.clip(x, lo, hi) with scalar bounds (NaN stays NaN)."""
+        for name, v in (("lo", lo), ("hi", hi)):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise TypeError(f"clamp: {name} must be a number, got {type(v).__name__} {v!r}")
         return self._op("clamp", lo=float(lo), hi=float(hi))
 
     def cast(self, dtype: Any) -> Tensor:
@@ -262,7 +272,7 @@ class Tensor:
         accumulate="float32" sums float16 products in float32 (slower, more accurate);
         by default float16 operands accumulate in float16 where the device has shader-f16.
         """
-        o = self._lift(other)
+        o = self._lift(other, "matmul")
         extra = (bias,) if bias is not None else ()
         attrs = {"accumulate": accumulate} if accumulate else {}
         return self._op("matmul", o, *extra, activation=activation, **attrs)
@@ -406,7 +416,9 @@ def _constant(graph: ir.Graph, value: Any) -> Tensor:
 def _axes(axis: int | Sequence[int] | None) -> tuple[int, ...] | None:
     if axis is None:
         return None
-    return (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if isinstance(axis, (str, bytes)) or not hasattr(axis, "__iter__"):
+        return (axis,)          # one axis (the op checks that it is an int and in range)
+    return tuple(axis)
 
 
 
@@ -421,8 +433,8 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
         ta = _constant(cond.graph, np.float32(a))
         tb = _constant(cond.graph, np.float32(b))
     else:
-        ta = ref._lift(a)
-        tb = ref._lift(b)
+        ta = ref._lift(a, "where")
+        tb = ref._lift(b, "where")
     return cond._op("where", ta, tb)
 
 

@@ -3,6 +3,7 @@ with the same computation written in numpy (float64)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from typing import Any, Callable
 
@@ -56,3 +57,12 @@ def check(backend: Any, fn: Callable, np_fn: Callable, *arrays: np.ndarray,
             np.testing.assert_array_equal(g, w.astype(g.dtype))
         else:
             np.testing.assert_allclose(g.astype(np.float64), w, rtol=rtol, atol=atol)
+
+
+def rss_mb() -> float | None:
+    """Host resident memory in MB, from /proc (None where there is none: not Linux)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+    except (OSError, ValueError, AttributeError):
+        return None

@@ -73,3 +73,39 @@ def test_encode_rejects_bad_arguments_then_works(encoder, reference, texts, batc
         encoder.encode(texts, batch_size=batch_size)
     sentences, want, _ = reference
     np.testing.assert_allclose(encoder.encode(sentences[:2], batch_size=1), want[:2], atol=1e-4)
+
+
+def test_varied_inputs_keep_plans_and_memory_bounded(encoder, reference):
+    """Sentences of varied lengths in varied batches (2,000 sentences of up to 180 words with
+    WEBRLX_SOAK=1; 60 batches of short ones by default): the plan cache stays within its size
+    (LRU; lengths bucketed to SEQ_BUCKET), host RSS stays flat once warmed up, and the
+    results stay right."""
+    import os
+    import sys
+    from helpers import rss_mb
+    full = os.environ.get("WEBRLX_SOAK") == "1"
+    calls = 10 if sys.platform == "emscripten" else 60
+    rng = np.random.default_rng(5)
+    words = "the a GPU runs sentence model fast small browser python graph kernel".split()
+    most = 180 if full else 30
+    texts = [" ".join(rng.choice(words, int(rng.integers(1, most)))) for _ in range(2000)]
+    sizes = rng.integers(1, 9 if full else 5, 2000)
+    engine = encoder.executable.engine
+    engine.max_plans = 4                             # fewer than the shapes seen: evicts
+    rss0 = None
+    try:
+        i = k = 0
+        while i < len(texts) if full else k < calls:
+            if k == 15:                              # warmed up: plans at their bound
+                rss0 = rss_mb()
+            encoder.encode(texts[i: i + sizes[k]], batch_size=8)
+            if hasattr(engine, "plans"):
+                assert len(engine.plans) <= 4
+            i, k = i + sizes[k], k + 1
+        rss1 = rss_mb()
+        if rss0 is not None and rss1 is not None:
+            assert rss1 - rss0 < 40, f"host RSS grew {rss1 - rss0:.0f} MB over {k - 15} batches"
+    finally:
+        engine.max_plans = 16
+    sentences, want, _ = reference
+    np.testing.assert_allclose(encoder.encode(sentences[:3]), want[:3], atol=1e-4)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import webrlx as wr
-from helpers import rand
+from helpers import rand, rss_mb as _rss_mb
 
 FULL = os.environ.get("WEBRLX_SOAK") == "1"
 BROWSER = sys.platform == "emscripten"
@@ -22,14 +22,6 @@ RSS_SLACK_MB = 20
 
 def _count(full: int, default: int, browser: int) -> int:
     return full if FULL else browser if BROWSER else default
-
-
-def _rss_mb() -> float | None:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def _live_buffers(device) -> int:
