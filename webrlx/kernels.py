@@ -65,12 +65,13 @@ def _builtin_slots() -> dict[str, str]:
             "MATH": ieee + "\n" + raw_shader("common/math") + "\n" + wgsl_activate(),
             "ROW_REDUCE": raw_shader("common/row_reduce"),
             "VEC4_IO": raw_shader("common/matmul_vec4_io"),
-            "NCHW": raw_shader("common/nchw")}
+            "NCHW": raw_shader("common/nchw"),
+            "QBLOCKS": raw_shader("common/qblocks")}
 
 
 def render(name: str, **slots: str) -> str:
     """Return shader `name` with every {{KEY}} replaced; the IEEE (NaN/inf), MATH (IEEE's
-    helpers too, and `activate`), ROW_REDUCE, VEC4_IO and NCHW helpers are built in."""
+    helpers too, and `activate`), ROW_REDUCE, VEC4_IO, NCHW and QBLOCKS helpers are built in."""
     slots = {**_builtin_slots(), **slots}
     text = raw_shader(name)
     missing = sorted({m for m in _SLOT.findall(text) if m not in slots})

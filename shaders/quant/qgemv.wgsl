@@ -38,46 +38,8 @@ override TPR: u32 = 8u;           // threads per weight row: a power of two, 2..
 const RPW: u32 = 8u;              // weight rows per workgroup
 var<workgroup> red: array<vec4<f32>, 256>;   // a partial sum per thread, x rows in x..w
 
-// 8 weights of a block: d * q + m at k0..k0+3 (lo) and k1..k1+3 (hi), k relative to the row
-struct Unit { lo: vec4<f32>, hi: vec4<f32>, d: f32, m: f32, k0: u32, k1: u32 }
-
-fn int8x4(q: u32) -> vec4<f32> {
-    return vec4<f32>((vec4<i32>(bitcast<i32>(q)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
-}
-
-// unit u (0 .. K/8) of weight row n
-fn load_unit(n: u32, u: u32) -> Unit {
-    let kb = u / 4u;
-    let part = u % 4u;
-    let b = n * (p.K / 32u) + kb;
-    var r: Unit;
-    if (Q8_0) {
-        let start = b * 34u;                          // bytes
-        r.d = unpack2x16float(w[start / 4u] >> ((start & 2u) * 8u)).x;
-        r.m = 0.0;
-        let s = start + 2u + part * 8u;               // first of 8 int8, 2- or 4-byte aligned
-        let a = s / 4u;
-        let sh = (s & 2u) * 8u;                       // 0 or 16; (v << 16) << (16 - sh) is 0 at 0
-        let w0 = w[a];
-        let w1 = w[a + 1u];
-        let w2 = w[min(a + 2u, p.nw - 1u)];
-        r.lo = int8x4((w0 >> sh) | ((w1 << 16u) << (16u - sh)));
-        r.hi = int8x4((w1 >> sh) | ((w2 << 16u) << (16u - sh)));
-        r.k0 = kb * 32u + part * 8u;
-        r.k1 = r.k0 + 4u;
-    } else {
-        let dm = unpack2x16float(w[b * 5u]);
-        let q = vec4<u32>(w[b * 5u + 1u + part]);
-        r.lo = vec4<f32>((q >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u));
-        r.hi = vec4<f32>((q >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u));
-        r.d = dm.x;
-        r.m = dm.y;
-        r.k0 = kb * 32u + part * 4u;
-        r.k1 = r.k0 + 16u;
-    }
-    return r;
-}
-
+fn wword(i: u32) -> u32 { return w[i]; }
+{{QBLOCKS}}
 // this unit's contribution to x row r . weight row
 fn dot_unit(q: Unit, r: u32) -> f32 {     // r: the x row
     let base = r * (p.K / 4u);

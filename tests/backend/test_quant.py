@@ -97,3 +97,56 @@ def test_qlinear_rejects_bad_weights(words, k, match):
     x, w = g.input("x", (2, k)), g.param("w", (words,), "uint32")
     with pytest.raises(wr.ShapeError, match=match):
         nn.qlinear(x, w, "q4_1", 3, k)
+
+
+def _rms(x, g, eps=1e-5):
+    x = x.astype(np.float64)
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("m", [1, 3, 6, 40])
+@pytest.mark.parametrize("tpr", [None, 2, 32])
+def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
+    """A decoder layer's GEMV neighbourhood fuses (quant/qgemv_fused.wgsl): rms_norm before
+    q/k-like projections, gate/up + silu * mul, and the residual add after a projection;
+    against float64 numpy of the unfused math."""
+    from webrlx.runtime import autotune
+    if tpr is not None:
+        monkeypatch.setattr(autotune, "PREFER", f"qgemv[rms_norm+swiglu]_{tpr}")
+    k, ffn = 96, 160
+    wq, wqf = qweight(fmt, k, k, seed=2)
+    wk, wkf = qweight(fmt, 32, k, seed=3)
+    wo, wof = qweight(fmt, k, k, seed=10)
+    wg, wgf = qweight(fmt, ffn, k, seed=4)
+    wu, wuf = qweight(fmt, ffn, k, seed=5)
+    wd, wdf = qweight(fmt, k, ffn, seed=6)
+    g1, g2 = rand(k, seed=7) + 1.5, rand(k, seed=8) + 1.5
+    x = rand(m, k, seed=9)
+
+    def layer(x, **p):
+        h = nn.rms_norm(x, p["g1"], 1e-5)
+        q = nn.qlinear(h, p["wq"], fmt, k, k)
+        kk = nn.qlinear(h, p["wk"], fmt, 32, k)
+        x = x + nn.qlinear(q, p["wo"], fmt, k, k)             # o-proj + residual
+        h = nn.rms_norm(x, p["g2"], 1e-5)
+        gate, up = nn.qlinear(h, p["wg"], fmt, ffn, k), nn.qlinear(h, p["wu"], fmt, ffn, k)
+        return x + nn.qlinear(gate.silu() * up, p["wd"], fmt, k, ffn), kk
+
+    arrays = {"wq": wq, "wk": wk, "wo": wo, "wg": wg, "wu": wu, "wd": wd, "g1": g1, "g2": g2}
+    got, got_k = run_graph(backend, layer, [x], arrays)
+    h = _rms(x, g1)
+    x1 = x + (h @ wqf.T) @ wof.T
+    h2 = _rms(x1, g2)
+    a, b = h2 @ wgf.T, h2 @ wuf.T
+    want = x1 + (a / (1 + np.exp(-a)) * b) @ wdf.T
+    np.testing.assert_allclose(got_k, h @ wkf.T, rtol=0, atol=2e-4)
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-4 * np.abs(want).max())
+    if backend.name != "reference":
+        g = wr.Graph()
+        xs = g.input("x", (m, k))
+        ps = {n_: g.param(n_, a_.shape, a_.dtype) for n_, a_ in arrays.items()}
+        exe = wr.compile(g, outputs=list(layer(xs, **ps)), device=backend)
+        exe.set_params(arrays)
+        names = [c.name for c in exe.plan({}).program.calls]
+        assert len(names) == 5 and all(n_.startswith("qgemv[") for n_ in names), names

@@ -1,6 +1,8 @@
 """Pattern fusions found on the graph before lowering (elementwise chains fuse lazily while
-emitting, see emit.py): matmul + bias + activation epilogues, residual add + norm, and attention
-whose only consumer is the (0, 2, 1, 3) permute back to (batch, seq, heads, dim).
+emitting, see emit.py): matmul + bias + activation epilogues, residual add + norm, attention
+whose only consumer is the (0, 2, 1, 3) permute back to (batch, seq, heads, dim), and the
+quantized GEMV's neighbours in a decoder layer (rms_norm before it, gate/up + silu * mul,
+residual add after it: quant/qgemv_fused.wgsl).
 
 Each pattern is one function over a node; find_fusions runs them all.
 """
@@ -23,10 +25,24 @@ class Epilogue:
 
 
 @dataclass
+class QGemv:
+    """What a quantized GEMV (a qmatmul of at most GEMV_MAX_M rows) takes in besides x @ w."""
+    up: int | None = None         # SWIGLU: the up-projection qmatmul: out = silu(this) * up
+    res: int | None = None        # node id of a residual added to the result
+    last: int = -1                # the node whose value the fused kernel produces
+
+
+GEMV_MAX_M = 64   # rows up to which a qmatmul runs as a GEMV (lower_quant), so it can fuse
+
+
+@dataclass
 class Fusions:
     epilogues: dict[int, Epilogue] = field(default_factory=dict)      # matmul id -> epilogue
     residuals: dict[int, tuple[int, int]] = field(default_factory=dict)  # norm id -> (x, r)
     bshd_attention: dict[int, int] = field(default_factory=dict)     # attention id -> permute id
+    qgemv: dict[int, QGemv] = field(default_factory=dict)            # qmatmul id -> extras
+    norm_prologue: dict[int, tuple[int, int, float]] = field(default_factory=dict)
+    # ^ rms_norm id -> (x, weight, eps): every consumer (a qmatmul GEMV) normalizes x itself
     absorbed: set[int] = field(default_factory=set)                  # nodes not lowered alone
 
 
@@ -99,8 +115,58 @@ def _bshd_attention(s: _Scan, n: Node) -> None:
         s.found.bshd_attention[n.id] = u
 
 
+def _gemv_rows(s: _Scan, n: Node) -> int | None:
+    """Rows of a bias-free qmatmul that runs as a GEMV (None: another kernel or op)."""
+    if n.op != "qmatmul" or len(n.inputs) != 2 or n.id in s.found.absorbed:
+        return None
+    m = 1
+    for d in s.shapes[n.inputs[0]][:-1]:
+        m *= d
+    return m if m <= GEMV_MAX_M else None
+
+
+def _norm_prologue(s: _Scan, n: Node) -> None:
+    """rms_norm(x, w) read only by quantized GEMVs: each of them normalizes x in its prologue."""
+    if n.op != "rms_norm" or len(n.inputs) != 2 or n.id in s.found.residuals or \
+            n.id in s.outputs:
+        return
+    users = s.users.get(n.id, [])
+    if users and all(s.nodes[u].inputs[0] == n.id and n.id not in s.nodes[u].inputs[1:] and
+                     _gemv_rows(s, s.nodes[u]) is not None for u in users):
+        s.found.norm_prologue[n.id] = (n.inputs[0], n.inputs[1], float(n.attrs["eps"]))
+        s.found.absorbed.add(n.id)
+
+
+def _qgemv_epilogue(s: _Scan, n: Node) -> None:
+    """qmatmul GEMV -> [silu(.) * an up qmatmul of the same x] -> [+ residual]: one kernel."""
+    if _gemv_rows(s, n) is None:
+        return
+    q, cur = QGemv(last=n.id), n.id
+    act = s.only_user(cur)
+    mul = s.only_user(act) if act is not None and s.nodes[act].op == "silu" else None
+    if mul is not None and s.nodes[mul].op == "mul":
+        other = [i for i in s.nodes[mul].inputs if i != act]
+        o = s.nodes[other[0]] if len(other) == 1 else None
+        if o is not None and _gemv_rows(s, o) is not None and o.inputs[0] == n.inputs[0] and \
+                o.attrs == n.attrs and s.only_user(o.id) == mul and o.id not in s.found.qgemv:
+            q.up, cur = o.id, mul
+            s.found.absorbed.update((act, mul, o.id))
+    u = s.only_user(cur)
+    if u is not None and s.nodes[u].op == "add":
+        other = [i for i in s.nodes[u].inputs if i != cur]
+        if len(other) == 1 and s.shapes[other[0]] == s.shapes[cur] == s.shapes[u] and \
+                s.nodes[other[0]].dtype == s.nodes[u].dtype and \
+                (other[0] < n.id or s.nodes[other[0]].op in SOURCES):
+            q.res, cur = other[0], u
+            s.found.absorbed.add(u)
+    if cur != n.id:
+        q.last = cur
+        s.found.qgemv[n.id] = q
+
+
 PATTERNS: tuple[Callable[[_Scan, Node], None], ...] = (_matmul_epilogue, _residual_norm,
-                                                      _bshd_attention)
+                                                      _bshd_attention, _norm_prologue,
+                                                      _qgemv_epilogue)
 
 
 def find_fusions(graph: Graph, live: set[int], users: dict[int, list[int]], outputs: set[int],

@@ -8,13 +8,14 @@ from .. import quant
 from ..graph import Node
 from ..kernels import kernel
 from .emit import EmitContext
+from .fuse import GEMV_MAX_M, QGemv
 from .lower_matmul import BIG_GRID
 from .program import Buf, Variant
 from .registry import lowering
 
 GEMV_ROWS = 4       # up to this many rows: bandwidth-bound, split K across threads
-GEMV_MAX_M = 64     # up to this many rows by default: the GEMV over row groups of 4 (the
-                    # tiled kernel's 64-row tiles would be mostly empty; both are variants)
+# GEMV_MAX_M (fuse.py): up to this many rows by default the GEMV over row groups of 4 (the
+# tiled kernel's 64-row tiles would be mostly empty; both are variants)
 GEMV_RPW = 8        # weight rows per GEMV workgroup (RPW in quant/qgemv.wgsl)
 GEMV_TPR = (2, 4, 8, 16, 32)   # threads per weight row the autotuner tries (TPR)
 GEMV_THREADS = 1 << 19         # default TPR: at most this many threads in all, and K / 16
@@ -33,6 +34,9 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     x_id, w_id = node.inputs[0], node.inputs[1]
     fmt, n, k = node.attrs["format"], node.attrs["n"], node.attrs["k"]
     m = math.prod(L.shape(x_id)[:-1])
+    fused, prologue = L.fusions.qgemv.get(node.id), L.fusions.norm_prologue.get(x_id)
+    if fused is not None or prologue is not None:
+        return _fused_gemv(L, node, fused, prologue, m)
     out = L.temp(L.shape(node.id), node.dtype)
     has_bias = len(node.inputs) == 3
     bindings = {"x": L.buf(x_id), "w": L.buf(w_id),
@@ -60,6 +64,36 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
         L.emit(kernel("quant/qmatmul_tiled", T=t, R=str(first)), bindings, params, pick.grid,
                overrides, name=pick.name, variants=[other],
                tune_key=f"qmatmul {fmt}/{t} {m}x{n}x{k}")
+    return out
+
+
+def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
+                prologue: tuple[int, int, float] | None, m: int) -> Buf:
+    """The GEMV with its layer neighbours (fuse.py): quant/qgemv_fused.wgsl."""
+    x_id, w_id = node.inputs[0], node.inputs[1]
+    fmt, n, k = node.attrs["format"], node.attrs["n"], node.attrs["k"]
+    q = fused or QGemv(last=node.id)
+    out = L.temp(L.shape(q.last), node.dtype)
+    x = L.buf(prologue[0] if prologue else x_id)
+    bindings = {"x": x, "w": L.buf(w_id),
+                "w2": L.buf(L.graph.nodes[q.up].inputs[1]) if q.up is not None else L.dummy(1),
+                "g": L.buf(prologue[1]) if prologue else L.dummy(2),
+                "res": L.buf(q.res) if q.res is not None else L.dummy(3), "out": out}
+    params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k),
+              "eps": prologue[2] if prologue else 0.0}
+    rows = min(m, GEMV_ROWS)
+    overrides = {"Q8_0": fmt == "q8_0", "NORM": prologue is not None,
+                 "SWIGLU": q.up is not None, "RES": q.res is not None, "ROWS": rows}
+    gemv, first = kernel("quant/qgemv_fused", T=L.T(L.dtype(x_id))), gemv_tpr(n, k)
+    grid = (-(-n // GEMV_RPW), -(-m // rows), 1)
+    what = "+".join(["rms_norm"] * bool(prologue) + ["swiglu"] * (q.up is not None) +
+                    ["res"] * (q.res is not None))
+    others = [Variant.of(f"qgemv[{what}]_{tpr}", gemv, grid, {**overrides, "TPR": tpr})
+              for tpr in GEMV_TPR if tpr != first]
+    L.emit(gemv, bindings, params, grid, {**overrides, "TPR": first},
+           name=f"qgemv[{what}]_{first}", variants=others,
+           tune_key=f"qgemv_fused {what} {fmt}/{L.T(L.dtype(x_id))} {m}x{n}x{k}")
+    L.values[q.last] = out
     return out
 
 

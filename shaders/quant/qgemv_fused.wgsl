@@ -1,0 +1,135 @@
+// quantized GEMV with its neighbours fused in (decode rows and short prefills, M <= 64), the
+// layer pattern of a Llama decoder, each an override:
+//   NORM:   x is rms-normalized first: x[r] * g / sqrt(mean(x[r]^2) + eps) (the rms_norm
+//           before q/k/v and before gate/up);
+//   SWIGLU: two weights of one shape: out = silu(x . w) * (x . w2) (gate, up and their mul);
+//   RES:    out += res[r, n] (the residual add after o-proj and down-proj).
+// out[r, n] = epilogue(x'[r, :] . dequant(w)[n, :]); w, w2 (N, K) GGUF blocks as u32 words
+// (Q4_1 or Q8_0, see common/qblocks.wgsl), x [M, K] (K % 32 == 0), g [K], res and out [M, N],
+// all f32 math. bindings: 0 x, 1 w, 2 w2, 3 g, 4 res (dummies where unused), 5 out, 6 params.
+// grid: (ceil(N / RPW), ceil(M / ROWS), 1): as quant/qgemv.wgsl (RPW weight rows x TPR
+// threads splitting K, ROWS x rows per workgroup).
+// Limits: this exists because a decode step of a 135M model is bound by dispatches, not by
+// bytes: on an H100 (Vulkan) a step was 553 dispatches in 6.3 ms of GPU time (~11 us each)
+// for ~80 MB of weights that the HBM reads in ~30 us. Fusing takes 6 of 18 dispatches of a
+// layer away. The norm's sum of squares is recomputed by every workgroup (K = 576 floats per
+// row: noise next to the dispatch it saves); the scale 1/rms is applied after the dot.
+struct Params { M: u32, N: u32, K: u32, nw: u32, eps: f32 }
+@group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
+@group(0) @binding(1) var<storage, read_write> w: array<u32>;
+@group(0) @binding(2) var<storage, read_write> w2: array<u32>;
+@group(0) @binding(3) var<storage, read_write> g: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> res: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(6) var<uniform> p: Params;
+
+override Q8_0: bool = false;      // false: Q4_1
+override NORM: bool = false;
+override SWIGLU: bool = false;
+override RES: bool = false;
+override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4
+override TPR: u32 = 8u;           // threads per weight row: a power of two, 2..32
+const RPW: u32 = 8u;              // weight rows per workgroup
+var<workgroup> red: array<vec4<f32>, 256>;    // per thread: partial sums, x rows in x..w
+var<workgroup> red2: array<vec4<f32>, 256>;   // the same for w2 (SWIGLU)
+var<workgroup> scale: vec4<f32>;              // 1/rms of each x row (NORM), else 1
+var<private> second: bool;                    // load_unit reads w2
+
+fn wword(i: u32) -> u32 {
+    if (second) { return w2[i]; }
+    return w[i];
+}
+{{QBLOCKS}}
+
+// this unit's contribution to x row r . weight row (x times the norm weight under NORM)
+fn dot_unit(q: Unit, r: u32) -> f32 {
+    let base = r * (p.K / 4u);
+    var xa = vec4<f32>(x[base + q.k0 / 4u]);
+    var xb = vec4<f32>(x[base + q.k1 / 4u]);
+    if (NORM) {
+        xa *= g[q.k0 / 4u];
+        xb *= g[q.k1 / 4u];
+    }
+    var s = q.d * (dot(q.lo, xa) + dot(q.hi, xb));
+    if (!Q8_0) { s += q.m * dot(xa + xb, vec4<f32>(1.0)); }
+    return s;
+}
+
+fn silu(v: f32) -> f32 {
+    return v / (1.0 + exp(-v));
+}
+
+@compute @workgroup_size(RPW * TPR)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let t = tid % TPR;
+    let n = wid.x * RPW + tid / TPR;
+    let r0 = wid.y * ROWS;                  // this workgroup's first x row
+    let has1 = ROWS > 1u && r0 + 1u < p.M;  // (uniform per workgroup)
+    let has2 = ROWS > 2u && r0 + 2u < p.M;
+    let has3 = ROWS > 3u && r0 + 3u < p.M;
+    if (NORM) {                             // sum of squares of the rows, then 1/rms
+        var sq = vec4<f32>(0.0);
+        let k4 = p.K / 4u;
+        for (var j = tid; j < k4; j += RPW * TPR) {
+            let a = vec4<f32>(x[r0 * k4 + j]);
+            sq.x += dot(a, a);
+            if (has1) { let b = vec4<f32>(x[(r0 + 1u) * k4 + j]); sq.y += dot(b, b); }
+            if (has2) { let b = vec4<f32>(x[(r0 + 2u) * k4 + j]); sq.z += dot(b, b); }
+            if (has3) { let b = vec4<f32>(x[(r0 + 3u) * k4 + j]); sq.w += dot(b, b); }
+        }
+        red[tid] = sq;
+        workgroupBarrier();
+        if (tid == 0u) {
+            var s = vec4<f32>(0.0);
+            for (var j = 0u; j < RPW * TPR; j++) { s += red[j]; }
+            scale = inverseSqrt(s / f32(p.K) + vec4<f32>(p.eps));
+        }
+        workgroupBarrier();
+    }
+    var acc = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    if (n < p.N) {
+        for (var u = t; u < p.K / 8u; u += TPR) {
+            second = false;
+            let q = load_unit(n, u);
+            acc.x += dot_unit(q, r0);
+            if (has1) { acc.y += dot_unit(q, r0 + 1u); }
+            if (has2) { acc.z += dot_unit(q, r0 + 2u); }
+            if (has3) { acc.w += dot_unit(q, r0 + 3u); }
+            if (SWIGLU) {
+                second = true;
+                let q2 = load_unit(n, u);
+                acc2.x += dot_unit(q2, r0);
+                if (has1) { acc2.y += dot_unit(q2, r0 + 1u); }
+                if (has2) { acc2.z += dot_unit(q2, r0 + 2u); }
+                if (has3) { acc2.w += dot_unit(q2, r0 + 3u); }
+            }
+        }
+    }
+    workgroupBarrier();                     // (red held the sums of squares)
+    red[tid] = acc;
+    red2[tid] = acc2;
+    workgroupBarrier();
+    if (t == 0u && n < p.N) {
+        var s = vec4<f32>(0.0);
+        var s2 = vec4<f32>(0.0);
+        for (var j = 0u; j < TPR; j++) {
+            s += red[tid + j];
+            if (SWIGLU) { s2 += red2[tid + j]; }
+        }
+        if (NORM) {
+            s *= scale;
+            s2 *= scale;
+        }
+        var v = s;
+        if (SWIGLU) { v = vec4<f32>(silu(s.x), silu(s.y), silu(s.z), silu(s.w)) * s2; }
+        let o = r0 * p.N + n;
+        for (var i = 0u; i < 4u; i++) {
+            if (i == 0u || (i == 1u && has1) || (i == 2u && has2) || (i == 3u && has3)) {
+                var e = v[i];
+                if (RES) { e += res[o + i * p.N]; }
+                out[o + i * p.N] = e;
+            }
+        }
+    }
+}
