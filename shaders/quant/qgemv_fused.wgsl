@@ -3,36 +3,47 @@
 //   NORM:   x is rms-normalized first: x[r] * g / sqrt(mean(x[r]^2) + eps) (the rms_norm
 //           before q/k/v and before gate/up);
 //   SWIGLU: two weights of one shape: out = silu(x . w) * (x . w2) (gate, up and their mul);
-//   RES:    out += res[r, n] (the residual add after o-proj and down-proj).
+//   RES:    out += res[r, n] (the residual add after o-proj and down-proj);
+//   ROPE:   the output rows are heads of `hd` values whose interleaved pairs (2i, 2i+1) rotate
+//           by (pos[0] + s) * theta_i (x row r = b * S + s; common/rope_turn.wgsl), as the
+//           rope op after q/k; pairs are neighbouring weight rows of one workgroup;
+//   CACHE:  out is a KV cache (B, N / hd, T, hd): row r lands at position pos[0] + s, as the
+//           cache_write op after k/v (positions outside [0, T) are skipped).
 // out[r, n] = epilogue(x'[r, :] . dequant(w)[n, :]); w, w2 (N, K) GGUF blocks as u32 words
 // (Q4_1 or Q8_0, see common/qblocks.wgsl), x [M, K] (K % 32 == 0), g [K], res and out [M, N],
-// all f32 math. bindings: 0 x, 1 w, 2 w2, 3 g, 4 res (dummies where unused), 5 out, 6 params.
+// all f32 math. bindings: 0 x, 1 w, 2 w2, 3 g, 4 res, 5 pos (i32 [1]), 6 freq (u32 [hd]),
+// 7 out (dummies where unused), 8 params.
 // grid: (ceil(N / RPW), ceil(M / ROWS), 1): as quant/qgemv.wgsl (RPW weight rows x TPR
 // threads splitting K, ROWS x rows per workgroup).
 // Limits: this exists because a decode step of a 135M model is bound by dispatches, not by
 // bytes: on an H100 (Vulkan) a step was 553 dispatches in 6.3 ms of GPU time (~11 us each)
 // for ~80 MB of weights that the HBM reads in ~30 us. Fusing takes 6 of 18 dispatches of a
-// layer away. The norm's sum of squares is recomputed by every workgroup (K = 576 floats per
+// layer away (rope and cache writes 4 more). The norm's sum of squares is recomputed by every workgroup (K = 576 floats per
 // row: noise next to the dispatch it saves); the scale 1/rms is applied after the dot.
-struct Params { M: u32, N: u32, K: u32, nw: u32, eps: f32 }
+struct Params { M: u32, N: u32, K: u32, nw: u32, eps: f32, hd: u32, S: u32, T: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
 @group(0) @binding(1) var<storage, read_write> w: array<u32>;
 @group(0) @binding(2) var<storage, read_write> w2: array<u32>;
 @group(0) @binding(3) var<storage, read_write> g: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> res: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read_write> pos: array<i32>;
+@group(0) @binding(6) var<storage, read_write> freq: array<u32>;
+@group(0) @binding(7) var<storage, read_write> out: array<f32>;
+@group(0) @binding(8) var<uniform> p: Params;
 
 override Q8_0: bool = false;      // false: Q4_1
 override NORM: bool = false;
 override SWIGLU: bool = false;
 override RES: bool = false;
+override ROPE: bool = false;
+override CACHE: bool = false;
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4
 override TPR: u32 = 8u;           // threads per weight row: a power of two, 2..32
 const RPW: u32 = 8u;              // weight rows per workgroup
 var<workgroup> red: array<vec4<f32>, 256>;    // per thread: partial sums, x rows in x..w
 var<workgroup> red2: array<vec4<f32>, 256>;   // the same for w2 (SWIGLU)
 var<workgroup> scale: vec4<f32>;              // 1/rms of each x row (NORM), else 1
+var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE partners)
 var<private> second: bool;                    // load_unit reads w2
 
 fn wword(i: u32) -> u32 {
@@ -40,6 +51,7 @@ fn wword(i: u32) -> u32 {
     return w[i];
 }
 {{QBLOCKS}}
+{{ROPE_TURN}}
 
 // this unit's contribution to x row r . weight row (x times the norm weight under NORM)
 fn dot_unit(q: Unit, r: u32) -> f32 {
@@ -110,6 +122,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     red[tid] = acc;
     red2[tid] = acc2;
     workgroupBarrier();
+    var v = vec4<f32>(0.0);
     if (t == 0u && n < p.N) {
         var s = vec4<f32>(0.0);
         var s2 = vec4<f32>(0.0);
@@ -121,14 +134,41 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             s *= scale;
             s2 *= scale;
         }
-        var v = s;
+        v = s;
         if (SWIGLU) { v = vec4<f32>(silu(s.x), silu(s.y), silu(s.z), silu(s.w)) * s2; }
+    }
+    if (ROPE) {                             // (uniform: every thread meets the barrier)
+        if (t == 0u) { pairv[tid / TPR] = v; }
+        workgroupBarrier();
+        if (t == 0u && n < p.N) {
+            let other = pairv[(tid / TPR) ^ 1u];
+            let i = (n % p.hd) / 2u;
+            let odd = (n & 1u) == 1u;
+            for (var j = 0u; j < 4u; j++) {
+                let position = u32(pos[0] + i32((r0 + j) % p.S));
+                let sc = sincos_turn(position * freq[2u * i] + mulhi(position, freq[2u * i + 1u]));
+                // even row: x1 cos - x2 sin (x2 = partner); odd row: x1 sin + x2 cos (x1 = partner)
+                v[j] = select(v[j] * sc.y - other[j] * sc.x, other[j] * sc.x + v[j] * sc.y, odd);
+            }
+        }
+    }
+    if (t == 0u && n < p.N) {
         let o = r0 * p.N + n;
         for (var i = 0u; i < 4u; i++) {
             if (i == 0u || (i == 1u && has1) || (i == 2u && has2) || (i == 3u && has3)) {
                 var e = v[i];
                 if (RES) { e += res[o + i * p.N]; }
-                out[o + i * p.N] = e;
+                if (CACHE) {
+                    let r = r0 + i;
+                    let tpos = pos[0] + i32(r % p.S);
+                    if (tpos >= 0 && u32(tpos) < p.T) {
+                        let heads = p.N / p.hd;
+                        let h = (r / p.S) * heads + n / p.hd;       // (b, h) flattened
+                        out[(h * p.T + u32(tpos)) * p.hd + n % p.hd] = e;
+                    }
+                } else {
+                    out[o + i * p.N] = e;
+                }
             }
         }
     }

@@ -150,3 +150,39 @@ def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
         exe.set_params(arrays)
         names = [c.name for c in exe.plan({}).program.calls]
         assert len(names) == 5 and all(n_.startswith("qgemv[") for n_ in names), names
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("s", [1, 5, 40])
+def test_fused_gemv_rope_and_cache_write(backend, fmt, s):
+    """q/k/v projections whose results are roped (interleaved pairs) and written into KV
+    caches at pos fuse into their GEMVs; the caches and q match the unfused reference."""
+    from webrlx.backends.reference import ReferenceDevice
+    k, hd, heads, kv, cap = 96, 16, 6, 2, 64
+    arrays = {"wq": qweight(fmt, heads * hd, k, seed=2)[0], "wk": qweight(fmt, kv * hd, k,
+                                                                         seed=3)[0],
+              "wv": qweight(fmt, kv * hd, k, seed=4)[0], "g": rand(k, seed=5) + 1.5}
+    g = wr.Graph()
+    x = g.input("x", (1, s, k))
+    pos = g.input("pos", (1,), "int32")
+    p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
+    h = nn.rms_norm(x, p["g"], 1e-5)
+    q = nn.rope(nn.qlinear(h, p["wq"], fmt, heads * hd, k).reshape(1, -1, heads, hd), pos,
+                10000.0)
+    kr = nn.rope(nn.qlinear(h, p["wk"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos, 10000.0)
+    kc = nn.cache_write(g.state("kc", (1, kv, cap, hd)), kr, pos)
+    vc = nn.cache_write(g.state("vc", (1, kv, cap, hd)),
+                        nn.qlinear(h, p["wv"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos)
+    outs = [q * 1.0, kc * 1.0, vc * 1.0]
+    exe = wr.compile(g, outputs=outs, device=backend)
+    ref = wr.compile(g, outputs=outs, device=ReferenceDevice())
+    for e in (exe, ref):
+        e.set_params(arrays)
+    for start in (0, 7, cap - 2):                     # the last start writes past the end
+        feeds = {"x": rand(1, s, k, seed=start), "pos": np.array([start], np.int32)}
+        for got, want in zip(exe.run(feeds), ref.run(feeds)):
+            np.testing.assert_allclose(got, want, rtol=0, atol=3e-4)
+    if backend.name != "reference":
+        names = [c.name for c in exe.plan({}).program.calls]
+        assert {"qgemv[rms_norm+rope]", "qgemv[rms_norm+rope+cache]",
+                "qgemv[rms_norm+cache]"} <= {n_.rsplit("_", 1)[0] for n_ in names}, names

@@ -29,6 +29,8 @@ class QGemv:
     """What a quantized GEMV (a qmatmul of at most GEMV_MAX_M rows) takes in besides x @ w."""
     up: int | None = None         # SWIGLU: the up-projection qmatmul: out = silu(this) * up
     res: int | None = None        # node id of a residual added to the result
+    rope: int | None = None       # the rope node over the (B, S, heads, hd) reshaped result
+    cache: int | None = None      # the cache_write node the result (or its rope) goes to
     last: int = -1                # the node whose value the fused kernel produces
 
 
@@ -159,9 +161,32 @@ def _qgemv_epilogue(s: _Scan, n: Node) -> None:
                 (other[0] < n.id or s.nodes[other[0]].op in SOURCES):
             q.res, cur = other[0], u
             s.found.absorbed.add(u)
+    if q.up is None and q.res is None:
+        cur = _rope_cache(s, cur, q)
     if cur != n.id:
         q.last = cur
         s.found.qgemv[n.id] = q
+
+
+def _rope_cache(s: _Scan, cur: int, q: QGemv) -> int:
+    """qmatmul -> reshape (B, S, heads, hd) -> [interleaved rope] -> [cache_write]: the GEMV
+    rotates its output pairs and writes the KV cache itself. Returns the new last node."""
+    r = s.only_user(cur)
+    if r is None or s.nodes[r].op != "reshape" or len(s.shapes[r]) != 4 or \
+            s.shapes[r][-1] % 2 or s.shapes[r][2] * s.shapes[r][3] != s.shapes[cur][-1]:
+        return cur
+    chain, nxt = [r], s.only_user(r)
+    if nxt is not None and s.nodes[nxt].op == "rope" and s.nodes[nxt].inputs[0] == r and \
+            s.nodes[nxt].attrs.get("interleaved"):
+        q.rope, chain, nxt = nxt, chain + [nxt], s.only_user(nxt)
+    if nxt is not None and s.nodes[nxt].op == "cache_write" and \
+            s.nodes[nxt].inputs[1] == chain[-1] and s.nodes[nxt].inputs[0] != chain[-1] and \
+            (q.rope is None or s.nodes[nxt].inputs[2] == s.nodes[q.rope].inputs[1]):
+        q.cache, chain = nxt, chain + [nxt]
+    if q.rope is None and q.cache is None:
+        return cur
+    s.found.absorbed.update(chain)
+    return chain[-1]
 
 
 PATTERNS: tuple[Callable[[_Scan, Node], None], ...] = (_matmul_epilogue, _residual_norm,

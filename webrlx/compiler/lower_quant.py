@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 
+from .. import dtype as dt
 from .. import quant
 from ..graph import Node
 from ..kernels import kernel
 from .emit import EmitContext
 from .fuse import GEMV_MAX_M, QGemv
+from .lower_decoder import rope_table
 from .lower_matmul import BIG_GRID
 from .program import Buf, Variant
 from .registry import lowering
@@ -73,21 +75,33 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
     x_id, w_id = node.inputs[0], node.inputs[1]
     fmt, n, k = node.attrs["format"], node.attrs["n"], node.attrs["k"]
     q = fused or QGemv(last=node.id)
-    out = L.temp(L.shape(q.last), node.dtype)
-    x = L.buf(prologue[0] if prologue else x_id)
-    bindings = {"x": x, "w": L.buf(w_id),
-                "w2": L.buf(L.graph.nodes[q.up].inputs[1]) if q.up is not None else L.dummy(1),
+    nodes = L.graph.nodes
+    cache = nodes[q.cache] if q.cache is not None else None
+    rope = nodes[q.rope] if q.rope is not None else None
+    # the result in place in the KV cache (the cache_write's value), or a new buffer
+    out = L.buf(cache.inputs[0]) if cache else L.temp(L.shape(q.last), node.dtype)
+    # (B, S, heads, hd): the reshaped result the rope / cache_write read
+    heads = L.shape(rope.id if rope else cache.inputs[1]) if (rope or cache) else (1, m, 1, n)
+    pos = rope.inputs[1] if rope else cache.inputs[2] if cache else None
+    bindings = {"x": L.buf(prologue[0] if prologue else x_id), "w": L.buf(w_id),
+                "w2": L.buf(nodes[q.up].inputs[1]) if q.up is not None else L.dummy(1),
                 "g": L.buf(prologue[1]) if prologue else L.dummy(2),
-                "res": L.buf(q.res) if q.res is not None else L.dummy(3), "out": out}
+                "res": L.buf(q.res) if q.res is not None else L.dummy(3),
+                "pos": L.buf(pos) if pos is not None else L.dummy(4),
+                "freq": L.const(rope_table(heads[-1], rope.attrs["base"]), dt.uint32)
+                if rope else L.dummy(5), "out": out}
     params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k),
-              "eps": prologue[2] if prologue else 0.0}
+              "eps": prologue[2] if prologue else 0.0, "hd": heads[-1], "S": heads[1],
+              "T": L.shape(cache.id)[2] if cache else 1}
     rows = min(m, GEMV_ROWS)
     overrides = {"Q8_0": fmt == "q8_0", "NORM": prologue is not None,
-                 "SWIGLU": q.up is not None, "RES": q.res is not None, "ROWS": rows}
+                 "SWIGLU": q.up is not None, "RES": q.res is not None, "ROPE": rope is not None,
+                 "CACHE": cache is not None, "ROWS": rows}
     gemv, first = kernel("quant/qgemv_fused", T=L.T(L.dtype(x_id))), gemv_tpr(n, k)
     grid = (-(-n // GEMV_RPW), -(-m // rows), 1)
     what = "+".join(["rms_norm"] * bool(prologue) + ["swiglu"] * (q.up is not None) +
-                    ["res"] * (q.res is not None))
+                    ["res"] * (q.res is not None) + ["rope"] * (rope is not None) +
+                    ["cache"] * (cache is not None))
     others = [Variant.of(f"qgemv[{what}]_{tpr}", gemv, grid, {**overrides, "TPR": tpr})
               for tpr in GEMV_TPR if tpr != first]
     L.emit(gemv, bindings, params, grid, {**overrides, "TPR": first},
