@@ -1,5 +1,5 @@
-// quantized GEMV for decode rows (M <= 4) and short prefills (M <= 64, 4 rows per workgroup
-// row): out[r, n] = x[r, :] . dequant(w)[n, :] (+ bias[n]).
+// quantized GEMV for decode rows (M <= 4) and prefills (M <= fuse.GEMV_MAX_M, 4 rows per
+// workgroup row): out[r, n] = x[r, :] . dequant(w)[n, :] (+ bias[n]).
 // w: the raw GGUF blocks of an (N, K) weight as u32 words, row-major (N rows of K/32 blocks);
 // Q4_1 (20-byte blocks: f16 d, f16 m, 16 bytes of nibbles) or Q8_0 (34 bytes: f16 d, 32 int8,
 // only 2-byte aligned). x [M, K] f32 or f16 (as vec4: K % 32 == 0), out [M, N] f32, math f32.

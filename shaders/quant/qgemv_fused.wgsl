@@ -1,5 +1,5 @@
-// quantized GEMV with its neighbours fused in (decode rows and short prefills, M <= 64), the
-// layer pattern of a Llama decoder, each an override:
+// quantized GEMV with its neighbours fused in (decode rows and prefills, M <=
+// fuse.GEMV_MAX_M), the layer pattern of a Llama decoder, each an override:
 //   NORM:   x is rms-normalized first: x[r] * g / sqrt(mean(x[r]^2) + eps) (the rms_norm
 //           before q/k/v and before gate/up);
 //   SWIGLU: two weights of one shape: out = silu(x . w) * (x . w2) (gate, up and their mul);
