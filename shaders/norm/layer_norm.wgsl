@@ -1,6 +1,7 @@
 // layer_norm / rms_norm over rows of a contiguous [rows, n] input, f32 math, corrected two
 // passes for accuracy: the mean m, then over d = x - m both sum(d) and sum(d^2); the mean is
-// refined to m + sum(d)/n and var = sum(d^2)/n - (sum(d)/n)^2 (Chan, Golub & LeVeque). With
+// refined to m + sum(d)/n (applied as (x - m) - sum(d)/n) and var = sum(d^2)/n - (sum(d)/n)^2
+// (Chan, Golub & LeVeque). With
 // eps=1e-12 a mean one ulp off turns a constant row into noise of order 0.1; the refined mean
 // is exact there, so such rows give 0 as in float64. y = norm(x + r) * w + b (r: fused residual).
 // bindings: 0 x, 1 r, 2 w, 3 b (dummies when HAS_RES / HAS_W / HAS_B are false), 4 out,
@@ -51,14 +52,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         q += d * d;
     }
     var var_ = reduce_sum(lid, q) / nf;
+    var shift = 0.0;
     if (!RMS) {
-        let shift = reduce_sum(lid, c) / nf;
-        mean += shift;
+        shift = reduce_sum(lid, c) / nf;
         var_ = max(var_ - shift * shift, 0.0);
     }
     let inv = inverseSqrt(var_ + p.eps);
     for (var j = t; j < n; j += tpr) {
-        var y = (load(base + j) - mean) * inv;
+        // (x - m) is exact for a near-constant row; subtracting the shift after it (not
+        // m + shift first) needs no exact division: NVIDIA's (2.5-ulp) one left rows one ulp
+        // off there, which eps=1e-12 turned into outputs up to 7.6
+        var y = ((load(base + j) - mean) - shift) * inv;
         if (HAS_W) { y *= f32(w[j]); }
         if (HAS_B) { y += f32(b[j]); }
         out[base + j] = {{T}}(y);
