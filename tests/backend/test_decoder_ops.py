@@ -107,7 +107,7 @@ def chunking(request, monkeypatch):
     adapter too): the decode kernel for few rows and many chunks merged by the combine."""
     if request.param == "as_gpu":
         from webrlx.compiler import lower_decoder
-        monkeypatch.setattr(lower_decoder, "_cpu_adapter", lambda L: False)
+        monkeypatch.setattr(lower_decoder, "cpu_adapter", lambda L: False)
     return request.param
 
 

@@ -46,7 +46,7 @@ def rope_table(d: int, base: float) -> np.ndarray:
     return out
 
 
-def _cpu_adapter(L: EmitContext) -> bool:
+def cpu_adapter(L: EmitContext) -> bool:
     """True on a software adapter (lavapipe/llvmpipe, SwiftShader): a few cores, where each
     workgroup costs a scheduling step even when it returns at once."""
     name = L.info.name.lower()
@@ -88,7 +88,7 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
     g = h // hkv
     items = s * g                                   # (row, head) pairs per kv head
     d4 = d // 4
-    cpu = _cpu_adapter(L)
+    cpu = cpu_adapter(L)
     # on a CPU adapter the row kernel wins from one row on (~20% on lavapipe, fewer lanes)
     prefill = ((items >= PREFILL_FROM_ITEMS or cpu) and d <= 64 and
                L.info.limit("max-compute-workgroup-storage-size", 16384) >= PREFILL_STORAGE)

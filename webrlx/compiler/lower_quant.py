@@ -10,7 +10,7 @@ from ..graph import Node
 from ..kernels import kernel
 from .emit import EmitContext
 from .fuse import GEMV_MAX_M, QGemv
-from .lower_decoder import rope_table
+from .lower_decoder import cpu_adapter, rope_table
 from .lower_matmul import BIG_GRID
 from .program import Buf, Variant
 from .registry import lowering
@@ -23,10 +23,13 @@ GEMV_TPR = (2, 4, 8, 16, 32)   # threads per weight row the autotuner tries (TPR
 GEMV_THREADS = 1 << 19         # default TPR: at most this many threads in all, and K / 16
 
 
-def gemv_tpr(n: int, k: int) -> int:
-    """The default threads per weight row (where the autotuner cannot time): enough threads to
-    fill a GPU, but per-thread costs dominate past that (on an H100, N = 49152 ran 2x slower
-    with 32 than with 8, while N = 576 ran best with 16 or 32)."""
+def gemv_tpr(n: int, k: int, cpu: bool = False) -> int:
+    """The default threads per weight row (where the autotuner cannot time, e.g. in the
+    browser): enough threads to fill a GPU, but per-thread costs dominate past that (on an
+    H100, N = 49152 ran 2x slower with 32 than with 8, while N = 576 ran best with 16 or 32).
+    On a CPU adapter (lavapipe, SwiftShader) 4: there 2..8 were within 10%, 32 ~2x slower."""
+    if cpu:
+        return 4 if 2 * 8 * 4 <= k else GEMV_TPR[0]
     fit = [t for t in GEMV_TPR if n * t <= GEMV_THREADS and 2 * 8 * t <= k]
     return max(fit, default=GEMV_TPR[0])
 
@@ -52,7 +55,7 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
              for r in (2, 1)}
     if m <= GEMV_MAX_M:       # GEMVs over row groups of up to 4 rows
         rows = min(m, GEMV_ROWS)
-        gemv, first = kernel("quant/qgemv", T=t), gemv_tpr(n, k)
+        gemv, first = kernel("quant/qgemv", T=t), gemv_tpr(n, k, cpu_adapter(L))
         grid = (-(-n // GEMV_RPW), -(-m // rows), 1)
         others = [Variant.of(f"qgemv_{tpr}", gemv, grid, {**overrides, "ROWS": rows, "TPR": tpr})
                   for tpr in GEMV_TPR if tpr != first]
@@ -97,7 +100,8 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
     overrides = {"Q8_0": fmt == "q8_0", "NORM": prologue is not None,
                  "SWIGLU": q.up is not None, "RES": q.res is not None, "ROPE": rope is not None,
                  "CACHE": cache is not None, "ROWS": rows}
-    gemv, first = kernel("quant/qgemv_fused", T=L.T(L.dtype(x_id))), gemv_tpr(n, k)
+    gemv, first = kernel("quant/qgemv_fused", T=L.T(L.dtype(x_id))), \
+        gemv_tpr(n, k, cpu_adapter(L))
     grid = (-(-n // GEMV_RPW), -(-m // rows), 1)
     what = "+".join(["rms_norm"] * bool(prologue) + ["swiglu"] * (q.up is not None) +
                     ["res"] * (q.res is not None) + ["rope"] * (rope is not None) +
