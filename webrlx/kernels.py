@@ -72,7 +72,8 @@ def _builtin_slots() -> dict[str, str]:
 
 def render(name: str, **slots: str) -> str:
     """Return shader `name` with every {{KEY}} replaced; the IEEE (NaN/inf), MATH (IEEE's
-    helpers too, and `activate`), ROW_REDUCE, VEC4_IO, NCHW, QBLOCKS and ROPE_TURN helpers are built in."""
+    helpers too, and `activate`), ROW_REDUCE, VEC4_IO, NCHW, QBLOCKS and ROPE_TURN helpers
+    are built in."""
     slots = {**_builtin_slots(), **slots}
     text = raw_shader(name)
     missing = sorted({m for m in _SLOT.findall(text) if m not in slots})
