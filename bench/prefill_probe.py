@@ -9,14 +9,14 @@ import time
 
 import numpy as np
 
-from webrlx.compiler import fuse, lower_quant
+from webrlx.compiler import fuse
 from webrlx.models import smollm2
 
 
 def main() -> None:
     results = {}
     for max_m in [int(a) for a in sys.argv[1:]] or [64, 128]:
-        fuse.GEMV_MAX_M = lower_quant.GEMV_MAX_M = max_m
+        fuse.GEMV_MAX_M = max_m
         lm = smollm2.load(capacity=512)
         prefill = [int(i) for i in np.random.default_rng(0).integers(100, 40000, 128)]
         lm.generate_ids(prefill, 2)

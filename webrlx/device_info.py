@@ -45,6 +45,13 @@ class DeviceInfo:
         return min(self.limit("max-storage-buffer-binding-size", 1 << 27), self.max_buffer_size)
 
     @property
+    def software(self) -> bool:
+        """A CPU adapter (lavapipe/llvmpipe, SwiftShader): a few cores, where each workgroup
+        costs a scheduling step even when it returns at once."""
+        name = self.name.lower()
+        return any(k in name for k in ("llvmpipe", "lavapipe", "swiftshader"))
+
+    @property
     def loop_cap(self) -> int | None:
         """Iterations after which the driver silently ends a shader's loop nest, if it does:
         llvmpipe (lavapipe) stops at 65,535."""

@@ -1,6 +1,7 @@
-// GGUF block decoding shared by the quantized GEMVs (quant/qgemv, quant/qgemv_fused): a "unit"
+// GGUF block decoding and row dots shared by the quantized GEMVs (quant/qgemv, quant/qgemv_fused): a "unit"
 // is 8 weights of one block of weight row n, dequantized in registers. The including shader
-// declares `wword(i)` (word i of the blocks), `p.K`, `p.nw` and the Q8_0 override.
+// declares `wword(i)` (word i of the blocks), `dot_unit(q, r)` (a unit's dot with x row r),
+// `p.K`, `p.nw` and the Q8_0 override.
 // 8 weights of a block: d * q + m at k0..k0+3 (lo) and k1..k1+3 (hi), k relative to the row
 struct Unit { lo: vec4<f32>, hi: vec4<f32>, d: f32, m: f32, k0: u32, k1: u32 }
 
@@ -39,4 +40,18 @@ fn load_unit(n: u32, u: u32) -> Unit {
         r.k1 = r.k0 + 16u;
     }
     return r;
+}
+
+// x rows of this workgroup that exist: r0 .. r0 + valid_rows(r0) - 1 (ROWS <= 4; uniform)
+fn valid_rows(r0: u32) -> u32 {
+    return min(ROWS, p.M - r0);
+}
+
+// a unit's dots with those rows, in x..w
+fn dot_rows(q: Unit, r0: u32, valid: u32) -> vec4<f32> {
+    var a = vec4<f32>(dot_unit(q, r0), 0.0, 0.0, 0.0);
+    if (valid > 1u) { a.y = dot_unit(q, r0 + 1u); }
+    if (valid > 2u) { a.z = dot_unit(q, r0 + 2u); }
+    if (valid > 3u) { a.w = dot_unit(q, r0 + 3u); }
+    return a;
 }

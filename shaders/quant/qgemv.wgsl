@@ -55,17 +55,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let t = tid % TPR;
     let n = wid.x * RPW + tid / TPR;
     let r0 = wid.y * ROWS;                  // this workgroup's first x row
-    let has1 = ROWS > 1u && r0 + 1u < p.M;  // (uniform per workgroup)
-    let has2 = ROWS > 2u && r0 + 2u < p.M;
-    let has3 = ROWS > 3u && r0 + 3u < p.M;
+    let valid = valid_rows(r0);
     var acc = vec4<f32>(0.0);
     if (n < p.N) {
         for (var u = t; u < p.K / 8u; u += TPR) {
-            let q = load_unit(n, u);
-            acc.x += dot_unit(q, r0);
-            if (has1) { acc.y += dot_unit(q, r0 + 1u); }
-            if (has2) { acc.z += dot_unit(q, r0 + 2u); }
-            if (has3) { acc.w += dot_unit(q, r0 + 3u); }
+            acc += dot_rows(load_unit(n, u), r0, valid);
         }
     }
     red[tid] = acc;
@@ -77,8 +71,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (HAS_BIAS) { b = bias[n]; }
         let o = r0 * p.N + n;
         out[o] = s.x + b;
-        if (has1) { out[o + p.N] = s.y + b; }
-        if (has2) { out[o + 2u * p.N] = s.z + b; }
-        if (has3) { out[o + 3u * p.N] = s.w + b; }
+        if (valid > 1u) { out[o + p.N] = s.y + b; }
+        if (valid > 2u) { out[o + 2u * p.N] = s.z + b; }
+        if (valid > 3u) { out[o + 3u * p.N] = s.w + b; }
     }
 }

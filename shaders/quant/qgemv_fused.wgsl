@@ -80,18 +80,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let t = tid % TPR;
     let n = wid.x * RPW + tid / TPR;
     let r0 = wid.y * ROWS;                  // this workgroup's first x row
-    let has1 = ROWS > 1u && r0 + 1u < p.M;  // (uniform per workgroup)
-    let has2 = ROWS > 2u && r0 + 2u < p.M;
-    let has3 = ROWS > 3u && r0 + 3u < p.M;
+    let valid = valid_rows(r0);
     if (NORM) {                             // sum of squares of the rows, then 1/rms
         var sq = vec4<f32>(0.0);
         let k4 = p.K / 4u;
         for (var j = tid; j < k4; j += RPW * TPR) {
             let a = vec4<f32>(x[r0 * k4 + j]);
             sq.x += dot(a, a);
-            if (has1) { let b = vec4<f32>(x[(r0 + 1u) * k4 + j]); sq.y += dot(b, b); }
-            if (has2) { let b = vec4<f32>(x[(r0 + 2u) * k4 + j]); sq.z += dot(b, b); }
-            if (has3) { let b = vec4<f32>(x[(r0 + 3u) * k4 + j]); sq.w += dot(b, b); }
+            for (var i = 1u; i < valid; i++) {
+                let b = vec4<f32>(x[(r0 + i) * k4 + j]);
+                sq[i] += dot(b, b);
+            }
         }
         red[tid] = sq;
         workgroupBarrier();
@@ -108,18 +107,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (n < p.N) {
         for (var u = t; u < p.K / 8u; u += TPR) {
             second = false;
-            let q = load_unit(n, u);
-            acc.x += dot_unit(q, r0);
-            if (has1) { acc.y += dot_unit(q, r0 + 1u); }
-            if (has2) { acc.z += dot_unit(q, r0 + 2u); }
-            if (has3) { acc.w += dot_unit(q, r0 + 3u); }
+            acc += dot_rows(load_unit(n, u), r0, valid);
             if (SWIGLU) {
                 second = true;
-                let q2 = load_unit(n, u);
-                acc2.x += dot_unit(q2, r0);
-                if (has1) { acc2.y += dot_unit(q2, r0 + 1u); }
-                if (has2) { acc2.z += dot_unit(q2, r0 + 2u); }
-                if (has3) { acc2.w += dot_unit(q2, r0 + 3u); }
+                acc2 += dot_rows(load_unit(n, u), r0, valid);
             }
         }
     }
@@ -163,7 +154,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (t == 0u && n < p.N) {
         let o = r0 * p.N + n;
         for (var i = 0u; i < 4u; i++) {
-            if (i == 0u || (i == 1u && has1) || (i == 2u && has2) || (i == 3u && has3)) {
+            if (i < valid) {
                 var e = v[i];
                 if (RES) { e += res[o + i * p.N]; }
                 if (CACHE) {

@@ -78,6 +78,7 @@ class EmitContext:
         self.values: dict[int, Buf] = {}
         self.lazy: dict[int, Lazy] = {}
         self.consts: list[Buf] = []
+        self.tables: dict[tuple, Buf] = {}       # read-only consts shared by calls (rope)
         self.node = -1
         self._dummies: list[Buf] = []
 
@@ -202,6 +203,22 @@ class EmitContext:
     def over_limit(self, *bufs: Buf | None) -> bool:
         """True when a buffer is bigger than one binding may be (kernels must bind windows)."""
         return any(b is not None and b.nbytes > self.limit for b in bufs)
+
+    def place(self, spans: Mapping[str, tuple[str, Buf, int, int, int]]
+              ) -> tuple[dict[str, split.Window], dict[str, int]]:
+        """Windows and offset params of one piece of a split kernel (split.py).
+
+        spans: binding -> (its offset param, buffer, first element, end element, item size).
+        A buffer over the binding limit gets a window holding [first, end) and its offset
+        param counts from the window's start; the others are bound whole at `first`."""
+        wins: dict[str, split.Window] = {}
+        offs: dict[str, int] = {}
+        for binding, (param, buf, lo, hi, isz) in spans.items():
+            offs[param] = lo
+            if self.over_limit(buf):
+                wins[binding] = split.window(buf.nbytes, lo * isz, hi * isz, self.align)
+                offs[param] -= wins[binding].shift(isz)
+        return wins, offs
 
     def check_loop(self, node: Any, iterations: int) -> None:
         """Refuse a kernel whose threads would loop more often than the driver allows (it

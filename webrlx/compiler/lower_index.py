@@ -47,14 +47,9 @@ def _gather(L: EmitContext, node: Node) -> Buf:
         if L.over_limit(idx, out) else [(0, nj)]
     for j0, j1 in ids or [(0, nj)]:
         for v0, v1 in tables or [(0, d)]:
-            offs, wins = {"x_off": v0 * inner, "idx_off": j0, "out_off": j0 * inner}, {}
-            for name, buf, lo, hi, size, off in (
-                    ("x", x, v0 * inner, v1 * inner, isz, "x_off"),
-                    ("idx", idx, j0, j1, 4, "idx_off"),
-                    ("out", out, j0 * inner, j1 * inner, isz, "out_off")):
-                if L.over_limit(buf):
-                    wins[name] = split.window(buf.nbytes, lo * size, hi * size, L.align)
-                    offs[off] -= wins[name].shift(size)
+            wins, offs = L.place({"x": ("x_off", x, v0 * inner, v1 * inner, isz),
+                                  "idx": ("idx_off", idx, j0, j1, 4),
+                                  "out": ("out_off", out, j0 * inner, j1 * inner, isz)})
             total = (j1 - j0) * inner
             L.emit(k, {"x": x, "idx": idx, "out": out},
                    {"total": total, "nj": j1 - j0, "inner": inner, "d": v1 - v0, "k_lo": v0,

@@ -97,17 +97,14 @@ def _row_pieces(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     m, n, k = mnk
     isz = L.itemsize(dtype)
     ranges = split.row_ranges(m, [k * isz, n * isz], L.limit, L.align, exact=False) \
-        if L.over_limit(a, out) else [(0, m)]
-    for r0, r1 in ranges or [(0, m)]:
-        offs, wins = {"a_off": r0 * k, "b_off": b_off, "c_off": r0 * n}, {}
+        if L.over_limit(a, out) else None
+    for r0, r1 in ranges or [(0, m)]:      # (None: one row is too big; the check says so)
+        wins, offs = L.place({"A": ("a_off", a, r0 * k, r1 * k, isz),
+                              "C": ("c_off", out, r0 * n, r1 * n, isz)})
         if b_win is not None:
             wins["B"] = b_win
-        for name, buf, row, off in (("A", a, k, "a_off"), ("C", out, n, "c_off")):
-            if L.over_limit(buf) and ranges is not None:
-                wins[name] = split.window(buf.nbytes, r0 * row * isz, r1 * row * isz, L.align)
-                offs[off] -= wins[name].shift(isz)
-        _emit_kernel(L, a, b, bias, out, (r1 - r0, n, k, 1), (0, 0), dtype, acc_t, act, offs,
-                     wins)
+        _emit_kernel(L, a, b, bias, out, (r1 - r0, n, k, 1), (0, 0), dtype, acc_t, act,
+                     {**offs, "b_off": b_off}, wins)
 
 
 def _sum_parts(L: EmitContext, parts: list[Buf], bias: Buf | None, out: Buf,

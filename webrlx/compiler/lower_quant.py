@@ -3,14 +3,15 @@ split-K GEMV for decode rows or a block-tiled matmul for prefill, and qgather.""
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from .. import dtype as dt
 from .. import quant
 from ..graph import Node
-from ..kernels import kernel
+from ..kernels import Kernel, kernel
 from .emit import EmitContext
-from .fuse import GEMV_MAX_M, QGemv
-from .lower_decoder import cpu_adapter, rope_table
+from . import fuse
+from .fuse import QGemv
+from .lower_decoder import cpu_adapter, rope_freq
 from .lower_matmul import BIG_GRID
 from .program import Buf, Variant
 from .registry import lowering
@@ -53,16 +54,9 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     tiles = {r: Variant.of(f"qmatmul_{64 * r}", kernel("quant/qmatmul_tiled", T=t, R=str(r)),
                            (-(-n // (64 * r)), -(-m // (64 * r)), 1), overrides)
              for r in (2, 1)}
-    if m <= GEMV_MAX_M:       # GEMVs over row groups of up to 4 rows
-        rows = min(m, GEMV_ROWS)
-        gemv, first = kernel("quant/qgemv", T=t), gemv_tpr(n, k, cpu_adapter(L))
-        grid = (-(-n // GEMV_RPW), -(-m // rows), 1)
-        others = [Variant.of(f"qgemv_{tpr}", gemv, grid, {**overrides, "ROWS": rows, "TPR": tpr})
-                  for tpr in GEMV_TPR if tpr != first]
-        if m > GEMV_ROWS:
-            others += [tiles[1], tiles[2]]
-        L.emit(gemv, bindings, params, grid, {**overrides, "ROWS": rows, "TPR": first},
-               name=f"qgemv_{first}", variants=others, tune_key=f"qgemv {fmt}/{t} {m}x{n}x{k}")
+    if m <= fuse.GEMV_MAX_M:  # GEMVs over row groups of up to 4 rows
+        _emit_gemv(L, kernel("quant/qgemv", T=t), "qgemv", bindings, params, overrides,
+                   [tiles[1], tiles[2]] if m > GEMV_ROWS else [], f"qgemv {fmt}/{t}")
     else:
         first = 2 if -(-m // 128) * -(-n // 128) >= BIG_GRID else 1
         pick, other = tiles[first], tiles[3 - first]
@@ -91,28 +85,37 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
                 "g": L.buf(prologue[1]) if prologue else L.dummy(2),
                 "res": L.buf(q.res) if q.res is not None else L.dummy(3),
                 "pos": L.buf(pos) if pos is not None else L.dummy(4),
-                "freq": L.const(rope_table(heads[-1], rope.attrs["base"]), dt.uint32)
-                if rope else L.dummy(5), "out": out}
+                "freq": rope_freq(L, heads[-1], rope.attrs["base"]) if rope else L.dummy(5),
+                "out": out}
     params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k),
               "eps": prologue[2] if prologue else 0.0, "hd": heads[-1], "S": heads[1],
               "T": L.shape(cache.id)[2] if cache else 1}
-    rows = min(m, GEMV_ROWS)
     overrides = {"Q8_0": fmt == "q8_0", "NORM": prologue is not None,
                  "SWIGLU": q.up is not None, "RES": q.res is not None, "ROPE": rope is not None,
-                 "CACHE": cache is not None, "ROWS": rows}
-    gemv, first = kernel("quant/qgemv_fused", T=L.T(L.dtype(x_id))), \
-        gemv_tpr(n, k, cpu_adapter(L))
-    grid = (-(-n // GEMV_RPW), -(-m // rows), 1)
+                 "CACHE": cache is not None}
     what = "+".join(["rms_norm"] * bool(prologue) + ["swiglu"] * (q.up is not None) +
                     ["res"] * (q.res is not None) + ["rope"] * (rope is not None) +
                     ["cache"] * (cache is not None))
-    others = [Variant.of(f"qgemv[{what}]_{tpr}", gemv, grid, {**overrides, "TPR": tpr})
-              for tpr in GEMV_TPR if tpr != first]
-    L.emit(gemv, bindings, params, grid, {**overrides, "TPR": first},
-           name=f"qgemv[{what}]_{first}", variants=others,
-           tune_key=f"qgemv_fused {what} {fmt}/{L.T(L.dtype(x_id))} {m}x{n}x{k}")
+    t = L.T(L.dtype(x_id))
+    _emit_gemv(L, kernel("quant/qgemv_fused", T=t), f"qgemv[{what}]", bindings, params,
+               overrides, [], f"qgemv_fused {what} {fmt}/{t}")
     L.values[q.last] = out
     return out
+
+
+def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf],
+               params: dict[str, Any], overrides: dict[str, Any], extra: list[Variant],
+               tune: str) -> None:
+    """Emit a quantized GEMV (params M, N, K) over row groups of up to GEMV_ROWS rows, the
+    default threads per weight row first and the other TPRs (and `extra`) as variants."""
+    m, n, k = params["M"], params["N"], params["K"]
+    rows = min(m, GEMV_ROWS)
+    first = gemv_tpr(n, k, cpu_adapter(L))
+    grid = (-(-n // GEMV_RPW), -(-m // rows), 1)
+    others = [Variant.of(f"{name}_{tpr}", gemv, grid, {**overrides, "ROWS": rows, "TPR": tpr})
+              for tpr in GEMV_TPR if tpr != first]
+    L.emit(gemv, bindings, params, grid, {**overrides, "ROWS": rows, "TPR": first},
+           name=f"{name}_{first}", variants=others + extra, tune_key=f"{tune} {m}x{n}x{k}")
 
 
 @lowering("qgather")

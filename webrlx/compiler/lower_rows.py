@@ -64,29 +64,21 @@ def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: floa
     name, op = f"reduce[{node.op}]", {"OP": _REDUCE_OP[node.op]}
     k = _reduce_kernel(L, x_dtype, node)
     xs, os = L.itemsize(x_dtype), L.itemsize(node.dtype)
-    too_long = n > ROW_RUN
-    if too_long and node.op == "argmax":     # (index bookkeeping across pieces: not yet)
+    too_long = n > ROW_RUN                  # (one workgroup per row: see ROW_RUN)
+    if too_long and node.op == "argmax":
         L.check_loop(node, -(-n // 256))
-    if (too_long and node.op == "argmax") or not (too_long or L.over_limit(x, out)):
-        L.emit(k, {"x": x, "out": out}, {"rows": rows, "n": n, "x_off": 0, "out_off": 0,
-                                         "scale": scale}, L.grid(rows, 1), op, name=name)
-        return
-    ranges = None if too_long else \
-        split.row_ranges(rows, [n * xs, os], L.limit, L.align, exact=False)
+    ranges = None
+    if not too_long:
+        ranges = split.row_ranges(rows, [n * xs, os], L.limit, L.align, exact=False) \
+            if L.over_limit(x, out) else [(0, rows)]
+    if ranges is None and node.op == "argmax":   # (index bookkeeping across pieces: not yet;
+        ranges = [(0, rows)]                     # over the limit, check_binding_limits says so)
     if ranges is not None:
         for r0, r1 in ranges:
-            wins, offs = {}, {"x_off": r0 * n, "out_off": r0}
-            for name_, buf, lo, hi, isz, off in (("x", x, r0 * n, r1 * n, xs, "x_off"),
-                                                 ("out", out, r0, r1, os, "out_off")):
-                if L.over_limit(buf):
-                    wins[name_] = split.window(buf.nbytes, lo * isz, hi * isz, L.align)
-                    offs[off] -= wins[name_].shift(isz)
+            wins, offs = L.place({"x": ("x_off", x, r0 * n, r1 * n, xs),
+                                  "out": ("out_off", out, r0, r1, os)})
             L.emit(k, {"x": x, "out": out}, {"rows": r1 - r0, "n": n, **offs, "scale": scale},
                    L.grid(r1 - r0, 1), op, name=name, windows=wins)
-        return
-    if node.op == "argmax":                 # (index bookkeeping across pieces: not yet)
-        L.emit(k, {"x": x, "out": out}, {"rows": rows, "n": n, "x_off": 0, "out_off": 0,
-                                         "scale": scale}, L.grid(rows, 1), op, name=name)
         return
     # rows too long for one binding or one workgroup: column pieces, then their results
     cols = split.row_ranges(n, [xs], min(L.limit, ROW_RUN * xs + L.align + 16), L.align,
@@ -98,12 +90,10 @@ def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: floa
     partial = L.temp((rows, len(cols)), node.dtype)     # stage 1: one value per piece
     for r in range(rows):
         for j, (c0, c1) in enumerate(cols):
-            w = split.window(x.nbytes, (r * n + c0) * xs, (r * n + c1) * xs, L.align) \
-                if L.over_limit(x) else split.Window(0, 0)
+            wins, offs = L.place({"x": ("x_off", x, r * n + c0, r * n + c1, xs)})
             L.emit(k, {"x": x, "out": partial},
-                   {"rows": 1, "n": c1 - c0, "x_off": r * n + c0 - w.shift(xs),
-                    "out_off": r * len(cols) + j, "scale": 1.0},
-                   (1, 1, 1), op, name=name, windows={"x": w} if w.size else {})
+                   {"rows": 1, "n": c1 - c0, **offs, "out_off": r * len(cols) + j,
+                    "scale": 1.0}, (1, 1, 1), op, name=name, windows=wins)
     # stage 2: the pieces' values (a sum's partial sums, a max's maxima), scaled for a mean
     reduce_rows(L, partial, out, rows, len(cols), scale, node.dtype, node)
 
