@@ -1,43 +1,46 @@
-// GGUF block decoding and row dots shared by the quantized GEMVs (quant/qgemv, quant/qgemv_fused): a "unit"
-// is 8 weights of one block of weight row n, dequantized in registers. The including shader
-// declares `wword(i)` (word i of the blocks), `dot_unit(q, r)` (a unit's dot with x row r),
-// `p.K`, `p.nw` and the Q8_0 override.
-// 8 weights of a block: d * q + m at k0..k0+3 (lo) and k1..k1+3 (hi), k relative to the row
-struct Unit { lo: vec4<f32>, hi: vec4<f32>, d: f32, m: f32, k0: u32, k1: u32 }
+// GGUF block decoding and row dots shared by the quantized GEMVs (quant/qgemv,
+// quant/qgemv_fused): a "unit" is 8 weights of one block of weight row n, dequantized in
+// registers. The including shader declares `wword(i, second)` (word i of the blocks; second:
+// the second weight of a fused kernel, a constant at each call), `x_vec(r, k4)`
+// (x row r's k4-th vec4, as f32), `p.M`, `p.K`, `p.nw` and the Q8_0 and ROWS overrides.
+// 8 weights of a block: d * q + m at k0..k0+3 (lo) and k1..k1+3 (hi) (unit_k)
+struct Unit { lo: vec4<f32>, hi: vec4<f32>, d: f32, m: f32 }
 
+// shifts by constants throughout: CPU adapters (lavapipe, SwiftShader) run lanes as SIMD and
+// scalarize a vec4 shifted by per-component amounts
 fn int8x4(q: u32) -> vec4<f32> {
-    return vec4<f32>((vec4<i32>(bitcast<i32>(q)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+    let v = bitcast<i32>(q);
+    return vec4<f32>(f32((v << 24u) >> 24u), f32((v << 16u) >> 24u), f32((v << 8u) >> 24u),
+                     f32(v >> 24u));
 }
 
-// unit u (0 .. K/8) of weight row n
-fn load_unit(n: u32, u: u32) -> Unit {
-    let kb = u / 4u;
-    let part = u % 4u;
-    let b = n * (p.K / 32u) + kb;
+// unit u (0 .. K/8) of weight row n (of the second weight if `second`)
+fn load_unit(n: u32, u: u32, second: bool) -> Unit {
+    let kb = u >> 2u;
+    let part = u & 3u;
+    let b = n * (p.K >> 5u) + kb;
     var r: Unit;
     if (Q8_0) {
         let start = b * 34u;                          // bytes
-        r.d = unpack2x16float(wword(start / 4u) >> ((start & 2u) * 8u)).x;
+        r.d = unpack2x16float(wword(start / 4u, second) >> ((start & 2u) * 8u)).x;
         r.m = 0.0;
         let s = start + 2u + part * 8u;               // first of 8 int8, 2- or 4-byte aligned
         let a = s / 4u;
         let sh = (s & 2u) * 8u;                       // 0 or 16; (v << 16) << (16 - sh) is 0 at 0
-        let w0 = wword(a);
-        let w1 = wword(a + 1u);
-        let w2 = wword(min(a + 2u, p.nw - 1u));
+        let w0 = wword(a, second);
+        let w1 = wword(a + 1u, second);
+        let w2 = wword(min(a + 2u, p.nw - 1u), second);
         r.lo = int8x4((w0 >> sh) | ((w1 << 16u) << (16u - sh)));
         r.hi = int8x4((w1 >> sh) | ((w2 << 16u) << (16u - sh)));
-        r.k0 = kb * 32u + part * 8u;
-        r.k1 = r.k0 + 4u;
     } else {
-        let dm = unpack2x16float(wword(b * 5u));
-        let q = vec4<u32>(wword(b * 5u + 1u + part));
-        r.lo = vec4<f32>((q >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u));
-        r.hi = vec4<f32>((q >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u));
+        let dm = unpack2x16float(wword(b * 5u, second));
+        let q = wword(b * 5u + 1u + part, second);
+        r.lo = vec4<f32>(f32(q & 15u), f32((q >> 8u) & 15u), f32((q >> 16u) & 15u),
+                         f32((q >> 24u) & 15u));
+        r.hi = vec4<f32>(f32((q >> 4u) & 15u), f32((q >> 12u) & 15u), f32((q >> 20u) & 15u),
+                         f32(q >> 28u));
         r.d = dm.x;
         r.m = dm.y;
-        r.k0 = kb * 32u + part * 4u;
-        r.k1 = r.k0 + 16u;
     }
     return r;
 }
@@ -47,11 +50,39 @@ fn valid_rows(r0: u32) -> u32 {
     return min(ROWS, p.M - r0);
 }
 
-// a unit's dots with those rows, in x..w
-fn dot_rows(q: Unit, r0: u32, valid: u32) -> vec4<f32> {
-    var a = vec4<f32>(dot_unit(q, r0), 0.0, 0.0, 0.0);
-    if (valid > 1u) { a.y = dot_unit(q, r0 + 1u); }
-    if (valid > 2u) { a.z = dot_unit(q, r0 + 2u); }
-    if (valid > 3u) { a.w = dot_unit(q, r0 + 3u); }
+// where unit u's 8 weights sit in a row: k0..k0+3 and k1..k1+3 (as load_unit's k0, k1)
+fn unit_k(u: u32) -> vec2<u32> {
+    let k0 = (u >> 2u) * 32u + (u & 3u) * select(4u, 8u, Q8_0);
+    return vec2<u32>(k0, k0 + select(16u, 4u, Q8_0));
+}
+
+// the x values that unit u meets, for the rows r0 .. r0 + valid - 1 (a..: k0.., b..: k1..,
+// s: the sum of a row's 8 values, for Q4_1's offset). Loaded once per unit and shared by every
+// weight row of a thread (RPT): on CPU adapters loads, not math, are the cost (SwiftShader
+// splits each vec4 load of a lane-varying index into 16 scalar loads).
+struct XUnit { a0: vec4<f32>, a1: vec4<f32>, a2: vec4<f32>, a3: vec4<f32>,
+               b0: vec4<f32>, b1: vec4<f32>, b2: vec4<f32>, b3: vec4<f32>, s: vec4<f32> }
+
+fn load_x(u: u32, r0: u32, valid: u32) -> XUnit {
+    let k = unit_k(u) >> vec2<u32>(2u);                 // vec4 indices in a row
+    let one = vec4<f32>(1.0);
+    var v: XUnit;
+    v.a0 = x_vec(r0, k.x);
+    v.b0 = x_vec(r0, k.y);
+    v.s.x = dot(v.a0 + v.b0, one);
+    if (ROWS > 1u && valid > 1u) { v.a1 = x_vec(r0 + 1u, k.x); v.b1 = x_vec(r0 + 1u, k.y); v.s.y = dot(v.a1 + v.b1, one); }
+    if (ROWS > 2u && valid > 2u) { v.a2 = x_vec(r0 + 2u, k.x); v.b2 = x_vec(r0 + 2u, k.y); v.s.z = dot(v.a2 + v.b2, one); }
+    if (ROWS > 3u && valid > 3u) { v.a3 = x_vec(r0 + 3u, k.x); v.b3 = x_vec(r0 + 3u, k.y); v.s.w = dot(v.a3 + v.b3, one); }
+    return v;
+}
+
+// a unit's dots with those rows, in x..w: d * (q . x) + m * sum(x) (the offset folded out)
+fn dot_rows(q: Unit, v: XUnit, valid: u32) -> vec4<f32> {
+    var a = vec4<f32>(dot(q.lo, v.a0) + dot(q.hi, v.b0), 0.0, 0.0, 0.0);
+    if (ROWS > 1u && valid > 1u) { a.y = dot(q.lo, v.a1) + dot(q.hi, v.b1); }
+    if (ROWS > 2u && valid > 2u) { a.z = dot(q.lo, v.a2) + dot(q.hi, v.b2); }
+    if (ROWS > 3u && valid > 3u) { a.w = dot(q.lo, v.a3) + dot(q.hi, v.b3); }
+    a *= q.d;
+    if (!Q8_0) { a += q.m * v.s; }
     return a;
 }

@@ -4,26 +4,39 @@
 // Q4_1 (20-byte blocks: f16 d, f16 m, 16 bytes of nibbles) or Q8_0 (34 bytes: f16 d, 32 int8,
 // only 2-byte aligned). x [M, K] f32 or f16 (as vec4: K % 32 == 0), out [M, N] f32, math f32.
 // bindings: 0 x, 1 w, 2 bias [N] (a dummy when HAS_BIAS is false), 3 out, 4 params.
-// grid: (ceil(N / RPW), ceil(M / ROWS), 1); a workgroup = RPW (8) weight rows x TPR threads
-// splitting K, for x rows wid.y * ROWS ..+ROWS (past M: skipped). For short prefills this beats
-// the tiled kernel (quant/qmatmul_tiled.wgsl), whose 64-row tiles are mostly empty there: on
-// lavapipe a 16-row prefill of SmolLM2 spent 6.9 s in 210 tiled calls (33 ms each at
-// N = 1536, K = 576); both go to the autotuner.
+// grid: (ceil(N / (RPW * RPT)), ceil(M / ROWS), 1); a workgroup = RPW (8) x RPT weight rows
+// x TPR threads splitting K, for x rows wid.y * ROWS ..+ROWS (past M: skipped). For short
+// prefills this beats the tiled kernel (quant/qmatmul_tiled.wgsl), whose 64-row tiles are
+// mostly empty there: on lavapipe a 16-row prefill of SmolLM2 spent 6.9 s in 210 tiled calls
+// (33 ms each at N = 1536, K = 576); both go to the autotuner.
 // A thread takes units of 8 weights (one nibble word of Q4_1, two int8 words of Q8_0), strided
 // by TPR along the row so neighbouring threads read neighbouring words, dequantizes them in
-// registers and dots them with x for all M rows (the weight is read once for every row), then
-// the TPR partial sums of a row meet in workgroup memory.
+// registers and dots them with x for all M rows (the weight is read once for every row), for
+// each of its RPT weight rows (the unit's x loaded once for all of them); then the TPR partial
+// sums of a row meet in workgroup memory.
 // Limits: on GPUs, per-thread fixed costs (index math, the reduction, the write) once N * TPR
 // threads pass what the GPU holds, and latency below that: on an H100 (Vulkan) N = 49152,
 // K = 576 runs in 21 us (Q4_1, 850 GB/s of blocks; f32 x @ w: 59 us), small shapes in ~7 us.
-// On lavapipe (CPU SIMD lanes) not the decoding (below), most likely the per-lane gathered
-// loads of w and x words. So TPR is an override the autotuner picks per shape (2..32; the
-// lowering's default aims at ~2^19 threads): on the H100 N = 49152 ran best at 8 (32: 2x
-// slower) and N = 576 at 16 or 32; on lavapipe 2..8 are within 10% and 32 is ~2x slower.
-// Tried: RPW 4 / 8 / 32 (no difference on lavapipe); a thread taking whole blocks (no gain);
-// unpack4x8unorm decoding with the scale folded (no gain on lavapipe: decoding ALU is not the
-// limit). Q4_1's offset is folded out of the dot (d * q.x + m * sum(x)). Subgroups would only
-// replace the final reduction; f16 math would cost accuracy and save no bytes.
+// So TPR is an override the autotuner picks per shape (2..32; the lowering's default aims at
+// ~2^19 threads): on the H100 N = 49152 ran best at 8 (32: 2x slower) and N = 576 at 16 or 32.
+// CPU adapters (lavapipe, SwiftShader) run 4..8 lanes as SIMD and take both sides of every
+// branch that is not a constant: there the cost is instructions per unit, not bytes. Measured
+// as 20 chained 1536x1536 Q4_1 GEMVs, one executable, ms per GEMV (M = 1 / M = 4):
+//   TPR 4, RPT 1, row checks `valid > i`:  SwiftShader 30 / 26, lavapipe 3.0 / 7.8
+//   TPR 1, RPT 8 (x loads shared):          SwiftShader 11.8,    lavapipe 1.8
+//   + row checks `ROWS > i && valid > i` (constant-folded when M = 1): SwiftShader 6.9
+//   + nibbles shifted by constants (a vec4 shifted by per-component amounts is scalarized):
+//     SwiftShader 5.8 / 9.8, lavapipe 1.6 / 2.2.
+// A whole SmolLM2 step on SwiftShader went from 4.2 s to 0.44 s (prefill of 32: 15 -> 3.9 s);
+// on lavapipe from 0.26 to 0.13 s (prefill of 32: 3.1 -> 0.7 s). Hence RPT = 8, TPR = 1 is the
+// CPU default (lower_quant.gemv_shape). No difference on SwiftShader: x or w loads replaced by
+// constants (so not bandwidth), no barrier at all, accumulators as an array vs named, the weight
+// transposed to [K/32][5 words][N] so lanes read neighbouring words (SwiftShader ~1.4x, lavapipe
+// 2x slower).
+// Tried before: RPW 4 / 8 / 32 (no difference on lavapipe); a thread taking whole blocks (no
+// gain); unpack4x8unorm decoding with the scale folded (no gain on lavapipe). Q4_1's offset is
+// folded out of the dot (d * q.x + m * sum(x)). Subgroups would only replace the final
+// reduction; f16 math would cost accuracy and save no bytes.
 struct Params { M: u32, N: u32, K: u32, nw: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
 @group(0) @binding(1) var<storage, read_write> w: array<u32>;
@@ -34,45 +47,68 @@ struct Params { M: u32, N: u32, K: u32, nw: u32 }
 override Q8_0: bool = false;      // false: Q4_1
 override HAS_BIAS: bool = false;
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4 (M when M <= 4)
-override TPR: u32 = 8u;           // threads per weight row: a power of two, 2..32
+override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32
+override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x loads shared)
 const RPW: u32 = 8u;              // weight rows per workgroup
 var<workgroup> red: array<vec4<f32>, 256>;   // a partial sum per thread, x rows in x..w
 
-fn wword(i: u32) -> u32 { return w[i]; }
+fn wword(i: u32, second: bool) -> u32 { return w[i]; }
+fn x_vec(r: u32, k4: u32) -> vec4<f32> { return vec4<f32>(x[r * (p.K >> 2u) + k4]); }
 {{QBLOCKS}}
-// this unit's contribution to x row r . weight row
-fn dot_unit(q: Unit, r: u32) -> f32 {     // r: the x row
-    let base = r * (p.K / 4u);
-    let xa = vec4<f32>(x[base + q.k0 / 4u]);
-    let xb = vec4<f32>(x[base + q.k1 / 4u]);
-    var s = q.d * (dot(q.lo, xa) + dot(q.hi, xb));
-    if (!Q8_0) { s += q.m * dot(xa + xb, vec4<f32>(1.0)); }
-    return s;
+
+fn row_dot(n: u32, u: u32, v: XUnit, valid: u32) -> vec4<f32> {
+    if (n < p.N) { return dot_rows(load_unit(n, u, false), v, valid); }
+    return vec4<f32>(0.0);
 }
 
 @compute @workgroup_size(RPW * TPR)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let t = tid % TPR;
-    let n = wid.x * RPW + tid / TPR;
+    let n0 = wid.x * RPW * RPT + tid / TPR; // this thread's weight rows: n0 + j * RPW, j < RPT
     let r0 = wid.y * ROWS;                  // this workgroup's first x row
     let valid = valid_rows(r0);
-    var acc = vec4<f32>(0.0);
-    if (n < p.N) {
-        for (var u = t; u < p.K / 8u; u += TPR) {
-            acc += dot_rows(load_unit(n, u), r0, valid);
+    // RPT named accumulators, not an array: a dynamically indexed array lives in memory
+    var a0 = vec4<f32>(0.0);
+    var a1 = vec4<f32>(0.0);
+    var a2 = vec4<f32>(0.0);
+    var a3 = vec4<f32>(0.0);
+    var a4 = vec4<f32>(0.0);
+    var a5 = vec4<f32>(0.0);
+    var a6 = vec4<f32>(0.0);
+    var a7 = vec4<f32>(0.0);
+    if (n0 < p.N) {
+        for (var u = t; u < (p.K >> 3u); u += TPR) {
+            let v = load_x(u, r0, valid);
+            a0 += dot_rows(load_unit(n0, u, false), v, valid);
+            if (RPT > 1u) { a1 += row_dot(n0 + RPW, u, v, valid); }
+            if (RPT > 2u) { a2 += row_dot(n0 + 2u * RPW, u, v, valid); }
+            if (RPT > 3u) { a3 += row_dot(n0 + 3u * RPW, u, v, valid); }
+            if (RPT > 4u) { a4 += row_dot(n0 + 4u * RPW, u, v, valid); }
+            if (RPT > 5u) { a5 += row_dot(n0 + 5u * RPW, u, v, valid); }
+            if (RPT > 6u) { a6 += row_dot(n0 + 6u * RPW, u, v, valid); }
+            if (RPT > 7u) { a7 += row_dot(n0 + 7u * RPW, u, v, valid); }
         }
     }
-    red[tid] = acc;
-    workgroupBarrier();
-    if (t == 0u && n < p.N) {
-        var s = vec4<f32>(0.0);
-        for (var j = 0u; j < TPR; j++) { s += red[tid + j]; }
-        var b = 0.0;
-        if (HAS_BIAS) { b = bias[n]; }
-        let o = r0 * p.N + n;
-        out[o] = s.x + b;
-        if (valid > 1u) { out[o + p.N] = s.y + b; }
-        if (valid > 2u) { out[o + 2u * p.N] = s.z + b; }
-        if (valid > 3u) { out[o + 3u * p.N] = s.w + b; }
+    let acc = array<vec4<f32>, 8>(a0, a1, a2, a3, a4, a5, a6, a7);
+    for (var j = 0u; j < RPT; j++) {
+        let n = n0 + j * RPW;
+        var s = acc[j];
+        if (TPR > 1u) {                     // the TPR partial sums of the row meet
+            workgroupBarrier();             // (the previous row's sums were read)
+            red[tid] = s;
+            workgroupBarrier();
+            if (t == 0u) {
+                for (var i = 1u; i < TPR; i++) { s += red[tid + i]; }
+            }
+        }
+        if (t == 0u && n < p.N) {
+            var b = 0.0;
+            if (HAS_BIAS) { b = bias[n]; }
+            let o = r0 * p.N + n;
+            out[o] = s.x + b;
+            if (valid > 1u) { out[o + p.N] = s.y + b; }
+            if (valid > 2u) { out[o + 2u * p.N] = s.z + b; }
+            if (valid > 3u) { out[o + 3u * p.N] = s.w + b; }
+        }
     }
 }

@@ -13,8 +13,8 @@
 // (Q4_1 or Q8_0, see common/qblocks.wgsl), x [M, K] (K % 32 == 0), g [K], res and out [M, N],
 // all f32 math. bindings: 0 x, 1 w, 2 w2, 3 g, 4 res, 5 pos (i32 [1]), 6 freq (u32 [hd]),
 // 7 out (dummies where unused), 8 params.
-// grid: (ceil(N / RPW), ceil(M / ROWS), 1): as quant/qgemv.wgsl (RPW weight rows x TPR
-// threads splitting K, ROWS x rows per workgroup).
+// grid: (ceil(N / (RPW * RPT)), ceil(M / ROWS), 1): as quant/qgemv.wgsl (RPW x RPT weight
+// rows x TPR threads splitting K, ROWS x rows per workgroup).
 // Limits: this exists because a decode step of a 135M model is bound by dispatches, not by
 // bytes: on an H100 (Vulkan) a step was 553 dispatches in 6.3 ms of GPU time (~11 us each)
 // for ~80 MB of weights that the HBM reads in ~30 us. Fusing takes 10 of a layer's 18
@@ -42,93 +42,66 @@ override RES: bool = false;
 override ROPE: bool = false;
 override CACHE: bool = false;
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4
-override TPR: u32 = 8u;           // threads per weight row: a power of two, 2..32
-const RPW: u32 = 8u;              // weight rows per workgroup
+override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32
+override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x loads shared)
+const RPW: u32 = 8u;              // weight rows per workgroup and per j (rows n0 + j * RPW)
 var<workgroup> red: array<vec4<f32>, 256>;    // per thread: partial sums, x rows in x..w
 var<workgroup> red2: array<vec4<f32>, 256>;   // the same for w2 (SWIGLU)
 var<workgroup> scale: vec4<f32>;              // 1/rms of each x row (NORM), else 1
 var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE partners)
-var<private> second: bool;                    // load_unit reads w2
 
-fn wword(i: u32) -> u32 {
+fn wword(i: u32, second: bool) -> u32 {
     if (second) { return w2[i]; }
     return w[i];
 }
+fn x_vec(r: u32, k4: u32) -> vec4<f32> {         // x times the norm weight under NORM
+    var v = vec4<f32>(x[r * (p.K >> 2u) + k4]);
+    if (NORM) { v *= g[k4]; }
+    return v;
+}
 {{QBLOCKS}}
 {{ROPE_TURN}}
-
-// this unit's contribution to x row r . weight row (x times the norm weight under NORM)
-fn dot_unit(q: Unit, r: u32) -> f32 {
-    let base = r * (p.K / 4u);
-    var xa = vec4<f32>(x[base + q.k0 / 4u]);
-    var xb = vec4<f32>(x[base + q.k1 / 4u]);
-    if (NORM) {
-        xa *= g[q.k0 / 4u];
-        xb *= g[q.k1 / 4u];
-    }
-    var s = q.d * (dot(q.lo, xa) + dot(q.hi, xb));
-    if (!Q8_0) { s += q.m * dot(xa + xb, vec4<f32>(1.0)); }
-    return s;
-}
 
 fn silu(v: f32) -> f32 {
     return v / (1.0 + exp(-v));
 }
 
-@compute @workgroup_size(RPW * TPR)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+// unit u's dots for weight row n with the x rows (and under SWIGLU w2's in .., zero past N)
+struct Dots { a: vec4<f32>, b: vec4<f32> }
+fn add(d: Dots, e: Dots) -> Dots { return Dots(d.a + e.a, d.b + e.b); }
+fn row_dots(n: u32, u: u32, v: XUnit, valid: u32) -> Dots {
+    var d: Dots;
+    if (n < p.N) {
+        d.a = dot_rows(load_unit(n, u, false), v, valid);
+        if (SWIGLU) { d.b = dot_rows(load_unit(n, u, true), v, valid); }
+    }
+    return d;
+}
+
+// weight row n's result for the x rows from its TPR threads' sums (s, s2): reduced, scaled,
+// SWIGLU and ROPE applied, then written (every thread calls this: it has barriers)
+fn finish(n: u32, tid: u32, r0: u32, valid: u32, s_in: vec4<f32>, s2_in: vec4<f32>) {
     let t = tid % TPR;
-    let n = wid.x * RPW + tid / TPR;
-    let r0 = wid.y * ROWS;                  // this workgroup's first x row
-    let valid = valid_rows(r0);
-    if (NORM) {                             // sum of squares of the rows, then 1/rms
-        var sq = vec4<f32>(0.0);
-        let k4 = p.K / 4u;
-        for (var j = tid; j < k4; j += RPW * TPR) {
-            let a = vec4<f32>(x[r0 * k4 + j]);
-            sq.x += dot(a, a);
-            for (var i = 1u; i < valid; i++) {
-                let b = vec4<f32>(x[(r0 + i) * k4 + j]);
-                sq[i] += dot(b, b);
-            }
-        }
-        red[tid] = sq;
+    var s = s_in;
+    var s2 = s2_in;
+    if (TPR > 1u) {
+        workgroupBarrier();                 // (red was read: sums of squares, or a row before)
+        red[tid] = s;
+        red2[tid] = s2;
         workgroupBarrier();
-        // a tree, not one thread summing 256 values (that alone cost ~4 us of a ~14 us call)
-        for (var h = RPW * TPR / 2u; h > 0u; h >>= 1u) {
-            if (tid < h) { red[tid] += red[tid + h]; }
+        // a tree, not one thread summing TPR values
+        for (var h = TPR / 2u; h > 0u; h >>= 1u) {
+            if (t < h) {
+                red[tid] += red[tid + h];
+                if (SWIGLU) { red2[tid] += red2[tid + h]; }
+            }
             workgroupBarrier();
         }
-        if (tid == 0u) { scale = inverseSqrt(red[0] / f32(p.K) + vec4<f32>(p.eps)); }
-        workgroupBarrier();
-    }
-    var acc = vec4<f32>(0.0);
-    var acc2 = vec4<f32>(0.0);
-    if (n < p.N) {
-        for (var u = t; u < p.K / 8u; u += TPR) {
-            second = false;
-            acc += dot_rows(load_unit(n, u), r0, valid);
-            if (SWIGLU) {
-                second = true;
-                acc2 += dot_rows(load_unit(n, u), r0, valid);
-            }
-        }
-    }
-    workgroupBarrier();                     // (red held the sums of squares)
-    red[tid] = acc;
-    red2[tid] = acc2;
-    workgroupBarrier();
-    for (var h = TPR / 2u; h > 0u; h >>= 1u) {      // the TPR partial sums of each weight row
-        if (t < h) {
-            red[tid] += red[tid + h];
-            if (SWIGLU) { red2[tid] += red2[tid + h]; }
-        }
-        workgroupBarrier();
+        s = red[tid];
+        s2 = red2[tid];
     }
     var v = vec4<f32>(0.0);
     if (t == 0u && n < p.N) {
-        var s = red[tid];
-        var s2 = red2[tid];
         if (NORM) {
             s *= scale;
             s2 *= scale;
@@ -136,7 +109,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         v = s;
         if (SWIGLU) { v = vec4<f32>(silu(s.x), silu(s.y), silu(s.z), silu(s.w)) * s2; }
     }
-    if (ROPE) {                             // (uniform: every thread meets the barrier)
+    if (ROPE) {                             // (uniform: every thread meets the barriers)
+        workgroupBarrier();                 // (the previous row's partners were read)
         if (t == 0u) { pairv[tid / TPR] = v; }
         workgroupBarrier();
         if (t == 0u && n < p.N) {
@@ -171,4 +145,63 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
         }
     }
+}
+
+@compute @workgroup_size(RPW * TPR)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let t = tid % TPR;
+    let n0 = wid.x * RPW * RPT + tid / TPR; // this thread's weight rows: n0 + j * RPW, j < RPT
+    let r0 = wid.y * ROWS;                  // this workgroup's first x row
+    let valid = valid_rows(r0);
+    if (NORM) {                             // sum of squares of the rows, then 1/rms
+        var sq = vec4<f32>(0.0);
+        let k4 = p.K / 4u;
+        for (var j = tid; j < k4; j += RPW * TPR) {
+            let a = vec4<f32>(x[r0 * k4 + j]);
+            sq.x += dot(a, a);
+            for (var i = 1u; i < valid; i++) {
+                let b = vec4<f32>(x[(r0 + i) * k4 + j]);
+                sq[i] += dot(b, b);
+            }
+        }
+        red[tid] = sq;
+        workgroupBarrier();
+        // a tree, not one thread summing 256 values (that alone cost ~4 us of a ~14 us call)
+        for (var h = RPW * TPR / 2u; h > 0u; h >>= 1u) {
+            if (tid < h) { red[tid] += red[tid + h]; }
+            workgroupBarrier();
+        }
+        if (tid == 0u) { scale = inverseSqrt(red[0] / f32(p.K) + vec4<f32>(p.eps)); }
+        workgroupBarrier();
+    }
+    // RPT named accumulators, not an array: a dynamically indexed array lives in memory
+    var a0: Dots;
+    var a1: Dots;
+    var a2: Dots;
+    var a3: Dots;
+    var a4: Dots;
+    var a5: Dots;
+    var a6: Dots;
+    var a7: Dots;
+    if (n0 < p.N) {
+        for (var u = t; u < (p.K >> 3u); u += TPR) {
+            let v = load_x(u, r0, valid);
+            a0 = add(a0, row_dots(n0, u, v, valid));
+            if (RPT > 1u) { a1 = add(a1, row_dots(n0 + RPW, u, v, valid)); }
+            if (RPT > 2u) { a2 = add(a2, row_dots(n0 + 2u * RPW, u, v, valid)); }
+            if (RPT > 3u) { a3 = add(a3, row_dots(n0 + 3u * RPW, u, v, valid)); }
+            if (RPT > 4u) { a4 = add(a4, row_dots(n0 + 4u * RPW, u, v, valid)); }
+            if (RPT > 5u) { a5 = add(a5, row_dots(n0 + 5u * RPW, u, v, valid)); }
+            if (RPT > 6u) { a6 = add(a6, row_dots(n0 + 6u * RPW, u, v, valid)); }
+            if (RPT > 7u) { a7 = add(a7, row_dots(n0 + 7u * RPW, u, v, valid)); }
+        }
+    }
+    finish(n0, tid, r0, valid, a0.a, a0.b);
+    if (RPT > 1u) { finish(n0 + RPW, tid, r0, valid, a1.a, a1.b); }
+    if (RPT > 2u) { finish(n0 + 2u * RPW, tid, r0, valid, a2.a, a2.b); }
+    if (RPT > 3u) { finish(n0 + 3u * RPW, tid, r0, valid, a3.a, a3.b); }
+    if (RPT > 4u) { finish(n0 + 4u * RPW, tid, r0, valid, a4.a, a4.b); }
+    if (RPT > 5u) { finish(n0 + 5u * RPW, tid, r0, valid, a5.a, a5.b); }
+    if (RPT > 6u) { finish(n0 + 6u * RPW, tid, r0, valid, a6.a, a6.b); }
+    if (RPT > 7u) { finish(n0 + 7u * RPW, tid, r0, valid, a7.a, a7.b); }
 }

@@ -46,7 +46,7 @@ def test_qlinear_batched_with_bias(backend, fmt, lead):
     check_qlinear(backend, fmt, rand(*lead, 96), 100, bias=rand(100, seed=5))
 
 
-@pytest.mark.parametrize("kernel", [f"qgemv_{t}" for t in (2, 4, 8, 16, 32)])
+@pytest.mark.parametrize("kernel", [f"qgemv_{t}" for t in (2, 4, 8, 16, 32, "1x4", "1x8")])
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("m", [1, 3])
 def test_each_gemv_kernel(backend, kernel, fmt, m, monkeypatch):
@@ -106,7 +106,7 @@ def _rms(x, g, eps=1e-5):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("m", [1, 3, 6, 40])
-@pytest.mark.parametrize("tpr", [None, 2, 32])
+@pytest.mark.parametrize("tpr", [None, 2, 32, "1x4", "1x8"])
 def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
     """A decoder layer's GEMV neighbourhood fuses (quant/qgemv_fused.wgsl): rms_norm before
     q/k-like projections, gate/up + silu * mul, and the residual add after a projection;
@@ -154,10 +154,16 @@ def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("s", [1, 5, 40])
-def test_fused_gemv_rope_and_cache_write(backend, fmt, s):
+@pytest.mark.parametrize("shape", [(8, 1), (1, 8), (2, 4)], ids=str)
+def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, monkeypatch):
     """q/k/v projections whose results are roped (interleaved pairs) and written into KV
-    caches at pos fuse into their GEMVs; the caches and q match the unfused reference."""
+    caches at pos fuse into their GEMVs; the caches and q match the unfused reference, for
+    each GEMV shape (threads per weight row, weight rows per thread)."""
     from webrlx.backends.reference import ReferenceDevice
+    from webrlx.compiler import lower_quant
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)        # the default runs
+    monkeypatch.setattr(lower_quant, "gemv_shape", lambda n, k, cpu=False: shape)
     k, hd, heads, kv, cap = 96, 16, 6, 2, 64
     arrays = {"wq": qweight(fmt, heads * hd, k, seed=2)[0], "wk": qweight(fmt, kv * hd, k,
                                                                          seed=3)[0],

@@ -27,8 +27,19 @@ def test_fastest_variant_is_chosen_and_cached(tmp_path, monkeypatch):
     assert sorted(timed) == ["k128", "k64"]
     assert autotune.choose("gpu A", _call(), fake_time).name == "k64"   # cached: no timing
     assert len(timed) == 2
-    assert json.loads((tmp_path / "tune.json").read_text()) == {"gpu A": {"matmul 8x8x8x1":
-                                                                           "k64"}}
+    assert json.loads((tmp_path / "tune.json").read_text()) == {
+        "gpu A": {"matmul 8x8x8x1 [k128 k64]": "k64"}}
+
+
+def test_a_new_variant_is_timed_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(autotune, "CACHE_FILE", tmp_path / "tune.json")
+    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_loaded", True)
+    times = {"k128": 2.0, "k64": 1.0, "k32": 0.5}.__getitem__
+    assert autotune.choose("gpu A", _call(), lambda v: times(v.name)).name == "k64"
+    call = _call()
+    call.variants.append(Variant("k32", "src32", (4, 4, 1)))      # a release adds a variant
+    assert autotune.choose("gpu A", call, lambda v: times(v.name)).name == "k32"
 
 
 def test_default_stands_without_timing(monkeypatch, tmp_path):

@@ -20,19 +20,24 @@ GEMV_ROWS = 4       # up to this many rows: bandwidth-bound, split K across thre
 # GEMV_MAX_M (fuse.py): up to this many rows by default the GEMV over row groups of 4 (the
 # tiled kernel's 64-row tiles would be mostly empty; both are variants)
 GEMV_RPW = 8        # weight rows per GEMV workgroup (RPW in quant/qgemv.wgsl)
-GEMV_TPR = (2, 4, 8, 16, 32)   # threads per weight row the autotuner tries (TPR)
+GEMV_TPR = (2, 4, 8, 16, 32)   # threads per weight row (TPR) the autotuner tries on GPUs
+# and weight rows per thread (RPT): one thread over 4 or 8 rows shares each unit's x loads,
+# the shape for CPU adapters
+GEMV_CPU = ((1, 4), (1, 8))
+GEMV_SHAPES = tuple((t, 1) for t in GEMV_TPR) + GEMV_CPU      # (TPR, RPT) variants
 GEMV_THREADS = 1 << 19         # default TPR: at most this many threads in all, and K / 16
 
 
-def gemv_tpr(n: int, k: int, cpu: bool = False) -> int:
-    """The default threads per weight row (where the autotuner cannot time, e.g. in the
-    browser): enough threads to fill a GPU, but per-thread costs dominate past that (on an
-    H100, N = 49152 ran 2x slower with 32 than with 8, while N = 576 ran best with 16 or 32).
-    On a CPU adapter (lavapipe, SwiftShader) 4: there 2..8 were within 10%, 32 ~2x slower."""
+def gemv_shape(n: int, k: int, cpu: bool = False) -> tuple[int, int]:
+    """The default (threads per weight row, weight rows per thread), where the autotuner
+    cannot time (e.g. in the browser). On GPUs enough threads to fill one, but per-thread
+    costs dominate past that (on an H100, N = 49152 ran 2x slower with TPR 32 than with 8,
+    while N = 576 ran best with 16 or 32). On a CPU adapter (lavapipe, SwiftShader) loads
+    are the cost: one thread per 8 rows, each unit's x loaded once for all of them."""
     if cpu:
-        return 4 if 2 * 8 * 4 <= k else GEMV_TPR[0]
+        return GEMV_CPU[-1]
     fit = [t for t in GEMV_TPR if n * t <= GEMV_THREADS and 2 * 8 * t <= k]
-    return max(fit, default=GEMV_TPR[0])
+    return max(fit, default=GEMV_TPR[0]), 1
 
 
 @lowering("qmatmul")
@@ -110,12 +115,18 @@ def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf]
     default threads per weight row first and the other TPRs (and `extra`) as variants."""
     m, n, k = params["M"], params["N"], params["K"]
     rows = min(m, GEMV_ROWS)
-    first = gemv_tpr(n, k, cpu_adapter(L))
-    grid = (-(-n // GEMV_RPW), -(-m // rows), 1)
-    others = [Variant.of(f"{name}_{tpr}", gemv, grid, {**overrides, "ROWS": rows, "TPR": tpr})
-              for tpr in GEMV_TPR if tpr != first]
-    L.emit(gemv, bindings, params, grid, {**overrides, "ROWS": rows, "TPR": first},
-           name=f"{name}_{first}", variants=others + extra, tune_key=f"{tune} {m}x{n}x{k}")
+    first = gemv_shape(n, k, cpu_adapter(L))
+
+    def shape(tpr: int, rpt: int) -> tuple[str, tuple[int, int, int], dict[str, Any]]:
+        return (f"{name}_{tpr}" + (f"x{rpt}" if rpt > 1 else ""),
+                (-(-n // (GEMV_RPW * rpt)), -(-m // rows), 1),
+                {**overrides, "ROWS": rows, "TPR": tpr, "RPT": rpt})
+
+    others = [Variant.of(label, gemv, grid, consts)
+              for label, grid, consts in (shape(*s) for s in GEMV_SHAPES if s != first)]
+    label, grid, consts = shape(*first)
+    L.emit(gemv, bindings, params, grid, consts, name=label, variants=others + extra,
+           tune_key=f"{tune} {m}x{n}x{k}")
 
 
 @lowering("qgather")

@@ -52,7 +52,9 @@ def choose(adapter: str, call: KernelCall, time_variant: Callable[[Variant], flo
     options = {v.name: v for v in [default, *call.variants]}
     if PREFER is not None:
         return options.get(PREFER, default)
-    known = _cache().get(adapter, {}).get(call.tune_key)
+    # the key names the options too: a release that adds a variant times the call again
+    key = f"{call.tune_key} [{' '.join(sorted(options))}]"
+    known = _cache().get(adapter, {}).get(key)
     if known in options:
         return options[known]
     if not TIME_VARIANTS:
@@ -61,7 +63,7 @@ def choose(adapter: str, call: KernelCall, time_variant: Callable[[Variant], flo
     if any(t is None for t in times.values()):
         return default
     best = min(times, key=lambda name: times[name])
-    _memory.setdefault(adapter, {})[call.tune_key] = best
+    _memory.setdefault(adapter, {})[key] = best
     _save()
     return options[best]
 
