@@ -2,7 +2,7 @@
 // quant/qgemv_fused): a "unit" is 8 weights of one block of weight row n, dequantized in
 // registers. The including shader declares `wword(i, second)` (word i of the blocks; second:
 // the second weight of a fused kernel, a constant at each call), `x_vec(r, k4)`
-// (x row r's k4-th vec4, as f32), `p.M`, `p.K`, `p.nw` and the Q8_0 and ROWS overrides.
+// (x row r's k4-th vec4, as f32), `p.M`, `p.K`, `p.nw`, the Q8_0, ROWS, RPT and RQ overrides and RPW.
 // 8 weights of a block: d * q + m at k0..k0+3 (lo) and k1..k1+3 (hi) (unit_k)
 struct Unit { lo: vec4<f32>, hi: vec4<f32>, d: f32, m: f32 }
 
@@ -45,9 +45,22 @@ fn load_unit(n: u32, u: u32, second: bool) -> Unit {
     return r;
 }
 
-// x rows of this workgroup that exist: r0 .. r0 + valid_rows(r0) - 1 (ROWS <= 4; uniform)
+// x rows from r0 that exist: r0 .. r0 + valid_rows(r0) - 1 (ROWS <= 4; 0 from M; uniform)
 fn valid_rows(r0: u32) -> u32 {
-    return min(ROWS, p.M - r0);
+    return select(0u, min(ROWS, p.M - r0), r0 < p.M);
+}
+
+// A thread's accumulator slots (up to 8, named: a dynamically indexed array would live in
+// memory on CPU adapters): weight rows n0 + slot * RPW of x rows r0.. (RPT > 1, CPU adapters),
+// or the x row quads r0 + 4 * slot.. of weight row n0 (RQ > 1, GPU prefills), never both.
+fn slots() -> u32 {
+    return max(RPT, RQ);
+}
+fn slot_n(n0: u32, slot: u32) -> u32 {
+    return select(n0, n0 + slot * RPW, RPT > 1u);
+}
+fn slot_r(r0: u32, slot: u32) -> u32 {
+    return select(r0, r0 + 4u * slot, RQ > 1u);
 }
 
 // where unit u's 8 weights sit in a row: k0..k0+3 and k1..k1+3 (as load_unit's k0, k1)

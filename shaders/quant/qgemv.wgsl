@@ -49,6 +49,7 @@ override HAS_BIAS: bool = false;
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4 (M when M <= 4)
 override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32
 override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x loads shared)
+override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT = 1)
 const RPW: u32 = 8u;              // weight rows per workgroup
 var<workgroup> red: array<vec4<f32>, 256>;   // a partial sum per thread, x rows in x..w
 
@@ -56,19 +57,24 @@ fn wword(i: u32, second: bool) -> u32 { return w[i]; }
 fn x_vec(r: u32, k4: u32) -> vec4<f32> { return vec4<f32>(x[r * (p.K >> 2u) + k4]); }
 {{QBLOCKS}}
 
+// slot dots of unit u: weight row n against x rows r0.. (nothing past N or M)
 fn row_dot(n: u32, u: u32, v: XUnit, valid: u32) -> vec4<f32> {
     if (n < p.N) { return dot_rows(load_unit(n, u, false), v, valid); }
+    return vec4<f32>(0.0);
+}
+fn quad_dot(q: Unit, u: u32, r: u32) -> vec4<f32> {
+    let valid = valid_rows(r);
+    if (valid > 0u) { return dot_rows(q, load_x(u, r, valid), valid); }
     return vec4<f32>(0.0);
 }
 
 @compute @workgroup_size(RPW * TPR)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let t = tid % TPR;
-    let n0 = wid.x * RPW * RPT + tid / TPR; // this thread's weight rows: n0 + j * RPW, j < RPT
-    let r0 = wid.y * ROWS;                  // this workgroup's first x row
+    let n0 = wid.x * RPW * RPT + tid / TPR; // this thread's first weight row
+    let r0 = wid.y * ROWS * RQ;             // this workgroup's first x row
     let valid = valid_rows(r0);
-    // RPT named accumulators, not an array: a dynamically indexed array lives in memory
-    var a0 = vec4<f32>(0.0);
+    var a0 = vec4<f32>(0.0);                // slots (common/qblocks.wgsl)
     var a1 = vec4<f32>(0.0);
     var a2 = vec4<f32>(0.0);
     var a3 = vec4<f32>(0.0);
@@ -78,33 +84,43 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var a7 = vec4<f32>(0.0);
     if (n0 < p.N) {
         for (var u = t; u < (p.K >> 3u); u += TPR) {
-            let v = load_x(u, r0, valid);
-            a0 += dot_rows(load_unit(n0, u, false), v, valid);
-            if (RPT > 1u) { a1 += row_dot(n0 + RPW, u, v, valid); }
-            if (RPT > 2u) { a2 += row_dot(n0 + 2u * RPW, u, v, valid); }
-            if (RPT > 3u) { a3 += row_dot(n0 + 3u * RPW, u, v, valid); }
-            if (RPT > 4u) { a4 += row_dot(n0 + 4u * RPW, u, v, valid); }
-            if (RPT > 5u) { a5 += row_dot(n0 + 5u * RPW, u, v, valid); }
-            if (RPT > 6u) { a6 += row_dot(n0 + 6u * RPW, u, v, valid); }
-            if (RPT > 7u) { a7 += row_dot(n0 + 7u * RPW, u, v, valid); }
+            if (RQ > 1u) {                  // one unit of weight row n0, RQ x row quads
+                let q = load_unit(n0, u, false);
+                a0 += dot_rows(q, load_x(u, r0, valid), valid);
+                a1 += quad_dot(q, u, r0 + 4u);
+                if (RQ > 2u) { a2 += quad_dot(q, u, r0 + 8u); }
+                if (RQ > 3u) { a3 += quad_dot(q, u, r0 + 12u); }
+            } else {                        // RPT weight rows, one unit of x loaded once
+                let v = load_x(u, r0, valid);
+                a0 += dot_rows(load_unit(n0, u, false), v, valid);
+                if (RPT > 1u) { a1 += row_dot(n0 + RPW, u, v, valid); }
+                if (RPT > 2u) { a2 += row_dot(n0 + 2u * RPW, u, v, valid); }
+                if (RPT > 3u) { a3 += row_dot(n0 + 3u * RPW, u, v, valid); }
+                if (RPT > 4u) { a4 += row_dot(n0 + 4u * RPW, u, v, valid); }
+                if (RPT > 5u) { a5 += row_dot(n0 + 5u * RPW, u, v, valid); }
+                if (RPT > 6u) { a6 += row_dot(n0 + 6u * RPW, u, v, valid); }
+                if (RPT > 7u) { a7 += row_dot(n0 + 7u * RPW, u, v, valid); }
+            }
         }
     }
     let acc = array<vec4<f32>, 8>(a0, a1, a2, a3, a4, a5, a6, a7);
-    for (var j = 0u; j < RPT; j++) {
-        let n = n0 + j * RPW;
+    for (var j = 0u; j < slots(); j++) {
+        let n = slot_n(n0, j);
+        let r = slot_r(r0, j);
+        let valid = valid_rows(r);
         var s = acc[j];
         if (TPR > 1u) {                     // the TPR partial sums of the row meet
-            workgroupBarrier();             // (the previous row's sums were read)
+            workgroupBarrier();             // (the previous slot's sums were read)
             red[tid] = s;
             workgroupBarrier();
             if (t == 0u) {
                 for (var i = 1u; i < TPR; i++) { s += red[tid + i]; }
             }
         }
-        if (t == 0u && n < p.N) {
+        if (t == 0u && n < p.N && valid > 0u) {
             var b = 0.0;
             if (HAS_BIAS) { b = bias[n]; }
-            let o = r0 * p.N + n;
+            let o = r * p.N + n;
             out[o] = s.x + b;
             if (valid > 1u) { out[o + p.N] = s.y + b; }
             if (valid > 2u) { out[o + 2u * p.N] = s.z + b; }

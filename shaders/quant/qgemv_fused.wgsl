@@ -44,10 +44,11 @@ override CACHE: bool = false;
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4
 override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32
 override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x loads shared)
+override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT = 1)
 const RPW: u32 = 8u;              // weight rows per workgroup and per j (rows n0 + j * RPW)
 var<workgroup> red: array<vec4<f32>, 256>;    // per thread: partial sums, x rows in x..w
 var<workgroup> red2: array<vec4<f32>, 256>;   // the same for w2 (SWIGLU)
-var<workgroup> scale: vec4<f32>;              // 1/rms of each x row (NORM), else 1
+var<workgroup> scale: array<vec4<f32>, 4>;    // 1/rms of each x row of each quad (NORM)
 var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE partners)
 
 fn wword(i: u32, second: bool) -> u32 {
@@ -80,7 +81,7 @@ fn row_dots(n: u32, u: u32, v: XUnit, valid: u32) -> Dots {
 
 // weight row n's result for the x rows from its TPR threads' sums (s, s2): reduced, scaled,
 // SWIGLU and ROPE applied, then written (every thread calls this: it has barriers)
-fn finish(n: u32, tid: u32, r0: u32, valid: u32, s_in: vec4<f32>, s2_in: vec4<f32>) {
+fn finish(n: u32, tid: u32, r0: u32, valid: u32, s_in: vec4<f32>, s2_in: vec4<f32>, quad: u32) {
     let t = tid % TPR;
     var s = s_in;
     var s2 = s2_in;
@@ -103,8 +104,8 @@ fn finish(n: u32, tid: u32, r0: u32, valid: u32, s_in: vec4<f32>, s2_in: vec4<f3
     var v = vec4<f32>(0.0);
     if (t == 0u && n < p.N) {
         if (NORM) {
-            s *= scale;
-            s2 *= scale;
+            s *= scale[quad];
+            s2 *= scale[quad];
         }
         v = s;
         if (SWIGLU) { v = vec4<f32>(silu(s.x), silu(s.y), silu(s.z), silu(s.w)) * s2; }
@@ -125,7 +126,7 @@ fn finish(n: u32, tid: u32, r0: u32, valid: u32, s_in: vec4<f32>, s2_in: vec4<f3
             }
         }
     }
-    if (t == 0u && n < p.N) {
+    if (t == 0u && n < p.N && valid > 0u) {
         let o = r0 * p.N + n;
         for (var i = 0u; i < 4u; i++) {
             if (i < valid) {
@@ -147,35 +148,48 @@ fn finish(n: u32, tid: u32, r0: u32, valid: u32, s_in: vec4<f32>, s2_in: vec4<f3
     }
 }
 
+fn quad_dots(n: u32, u: u32, q: Unit, q2: Unit, r: u32) -> Dots {
+    var d: Dots;
+    let valid = valid_rows(r);
+    if (valid > 0u) {
+        let v = load_x(u, r, valid);
+        d.a = dot_rows(q, v, valid);
+        if (SWIGLU) { d.b = dot_rows(q2, v, valid); }
+    }
+    return d;
+}
+
 @compute @workgroup_size(RPW * TPR)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let t = tid % TPR;
-    let n0 = wid.x * RPW * RPT + tid / TPR; // this thread's weight rows: n0 + j * RPW, j < RPT
-    let r0 = wid.y * ROWS;                  // this workgroup's first x row
+    let n0 = wid.x * RPW * RPT + tid / TPR; // this thread's first weight row
+    let r0 = wid.y * ROWS * RQ;             // this workgroup's first x row
     let valid = valid_rows(r0);
-    if (NORM) {                             // sum of squares of the rows, then 1/rms
-        var sq = vec4<f32>(0.0);
+    if (NORM) {                             // sums of squares of the rows, then 1/rms
         let k4 = p.K / 4u;
-        for (var j = tid; j < k4; j += RPW * TPR) {
-            let a = vec4<f32>(x[r0 * k4 + j]);
-            sq.x += dot(a, a);
-            for (var i = 1u; i < valid; i++) {
-                let b = vec4<f32>(x[(r0 + i) * k4 + j]);
-                sq[i] += dot(b, b);
+        for (var quad = 0u; quad < RQ; quad++) {
+            let rq = r0 + 4u * quad;
+            let vq = valid_rows(rq);
+            var sq = vec4<f32>(0.0);
+            for (var j = tid; j < k4; j += RPW * TPR) {
+                for (var i = 0u; i < vq; i++) {
+                    let b = vec4<f32>(x[(rq + i) * k4 + j]);
+                    sq[i] += dot(b, b);
+                }
             }
-        }
-        red[tid] = sq;
-        workgroupBarrier();
-        // a tree, not one thread summing 256 values (that alone cost ~4 us of a ~14 us call)
-        for (var h = RPW * TPR / 2u; h > 0u; h >>= 1u) {
-            if (tid < h) { red[tid] += red[tid + h]; }
+            workgroupBarrier();             // (red was read by the quad before)
+            red[tid] = sq;
             workgroupBarrier();
+            // a tree, not one thread summing 256 values (that alone cost ~4 us of a ~14 us call)
+            for (var h = RPW * TPR / 2u; h > 0u; h >>= 1u) {
+                if (tid < h) { red[tid] += red[tid + h]; }
+                workgroupBarrier();
+            }
+            if (tid == 0u) { scale[quad] = inverseSqrt(red[0] / f32(p.K) + vec4<f32>(p.eps)); }
         }
-        if (tid == 0u) { scale = inverseSqrt(red[0] / f32(p.K) + vec4<f32>(p.eps)); }
         workgroupBarrier();
     }
-    // RPT named accumulators, not an array: a dynamically indexed array lives in memory
-    var a0: Dots;
+    var a0: Dots;                           // slots (common/qblocks.wgsl)
     var a1: Dots;
     var a2: Dots;
     var a3: Dots;
@@ -185,23 +199,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var a7: Dots;
     if (n0 < p.N) {
         for (var u = t; u < (p.K >> 3u); u += TPR) {
-            let v = load_x(u, r0, valid);
-            a0 = add(a0, row_dots(n0, u, v, valid));
-            if (RPT > 1u) { a1 = add(a1, row_dots(n0 + RPW, u, v, valid)); }
-            if (RPT > 2u) { a2 = add(a2, row_dots(n0 + 2u * RPW, u, v, valid)); }
-            if (RPT > 3u) { a3 = add(a3, row_dots(n0 + 3u * RPW, u, v, valid)); }
-            if (RPT > 4u) { a4 = add(a4, row_dots(n0 + 4u * RPW, u, v, valid)); }
-            if (RPT > 5u) { a5 = add(a5, row_dots(n0 + 5u * RPW, u, v, valid)); }
-            if (RPT > 6u) { a6 = add(a6, row_dots(n0 + 6u * RPW, u, v, valid)); }
-            if (RPT > 7u) { a7 = add(a7, row_dots(n0 + 7u * RPW, u, v, valid)); }
+            if (RQ > 1u) {                  // one unit of weight row n0, RQ x row quads
+                let q = load_unit(n0, u, false);
+                var q2: Unit;
+                if (SWIGLU) { q2 = load_unit(n0, u, true); }
+                a0 = add(a0, quad_dots(n0, u, q, q2, r0));
+                a1 = add(a1, quad_dots(n0, u, q, q2, r0 + 4u));
+                if (RQ > 2u) { a2 = add(a2, quad_dots(n0, u, q, q2, r0 + 8u)); }
+                if (RQ > 3u) { a3 = add(a3, quad_dots(n0, u, q, q2, r0 + 12u)); }
+            } else {                        // RPT weight rows, one unit of x loaded once
+                let v = load_x(u, r0, valid);
+                a0 = add(a0, row_dots(n0, u, v, valid));
+                if (RPT > 1u) { a1 = add(a1, row_dots(n0 + RPW, u, v, valid)); }
+                if (RPT > 2u) { a2 = add(a2, row_dots(n0 + 2u * RPW, u, v, valid)); }
+                if (RPT > 3u) { a3 = add(a3, row_dots(n0 + 3u * RPW, u, v, valid)); }
+                if (RPT > 4u) { a4 = add(a4, row_dots(n0 + 4u * RPW, u, v, valid)); }
+                if (RPT > 5u) { a5 = add(a5, row_dots(n0 + 5u * RPW, u, v, valid)); }
+                if (RPT > 6u) { a6 = add(a6, row_dots(n0 + 6u * RPW, u, v, valid)); }
+                if (RPT > 7u) { a7 = add(a7, row_dots(n0 + 7u * RPW, u, v, valid)); }
+            }
         }
     }
-    finish(n0, tid, r0, valid, a0.a, a0.b);
-    if (RPT > 1u) { finish(n0 + RPW, tid, r0, valid, a1.a, a1.b); }
-    if (RPT > 2u) { finish(n0 + 2u * RPW, tid, r0, valid, a2.a, a2.b); }
-    if (RPT > 3u) { finish(n0 + 3u * RPW, tid, r0, valid, a3.a, a3.b); }
-    if (RPT > 4u) { finish(n0 + 4u * RPW, tid, r0, valid, a4.a, a4.b); }
-    if (RPT > 5u) { finish(n0 + 5u * RPW, tid, r0, valid, a5.a, a5.b); }
-    if (RPT > 6u) { finish(n0 + 6u * RPW, tid, r0, valid, a6.a, a6.b); }
-    if (RPT > 7u) { finish(n0 + 7u * RPW, tid, r0, valid, a7.a, a7.b); }
+    let acc = array<Dots, 8>(a0, a1, a2, a3, a4, a5, a6, a7);
+    for (var j = 0u; j < slots(); j++) {
+        let r = slot_r(r0, j);
+        finish(slot_n(n0, j), tid, r, valid_rows(r), acc[j].a, acc[j].b, select(0u, j, RQ > 1u));
+    }
 }

@@ -46,13 +46,24 @@ def test_qlinear_batched_with_bias(backend, fmt, lead):
     check_qlinear(backend, fmt, rand(*lead, 96), 100, bias=rand(100, seed=5))
 
 
-@pytest.mark.parametrize("kernel", [f"qgemv_{t}" for t in (2, 4, 8, 16, 32, "1x4", "1x8")])
+GEMVS = [f"qgemv_{t}" for t in (2, 4, 8, 16, 32, "1x4", "1x8")]
+
+
+@pytest.mark.parametrize("kernel,m", [(k, m) for k in GEMVS for m in (1, 3)] +
+                         [(k, 13) for k in GEMVS + ["qgemv_4q2", "qgemv_2q4"]], ids=str)
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("m", [1, 3])
 def test_each_gemv_kernel(backend, kernel, fmt, m, monkeypatch):
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "PREFER", kernel)   # the autotuner would pick one of them
     check_qlinear(backend, fmt, rand(m, 96), 100, bias=rand(100, seed=5))
+    if backend.name != "reference":                   # (PREFER names an offered variant)
+        g = wr.Graph()
+        w = g.param("w", (quant.nwords(fmt, 100, 96),), "uint32")
+        exe = wr.compile(g, outputs=[nn.qlinear(g.input("x", (m, 96)), w, fmt, 100, 96)],
+                         device=backend)
+        exe.set_params({"w": qweight(fmt, 100, 96)[0]})
+        (call,) = exe.plan({}).program.calls
+        assert kernel in [call.name] + [v.name for v in call.variants]
 
 
 @pytest.mark.parametrize("kernel", ["qmatmul_64", "qmatmul_128"])
@@ -106,7 +117,7 @@ def _rms(x, g, eps=1e-5):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("m", [1, 3, 6, 40])
-@pytest.mark.parametrize("tpr", [None, 2, 32, "1x4", "1x8"])
+@pytest.mark.parametrize("tpr", [None, 2, 32, "1x4", "1x8", "4q2", "8q4"])
 def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
     """A decoder layer's GEMV neighbourhood fuses (quant/qgemv_fused.wgsl): rms_norm before
     q/k-like projections, gate/up + silu * mul, and the residual add after a projection;
@@ -154,7 +165,8 @@ def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("s", [1, 5, 40])
-@pytest.mark.parametrize("shape", [(8, 1), (1, 8), (2, 4)], ids=str)
+@pytest.mark.parametrize("shape", [(8, 1, 1), (1, 8, 1), (2, 4, 1), (4, 1, 2), (2, 1, 4)],
+                         ids=str)
 def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, monkeypatch):
     """q/k/v projections whose results are roped (interleaved pairs) and written into KV
     caches at pos fuse into their GEMVs; the caches and q match the unfused reference, for

@@ -25,19 +25,21 @@ GEMV_TPR = (2, 4, 8, 16, 32)   # threads per weight row (TPR) the autotuner trie
 # the shape for CPU adapters
 GEMV_CPU = ((1, 4), (1, 8))
 GEMV_SHAPES = tuple((t, 1) for t in GEMV_TPR) + GEMV_CPU      # (TPR, RPT) variants
+GEMV_RQ = (2, 4)    # prefills on GPUs: 4 * RQ x rows per workgroup (RQ row quads), RPT = 1
 GEMV_THREADS = 1 << 19         # default TPR: at most this many threads in all, and K / 16
 
 
-def gemv_shape(n: int, k: int, cpu: bool = False) -> tuple[int, int]:
-    """The default (threads per weight row, weight rows per thread), where the autotuner
+def gemv_shape(n: int, k: int, cpu: bool = False) -> tuple[int, int, int]:
+    """The default (threads per weight row, weight rows per thread, x row quads per
+    workgroup), where the autotuner
     cannot time (e.g. in the browser). On GPUs enough threads to fill one, but per-thread
     costs dominate past that (on an H100, N = 49152 ran 2x slower with TPR 32 than with 8,
     while N = 576 ran best with 16 or 32). On a CPU adapter (lavapipe, SwiftShader) loads
     are the cost: one thread per 8 rows, each unit's x loaded once for all of them."""
     if cpu:
-        return GEMV_CPU[-1]
+        return (*GEMV_CPU[-1], 1)
     fit = [t for t in GEMV_TPR if n * t <= GEMV_THREADS and 2 * 8 * t <= k]
-    return max(fit, default=GEMV_TPR[0]), 1
+    return max(fit, default=GEMV_TPR[0]), 1, 1
 
 
 @lowering("qmatmul")
@@ -117,13 +119,16 @@ def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf]
     rows = min(m, GEMV_ROWS)
     first = gemv_shape(n, k, cpu_adapter(L))
 
-    def shape(tpr: int, rpt: int) -> tuple[str, tuple[int, int, int], dict[str, Any]]:
-        return (f"{name}_{tpr}" + (f"x{rpt}" if rpt > 1 else ""),
-                (-(-n // (GEMV_RPW * rpt)), -(-m // rows), 1),
-                {**overrides, "ROWS": rows, "TPR": tpr, "RPT": rpt})
+    def shape(tpr: int, rpt: int, rq: int) -> tuple[str, tuple[int, int, int], dict[str, Any]]:
+        return (f"{name}_{tpr}" + (f"x{rpt}" if rpt > 1 else "") + (f"q{rq}" if rq > 1 else ""),
+                (-(-n // (GEMV_RPW * rpt)), -(-m // (rows * rq)), 1),
+                {**overrides, "ROWS": rows, "TPR": tpr, "RPT": rpt, "RQ": rq})
 
+    shapes = [(t, r, 1) for t, r in GEMV_SHAPES]
+    if m > GEMV_ROWS:                   # prefills: a unit of weight meets more x rows
+        shapes += [(t, 1, q) for t in GEMV_TPR for q in GEMV_RQ if q * GEMV_ROWS < 2 * m]
     others = [Variant.of(label, gemv, grid, consts)
-              for label, grid, consts in (shape(*s) for s in GEMV_SHAPES if s != first)]
+              for label, grid, consts in (shape(*s) for s in shapes if s != first)]
     label, grid, consts = shape(*first)
     L.emit(gemv, bindings, params, grid, consts, name=label, variants=others + extra,
            tune_key=f"{tune} {m}x{n}x{k}")
