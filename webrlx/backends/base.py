@@ -73,7 +73,7 @@ class Backend(abc.ABC):
         self.lock = threading.RLock()
         self._pipelines: dict[tuple, Any] = {}
         self._staging: dict[int, Any] = {}
-        self._probe: tuple[Any, Any] | None = None    # (storage, readback) for timing
+        self._probe: tuple[Any, Any, Any] | None = None   # (storage, readback, timestamps)
         self.lost: str | None = None                  # why the device was lost, once it is
 
     # -- loss -----------------------------------------------------------------------------
@@ -197,16 +197,25 @@ class Backend(abc.ABC):
             self.stats["pipelines"] += 1
         return pipe
 
-    def time_dispatch(self, dispatch: Dispatch, repeats: int = 4) -> float | None:
-        """Seconds one dispatch takes, for the autotuner: (time of 1 + repeats dispatches) -
-        (time of 1), each ended by a 4-byte readback. None where this device cannot wait
-        synchronously (an async-only browser)."""
+    def time_dispatch(self, dispatch: Dispatch, repeats: int = 8) -> float | None:
+        """Seconds one dispatch takes, for the autotuner. With timestamp-query: the median of
+        `repeats` dispatches' GPU times (host timing lost an 8 us GEMV in the host's jitter,
+        and the tuner picked variants 2x slower on an H100). Without: (time of 1 + n
+        dispatches) - (time of 1), over n, each ended by a 4-byte readback, n growing until
+        they take ~2 ms. None where this device cannot wait synchronously (an async-only
+        browser)."""
         if not self.can_run_sync:
             return None
         import time
         if self._probe is None:
-            self._probe = (self.create_buffer(4, "storage"), self.create_buffer(4, "readback"))
-        src, dst = self._probe
+            self._probe = (self.create_buffer(4, "storage"), self.create_buffer(4, "readback"),
+                           self.timestamps(repeats))
+        src, dst, ts = self._probe
+        if ts is not None:
+            self.submit([dispatch] * repeats, [], timestamps=ts)
+            t = np.frombuffer(self.read_buffer(ts.readback, 0, 16 * repeats), np.uint64)
+            spans = (t[1::2].astype(np.int64) - t[0::2].astype(np.int64)).clip(0)
+            return float(np.median(spans)) * 1e-9
 
         def run(n: int) -> float:
             t = time.perf_counter()
@@ -215,8 +224,12 @@ class Backend(abc.ABC):
             return time.perf_counter() - t
         run(1)
         one = min(run(1) for _ in range(3))
-        many = min(run(1 + repeats) for _ in range(2))
-        return max(many - one, 0.0) / repeats
+        n = 4
+        while True:
+            spent = max(min(run(1 + n) for _ in range(2)) - one, 0.0)
+            if spent >= 2e-3 or n >= 256:
+                return spent / n
+            n = min(256, max(2 * n, int(n * 2.5e-3 / max(spent, 1e-5))))
 
     def staging(self, nbytes: int) -> Any:
         """Return a pooled readback buffer of at least nbytes (sizes are powers of two)."""

@@ -96,7 +96,8 @@ class NonFinite:
 
 @dataclass
 class Profile:
-    """Per-kernel time of one run: rows of (index, kernel, node, op, grid, ms)."""
+    """Per-kernel time of one run: rows of (index, kernel (the variant that ran), node, op,
+    grid, ms)."""
     rows: list[dict[str, Any]] = field(default_factory=list)
     source: str = ""                  # "timestamp-query", "host" or "numpy"
     device: str = ""
@@ -304,7 +305,7 @@ def profile_steps(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str, 
                 ms = yield from timed([d])
                 best[i] = min(best[i], max(0.0, ms - empty))
         source = "host"
-    rows = [{"index": i, "kernel": c.name, "node": c.node,
+    rows = [{"index": i, "kernel": plan.ran[i], "node": c.node,
              "op": exe.graph.nodes[c.node].op if c.node >= 0 else "", "grid": c.grid,
              "ms": best[i]} for i, c in enumerate(calls)]
     return Profile(rows, source, device)

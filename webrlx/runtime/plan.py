@@ -55,6 +55,7 @@ class Plan:
             self.owned.append(gb)
             write_padded(backend, gb, b.value)
             self.where[b.id] = (gb, 0)
+        self.ran: list[str] = []       # the variant each call runs (the autotuner's pick)
         self.dispatches = self._build_dispatches(info.uniform_alignment)
         self._build_readback(align)
         self.slots: list[list[HandleSlot]] = []   # two per output, made on first use
@@ -84,6 +85,7 @@ class Plan:
             entries = [self._entry(c, i) for i in range(len(c.buffers))]
             entries.append((self.uniform, off, words.nbytes))
             v = autotune.choose(backend.info.name, c, autotune.timer(backend, entries))
+            self.ran.append(v.name)
             pipe = backend.pipeline(v.source, "main", v.overrides)
             dispatches.append(Dispatch(pipe, backend.bind_group(pipe, entries), v.grid))
         return dispatches
