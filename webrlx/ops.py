@@ -400,6 +400,18 @@ def _scatter_set(shapes, dtypes, attrs):
 
 _register("scatter_set", "other", _scatter_set)
 UPDATES_INPUT["scatter_set"] = 0
+
+
+def _assign(shapes, dtypes, attrs):
+    if tuple(shapes[0]) != tuple(shapes[1]) or dtypes[0] != dtypes[1]:
+        raise ShapeError(f"assign: the value must have the target's shape and dtype "
+                         f"{shapes[0]} {dtypes[0]}, got {shapes[1]} {dtypes[1]}")
+    return shapes[0], dtypes[0]
+
+
+# target = value, in place: the optimizers' update of a param or state (train_step)
+_register("assign", "other", _assign)
+UPDATES_INPUT["assign"] = 0
 _register("gather", "other", _gather)
 _register("take_along_axis", "other", _take_along_axis)
 

@@ -315,6 +315,7 @@ REFERENCE: dict[str, Rule] = {
     "concat": lambda xs, at: np.concatenate(xs, axis=at["axis"]),
     "gather": _gather,
     "scatter_set": _scatter_set,
+    "assign": lambda xs, at: xs[1],
     "take_along_axis": lambda xs, at: np.take_along_axis(xs[0], xs[1].astype(np.int64),
                                                          axis=at["axis"]),
     "conv2d": _conv2d,

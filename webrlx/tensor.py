@@ -404,6 +404,16 @@ class Tensor:
         nothing may read the old value afterwards); out-of-range indices are skipped."""
         return self._op("scatter_set", indices, values)
 
+    def assign(self, value: Any) -> Tensor:
+        """self = value IN PLACE, for a param or a state (what optimizers do to weights): the
+        value persists to the next run. Nothing may read the old value afterwards; value has
+        self's shape and dtype."""
+        src = self.node
+        if src.op not in ("param", "state"):
+            raise ValueError(f"assign: the target must be a param or a state, got "
+                             f"%{src.id} {src.op}")
+        return self._op("assign", self._lift(value, "assign"))
+
     def take_along_axis(self, indices: Tensor, axis: int) -> Tensor:
         """numpy.take_along_axis: pick along axis by an index tensor of the same rank."""
         return self._op("take_along_axis", indices, axis=axis)

@@ -87,3 +87,18 @@ def _concat(L: EmitContext, node: Node) -> Buf:
         L.strided(lz.expr, lz.leaves, out, node.dtype, at * ost[axis], ost, lz.shape, "concat")
         at += lz.shape[axis]
     return out
+
+
+@lowering("assign")
+def _assign(L: EmitContext, node: Node) -> Buf:
+    """In place: the value is computed into a buffer of its own (a fused elementwise chain
+    reading the target, w - lr * g, runs there), then copied into the target param/state.
+    One kernel cannot do both: WebGPU forbids binding one buffer twice when a binding is
+    writable, and the emitter would bind a copy as the output instead."""
+    target, value = node.inputs
+    dst, src = L.buf(target), L.buf(value)
+    if src is not dst:
+        shape = L.shape(node.id)
+        L.strided(Expr("load", (0,), node.dtype), [(src, node.dtype, 0, strides_of(shape))],
+                  dst, node.dtype, 0, strides_of(shape), shape, "assign")
+    return dst

@@ -90,13 +90,21 @@ class GpuEngine:
 
     def read_state(self, name: str) -> Steps[np.ndarray]:
         node = self.graph.nodes[self.graph.states[name]]
+        return (yield from self._read(node, self.state_bufs.get(name)))
+
+    def read_param(self, name: str) -> Steps[np.ndarray]:
+        """A param's current device value (assign may have updated it: training)."""
+        return (yield from self._read(self.graph.nodes[self.graph.params[name]],
+                                      self.param_bufs.get(name)))
+
+    def _read(self, node: Any, buf: Any) -> Steps[np.ndarray]:
         sd = dt.storage_np(node.dtype, self.backend.info.has_f16)
         shape = tuple(int(s) for s in node.shape)
-        if name not in self.state_bufs:
+        if buf is None:
             return (yield from no_reads(np.zeros(shape, node.dtype.np_dtype)))
         nbytes = max(4, -(-int(np.prod(shape)) * sd.itemsize // 4) * 4)
         staging = self.backend.staging(nbytes)
-        self.backend.submit([], [Copy(self.state_bufs[name], 0, staging, 0, nbytes)])
+        self.backend.submit([], [Copy(buf, 0, staging, 0, nbytes)])
         raw = yield ReadRequest(self.backend, staging, 0, nbytes)
         n = int(np.prod(shape))
         return np.frombuffer(raw, np.uint8)[:n * sd.itemsize].view(sd).reshape(shape).astype(
@@ -162,6 +170,9 @@ class ReferenceEngine:
     def read_state(self, name: str) -> Steps[np.ndarray]:
         return (yield from no_reads(self.state(name).copy()))
 
+    def read_param(self, name: str) -> Steps[np.ndarray]:
+        return (yield from no_reads(np.array(self.params[name])))
+
     def values(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep_all: bool = False
                ) -> Any:
         """Interpret the graph: the outputs in order, or (keep_all) every node's value.
@@ -179,6 +190,8 @@ class ReferenceEngine:
             root = g.written_source(nid)
             if root.op == "state":
                 self.states[root.name] = values[nid]
+            elif root.op == "param":          # assign (an optimizer's update)
+                self.params[root.name] = values[nid]
         return values if keep_all else [values[i] for i in self.outputs]
 
     def run(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep: bool

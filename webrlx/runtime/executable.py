@@ -125,6 +125,21 @@ class Executable:
                              f"{sorted(self.graph.states)}")
         return await drive_async(self.engine.read_state(name), self.device)
 
+    def read_param(self, name: str) -> np.ndarray:
+        """Read a param's current value back from the device (after training: assign)."""
+        if name not in self._params:
+            raise InputError(f"read_param(): param {name!r} was never set; set params are "
+                             f"{sorted(self._params)}")
+        return drive(self.engine.read_param(name), self.device.lock)
+
+    async def read_param_async(self, name: str) -> np.ndarray:
+        """Async form of read_param()."""
+        await self._device_async()
+        if name not in self._params:
+            raise InputError(f"read_param(): param {name!r} was never set; set params are "
+                             f"{sorted(self._params)}")
+        return await drive_async(self.engine.read_param(name), self.device)
+
     async def ready_async(self) -> None:
         """Acquire the device (the default one, asynchronously: the browser's way)."""
         await self._device_async()

@@ -1,0 +1,158 @@
+"""wr.grad: every VJP rule against central finite differences of the same function in float64
+numpy (the loss is sum(f(x) * r) for a fixed random r), on every backend; errors for
+non-differentiable paths. Tolerance: |got - fd| <= 2e-3 * max|fd| + 1e-4 unless a case says."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+import webrlx as wr
+
+
+def _softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _erf(x):
+    from math import erf
+    return np.vectorize(erf)(x)
+
+
+# name -> (webrlx fn, numpy fn, input shapes, positive inputs?)
+CASES = {
+    "add_broadcast": (lambda a, b: a + b, lambda a, b: a + b, [(3, 4), (4,)], False),
+    "sub_broadcast": (lambda a, b: a - b, lambda a, b: a - b, [(3, 1), (1, 4)], False),
+    "mul_broadcast": (lambda a, b: a * b, lambda a, b: a * b, [(2, 3, 4), (3, 1)], False),
+    "div": (lambda a, b: a / b, lambda a, b: a / b, [(3, 4), (3, 4)], True),
+    "pow": (lambda a, b: a ** b, lambda a, b: a ** b, [(3, 4), (3, 4)], True),
+    "maximum": (lambda a, b: a.maximum(b), np.maximum, [(3, 4), (4,)], False),
+    "minimum": (lambda a, b: a.minimum(b), np.minimum, [(3, 4), (3, 4)], False),
+    "neg_abs": (lambda a: (-a).abs(), lambda a: np.abs(-a), [(3, 4)], False),
+    "exp": (lambda a: a.exp(), np.exp, [(3, 4)], False),
+    "log": (lambda a: a.log(), np.log, [(3, 4)], True),
+    "sqrt": (lambda a: a.sqrt(), np.sqrt, [(3, 4)], True),
+    "rsqrt": (lambda a: a.rsqrt(), lambda a: 1 / np.sqrt(a), [(3, 4)], True),
+    "sin_cos": (lambda a: a.sin() + a.cos(), lambda a: np.sin(a) + np.cos(a), [(3, 4)], False),
+    "tanh": (lambda a: a.tanh(), np.tanh, [(3, 4)], False),
+    "sigmoid": (lambda a: a.sigmoid(), lambda a: 1 / (1 + np.exp(-a)), [(3, 4)], False),
+    "relu": (lambda a: a.relu(), lambda a: np.maximum(a, 0), [(3, 4)], False),
+    "silu": (lambda a: a.silu(), lambda a: a / (1 + np.exp(-a)), [(3, 4)], False),
+    "erf": (lambda a: a.erf(), _erf, [(3, 4)], False),
+    "gelu": (lambda a: a.gelu(), lambda a: 0.5 * a * (1 + _erf(a / np.sqrt(2))), [(3, 4)],
+             False),
+    "gelu_tanh": (lambda a: a.gelu("tanh"),
+                  lambda a: 0.5 * a * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3))),
+                  [(3, 4)], False),
+    "where": (lambda a, b: wr.where(a > b, a * 2.0, b), lambda a, b: np.where(a > b, a * 2, b),
+              [(3, 4), (4,)], False),
+    "clamp": (lambda a: a.clamp(-0.5, 0.5), lambda a: np.clip(a, -0.5, 0.5), [(3, 4)], False),
+    "sum_axis": (lambda a: a.sum(axis=1), lambda a: a.sum(axis=1), [(2, 3, 4)], False),
+    "sum_keepdims": (lambda a: a.sum(axis=(0, 2), keepdims=True),
+                     lambda a: a.sum(axis=(0, 2), keepdims=True), [(2, 3, 4)], False),
+    "mean": (lambda a: a.mean(axis=-1), lambda a: a.mean(axis=-1), [(3, 5)], False),
+    "mean_all": (lambda a: a.mean(), lambda a: a.mean(), [(3, 5)], False),
+    "max": (lambda a: a.max(axis=0), lambda a: a.max(axis=0), [(4, 3)], False),
+    "min_keepdims": (lambda a: a.min(axis=1, keepdims=True),
+                     lambda a: a.min(axis=1, keepdims=True), [(4, 3)], False),
+    "prod": (lambda a: a.prod(axis=1), lambda a: a.prod(axis=1), [(3, 4)], True),
+    "softmax": (lambda a: a.softmax(axis=-1), _softmax, [(3, 5)], False),
+    "softmax_axis0": (lambda a: a.softmax(axis=0), lambda a: _softmax(a, 0), [(3, 5)], False),
+    "log_softmax": (lambda a: a.log_softmax(axis=-1),
+                    lambda a: np.log(_softmax(a)), [(3, 5)], False),
+    "cumsum": (lambda a: a.cumsum(axis=1), lambda a: np.cumsum(a, axis=1), [(3, 5)], False),
+    "matmul": (lambda a, b: a @ b, lambda a, b: a @ b, [(3, 4), (4, 5)], False),
+    "matmul_batched_broadcast": (lambda a, b: a @ b, lambda a, b: a @ b,
+                                 [(2, 3, 4), (4, 5)], False),
+    "matmul_vector": (lambda a, b: a @ b, lambda a, b: a @ b, [(4,), (4, 5)], False),
+    "matmul_bias_relu": (lambda a, b, c: a.matmul(b, bias=c, activation="relu"),
+                         lambda a, b, c: np.maximum(a @ b + c, 0), [(3, 4), (4, 5), (5,)],
+                         False),
+    "matmul_bias_tanh": (lambda a, b, c: a.matmul(b, bias=c, activation="tanh"),
+                         lambda a, b, c: np.tanh(a @ b + c), [(3, 4), (4, 5), (5,)], False),
+    "reshape_permute": (lambda a: a.reshape(4, 6).permute(1, 0) * 1.5,
+                        lambda a: a.reshape(4, 6).T * 1.5, [(2, 3, 4)], False),
+    "expand": (lambda a: a.expand(3, 4) * 2.0, lambda a: np.broadcast_to(a, (3, 4)) * 2,
+               [(1, 4)], False),
+    "cast": (lambda a: a.cast("float16").cast("float32") * 1.0, lambda a: a, [(3, 4)], False),
+    "mlp": (lambda x, w1, b1, w2: ((x @ w1 + b1).tanh() @ w2).log_softmax(axis=-1),
+            lambda x, w1, b1, w2: np.log(_softmax(np.tanh(x @ w1 + b1) @ w2)),
+            [(4, 6), (6, 5), (5,), (5, 3)], False),
+}
+TOL = {"cast": 2e-2, "pow": 5e-3, "prod": 5e-3}     # cast: the float16 round trip
+
+
+def _fd(np_fn, arrays, r, eps=1e-6):
+    def loss(xs):
+        return float((np_fn(*xs) * r).sum())
+    grads = []
+    for i, a in enumerate(arrays):
+        gi = np.zeros_like(a)
+        for j in np.ndindex(a.shape):
+            hi = [x.copy() for x in arrays]
+            lo = [x.copy() for x in arrays]
+            hi[i][j] += eps
+            lo[i][j] -= eps
+            gi[j] = (loss(hi) - loss(lo)) / (2 * eps)
+        grads.append(gi)
+    return grads
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_vjp_matches_finite_differences(backend, case):
+    fn, np_fn, shapes, positive = CASES[case]
+    rng = np.random.default_rng(zlib.crc32(case.encode()))
+    arrays = [rng.uniform(0.5, 2.0, s) if positive else rng.standard_normal(s) for s in shapes]
+    arrays = [a.astype(np.float32).astype(np.float64) for a in arrays]   # what the GPU sees
+    r = rng.standard_normal(np.shape(np_fn(*arrays)))
+    g = wr.Graph()
+    xs = [g.input(f"x{i}", a.shape) for i, a in enumerate(arrays)]
+    loss = (fn(*xs) * g.constant(r.astype(np.float32))).sum()
+    exe = wr.compile(g, outputs=wr.grad(loss, xs), device=backend)
+    got = exe.run({f"x{i}": a.astype(np.float32) for i, a in enumerate(arrays)})
+    for i, (gi, want) in enumerate(zip(got, _fd(np_fn, arrays, r))):
+        assert gi.shape == want.shape, (case, i)
+        tol = TOL.get(case, 2e-3) * max(np.abs(want).max(), 1.0) + 1e-4
+        np.testing.assert_allclose(gi, want, rtol=0, atol=tol, err_msg=f"{case}: input {i}")
+
+
+def test_gradient_of_a_symbolic_batch_mean(backend):
+    """mean over a symbolic dim divides by the bound size at run time."""
+    g = wr.Graph()
+    x = g.input("x", ("batch", 3))
+    w = g.param("w", (3,))
+    (gw,) = wr.grad((x * w).mean(), [w])
+    exe = wr.compile(g, outputs=[gw], device=backend)
+    exe.set_params({"w": np.ones(3, np.float32)})
+    for n in (2, 5):
+        xs = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+        np.testing.assert_allclose(exe.run({"x": xs})[0], xs.sum(0) / (3 * n), rtol=1e-5)
+
+
+def test_non_differentiable_paths_are_named():
+    g = wr.Graph()
+    x = g.input("x", (3, 4))
+    with pytest.raises(wr.GradError, match="argmax.*not differentiable"):
+        wr.grad(x.argmax(axis=1).cast("float32").sum(), [x])
+    with pytest.raises(wr.GradError, match="gt .*not differentiable"):
+        wr.grad((x > 0.0).cast("float32").sum(), [x])
+    with pytest.raises(wr.GradError, match="floor.*not differentiable"):
+        wr.grad(x.floor().sum(), [x])
+    with pytest.raises(wr.GradError, match="scalar"):
+        wr.grad(x * 2.0, [x])
+    with pytest.raises(wr.GradError, match="int32"):
+        wr.grad(x.sum(), [g.input("i", (2,), "int32")])
+    with pytest.raises(wr.GradError, match="gather.*no gradient rule yet"):
+        wr.grad(x.gather(g.constant(np.array([0, 2], np.int32)), axis=0).sum(), [x])
+
+
+def test_unrelated_tensor_gets_zeros(backend):
+    g = wr.Graph()
+    x, y = g.input("x", (2,)), g.input("y", (2,))
+    gx, gy = wr.grad((x * x).sum(), [x, y])
+    exe = wr.compile(g, outputs=[gx, gy], device=backend)
+    got = exe.run({"x": np.array([1.0, -2.0], np.float32), "y": np.ones(2, np.float32)})
+    np.testing.assert_allclose(got[0], [2.0, -4.0])
+    np.testing.assert_allclose(got[1], [0.0, 0.0])
