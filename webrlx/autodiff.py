@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from .graph import Node
 from .ops import COMPARE, OPS
 from .shape import Shape
-from .tensor import Tensor, where
+from .tensor import Tensor, concat, where
 
 Rule = Callable[[Node, list[Tensor], Tensor, Tensor], list["Tensor | None"]]
 VJP: dict[str, Rule] = {}
@@ -262,6 +262,30 @@ def _cumsum(n, ins, out, g):
     return [g.sum(axis=axis, keepdims=True) - g.cumsum(axis=axis) + g]
 
 
+def _norm_parts(n: Node, x: Tensor) -> tuple[Tensor, Tensor]:
+    """(y_hat, rstd): the normalized rows before scale and shift, and 1/std (1/rms)."""
+    eps = n.attrs["eps"]
+    xc = x - x.mean(axis=-1, keepdims=True) if n.op == "layer_norm" else x
+    rstd = ((xc * xc).mean(axis=-1, keepdims=True) + eps).rsqrt()
+    return xc * rstd, rstd
+
+
+@rule("layer_norm", "rms_norm")
+def _norm(n, ins, out, g):
+    x, extra = ins[0], ins[1:]
+    y_hat, rstd = _norm_parts(n, x)
+    gh = g * extra[0] if extra else g
+    inner = gh - y_hat * (gh * y_hat).mean(axis=-1, keepdims=True)
+    if n.op == "layer_norm":
+        inner = inner - gh.mean(axis=-1, keepdims=True)
+    grads: list[Tensor | None] = [rstd * inner]
+    if extra:
+        grads.append(unbroadcast(g * y_hat, extra[0].shape))
+    if len(extra) > 1:
+        grads.append(unbroadcast(g, extra[1].shape))
+    return grads
+
+
 # -- matmul ---------------------------------------------------------------------------------------
 def _mT(t: Tensor) -> Tensor:
     axes = list(range(t.ndim))
@@ -325,6 +349,36 @@ def _permute(n, ins, out, g):
 @rule("expand")
 def _expand(n, ins, out, g):
     return [unbroadcast(g, ins[0].shape)]
+
+
+@rule("slice")
+def _slice(n, ins, out, g):
+    x = ins[0]
+    for axis, (a, b, d) in enumerate(zip(n.attrs["starts"], n.attrs["stops"], x.shape)):
+        b = d if b is None else b
+        if (a, b) == (0, d):
+            continue
+        zero = g.narrow(axis, 0, 1) * 0.0            # (a slice is never empty along axis)
+        parts = []
+        for size in (a, None, d - b):
+            if size is None:
+                parts.append(g)
+            elif size:
+                shape = list(g.shape)
+                shape[axis] = size
+                parts.append(zero.expand(*shape))
+        g = concat(parts, axis=axis)
+    return [g]
+
+
+@rule("concat")
+def _concat(n, ins, out, g):
+    axis = n.attrs["axis"] % out.ndim
+    grads, start = [], 0
+    for t in ins:
+        grads.append(g.narrow(axis, start, t.shape[axis]))
+        start += t.shape[axis]
+    return grads
 
 
 # -- the transform --------------------------------------------------------------------------------

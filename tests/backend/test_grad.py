@@ -77,6 +77,18 @@ CASES = {
     "expand": (lambda a: a.expand(3, 4) * 2.0, lambda a: np.broadcast_to(a, (3, 4)) * 2,
                [(1, 4)], False),
     "cast": (lambda a: a.cast("float16").cast("float32") * 1.0, lambda a: a, [(3, 4)], False),
+    "layer_norm": (lambda a, w, b: wr.nn.layer_norm(a, w, b, eps=1e-5),
+                   lambda a, w, b: (a - a.mean(-1, keepdims=True)) / np.sqrt(
+                       a.var(-1, keepdims=True) + 1e-5) * w + b, [(3, 6), (6,), (6,)], False),
+    "layer_norm_plain": (lambda a: wr.nn.layer_norm(a, eps=1e-5),
+                         lambda a: (a - a.mean(-1, keepdims=True)) / np.sqrt(
+                             a.var(-1, keepdims=True) + 1e-5), [(2, 3, 5)], False),
+    "rms_norm": (lambda a, w: wr.nn.rms_norm(a, w, eps=1e-6),
+                 lambda a, w: a / np.sqrt((a * a).mean(-1, keepdims=True) + 1e-6) * w,
+                 [(3, 6), (6,)], False),
+    "slice": (lambda a: a[1:3, :, 2:] * 2.0, lambda a: a[1:3, :, 2:] * 2, [(4, 2, 5)], False),
+    "concat": (lambda a, b: wr.concat([a, b * 3.0, a], axis=1),
+               lambda a, b: np.concatenate([a, b * 3, a], axis=1), [(2, 3), (2, 2)], False),
     "mlp": (lambda x, w1, b1, w2: ((x @ w1 + b1).tanh() @ w2).log_softmax(axis=-1),
             lambda x, w1, b1, w2: np.log(_softmax(np.tanh(x @ w1 + b1) @ w2)),
             [(4, 6), (6, 5), (5,), (5, 3)], False),
