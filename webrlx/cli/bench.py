@@ -224,7 +224,7 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m webrlx bench")
     p.add_argument("--quick", action="store_true", help="small sizes (CPU adapters)")
     p.add_argument("--only", default="",
-                   help="comma list: matmul,f16,chain,rows,attention,minilm")
+                   help="comma list: matmul,f16,chain,rows,attention,minilm,train")
     p.add_argument("--peer", default="", help="tinygrad: its WEBGPU backend, same run")
     args = p.parse_args(argv or [])
     dev = wr.device()
@@ -247,6 +247,9 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
                                         repeats)
     if not only or "minilm" in only:
         out["cases"] += minilm_cases(iters, repeats, args.quick)
+    if not only or "train" in only:
+        from .bench_train import train_cases
+        out["cases"] += train_cases(args.quick)
     if args.peer == "tinygrad":
         out["peer"] = peer_tinygrad(sizes, iters, repeats)
         by_size = {r.get("n"): r for r in out["peer"] if "n" in r}

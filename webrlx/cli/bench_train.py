@@ -1,0 +1,95 @@
+"""Training speed for `python -m webrlx bench --only train`: steps/s of one AdamW training step
+(forward, backward, update; the loss read back each step) for an MLP 784-1024-1024-10 at batch
+256 and the digits MLP 64-128-10 at batch 64, beside torch eager (CUDA where present, else CPU)
+on the same model, optimizer and batch in the same run. ratio = webrlx steps/s / torch's."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+import webrlx as wr
+
+
+def _mlp(g: wr.Graph, sizes: list[int]) -> tuple[wr.Tensor, list[wr.Tensor]]:
+    x, y = g.input("x", ("batch", sizes[0])), g.input("y", ("batch", sizes[-1]))
+    params, h = [], x
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        w, bias = g.param(f"w{i}", (a, b)), g.param(f"b{i}", (b,))
+        params += [w, bias]
+        last = i == len(sizes) - 2
+        h = h.matmul(w, bias=bias, activation="none" if last else "relu")
+    return -(h.log_softmax(axis=-1) * y).sum(axis=-1).mean(), params
+
+
+def _init(sizes: list[int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    out = {}
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        out[f"w{i}"] = (rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32)
+        out[f"b{i}"] = np.zeros(b, np.float32)
+    return out
+
+
+def _webrlx_steps_per_s(sizes: list[int], batch: int, steps: int) -> float:
+    rng = np.random.default_rng(0)
+    g = wr.Graph()
+    loss, params = _mlp(g, sizes)
+    step = wr.train_step(loss, params, wr.optim.AdamW(lr=1e-3))
+    step.set_params(_init(sizes, rng))
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    y = np.eye(sizes[-1], dtype=np.float32)[rng.integers(0, sizes[-1], batch)]
+    for _ in range(3):
+        step.run({"x": x, "y": y})            # compile, tune, warm
+    t = time.perf_counter()
+    for _ in range(steps):
+        step.run({"x": x, "y": y})
+    return steps / (time.perf_counter() - t)
+
+
+def _torch_steps_per_s(sizes: list[int], batch: int, steps: int) -> tuple[float, str] | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    layers: list[Any] = []
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        layers.append(torch.nn.Linear(a, b))
+        if i < len(sizes) - 2:
+            layers.append(torch.nn.ReLU())
+    model = torch.nn.Sequential(*layers).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(batch, sizes[0], device=dev)
+    y = torch.randint(0, sizes[-1], (batch,), device=dev)
+
+    def one() -> float:
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+X
+    for _ in range(3):
+        one()
+    t = time.perf_counter()
+    for _ in range(steps):
+        one()
+    return steps / (time.perf_counter() - t), dev
+
+
+def train_cases(quick: bool) -> list[dict[str, Any]]:
+    cases = []
+    shapes = [("mlp 784-1024-1024-10", [784, 1024, 1024, 10], 256),
+              ("digits mlp 64-128-10", [64, 128, 10], 64)]
+    if quick:
+        shapes[0] = ("mlp 784-256-256-10", [784, 256, 256, 10], 64)
+    steps = 10 if quick else 50
+    for name, sizes, batch in shapes:
+        row: dict[str, Any] = {"case": f"train {name} batch {batch}", "optimizer": "AdamW",
+                               "webrlx_steps_per_s": _webrlx_steps_per_s(sizes, batch, steps)}
+        peer = _torch_steps_per_s(sizes, batch, steps)
+        if peer is not None:
+            row["torch_steps_per_s"], row["torch_device"] = peer
+            row["ratio_vs_torch"] = row["webrlx_steps_per_s"] / peer[0]
+        cases.append(row)
+    return cases
