@@ -68,7 +68,7 @@ def _torch_steps_per_s(sizes: list[int], batch: int, steps: int) -> tuple[float,
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-X
+        return float(loss.detach())              # reads the loss back, as webrlx's step does
     for _ in range(3):
         one()
     t = time.perf_counter()
