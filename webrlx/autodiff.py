@@ -22,7 +22,7 @@ VJP: dict[str, Rule] = {}
 
 # ops no gradient passes through (their outputs are indices, masks or integers)
 NOT_DIFFERENTIABLE = {*COMPARE, "argmax", "argtopk", "floor", "ceil", "round", "sample",
-                      "qgather", "qmatmul"}
+                      "qgather", "qmatmul", "scatter_set"}
 
 
 class GradError(ValueError):
@@ -369,6 +369,18 @@ def _slice(n, ins, out, g):
                 parts.append(zero.expand(*shape))
         g = concat(parts, axis=axis)
     return [g]
+
+
+@rule("gather")
+def _gather(n, ins, out, g):
+    x, idx = ins
+    axis = n.attrs["axis"] % x.ndim
+    if axis != 0 or any(not isinstance(d, int) for d in (*x.shape, *idx.shape)):
+        raise GradError(f"grad: gather's rule covers axis 0 of static shapes (embedding "
+                        f"rows), got axis {axis} of {x.shape} by {idx.shape}")
+    m = math.prod(idx.shape)
+    rows = g.reshape(m, *x.shape[1:])
+    return [(x * 0.0).scatter_add(idx.reshape(m), rows), None]
 
 
 @rule("concat")

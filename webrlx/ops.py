@@ -402,6 +402,21 @@ _register("scatter_set", "other", _scatter_set)
 UPDATES_INPUT["scatter_set"] = 0
 
 
+def _scatter_add(shapes, dtypes, attrs):
+    target, idx, vals = shapes
+    if len(idx) != 1 or len(target) < 1 or tuple(vals) != tuple(idx) + tuple(target[1:]):
+        raise ShapeError(f"scatter_add: needs target (n, ...), indices (m,) and values "
+                         f"(m, ...) with target's trailing dims, got {shapes}")
+    if dtypes[1] != dt.int32 or dtypes[0] != dt.float32 or dtypes[2] != dt.float32:
+        raise ShapeError(f"scatter_add: indices must be int32 and target/values float32, got "
+                         f"{dtypes}")
+    return shapes[0], dtypes[0]
+
+
+# out = target with values[i] added at row indices[i] (duplicates sum): gather's gradient
+_register("scatter_add", "other", _scatter_add)
+
+
 def _assign(shapes, dtypes, attrs):
     if tuple(shapes[0]) != tuple(shapes[1]) or dtypes[0] != dtypes[1]:
         raise ShapeError(f"assign: the value must have the target's shape and dtype "

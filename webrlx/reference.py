@@ -117,6 +117,14 @@ def _scatter_set(xs, at):
     return out
 
 
+def _scatter_add(xs, at):
+    out = _f64(xs[0]).copy()
+    idx = xs[1].astype(np.int64)
+    keep = (idx >= 0) & (idx < len(out))
+    np.add.at(out, idx[keep], _f64(xs[2])[keep])
+    return out
+
+
 def _conv2d(xs, at):
     x, w = _f64(xs[0]), _f64(xs[1])
     n, c, h, wd = x.shape
@@ -316,6 +324,7 @@ REFERENCE: dict[str, Rule] = {
     "gather": _gather,
     "scatter_set": _scatter_set,
     "assign": lambda xs, at: xs[1],
+    "scatter_add": _scatter_add,
     "take_along_axis": lambda xs, at: np.take_along_axis(xs[0], xs[1].astype(np.int64),
                                                          axis=at["axis"]),
     "conv2d": _conv2d,

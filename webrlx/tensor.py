@@ -404,6 +404,11 @@ class Tensor:
         nothing may read the old value afterwards); out-of-range indices are skipped."""
         return self._op("scatter_set", indices, values)
 
+    def scatter_add(self, indices: Tensor, values: Tensor) -> Tensor:
+        """A copy of self (n, ...) with values[i] added to row indices[i] (duplicates sum;
+        out-of-range indices skipped): the gradient of gather. float32."""
+        return self._op("scatter_add", indices, values)
+
     def assign(self, value: Any) -> Tensor:
         """self = value IN PLACE, for a param or a state (what optimizers do to weights): the
         value persists to the next run. Nothing may read the old value afterwards; value has

@@ -156,8 +156,42 @@ def test_non_differentiable_paths_are_named():
         wr.grad(x * 2.0, [x])
     with pytest.raises(wr.GradError, match="int32"):
         wr.grad(x.sum(), [g.input("i", (2,), "int32")])
-    with pytest.raises(wr.GradError, match="gather.*no gradient rule yet"):
-        wr.grad(x.gather(g.constant(np.array([0, 2], np.int32)), axis=0).sum(), [x])
+    with pytest.raises(wr.GradError, match="take_along_axis.*no gradient rule yet"):
+        idx = g.constant(np.zeros((3, 1), np.int32))
+        wr.grad(x.take_along_axis(idx, axis=1).sum(), [x])
+
+
+def test_embedding_gradient_sums_repeated_rows(backend):
+    """gather's rule: scatter_add of the output gradient into the table's rows."""
+    g = wr.Graph()
+    table = g.param("table", (5, 3))
+    ids = g.input("ids", (2, 4), "int32")
+    r = g.input("r", (2, 4, 3))
+    (gt,) = wr.grad((table.gather(ids, axis=0) * r).sum(), [table])
+    exe = wr.compile(g, outputs=[gt], device=backend)
+    exe.set_params({"table": np.ones((5, 3), np.float32)})
+    idv = np.array([[0, 2, 2, 4], [2, 0, 1, 2]], np.int32)
+    rv = np.random.default_rng(3).standard_normal((2, 4, 3)).astype(np.float32)
+    want = np.zeros((5, 3))
+    np.add.at(want, idv.reshape(-1), rv.reshape(-1, 3).astype(np.float64))
+    np.testing.assert_allclose(exe.run({"ids": idv, "r": rv})[0], want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("m", [1, 7, 300])
+def test_scatter_add(backend, m):
+    from helpers import check
+    rng = np.random.default_rng(m)
+    target = rng.standard_normal((6, 2, 3)).astype(np.float32)
+    idx = rng.integers(-1, 7, m).astype(np.int32)        # -1 and 6: skipped
+    vals = rng.standard_normal((m, 2, 3)).astype(np.float32)
+
+    def np_fn(t, i, v):
+        out = t.copy()
+        keep = (i >= 0) & (i < 6)
+        np.add.at(out, i[keep].astype(np.int64), v[keep])
+        return out
+    check(backend, lambda t, i, v: t.scatter_add(i, v), np_fn, target, idx, vals,
+          rtol=1e-5, atol=1e-5)
 
 
 def test_unrelated_tensor_gets_zeros(backend):

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import math
 
+from ..codegen import Expr
 from ..graph import Node
+from ..shape import strides_of
 from ..kernels import kernel
 from . import split
 from .emit import EmitContext
@@ -20,6 +22,21 @@ def _scatter_set(L: EmitContext, node: Node) -> Buf:
            {"idx": L.buf(node.inputs[1]), "values": L.buf(node.inputs[2]), "dst": target},
            {"m": m, "n": L.shape(node.id)[0]}, L.grid(m), name="scatter_set")
     return target
+
+
+@lowering("scatter_add")
+def _scatter_add(L: EmitContext, node: Node) -> Buf:
+    """out = a copy of the target, then the values added at their rows (atomic adds)."""
+    shape = L.shape(node.id)
+    out = L.temp(shape, node.dtype)
+    L.strided(Expr("load", (0,), node.dtype),
+              [(L.buf(node.inputs[0]), node.dtype, 0, strides_of(shape))], out, node.dtype, 0,
+              strides_of(shape), shape, "scatter_add")
+    m, rows = L.shape(node.inputs[1])[0], math.prod(shape[1:])
+    L.emit(kernel("index/scatter_add"),
+           {"idx": L.buf(node.inputs[1]), "values": L.buf(node.inputs[2]), "out": out},
+           {"m": m, "n": shape[0], "R": rows}, L.grid(m * rows), name="scatter_add")
+    return out
 
 
 @lowering("gather", "take_along_axis")
