@@ -333,6 +333,25 @@ def _act_node(act: str) -> Node:
     return Node(-1, _ACT_OP[act], (), _act_attrs(act), (), None)   # what the rule reads: attrs
 
 
+# -- convolution and pooling ----------------------------------------------------------------------
+@rule("conv2d")
+def _conv2d(n, ins, out, g):
+    x, w = ins[0], ins[1]
+    at = {k: n.attrs[k] for k in ("stride", "padding", "dilation", "groups")}
+    gx = g._op("conv2d_grad_input", w, input_size=tuple(x.shape[2:]), **at)
+    gw = g._op("conv2d_grad_weight", x, kernel=tuple(w.shape[2:]), **at)
+    grads: list[Tensor | None] = [gx, gw]
+    if len(ins) == 3:
+        grads.append(g.sum(axis=(0, 2, 3)))
+    return grads
+
+
+@rule("max_pool2d", "avg_pool2d")
+def _pool2d(n, ins, out, g):
+    at = {k: n.attrs[k] for k in ("kernel", "stride", "padding")}
+    return [g._op(f"{n.op}_grad", ins[0], **at)]
+
+
 # -- layout -------------------------------------------------------------------------------------
 @rule("reshape")
 def _reshape(n, ins, out, g):

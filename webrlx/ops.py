@@ -459,6 +459,36 @@ def _conv2d(shapes, dtypes, attrs):
     return (x[0], w[0], oh, ow), dtypes[0]
 
 
+def _conv2d_grad_input(shapes, dtypes, attrs):
+    dy, w = shapes
+    n, _, oh, ow = dy
+    h, wd = attrs["input_size"]
+    return (n, w[1] * attrs["groups"], h, wd), _f32_only("conv2d_grad_input", dtypes)
+
+
+def _conv2d_grad_weight(shapes, dtypes, attrs):
+    dy, x = shapes
+    kh, kw = attrs["kernel"]
+    return (dy[1], x[1] // attrs["groups"], kh, kw), _f32_only("conv2d_grad_weight", dtypes)
+
+
+def _pool2d_grad(shapes, dtypes, attrs):
+    return shapes[1], _f32_only("pool2d_grad", dtypes)
+
+
+def _f32_only(op: str, dtypes: list[dt.DType]) -> dt.DType:
+    if any(d != dt.float32 for d in dtypes):
+        raise ShapeError(f"{op}: float32 operands only, got {dtypes}")
+    return dt.float32
+
+
+# gradients of conv2d (input: a transposed convolution; weight) and of pooling (autodiff.py)
+_register("conv2d_grad_input", "other", _conv2d_grad_input)
+_register("conv2d_grad_weight", "other", _conv2d_grad_weight)
+_register("max_pool2d_grad", "other", _pool2d_grad)
+_register("avg_pool2d_grad", "other", _pool2d_grad)
+
+
 def _pool2d(op: str) -> Infer:
     def infer(shapes, dtypes, attrs):
         (x,) = shapes

@@ -163,6 +163,65 @@ def _pool2d(kind: str) -> Rule:
     return rule
 
 
+def _conv_taps(at: dict, oh: int, ow: int, i: int, j: int) -> tuple[slice, slice]:
+    """The padded-input rows and columns that tap (i, j) of every output position reads."""
+    (sh, sw), (dh, dw) = at["stride"], at.get("dilation", (1, 1))
+    return (slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
+            slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+
+
+def _conv2d_grad_input(xs, at):
+    dy, w = _f64(xs[0]), _f64(xs[1])
+    n, o, oh, ow = dy.shape
+    _, cg, kh, kw = w.shape
+    g, (ph, pw), (h, wd) = at["groups"], at["padding"], at["input_size"]
+    dxp = np.zeros((n, cg * g, h + 2 * ph, wd + 2 * pw))
+    og = o // g
+    for k in range(g):
+        for i in range(kh):
+            for j in range(kw):
+                ys, xs_ = _conv_taps(at, oh, ow, i, j)
+                dxp[:, k * cg:(k + 1) * cg, ys, xs_] += np.einsum(
+                    "nohw,oc->nchw", dy[:, k * og:(k + 1) * og], w[k * og:(k + 1) * og, :, i, j])
+    return dxp[:, :, ph:ph + h, pw:pw + wd]
+
+
+def _conv2d_grad_weight(xs, at):
+    dy, x = _f64(xs[0]), _f64(xs[1])
+    n, o, oh, ow = dy.shape
+    c = x.shape[1]
+    g, (ph, pw), (kh, kw) = at["groups"], at["padding"], at["kernel"]
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    cg, og = c // g, o // g
+    dw = np.zeros((o, cg, kh, kw))
+    for k in range(g):
+        for i in range(kh):
+            for j in range(kw):
+                ys, xs_ = _conv_taps(at, oh, ow, i, j)
+                dw[k * og:(k + 1) * og, :, i, j] = np.einsum(
+                    "nohw,nchw->oc", dy[:, k * og:(k + 1) * og], xp[:, k * cg:(k + 1) * cg, ys, xs_])
+    return dw
+
+
+def _pool2d_grad(kind: str) -> Rule:
+    def rule(xs, at):
+        dy, x = _f64(xs[0]), _f64(xs[1])
+        (kh, kw), (ph, pw) = at["kernel"], at["padding"]
+        _, _, oh, ow = dy.shape
+        n, c, h, w = x.shape
+        xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=-np.inf)
+        taps = [(i, j) for i in range(kh) for j in range(kw)]
+        first = np.stack([xp[:, :, ys, xs_] for ys, xs_ in
+                          (_conv_taps(at, oh, ow, i, j) for i, j in taps)]).argmax(0)
+        dxp = np.zeros_like(xp)
+        for k, (i, j) in enumerate(taps):
+            ys, xs_ = _conv_taps(at, oh, ow, i, j)
+            dxp[:, :, ys, xs_] += np.where(first == k, dy, 0.0) if kind == "max" else \
+                dy / (kh * kw)
+        return dxp[:, :, ph:ph + h, pw:pw + w]
+    return rule
+
+
 def _attention(xs, at):
     q, k, v = (_f64(t) for t in xs[:3])
     s = q @ np.swapaxes(k, -1, -2) * at["scale"]
@@ -330,6 +389,10 @@ REFERENCE: dict[str, Rule] = {
     "conv2d": _conv2d,
     "max_pool2d": _pool2d("max"),
     "avg_pool2d": _pool2d("avg"),
+    "conv2d_grad_input": _conv2d_grad_input,
+    "conv2d_grad_weight": _conv2d_grad_weight,
+    "max_pool2d_grad": _pool2d_grad("max"),
+    "avg_pool2d_grad": _pool2d_grad("avg"),
     "attention": _attention,
     # -- decoder
     "rope": _rope,

@@ -16,6 +16,18 @@ def _softmax(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _conv_np(x, w, b, s, p, d, groups):
+    from webrlx.reference import REFERENCE
+    at = {"stride": (s, s), "padding": (p, p), "dilation": (d, d), "groups": groups}
+    return REFERENCE["conv2d"]([x, w] + ([b] if b is not None else []), at)
+
+
+def _pool_np(x, k, s, p, kind):
+    from webrlx.reference import REFERENCE
+    return REFERENCE[f"{kind}_pool2d"]([x], {"kernel": (k, k), "stride": (s, s),
+                                             "padding": (p, p)})
+
+
 def _erf(x):
     from math import erf
     return np.vectorize(erf)(x)
@@ -89,6 +101,21 @@ CASES = {
     "slice": (lambda a: a[1:3, :, 2:] * 2.0, lambda a: a[1:3, :, 2:] * 2, [(4, 2, 5)], False),
     "concat": (lambda a, b: wr.concat([a, b * 3.0, a], axis=1),
                lambda a, b: np.concatenate([a, b * 3, a], axis=1), [(2, 3), (2, 2)], False),
+    "conv2d": (lambda a, w, b: wr.nn.conv2d(a, w, b, stride=1, padding=1),
+               lambda a, w, b: _conv_np(a, w, b, 1, 1, 1, 1), [(2, 3, 5, 5), (4, 3, 3, 3), (4,)],
+               False),
+    "conv2d_strided_dilated": (lambda a, w: wr.nn.conv2d(a, w, stride=2, padding=1, dilation=2),
+                               lambda a, w: _conv_np(a, w, None, 2, 1, 2, 1),
+                               [(1, 2, 7, 6), (3, 2, 2, 3)], False),
+    "conv2d_groups": (lambda a, w: wr.nn.conv2d(a, w, groups=2),
+                      lambda a, w: _conv_np(a, w, None, 1, 0, 1, 2),
+                      [(2, 4, 4, 4), (6, 2, 3, 3)], False),
+    "max_pool2d": (lambda a: wr.nn.max_pool2d(a, 2), lambda a: _pool_np(a, 2, 2, 0, "max"),
+                   [(2, 3, 4, 6)], False),
+    "max_pool2d_overlap_pad": (lambda a: wr.nn.max_pool2d(a, 3, stride=2, padding=1),
+                               lambda a: _pool_np(a, 3, 2, 1, "max"), [(1, 2, 5, 5)], False),
+    "avg_pool2d": (lambda a: wr.nn.avg_pool2d(a, 3, stride=2, padding=1),
+                   lambda a: _pool_np(a, 3, 2, 1, "avg"), [(1, 2, 5, 6)], False),
     "mlp": (lambda x, w1, b1, w2: ((x @ w1 + b1).tanh() @ w2).log_softmax(axis=-1),
             lambda x, w1, b1, w2: np.log(_softmax(np.tanh(x @ w1 + b1) @ w2)),
             [(4, 6), (6, 5), (5,), (5, 3)], False),
