@@ -10,7 +10,9 @@ AdamW with decoupled weight decay and bias correction).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -134,6 +136,22 @@ class TrainStep:
     async def params_async(self) -> dict[str, np.ndarray]:
         """Async form of params()."""
         return {n: await self.executable.read_param_async(n) for n in self.names}
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the current weights to a .safetensors file."""
+        from .models.safetensors import save_safetensors
+        Path(path).write_bytes(save_safetensors(self.params()))
+
+    def load(self, path: str | os.PathLike[str]) -> None:
+        """Set the weights from a .safetensors file (as save wrote it); unknown names are an
+        error naming them."""
+        from .models.safetensors import load_safetensors
+        arrays = load_safetensors(path)
+        unknown = sorted(set(arrays) - set(self.names))
+        if unknown:
+            raise ValueError(f"TrainStep.load: {path}: tensors {unknown} are not params of this "
+                             f"step ({self.names})")
+        self.set_params(arrays)
 
 
 def train_step(loss: Tensor, params: Sequence[Tensor], optimizer: Any,

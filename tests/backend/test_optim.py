@@ -126,3 +126,18 @@ def test_train_step_needs_params():
     x = g.input("x", (3,))
     with pytest.raises(ValueError, match=r"params\[0\] must be a graph param"):
         wr.train_step((x * x).sum(), [x], wr.optim.SGD())
+
+
+def test_weights_save_and_load_as_safetensors(backend, tmp_path):
+    step, x, y, w = _step(backend, wr.optim.SGD(lr=0.1))
+    step.run({"x": x, "y": y})
+    step.save(tmp_path / "w.safetensors")
+    trained = step.params()["w"]
+    fresh, *_ = _step(backend, wr.optim.SGD(lr=0.1))
+    fresh.load(tmp_path / "w.safetensors")
+    np.testing.assert_array_equal(fresh.params()["w"], trained)
+    assert not np.array_equal(trained, w)
+    from webrlx.models.safetensors import save_safetensors
+    (tmp_path / "bad.safetensors").write_bytes(save_safetensors({"v": trained}))
+    with pytest.raises(ValueError, match=r"\['v'\] are not params"):
+        fresh.load(tmp_path / "bad.safetensors")

@@ -206,3 +206,27 @@ def tqdm_like_progress(label: str, width: int = 30) -> Progress:
         sys.stderr.flush()
 
     return progress
+
+
+_WRITE_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16",
+                 np.dtype(np.int32): "I32", np.dtype(np.uint32): "U32", np.dtype(np.bool_): "BOOL"}
+
+
+def save_safetensors(tensors: dict[str, np.ndarray]) -> bytes:
+    """The bytes of a .safetensors file holding these arrays (names sorted, data 8-aligned
+    after the header, as the format's writers do); load_safetensors reads it back."""
+    header: dict[str, Any] = {}
+    blobs, offset = [], 0
+    for name in sorted(tensors):
+        arr = np.ascontiguousarray(tensors[name])
+        if arr.dtype not in _WRITE_DTYPES:
+            raise ValueError(f"save_safetensors: {name!r} has dtype {arr.dtype}; supported: "
+                             f"{sorted(str(d) for d in _WRITE_DTYPES)}")
+        data = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+        header[name] = {"dtype": _WRITE_DTYPES[arr.dtype], "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-(8 + len(text)) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
