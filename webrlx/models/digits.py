@@ -14,10 +14,13 @@ from ..tensor import Graph
 HIDDEN = 128
 
 
-def split(seed: int = 0, test: int = 360) -> tuple[np.ndarray, ...]:
-    """(x_train, y_train, x_test, y_test): pixels scaled to [0, 1], a fixed permutation."""
-    from sklearn.datasets import load_digits
-    d = load_digits()
+def split(seed: int = 0, test: int = 360, data: Any = None) -> tuple[np.ndarray, ...]:
+    """(x_train, y_train, x_test, y_test): pixels scaled to [0, 1], a fixed permutation.
+    data: what sklearn.datasets.load_digits() returned (default: load it here)."""
+    if data is None:
+        from sklearn.datasets import load_digits
+        data = load_digits()
+    d = data
     x = (d.data / 16.0).astype(np.float32)
     y = d.target.astype(np.int64)
     order = np.random.default_rng(seed).permutation(len(x))

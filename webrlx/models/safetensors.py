@@ -218,7 +218,8 @@ def save_safetensors(tensors: dict[str, np.ndarray]) -> bytes:
     header: dict[str, Any] = {}
     blobs, offset = [], 0
     for name in sorted(tensors):
-        arr = np.ascontiguousarray(tensors[name])
+        arr = np.asarray(tensors[name])
+        arr = np.ascontiguousarray(arr) if arr.ndim else arr     # (0-d stays 0-d)
         if arr.dtype not in _WRITE_DTYPES:
             raise ValueError(f"save_safetensors: {name!r} has dtype {arr.dtype}; supported: "
                              f"{sorted(str(d) for d in _WRITE_DTYPES)}")
