@@ -14,7 +14,7 @@ def test_the_safetensors_package_reads_what_we_write():
     arrays = {"w": rng.standard_normal((3, 5)).astype(np.float32),
               "h": rng.standard_normal(7).astype(np.float16),
               "i": np.arange(6, dtype=np.int32).reshape(2, 3),
-              "scalar": np.float32(2.5).reshape(())}
+              "scalar": np.array(2.5, np.float32)}
     got = st_load(save_safetensors(arrays))
     assert sorted(got) == sorted(arrays)
     for k, a in arrays.items():
