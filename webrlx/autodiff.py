@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
+import numpy as np
+
 from .graph import Node
 from .ops import COMPARE, OPS
 from .shape import Shape
@@ -350,6 +352,44 @@ def _conv2d(n, ins, out, g):
 def _pool2d(n, ins, out, g):
     at = {k: n.attrs[k] for k in ("kernel", "stride", "padding")}
     return [g._op(f"{n.op}_grad", ins[0], **at)]
+
+
+@rule("attention")
+def _attention(n, ins, out, g):
+    # recompute the probabilities P = softmax(q k^T * scale + masks) with graph ops, then
+    # dV = P^T g, dS = P * (g V^T - rowsum(g V^T * P)), dQ = dS K * scale, dK = dS^T Q * scale
+    q, k, v = ins[:3]
+    scale = n.attrs["scale"]
+    s = q.matmul(_mT(k)) * scale
+    if len(ins) == 4:                       # (batch, kv) int32, 0 = ignore that key
+        keep = ins[3].unsqueeze(1).unsqueeze(1) != 0
+        s = where(keep, s, float("-inf"))
+    if n.attrs.get("causal"):
+        qn, kn = q.shape[2], k.shape[2]
+        if not isinstance(qn, int) or not isinstance(kn, int):
+            raise GradError("grad: causal attention's rule needs static sequence lengths, got "
+                            f"q {q.shape}, k {k.shape}")
+        allowed = np.tril(np.ones((qn, kn), bool), kn - qn)
+        s = where(Tensor(q.graph, q.graph.add_constant(allowed).id), s, float("-inf"))
+    p = s.softmax(axis=-1)
+    dp = g.matmul(_mT(v))
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    grads: list[Tensor | None] = [ds.matmul(k) * scale, _mT(ds).matmul(q) * scale,
+                                  _mT(p).matmul(g)]
+    if len(ins) == 4:
+        grads.append(None)
+    return grads
+
+
+@rule("rope")
+def _rope(n, ins, out, g):
+    # a rotation's transpose is the rotation by -angle, and R(-a) = S R(a) S with S negating the
+    # second element of each pair: so the gradient is the same rope op between two sign flips
+    x, pos = ins
+    half = x.shape[-1] // 2
+    sign = np.tile([1.0, -1.0], half) if n.attrs["interleaved"] else np.repeat([1.0, -1.0], half)
+    s = Tensor(x.graph, x.graph.add_constant(sign.astype(np.float32)).id)
+    return [(g * s)._op("rope", pos, **n.attrs) * s, None]
 
 
 # -- layout -------------------------------------------------------------------------------------

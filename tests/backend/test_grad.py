@@ -28,6 +28,19 @@ def _pool_np(x, k, s, p, kind):
                                              "padding": (p, p)})
 
 
+def _rope_np(x, interleaved):
+    from webrlx.reference import REFERENCE
+    base, p0 = (10000.0, 5) if interleaved else (100.0, 2)
+    return REFERENCE["rope"]([x, np.array([p0], np.int32)], {"base": base,
+                                                            "interleaved": interleaved})
+
+
+def _attn_np(q, k, v, mask, causal):
+    from webrlx.reference import REFERENCE
+    ins = [q, k, v] + ([mask.astype(np.int32)] if mask is not None else [])
+    return REFERENCE["attention"](ins, {"scale": 1 / np.sqrt(q.shape[-1]), "causal": causal})
+
+
 def _erf(x):
     from math import erf
     return np.vectorize(erf)(x)
@@ -116,6 +129,21 @@ CASES = {
                                lambda a: _pool_np(a, 3, 2, 1, "max"), [(1, 2, 5, 5)], False),
     "avg_pool2d": (lambda a: wr.nn.avg_pool2d(a, 3, stride=2, padding=1),
                    lambda a: _pool_np(a, 3, 2, 1, "avg"), [(1, 2, 5, 6)], False),
+    "rope": (lambda a: wr.nn.rope(a, a.graph.constant(np.array([5], np.int32)), 10000.0),
+             lambda a: _rope_np(a, True), [(1, 3, 2, 8)], False),
+    "rope_half": (lambda a: wr.nn.rope(a, a.graph.constant(np.array([2], np.int32)), 100.0,
+                                       interleaved=False),
+                  lambda a: _rope_np(a, False), [(2, 2, 1, 6)], False),
+    "attention": (lambda q, k, v: wr.nn.attention(q, k, v),
+                  lambda q, k, v: _attn_np(q, k, v, None, False), [(1, 2, 3, 4), (1, 2, 5, 4),
+                                                                   (1, 2, 5, 4)], False),
+    "attention_causal_masked": (
+        lambda q, k, v: wr.nn.attention(q, k, v, causal=True,
+                                        mask=q.graph.constant(np.array([[1, 0, 1, 1, 1],
+                                                                        [1, 1, 1, 1, 0]],
+                                                                       np.int32))),
+        lambda q, k, v: _attn_np(q, k, v, np.array([[1, 0, 1, 1, 1], [1, 1, 1, 1, 0]]), True),
+        [(2, 1, 3, 4), (2, 1, 5, 4), (2, 1, 5, 4)], False),
     "mlp": (lambda x, w1, b1, w2: ((x @ w1 + b1).tanh() @ w2).log_softmax(axis=-1),
             lambda x, w1, b1, w2: np.log(_softmax(np.tanh(x @ w1 + b1) @ w2)),
             [(4, 6), (6, 5), (5,), (5, 3)], False),
