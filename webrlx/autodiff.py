@@ -442,6 +442,24 @@ def _gather(n, ins, out, g):
     return [(x * 0.0).scatter_add(idx.reshape(m), rows), None]
 
 
+@rule("take_along_axis")
+def _take_along_axis(n, ins, out, g):
+    # dx[..., j] = sum over k of g[..., k] where idx[..., k] == j (the picked axis moved last):
+    # a one-hot comparison with an iota of the axis, no scatter (deterministic)
+    x, idx = ins
+    axis = n.attrs["axis"] % x.ndim
+    d = x.shape[axis]
+    if not isinstance(d, int):
+        raise GradError(f"grad: take_along_axis's rule needs a static axis, got {x.shape}")
+    last = [a for a in range(x.ndim) if a != axis] + [axis]
+    gl, il = g.permute(*last), idx.permute(*last)
+    iota = Tensor(x.graph, x.graph.add_constant(np.arange(d, dtype=np.int32)).id)
+    hit = il.unsqueeze(-1) == iota                     # (..., k, d)
+    dx = where(hit, gl.unsqueeze(-1), 0.0).sum(axis=-2)
+    back = [last.index(a) for a in range(x.ndim)]
+    return [dx.permute(*back), None]
+
+
 @rule("concat")
 def _concat(n, ins, out, g):
     axis = n.attrs["axis"] % out.ndim
