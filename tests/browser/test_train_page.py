@@ -1,6 +1,6 @@
 """web/train.html trains the digits CNN in a Web Worker on the browser's WebGPU: the phases
 show with elapsed time, each epoch's loss reaches the page and the plot, the loss falls, and
-the held-out accuracy is shown. Bounded: 4 epochs (the full 30 reach >= 97%, as the native
+the held-out accuracy is shown. Bounded: 4 epochs (the full 20 reach >= 97%, as the native
 test checks)."""
 from __future__ import annotations
 
