@@ -302,8 +302,8 @@ def _matmul(n, ins, out, g):
     act = n.attrs.get("activation", "none")
     if act != "none":                       # through the fused activation: recompute its input
         pre = a.matmul(b, bias=bias)
-        g = VJP[_ACT_OP[act]](_act_node(act), [pre], pre._op(_ACT_OP[act], **_act_attrs(act)),
-                              g)[0]
+        post = pre._op(_ACT_OP[act], **({"approximate": "tanh"} if act == "gelu_tanh" else {}))
+        g = VJP[post.node.op](post.node, [pre], post, g)[0]
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
     b2 = b.unsqueeze(-1) if b.ndim == 1 else b
     g2 = g
@@ -325,14 +325,6 @@ def _matmul(n, ins, out, g):
 
 _ACT_OP = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu", "silu": "silu",
            "sigmoid": "sigmoid", "tanh": "tanh"}
-
-
-def _act_attrs(act: str) -> dict:
-    return {"approximate": "tanh"} if act == "gelu_tanh" else {}
-
-
-def _act_node(act: str) -> Node:
-    return Node(-1, _ACT_OP[act], (), _act_attrs(act), (), None)   # what the rule reads: attrs
 
 
 # -- convolution and pooling ----------------------------------------------------------------------

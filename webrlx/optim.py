@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .autodiff import grad
-from .tensor import Graph, Tensor
+from .tensor import Graph, Tensor, where
 
 
 @dataclass
@@ -38,7 +38,7 @@ class SGD:
         if self.momentum:
             v = g.state(f"{w.node.name}.momentum", w.shape)
             first = step <= 1.0                       # torch: v starts as the first gradient
-            d = v.assign(_pick(first, d, self.momentum * v + d))
+            d = v.assign(where(first, d, self.momentum * v + d))
         w.assign(w - lr * d)
 
 
@@ -68,11 +68,6 @@ class AdamW:
         c1 = 1.0 - (step * float(np.log(b1))).exp()        # 1 - b1^t, t = step (from 1)
         c2 = 1.0 - (step * float(np.log(b2))).exp()
         w.assign(w * (1.0 - lr * self.weight_decay) - lr * (m / c1) / ((v / c2).sqrt() + self.eps))
-
-
-def _pick(cond: Tensor, a: Tensor, b: Tensor) -> Tensor:
-    from .tensor import where
-    return where(cond, a, b)
 
 
 def _check(value: Any, name: str, low: float, high: float | None = None,

@@ -1,4 +1,4 @@
-// NCHW window helpers shared by conv2d and pool2d (inserted through the NCHW slot). The
+// NCHW window helpers shared by conv2d, pool2d and their gradients (inserted through the NCHW slot). The
 // including kernel's Params has total, H, W, OH, OW, sh, sw, ph, pw, and `override WG`.
 
 // The output element this thread computes (1-D grid continued in y), or p.total when none.
@@ -16,4 +16,13 @@ fn tap_y(oy: u32, i: u32, dil: u32) -> i32 {
 fn tap_x(ox: u32, j: u32, dil: u32) -> i32 {
     let x = i32(ox * p.sw + j * dil) - i32(p.pw);
     return select(-1, x, x >= 0 && x < i32(p.W));
+}
+
+// The output index of window tap k (stride s, padding pd, dilation dl) whose window puts
+// that tap on input index v, or -1 when none does (the gradients of conv2d and pool2d).
+fn reach(v: u32, k: u32, s: u32, pd: u32, dl: u32, size: u32) -> i32 {
+    let num = i32(v + pd) - i32(k * dl);
+    if (num < 0 || num % i32(s) != 0) { return -1; }
+    let o_ = num / i32(s);
+    return select(-1, o_, o_ < i32(size));
 }

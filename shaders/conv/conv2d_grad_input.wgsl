@@ -15,15 +15,6 @@ struct Params { total: u32, C: u32, H: u32, W: u32, O: u32, OH: u32, OW: u32, KH
 override WG: u32 = 256;
 {{NCHW}}
 
-// the output index o_ of tap k (stride s, padding pd, dilation dl) reaching input index v, or
-// -1 when none does
-fn reach(v: u32, k: u32, s: u32, pd: u32, dl: u32, size: u32) -> i32 {
-    let num = i32(v + pd) - i32(k * dl);
-    if (num < 0 || num % i32(s) != 0) { return -1; }
-    let o_ = num / i32(s);
-    return select(-1, o_, o_ < i32(size));
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {

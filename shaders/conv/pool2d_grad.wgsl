@@ -16,13 +16,6 @@ override WG: u32 = 256;
 override MAX: bool = true;
 {{NCHW}}
 
-fn covering(v: u32, k: u32, s: u32, pd: u32, size: u32) -> i32 {
-    let num = i32(v + pd) - i32(k);
-    if (num < 0 || num % i32(s) != 0) { return -1; }
-    let o_ = num / i32(s);
-    return select(-1, o_, o_ < i32(size));
-}
-
 // the window (oy, ox)'s first maximal tap, as y * W + x (-1: padding won, or none)
 fn winner(plane: u32, oy: u32, ox: u32) -> i32 {
     var best = 0.0;
@@ -54,10 +47,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let plane = e / (p.W * p.H);
     var acc = 0.0;
     for (var i = 0u; i < p.KH; i++) {
-        let oy = covering(yy, i, p.sh, p.ph, p.OH);
+        let oy = reach(yy, i, p.sh, p.ph, 1u, p.OH);
         if (oy < 0) { continue; }
         for (var j = 0u; j < p.KW; j++) {
-            let ox = covering(xx, j, p.sw, p.pw, p.OW);
+            let ox = reach(xx, j, p.sw, p.pw, 1u, p.OW);
             if (ox < 0) { continue; }
             let g = dy[(plane * p.OH + u32(oy)) * p.OW + u32(ox)];
             if (MAX) {

@@ -148,7 +148,7 @@ fn finish(n: u32, tid: u32, r0: u32, valid: u32, s_in: vec4<f32>, s2_in: vec4<f3
     }
 }
 
-fn quad_dots(n: u32, u: u32, q: Unit, q2: Unit, r: u32) -> Dots {
+fn quad_dots(u: u32, q: Unit, q2: Unit, r: u32) -> Dots {
     var d: Dots;
     let valid = valid_rows(r);
     if (valid > 0u) {
@@ -203,10 +203,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let q = load_unit(n0, u, false);
                 var q2: Unit;
                 if (SWIGLU) { q2 = load_unit(n0, u, true); }
-                a0 = add(a0, quad_dots(n0, u, q, q2, r0));
-                a1 = add(a1, quad_dots(n0, u, q, q2, r0 + 4u));
-                if (RQ > 2u) { a2 = add(a2, quad_dots(n0, u, q, q2, r0 + 8u)); }
-                if (RQ > 3u) { a3 = add(a3, quad_dots(n0, u, q, q2, r0 + 12u)); }
+                a0 = add(a0, quad_dots(u, q, q2, r0));
+                a1 = add(a1, quad_dots(u, q, q2, r0 + 4u));
+                if (RQ > 2u) { a2 = add(a2, quad_dots(u, q, q2, r0 + 8u)); }
+                if (RQ > 3u) { a3 = add(a3, quad_dots(u, q, q2, r0 + 12u)); }
             } else {                        // RPT weight rows, one unit of x loaded once
                 let v = load_x(u, r0, valid);
                 a0 = add(a0, row_dots(n0, u, v, valid));

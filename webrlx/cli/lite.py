@@ -41,7 +41,8 @@ from .. import __version__
 from ..models.assets import MINILM_FILES, minilm_dir, smollm2_gguf
 from .serve import (LITE_PORT, PORT_HELP, PortInUseError, base_url, make_server,
                     serve_forever)
-from .web_assets import WHEEL_SOURCE, WHEEL_SOURCE_DIR, WebAssets, build, checkout_root
+from .web_assets import (WHEEL_SOURCE, WHEEL_SOURCE_DIR, WebAssets, build, checkout_root,
+                         with_depends)
 
 JUPYTERLITE = {"jupyterlite-core": "0.5.1", "jupyterlite-pyodide-kernel": "0.5.2"}
 # What the kernel loads from the Pyodide lock at start (ipython and ssl pull in the rest).
@@ -134,19 +135,6 @@ def _sha256(path: Path) -> str:
 
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def kernel_packages(packages: dict[str, Any], roots: tuple[str, ...] = KERNEL_PACKAGES
-                    ) -> list[str]:
-    """Return the lock's names the kernel needs at start (KERNEL_PACKAGES; or `roots`) and
-    their depends."""
-    todo, seen = list(roots), []
-    while todo:
-        name = _canonical(todo.pop())
-        if name not in seen:
-            seen.append(name)
-            todo += packages[name]["depends"]
-    return sorted(seen)
 
 
 def _provisa_wheel(assets: WebAssets) -> Path:
@@ -263,7 +251,7 @@ def stage(lite: LiteSite) -> None:
     for name in (n for n in assets.pyodide.iterdir() if n.is_file() and n.suffix != ".whl"):
         shutil.copy2(name, pyodide / name.name)
     with zipfile.ZipFile(_provisa_wheel(assets)) as zf:
-        for package in kernel_packages(lock["packages"], KERNEL_PACKAGES + SITE_PACKAGES):
+        for package in with_depends(lock["packages"], KERNEL_PACKAGES + SITE_PACKAGES):
             entry = lock["packages"][package]
             out = pyodide / entry["file_name"]
             out.write_bytes(zf.read(WHEEL_SOURCE_DIR + entry["file_name"]))

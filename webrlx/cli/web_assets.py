@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -102,10 +103,11 @@ def _pyodide_complete(assets: WebAssets) -> bool:
 
 
 def with_depends(packages: dict, roots: tuple[str, ...]) -> list[str]:
-    """The lock's packages `roots` and everything they depend on."""
+    """The lock's packages `roots` and everything they depend on (a lock's depends may spell
+    a name otherwise than its key: "prompt_toolkit" for "prompt-toolkit")."""
     todo, seen = list(roots), []
     while todo:
-        name = todo.pop()
+        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
         if name not in seen:
             seen.append(name)
             todo += packages[name]["depends"]
