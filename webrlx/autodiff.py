@@ -264,25 +264,16 @@ def _cumsum(n, ins, out, g):
     return [g.sum(axis=axis, keepdims=True) - g.cumsum(axis=axis) + g]
 
 
-def _norm_parts(n: Node, x: Tensor) -> tuple[Tensor, Tensor]:
-    """(y_hat, rstd): the normalized rows before scale and shift, and 1/std (1/rms)."""
-    eps = n.attrs["eps"]
-    xc = x - x.mean(axis=-1, keepdims=True) if n.op == "layer_norm" else x
-    rstd = ((xc * xc).mean(axis=-1, keepdims=True) + eps).rsqrt()
-    return xc * rstd, rstd
-
-
 @rule("layer_norm", "rms_norm")
 def _norm(n, ins, out, g):
+    """dx in one fused kernel per row (layer_norm_grad / rms_norm_grad); the weight and bias
+    gradients are column sums of g * y_hat (y_hat: the same norm without weight and bias, one
+    forward kernel) and of g."""
     x, extra = ins[0], ins[1:]
-    y_hat, rstd = _norm_parts(n, x)
-    gh = g * extra[0] if extra else g
-    inner = gh - y_hat * (gh * y_hat).mean(axis=-1, keepdims=True)
-    if n.op == "layer_norm":
-        inner = inner - gh.mean(axis=-1, keepdims=True)
-    grads: list[Tensor | None] = [rstd * inner]
+    eps = n.attrs["eps"]
+    grads: list[Tensor | None] = [x._op(f"{n.op}_grad", g, *extra[:1], eps=eps)]
     if extra:
-        grads.append(unbroadcast(g * y_hat, extra[0].shape))
+        grads.append(unbroadcast(g * x._op(n.op, eps=eps), extra[0].shape))
     if len(extra) > 1:
         grads.append(unbroadcast(g, extra[1].shape))
     return grads

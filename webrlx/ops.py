@@ -174,6 +174,21 @@ _register("layer_norm", "other", _norm("layer_norm"))
 _register("rms_norm", "other", _norm("rms_norm"))
 
 
+def _norm_grad(op: str) -> Infer:
+    def infer(shapes, dtypes, attrs):
+        x, dy = shapes[0], shapes[1]
+        if tuple(dy) != tuple(x) or dtypes[1] != dtypes[0]:
+            raise ShapeError(f"{op}: the output gradient {dtypes[1]}{list(dy)} must match the "
+                             f"input {dtypes[0]}{list(x)}")
+        return _norm(op)([x, *shapes[2:]], [dtypes[0], *dtypes[2:]], attrs)
+    return infer
+
+
+# d(norm(x) * w)/dx in one kernel per row: inputs (x, dy[, w]), attrs eps
+_register("layer_norm_grad", "other", _norm_grad("layer_norm_grad"))
+_register("rms_norm_grad", "other", _norm_grad("rms_norm_grad"))
+
+
 def _cumsum(shapes, dtypes, attrs):
     normalize_axis(attrs["axis"], len(shapes[0]), "cumsum")
     if dtypes[0] == dt.bool_:

@@ -68,6 +68,16 @@ def _rms_norm(xs, at):
     return _affine(x / np.sqrt((x * x).mean(-1, keepdims=True) + at["eps"]), xs[1:])
 
 
+def _norm_grad(xs, at, rms):
+    x, dy = _f64(xs[0]), _f64(xs[1])
+    xc = x if rms else x - x.mean(-1, keepdims=True)
+    inv = 1.0 / np.sqrt((xc * xc).mean(-1, keepdims=True) + at["eps"])
+    xh = xc * inv
+    gh = dy * _f64(xs[2]) if len(xs) > 2 else dy
+    inner = gh - xh * (gh * xh).mean(-1, keepdims=True)
+    return inv * (inner if rms else inner - gh.mean(-1, keepdims=True))
+
+
 def _affine(y: np.ndarray, wb: list[np.ndarray]) -> np.ndarray:
     if wb:
         y = y * _f64(wb[0])
@@ -371,6 +381,8 @@ REFERENCE: dict[str, Rule] = {
     "log_softmax": lambda xs, at: _log_softmax(xs[0], at.get("axis", -1)),
     "layer_norm": _layer_norm,
     "rms_norm": _rms_norm,
+    "layer_norm_grad": lambda xs, at: _norm_grad(xs, at, rms=False),
+    "rms_norm_grad": lambda xs, at: _norm_grad(xs, at, rms=True),
     "cumsum": lambda xs, at: np.cumsum(_f64(xs[0]) if xs[0].dtype.kind == "f" else xs[0],
                                        axis=at["axis"]),
     "argtopk": _argtopk,

@@ -4,6 +4,7 @@ non-differentiable paths. Tolerance: |got - fd| <= 2e-3 * max|fd| + 1e-4 unless 
 from __future__ import annotations
 
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,6 +112,9 @@ CASES = {
     "rms_norm": (lambda a, w: wr.nn.rms_norm(a, w, eps=1e-6),
                  lambda a, w: a / np.sqrt((a * a).mean(-1, keepdims=True) + 1e-6) * w,
                  [(3, 6), (6,)], False),
+    "rms_norm_plain": (lambda a: wr.nn.rms_norm(a, eps=1e-6),
+                       lambda a: a / np.sqrt((a * a).mean(-1, keepdims=True) + 1e-6),
+                       [(2, 2, 40)], False),
     "slice": (lambda a: a[1:3, :, 2:] * 2.0, lambda a: a[1:3, :, 2:] * 2, [(4, 2, 5)], False),
     "concat": (lambda a, b: wr.concat([a, b * 3.0, a], axis=1),
                lambda a, b: np.concatenate([a, b * 3, a], axis=1), [(2, 3), (2, 2)], False),
@@ -194,6 +198,34 @@ def test_vjp_matches_finite_differences(backend, case):
         np.testing.assert_allclose(gi, want, rtol=0, atol=tol, err_msg=f"{case}: input {i}")
 
 
+GRAD_TORCH = Path(__file__).resolve().parents[1] / "fixtures" / "grad_torch.npz"
+
+
+def test_the_torch_fixture_covers_every_case():
+    names = {k.split("/")[0] for k in np.load(GRAD_TORCH).files}
+    assert names == set(CASES), "regenerate: python tests/fixtures/make_grad_torch.py"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_vjp_matches_torch_autograd(backend, case):
+    """The same cases against torch autograd's float64 gradients on other random inputs (the
+    fixture, from tests/fixtures/make_grad_torch.py: torch has no Pyodide build). Tolerance:
+    1e-3 * max|torch grad| + 1e-5 (the TOL cases: their own factor)."""
+    data = np.load(GRAD_TORCH)
+    fn = CASES[case][0]
+    arrays = [data[f"{case}/x{i}"] for i in range(len(CASES[case][2]))]
+    g = wr.Graph()
+    xs = [g.input(f"x{i}", a.shape) for i, a in enumerate(arrays)]
+    loss = (fn(*xs) * g.constant(data[f"{case}/r"])).sum()
+    exe = wr.compile(g, outputs=wr.grad(loss, xs), device=backend)
+    got = exe.run({f"x{i}": a for i, a in enumerate(arrays)})
+    for i, gi in enumerate(got):
+        want = data[f"{case}/g{i}"]
+        assert gi.shape == want.shape, (case, i)
+        tol = TOL.get(case, 1e-3) * max(np.abs(want).max(), 1.0) + 1e-5
+        np.testing.assert_allclose(gi, want, rtol=0, atol=tol, err_msg=f"{case}: input {i}")
+
+
 def test_gradient_of_a_symbolic_batch_mean(backend):
     """mean over a symbolic dim divides by the bound size at run time."""
     g = wr.Graph()
@@ -257,6 +289,40 @@ def test_scatter_add(backend, m):
         return out
     check(backend, lambda t, i, v: t.scatter_add(i, v), np_fn, target, idx, vals,
           rtol=1e-5, atol=1e-5)
+
+
+def _norm_fd(x, dy, w, rms, eps):
+    """d(sum(norm(x) * w * dy))/dx by central differences: rows are independent, so column j
+    of every row is perturbed at once (2n evaluations)."""
+    def f(a):
+        c = a if rms else a - a.mean(-1, keepdims=True)
+        return (c / np.sqrt((c * c).mean(-1, keepdims=True) + eps) * w * dy).sum(-1)
+    out, h = np.zeros_like(x), 1e-6
+    for j in range(x.shape[-1]):
+        e = np.zeros(x.shape[-1])
+        e[j] = h
+        out[..., j] = (f(x + e) - f(x - e)) / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("op", ["layer_norm_grad", "rms_norm_grad"])
+@pytest.mark.parametrize("shape,weighted", [((4, 7), True), ((3, 5, 64), False),
+                                            ((2, 1500), True)])
+def test_norm_grad_kernel(backend, op, shape, weighted):
+    """The fused backward kernel (dx of a norm, one workgroup reduction tree per row): against
+    central differences of the forward in float64. Rows of <= 1024 run 8 per workgroup."""
+    from helpers import check
+    rng = np.random.default_rng(len(shape))
+    x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
+    dy = rng.standard_normal(shape).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, shape[-1]).astype(np.float32)
+    rms = op == "rms_norm_grad"
+    if weighted:
+        check(backend, lambda a, d, v: a._op(op, d, v, eps=1e-5),
+              lambda a, d, v: _norm_fd(a, d, v, rms, 1e-5), x, dy, w, rtol=1e-3, atol=1e-4)
+    else:
+        check(backend, lambda a, d: a._op(op, d, eps=1e-5),
+              lambda a, d: _norm_fd(a, d, 1.0, rms, 1e-5), x, dy, rtol=1e-3, atol=1e-4)
 
 
 def test_unrelated_tensor_gets_zeros(backend):

@@ -1,7 +1,9 @@
 """Training speed for `python -m webrlx bench --only train`: steps/s of one AdamW training step
 (forward, backward, update; the loss read back each step) for an MLP 784-1024-1024-10 at batch
-256 and the digits MLP 64-128-10 at batch 64, beside torch eager (CUDA where present, else CPU)
-on the same model, optimizer and batch in the same run. ratio = webrlx steps/s / torch's."""
+256, the digits CNN (webrlx.models.digits: two 3x3 convs with ReLU and 2x2 max pools, dense
+64 -> 10) and the digits MLP 64-128-10 at batch 64, beside torch eager (CUDA where present,
+else CPU) on the same model, optimizer and batch in the same run.
+ratio = webrlx steps/s / torch's."""
 from __future__ import annotations
 
 import time
@@ -31,14 +33,20 @@ def _init(sizes: list[int], rng: np.random.Generator) -> dict[str, np.ndarray]:
     return out
 
 
-def _webrlx_steps_per_s(sizes: list[int], batch: int, steps: int) -> float:
+def _webrlx_steps_per_s(sizes: list[int] | None, batch: int, steps: int) -> float:
+    """sizes: an MLP's widths; None: the digits CNN."""
+    from ..models import digits
     rng = np.random.default_rng(0)
     g = wr.Graph()
-    loss, params = _mlp(g, sizes)
+    if sizes is None:
+        _, loss, params = digits.build(g, "cnn")
+        init, n_in, n_out = digits.init_params("cnn"), 64, 10
+    else:
+        (loss, params), init, n_in, n_out = _mlp(g, sizes), _init(sizes, rng), sizes[0], sizes[-1]
     step = wr.train_step(loss, params, wr.optim.AdamW(lr=1e-3))
-    step.set_params(_init(sizes, rng))
-    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
-    y = np.eye(sizes[-1], dtype=np.float32)[rng.integers(0, sizes[-1], batch)]
+    step.set_params(init)
+    x = rng.standard_normal((batch, n_in)).astype(np.float32)
+    y = np.eye(n_out, dtype=np.float32)[rng.integers(0, n_out, batch)]
     for _ in range(3):
         step.run({"x": x, "y": y})            # compile, tune, warm
     t = time.perf_counter()
@@ -47,21 +55,32 @@ def _webrlx_steps_per_s(sizes: list[int], batch: int, steps: int) -> float:
     return steps / (time.perf_counter() - t)
 
 
-def _torch_steps_per_s(sizes: list[int], batch: int, steps: int) -> tuple[float, str] | None:
+def _torch_model(torch: Any, sizes: list[int] | None) -> Any:
+    nn = torch.nn
+    if sizes is None:                      # the digits CNN, layer for layer
+        return nn.Sequential(nn.Unflatten(1, (1, 8, 8)), nn.Conv2d(1, 8, 3, padding=1),
+                             nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 16, 3, padding=1),
+                             nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64, 10))
+    layers: list[Any] = []
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        layers.append(nn.Linear(a, b))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def _torch_steps_per_s(sizes: list[int] | None, batch: int, steps: int
+                       ) -> tuple[float, str] | None:
     try:
         import torch
     except ImportError:
         return None
     dev = "cuda" if torch.cuda.is_available() else "cpu"
-    layers: list[Any] = []
-    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
-        layers.append(torch.nn.Linear(a, b))
-        if i < len(sizes) - 2:
-            layers.append(torch.nn.ReLU())
-    model = torch.nn.Sequential(*layers).to(dev)
+    model = _torch_model(torch, sizes).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x = torch.randn(batch, sizes[0], device=dev)
-    y = torch.randint(0, sizes[-1], (batch,), device=dev)
+    n_in, n_out = (64, 10) if sizes is None else (sizes[0], sizes[-1])
+    x = torch.randn(batch, n_in, device=dev)
+    y = torch.randint(0, n_out, (batch,), device=dev)
 
     def one() -> float:
         opt.zero_grad()
@@ -79,8 +98,10 @@ def _torch_steps_per_s(sizes: list[int], batch: int, steps: int) -> tuple[float,
 
 def train_cases(quick: bool) -> list[dict[str, Any]]:
     cases = []
-    shapes = [("mlp 784-1024-1024-10", [784, 1024, 1024, 10], 256),
-              ("digits mlp 64-128-10", [64, 128, 10], 64)]
+    shapes: list[tuple[str, list[int] | None, int]] = [
+        ("mlp 784-1024-1024-10", [784, 1024, 1024, 10], 256),
+        ("digits cnn conv8-conv16-dense10", None, 64),
+        ("digits mlp 64-128-10", [64, 128, 10], 64)]
     if quick:
         shapes[0] = ("mlp 784-256-256-10", [784, 256, 256, 10], 64)
     steps = 10 if quick else 50

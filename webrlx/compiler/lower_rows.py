@@ -175,6 +175,23 @@ def _norm(L: EmitContext, node: Node) -> Buf:
     return out
 
 
+@lowering("layer_norm_grad", "rms_norm_grad")
+def _norm_grad(L: EmitContext, node: Node) -> Buf:
+    shape = L.shape(node.id)
+    x, dy = L.buf(node.inputs[0]), L.buf(node.inputs[1])
+    w = L.buf(node.inputs[2]) if len(node.inputs) > 2 else L.dummy(0)
+    out = L.temp(shape, node.dtype)
+    rows, n = math.prod(shape[:-1]), shape[-1]
+    rpw = rows_per_workgroup(n)
+    L.check_loop(node, -(-n // (256 // rpw)))
+    emit_rows(L, kernel("norm/norm_grad", T=L.T(node.dtype)),
+              {"x": x, "dy": dy, "w": w, "out": out}, ("x", "dy", "out"), rows, n,
+              {"eps": node.attrs["eps"]}, lambda nr: L.grid(-(-nr // rpw), 1),
+              {"RMS": node.op == "rms_norm_grad", "HAS_W": len(node.inputs) > 2, "RPW": rpw},
+              node.op)
+    return out
+
+
 @lowering("argtopk")
 def _argtopk(L: EmitContext, node: Node) -> Buf:
     shape = L.shape(node.id)
