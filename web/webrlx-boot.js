@@ -34,6 +34,7 @@ export async function bootWebrlx({
   step("loading Pyodide");
   const { loadPyodide } = await import(base + "pyodide.mjs");
   const pyodide = await loadPyodide({ indexURL: base });
+  await mountTuneCache(pyodide);
   step("loading numpy");
   await pyodide.loadPackage(["numpy", "micropip"], { messageCallback: () => {} });
   step("installing webrlx");
@@ -47,6 +48,21 @@ export async function bootWebrlx({
   }
   step("ready");
   return pyodide;
+}
+
+// The autotuner's table (~/.cache/webrlx/tune.json, see webrlx/runtime/autotune.py) lives on an
+// IndexedDB-backed folder: what one visit tuned, the next one (or a reload) finds. Best effort:
+// without IndexedDB (some private modes) the table stays in memory.
+export const TUNE_CACHE_DIR = "/home/pyodide/.cache/webrlx";
+
+async function mountTuneCache(pyodide) {
+  try {
+    pyodide.FS.mkdirTree(TUNE_CACHE_DIR);
+    pyodide.FS.mount(pyodide.FS.filesystems.IDBFS, {}, TUNE_CACHE_DIR);
+    await new Promise((resolve) => pyodide.FS.syncfs(true, () => resolve()));
+  } catch (err) {
+    console.warn("webrlx: the tuning table will not persist:", err);
+  }
 }
 
 // Run Python code and return its last expression as a plain JS value (PyProxies destroyed).

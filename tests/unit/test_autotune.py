@@ -48,3 +48,41 @@ def test_default_stands_without_timing(monkeypatch, tmp_path):
     monkeypatch.setattr(autotune, "_loaded", True)
     assert autotune.choose("gpu B", _call(), lambda v: None).name == "k128"
     assert not (tmp_path / "tune.json").exists()
+
+
+def test_without_timing_the_shipped_family_table_then_the_default(tmp_path, monkeypatch):
+    """Timing off (the browser's default): an adapter's own table, else the shipped table of
+    its family (SwiftShader, llvmpipe), else the compiler's default; nothing is timed."""
+    monkeypatch.setattr(autotune, "CACHE_FILE", tmp_path / "tune.json")
+    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_loaded", True)
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    key = autotune.key_of(_call())
+    monkeypatch.setattr(autotune, "_shipped", {"swiftshader": {key: "k64"}})
+
+    def no_timing(v: Variant) -> float:
+        raise AssertionError("timed with timing off")
+    assert autotune.known("Google SwiftShader Device", _call()).name == "k64"
+    assert autotune.choose("Google SwiftShader Device", _call(), no_timing).name == "k64"
+    assert autotune.choose("some GPU", _call(), no_timing).name == "k128"
+    autotune._memory["Google SwiftShader Device"] = {key: "k128"}      # its own table first
+    assert autotune.choose("Google SwiftShader Device", _call(), no_timing).name == "k128"
+
+
+def test_timing_on_leaves_unknown_calls_to_choose(tmp_path, monkeypatch):
+    monkeypatch.setattr(autotune, "CACHE_FILE", tmp_path / "tune.json")
+    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_loaded", True)
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", True)
+    assert autotune.known("gpu C", _call()) is None                    # would be timed
+    assert [v.name for v in autotune.options(_call())] == ["k128", "k64"]
+    autotune.enable(False)
+    assert autotune.TIME_VARIANTS is False
+    assert autotune.known("gpu C", _call()).name == "k128"
+
+
+def test_the_shipped_table_parses_and_names_known_families():
+    data = json.loads(autotune.SHIPPED_FILE.read_text())
+    assert set(data) <= set(autotune.FAMILIES) and data, data.keys()
+    assert autotune.family("SwiftShader Device (Subzero)") == "swiftshader"
+    assert autotune.family("NVIDIA H100") is None

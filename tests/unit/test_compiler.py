@@ -182,3 +182,16 @@ def test_workgroup_size_follows_the_adapter_limit():
 def test_f16_is_enabled_only_for_f16_code():
     assert "enable f16;" not in render("matmul/matmul_tiled", T="f32", C="f32", **tiled_slots(2))
     assert render("matmul/matmul_tiled", T="f16", C="f32", **tiled_slots(2)).startswith("enable f16;")
+
+
+def test_the_default_matmul_tile_by_adapter_kind():
+    """128x128 tiles (2) or 64x64 (1): GPUs by workgroup count, software adapters by shape
+    (what the tuner picked there for MiniLM's shapes)."""
+    from webrlx.compiler.lower_matmul import BIG_GRID, big_tile_first
+    assert big_tile_first(1024, 384, 1, software=False) == 1            # 24 workgroups
+    assert big_tile_first(128 * 16, 128 * 8, 1, software=False) == 2    # 128 of them
+    assert BIG_GRID == 128
+    assert big_tile_first(1024, 384, 1, software=True) == 2
+    assert big_tile_first(96, 1536, 1, software=True) == 2
+    assert big_tile_first(48, 1536, 1, software=True) == 1
+    assert big_tile_first(128, 32, 96, software=True) == 1

@@ -197,6 +197,14 @@ class Backend(abc.ABC):
             self.stats["pipelines"] += 1
         return pipe
 
+    def prepare_pipelines(self, keys: Sequence[tuple[str, str, dict[str, float] | None]]
+                          ) -> None:
+        """Compile the pipelines of (source, entry, overrides) keys not compiled yet, all at
+        once where the backend can (the browser: createComputePipelineAsync for all, awaited
+        together); `pipeline()` then finds them. Here: one by one."""
+        for source, entry, overrides in keys:
+            self.pipeline(source, entry, overrides)
+
     def time_dispatch(self, dispatch: Dispatch, repeats: int = 8) -> float | None:
         """Seconds one dispatch takes, for the autotuner. With timestamp-query: the median of
         `repeats` dispatches' GPU times (host timing lost an 8 us GEMV in the host's jitter,

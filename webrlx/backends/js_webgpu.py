@@ -219,21 +219,62 @@ class JsWebGPUBackend(Backend):
         self.js_queue.writeBuffer(buf, offset, pyodide_js._module.HEAPU8, data.ctypes.data,
                                   data.nbytes)
 
+    @staticmethod
+    def _what(source: str, entry: str) -> str:
+        header = next((line.strip("/ ") for line in source.splitlines()
+                       if line.startswith("//")), "")
+        return f"pipeline '{entry}' ({header[:80]}): WGSL compilation failed"
+
+    def _pipeline_desc(self, module: Any, entry: str, overrides: dict[str, float]) -> Any:
+        compute: dict[str, Any] = {"module": module, "entryPoint": entry}
+        if overrides:
+            compute["constants"] = dict(overrides)
+        return _js({"layout": "auto", "compute": compute})
+
     def _create_pipeline(self, source: str, entry: str, overrides: dict[str, float]) -> Any:
         self._check("pipeline")
 
         def create() -> Any:
             module = self.js_device.createShaderModule(_js({"code": source}))
-            compute: dict[str, Any] = {"module": module, "entryPoint": entry}
-            if overrides:
-                compute["constants"] = dict(overrides)
             return self.js_device.createComputePipeline(
-                _js({"layout": "auto", "compute": compute}))
+                self._pipeline_desc(module, entry, overrides))
+        return self._scoped(self._what(source, entry), create)
 
-        header = next((line.strip("/ ") for line in source.splitlines()
-                       if line.startswith("//")), "")
-        return self._scoped(f"pipeline '{entry}' ({header[:80]}): WGSL compilation failed",
-                            create)
+    def prepare_pipelines(self, keys: Sequence[tuple[str, str, dict[str, float] | None]]
+                          ) -> None:
+        """Start createComputePipelineAsync for every new key, then wait for all of them and
+        their shader modules' error scopes together (one wait instead of one per pipeline:
+        Chromium compiles them side by side). Without JSPI nothing can wait: the sync path
+        (its scopes deferred) runs instead."""
+        if not can_run_sync():
+            super().prepare_pipelines(keys)
+            return
+        todo: dict[tuple, tuple[str, str, dict[str, float]]] = {}
+        for source, entry, overrides in keys:
+            overrides = overrides or {}
+            key = (source, entry, tuple(sorted(overrides.items())))
+            if key not in self._pipelines:
+                todo[key] = (source, entry, overrides)
+        if not todo:
+            return
+        self._check("pipeline")
+        promises = []
+        for source, entry, overrides in todo.values():
+            self.js_device.pushErrorScope("validation")
+            module = self.js_device.createShaderModule(_js({"code": source}))
+            promises.append(self.js_device.popErrorScope())
+            promises.append(self.js_device.createComputePipelineAsync(
+                self._pipeline_desc(module, entry, overrides)))
+        settled = run_sync(js.Promise.allSettled(to_js(promises)))
+        for i, (key, (source, entry, _)) in enumerate(todo.items()):
+            scope, made = settled[2 * i], settled[2 * i + 1]
+            error = scope.value if scope.status == "fulfilled" else scope.reason
+            if error is not None or made.status != "fulfilled":
+                reason = error if error is not None else made.reason
+                raise WebGPUError(f"{self._what(source, entry)}: "
+                                  f"{getattr(reason, 'message', reason)}")
+            self._pipelines[key] = made.value
+            self.stats["pipelines"] += 1
 
     def bind_group(self, pipeline: Any, entries: Sequence[tuple[Any, int, int]]) -> Any:
         self._check("bind_group")

@@ -1,7 +1,18 @@
-"""Autotuner: where the compiler offers kernel variants for a call (matmul tile sizes), time
-each once on the device and keep the fastest, cached per adapter name — on disk natively
-(~/.cache/webrlx/tune.json), in memory in the browser. Without a way to time (an async-only
-browser), the compiler's default stands."""
+"""Autotuner: where the compiler offers kernel variants for a call (matmul tile sizes, GEMV
+shapes), pick one. In order:
+1. PREFER, a variant name forced wherever offered (tests run each kernel this way);
+2. this adapter's own table: what an earlier run timed here, in ~/.cache/webrlx/tune.json.
+   Natively that is a file on disk; in the browser the same path lives on an IndexedDB-backed
+   folder that web/webrlx-boot.js mounts, so a page reload or a later visit finds it;
+3. when timing is on, time each variant once on the device, keep the fastest and store it;
+4. the table shipped in the wheel (webrlx/data/tune_tables.json: what native tuning picked on
+   an adapter family, e.g. SwiftShader, the browser's software WebGPU);
+5. the compiler's default (a heuristic by shape and adapter kind).
+Timing is on natively and OFF in the browser: on a page it would compile every variant and time
+it on the critical path of the first run (52 s of a 70 s first MiniLM run on SwiftShader). Turn
+it on there with `enable(True)` (e.g. in the background after a first result is shown); what it
+learns is stored for the next visit.
+"""
 from __future__ import annotations
 
 import json
@@ -13,59 +24,140 @@ from typing import Any, Callable
 from ..compiler.program import KernelCall, Variant
 
 CACHE_FILE = Path(os.path.expanduser("~")) / ".cache" / "webrlx" / "tune.json"
+SHIPPED_FILE = Path(__file__).resolve().parents[1] / "data" / "tune_tables.json"
 PREFER: str | None = None   # a variant name to use wherever offered (tests cover each kernel)
-# False: never time, take the compiler's defaults ($WEBRLX_AUTOTUNE=0; the in-browser test
-# session does this, where timing every variant of every new shape on SwiftShader took ~12 of
-# its minutes; each variant still runs there through PREFER)
-TIME_VARIANTS = os.environ.get("WEBRLX_AUTOTUNE") != "0"
+IN_BROWSER = sys.platform == "emscripten"
+# whether to time variants the tables do not know: natively yes ($WEBRLX_AUTOTUNE=0 turns it
+# off), in the browser no (enable() turns it on)
+TIME_VARIANTS = not IN_BROWSER and os.environ.get("WEBRLX_AUTOTUNE") != "0"
 _memory: dict[str, dict[str, str]] = {}      # adapter name -> tune key -> variant name
 _loaded = False
+_shipped: dict[str, dict[str, str]] | None = None
+# adapter families of the shipped table: a name containing the word selects the family
+FAMILIES = ("swiftshader", "llvmpipe")
+
+
+def enable(on: bool = True) -> None:
+    """Time variants no table knows (on: slower first runs of new shapes, faster later ones)."""
+    global TIME_VARIANTS
+    TIME_VARIANTS = bool(on)
+
+
+def table(adapter: str | None = None) -> dict[str, Any]:
+    """What the tuner knows: {adapter: {tune key: variant}} (one adapter's when named)."""
+    known = _cache()
+    return dict(known.get(adapter, {})) if adapter is not None else \
+        {a: dict(t) for a, t in known.items()}
+
+
+def family(adapter: str) -> str | None:
+    """The shipped table's family of an adapter name (None: no shipped table applies)."""
+    low = adapter.lower()
+    return next((f for f in FAMILIES if f in low), None)
 
 
 def _cache() -> dict[str, dict[str, str]]:
     global _loaded
-    if not _loaded and sys.platform != "emscripten":
+    if not _loaded:
         _loaded = True
         try:
-            _memory.update(json.loads(CACHE_FILE.read_text()))
+            for adapter, picks in json.loads(CACHE_FILE.read_text()).items():
+                _memory.setdefault(adapter, {}).update(picks)
         except (OSError, ValueError):
             pass
     return _memory
 
 
+def _shipped_table(adapter: str) -> dict[str, str]:
+    global _shipped
+    if _shipped is None:
+        try:
+            _shipped = json.loads(SHIPPED_FILE.read_text())
+        except (OSError, ValueError):
+            _shipped = {}
+    fam = family(adapter)
+    return _shipped.get(fam, {}) if fam else {}
+
+
 def _save() -> None:
-    if sys.platform == "emscripten":
-        return
     try:
         CACHE_FILE.parent.mkdir(parents=True, exist_ok=True)
         CACHE_FILE.write_text(json.dumps(_memory, indent=1, sort_keys=True))
     except OSError:
-        pass   # a read-only home: tuning still works, it is just not remembered
+        return   # a read-only home: tuning still works, it is just not remembered
+    if IN_BROWSER:
+        _persist_browser_folder()
 
 
-def choose(adapter: str, call: KernelCall, time_variant: Callable[[Variant], float | None]
-           ) -> Variant:
-    """Return the variant to run for call: cached, else the fastest measured, else default."""
+def _persist_browser_folder() -> Any:
+    """Start flushing Pyodide's file system to IndexedDB (nothing happens where nothing is
+    mounted there); return a JS promise of its end, or None."""
+    try:
+        import pyodide_js
+        from js import Promise
+        return Promise.new(lambda done, _fail: pyodide_js.FS.syncfs(
+            False, lambda *_: done(None)))
+    except Exception:   # noqa: BLE001 - persistence is best effort; the table is in memory
+        return None
+
+
+async def persist_async() -> None:
+    """Wait until the table is stored (the browser writes it to IndexedDB in the background:
+    await this before a page reloads itself). Natively the file is already written."""
+    if IN_BROWSER:
+        done = _persist_browser_folder()
+        if done is not None:
+            await done
+
+
+def key_of(call: KernelCall) -> str:
+    """The table key of a call: its tune key and the variant names it offers (a release that
+    adds a variant times the call again)."""
+    names = [call.name, *(v.name for v in call.variants)]
+    return f"{call.tune_key} [{' '.join(sorted(set(names)))}]"
+
+
+def known(adapter: str, call: KernelCall) -> Variant | None:
+    """The variant to run for call without timing anything; None: it would be timed."""
     default = Variant(call.name, call.source, call.grid, call.overrides)
     if not call.variants:
         return default
     options = {v.name: v for v in [default, *call.variants]}
     if PREFER is not None:
         return options.get(PREFER, default)
-    # the key names the options too: a release that adds a variant times the call again
-    key = f"{call.tune_key} [{' '.join(sorted(options))}]"
-    known = _cache().get(adapter, {}).get(key)
-    if known in options:
-        return options[known]
-    if not TIME_VARIANTS:
-        return default
-    times = {name: time_variant(v) for name, v in options.items()}
+    key = key_of(call)
+    pick = _cache().get(adapter, {}).get(key)
+    if pick in options:
+        return options[pick]
+    return None if TIME_VARIANTS else _fallback(adapter, call)
+
+
+def _fallback(adapter: str, call: KernelCall) -> Variant:
+    """The shipped table's pick for this adapter's family, else the compiler's default."""
+    offered = {v.name: v for v in options(call)}
+    return offered.get(_shipped_table(adapter).get(key_of(call), ""), options(call)[0])
+
+
+def options(call: KernelCall) -> list[Variant]:
+    """Every variant of a call, the default first."""
+    return [Variant(call.name, call.source, call.grid, call.overrides), *call.variants]
+
+
+def choose(adapter: str, call: KernelCall, time_variant: Callable[[Variant], float | None]
+           ) -> Variant:
+    """Return the variant to run for call: a table's pick, else the fastest measured, else the
+    shipped table's, else the default."""
+    pick = known(adapter, call)
+    if pick is not None:
+        return pick
+    offered = {v.name: v for v in options(call)}
+    times = {name: time_variant(v) for name, v in offered.items()}
     if any(t is None for t in times.values()):
-        return default
+        return _fallback(adapter, call)
     best = min(times, key=lambda name: times[name])
-    _memory.setdefault(adapter, {})[key] = best
+    _memory.setdefault(adapter, {})[key_of(call)] = best
     _save()
-    return options[best]
+    return offered[best]
 
 
 def timer(backend: Any, entries: list) -> Callable[[Variant], float | None]:

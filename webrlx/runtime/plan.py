@@ -80,11 +80,17 @@ class Plan:
         for off, words in zip(offsets, blocks):
             data[off // 4: off // 4 + len(words)] = words
         backend.write_buffer(self.uniform, 0, data)
-        for c, off, words in zip(calls, offsets, blocks):
+        # compile every pipeline this plan needs at once (the browser compiles them in
+        # parallel): the picked variant of each call, or all of a call's variants it will time
+        picks = [autotune.known(backend.info.name, c) for c in calls]
+        backend.prepare_pipelines([(v.source, "main", v.overrides) for c, pick in
+                                   zip(calls, picks)
+                                   for v in ([pick] if pick else autotune.options(c))])
+        for c, off, words, pick in zip(calls, offsets, blocks, picks):
             # at least 16 bytes: a vec4 array binding of an empty tensor needs one element
             entries = [self._entry(c, i) for i in range(len(c.buffers))]
             entries.append((self.uniform, off, words.nbytes))
-            v = autotune.choose(backend.info.name, c, autotune.timer(backend, entries))
+            v = pick or autotune.choose(backend.info.name, c, autotune.timer(backend, entries))
             self.ran.append(v.name)
             pipe = backend.pipeline(v.source, "main", v.overrides)
             dispatches.append(Dispatch(pipe, backend.bind_group(pipe, entries), v.grid))

@@ -164,6 +164,28 @@ def test_bad_wgsl_raises_with_the_compiler_message(backend: js_webgpu.JsWebGPUBa
         backend.pipeline(ADD.replace("b[id.x] * SCALE", "nonexistent"), "main")
 
 
+def test_prepare_pipelines_compiles_a_batch_together(
+        backend: js_webgpu.JsWebGPUBackend) -> None:
+    """createComputePipelineAsync for every new key, one wait for all; pipeline() then finds
+    them (no new creation), and they run."""
+    scales = [11.0, 12.0, 13.0]
+    keys = [(ADD, "main", {"SCALE": s}) for s in scales] + [(ADD, "main", {"SCALE": 11.0})]
+    before = backend.stats["pipelines"]
+    backend.prepare_pipelines(keys)
+    assert backend.stats["pipelines"] - before == 3         # the repeated key: once
+    kernels = [AddKernel(backend, 8, s) for s in scales]
+    assert backend.stats["pipelines"] - before == 3
+    a, b = inputs(8)
+    for kernel, s in zip(kernels, scales):
+        np.testing.assert_allclose(kernel.run(a, b), a + b * s, rtol=1e-6)
+
+
+def test_prepare_pipelines_names_the_bad_shader(backend: js_webgpu.JsWebGPUBackend) -> None:
+    bad = ADD.replace("b[id.x] * SCALE", "not_declared_here")
+    with pytest.raises(js_webgpu.WebGPUError, match="(?s)out = a \\+ b.*not_declared_here"):
+        backend.prepare_pipelines([(ADD, "main", {"SCALE": 21.0}), (bad, "main", None)])
+
+
 def test_bad_wgsl_without_jspi_raises_at_the_next_read(
         backend: js_webgpu.JsWebGPUBackend, no_jspi: None) -> None:
     from pyodide.ffi import run_sync
@@ -243,6 +265,7 @@ def test_the_autotuner_times_variants_in_the_browser(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(autotune, "TIME_VARIANTS", True)     # the backend session turns it off
     monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_loaded", True)           # not what IndexedDB holds
     g = wr.Graph()
     a, b = g.input("a", (64, 96)), g.input("b", (96, 128))
     exe = wr.compile(g, outputs=[a @ b], device=wr.device())
