@@ -154,10 +154,7 @@ class Backend(abc.ABC):
             enc.copy_buffer_to_buffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
         if dispatches and timestamps is None:
             cpass = enc.begin_compute_pass()
-            for d in dispatches:
-                cpass.set_pipeline(d.pipeline)
-                cpass.set_bind_group(0, d.bind_group)
-                cpass.dispatch_workgroups(*d.grid)
+            self._encode_dispatches(cpass, dispatches)
             cpass.end()
         elif dispatches:
             for i, d in enumerate(dispatches):
@@ -175,6 +172,16 @@ class Backend(abc.ABC):
             enc.copy_buffer_to_buffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
         self._queue_submit(enc.finish())
         self.stats["submits"] += 1
+
+    def _encode_dispatches(self, cpass: Any, dispatches: Sequence[Dispatch]) -> None:
+        """Record dispatches into one compute pass (the hot loop of every run)."""
+        last = None
+        for d in dispatches:
+            if d.pipeline is not last:          # a repeated pipeline is still bound
+                cpass.set_pipeline(d.pipeline)
+                last = d.pipeline
+            cpass.set_bind_group(0, d.bind_group)
+            cpass.dispatch_workgroups(*d.grid)
 
     def timestamps(self, dispatches: int) -> Timestamps | None:
         """Return what `submit` needs to time each of `dispatches` passes (None where the
