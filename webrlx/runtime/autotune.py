@@ -91,12 +91,19 @@ def _save() -> None:
 
 def _persist_browser_folder() -> Any:
     """Start flushing Pyodide's file system to IndexedDB (nothing happens where nothing is
-    mounted there); return a JS promise of its end, or None."""
+    mounted there); return an asyncio future of its end, or None."""
     try:
+        import asyncio
+
         import pyodide_js
-        from js import Promise
-        return Promise.new(lambda done, _fail: pyodide_js.FS.syncfs(
-            False, lambda *_: done(None)))
+        from pyodide.ffi import create_once_callable
+        done = asyncio.get_event_loop().create_future()
+
+        def finished(*_: Any) -> None:      # called later by JS: a once-callable proxy
+            if not done.done():
+                done.set_result(None)
+        pyodide_js.FS.syncfs(False, create_once_callable(finished))
+        return done
     except Exception:   # noqa: BLE001 - persistence is best effort; the table is in memory
         return None
 
