@@ -119,37 +119,78 @@ class WgpuBackend(Backend):
         with self._guard("submit"):
             return self.device.create_command_encoder()
 
+    # -- the hot path: one run's submit straight on wgpu-native's C API -------------------
+    # wgpu-py builds a descriptor struct, a label and a wrapper object per encoder, pass and
+    # command buffer, and wraps every call in error capture: on an H100 host a one-kernel run
+    # cost ~98 us of host time per submit against 5-47 us of GPU time (bench/submit_probe.py).
+    # Recording (pipelines, bind groups, dispatches, copies) uses the raw C calls: WebGPU
+    # reports an encoding error at finish(), which, like creating the encoder and submitting,
+    # goes through wgpu-py's error-capturing wrappers (libf), so errors and device loss still
+    # raise here. The Plan keeps its pipelines, bind groups and buffers alive while it can run.
+    def _c_api(self) -> tuple | None:
+        if not hasattr(self, "_c"):
+            try:
+                from wgpu.backends.wgpu_native import _api
+                self._c = (_api.lib, _api.libf, _api.ffi)
+                self._c[0].wgpuComputePassEncoderSetPipeline   # noqa: B018 - present?
+            except (ImportError, AttributeError):
+                self._c = None
+        return self._c
+
     def _encode_dispatches(self, cpass: Any, dispatches: Sequence[Any]) -> None:
-        """The hot loop straight on wgpu-native's C entry points (wgpu-py's own methods
-        allocate a dynamic-offsets array and check arguments per call): 6.4 -> 3.9 us per
-        dispatch on this 2-core box (/tmp probe of a 100-dispatch chain, encode only). The
-        Plan keeps its pipelines and bind groups alive for as long as it can be submitted.
-        Falls back to wgpu-py's methods where its internals differ."""
-        fast = self._c_calls()
-        if fast is None:
+        c = self._c_api()
+        if c is None:
             super()._encode_dispatches(cpass, dispatches)
-            return
-        set_pipeline, set_group, dispatch, null = fast
-        cid, last = cpass._internal, None
+        else:
+            self._record(c[0], c[2], cpass._internal, dispatches)
+
+    @staticmethod
+    def _record(lib: Any, ffi: Any, cid: Any, dispatches: Sequence[Any]) -> None:
+        set_pipeline, set_group = (lib.wgpuComputePassEncoderSetPipeline,
+                                   lib.wgpuComputePassEncoderSetBindGroup)
+        dispatch, null, last = lib.wgpuComputePassEncoderDispatchWorkgroups, ffi.NULL, None
         for d in dispatches:
             pipe = d.pipeline._internal
-            if pipe != last:
+            if pipe != last:                    # a repeated pipeline is still bound
                 set_pipeline(cid, pipe)
                 last = pipe
             set_group(cid, 0, d.bind_group._internal, 0, null)
             dispatch(cid, *d.grid)
 
-    def _c_calls(self) -> tuple | None:
-        if not hasattr(self, "_c"):
+    def submit(self, dispatches: Sequence[Any], copies: Sequence[Any] = (),
+               before: Sequence[Any] = (), timestamps: Any = None) -> None:
+        c = self._c_api()
+        if c is None or timestamps is not None:
+            super().submit(dispatches, copies, before, timestamps)
+            return
+        lib, libf, ffi = c
+        self.check_alive("submit")
+        try:
+            enc = libf.wgpuDeviceCreateCommandEncoder(self.device._internal, ffi.NULL)
             try:
-                from wgpu.backends.wgpu_native import _api
-                lib = _api.libf
-                self._c = (lib.wgpuComputePassEncoderSetPipeline,
-                           lib.wgpuComputePassEncoderSetBindGroup,
-                           lib.wgpuComputePassEncoderDispatchWorkgroups, _api.ffi.NULL)
-            except (ImportError, AttributeError):
-                self._c = None
-        return self._c
+                copy = lib.wgpuCommandEncoderCopyBufferToBuffer
+                for cp in before:
+                    copy(enc, cp.src._internal, cp.src_offset, cp.dst._internal,
+                         cp.dst_offset, cp.nbytes)
+                if dispatches:
+                    cid = lib.wgpuCommandEncoderBeginComputePass(enc, ffi.NULL)
+                    self._record(lib, ffi, cid, dispatches)
+                    lib.wgpuComputePassEncoderEnd(cid)
+                    lib.wgpuComputePassEncoderRelease(cid)
+                for cp in copies:
+                    copy(enc, cp.src._internal, cp.src_offset, cp.dst._internal,
+                         cp.dst_offset, cp.nbytes)
+                cb = libf.wgpuCommandEncoderFinish(enc, ffi.NULL)
+            finally:
+                lib.wgpuCommandEncoderRelease(enc)
+            try:
+                libf.wgpuQueueSubmit(self.queue._internal, 1, ffi.new("WGPUCommandBuffer[1]", [cb]))
+            finally:
+                lib.wgpuCommandBufferRelease(cb)
+        except self._wgpu.GPUError as e:
+            self._raise_if_lost("submit", e)
+            raise
+        self.stats["submits"] += 1
 
     def _queue_submit(self, command_buffer: Any) -> None:
         with self._guard("submit"):
