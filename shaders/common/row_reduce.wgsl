@@ -29,3 +29,19 @@ fn reduce_max(lid: u32, v: f32) -> f32 {
     workgroupBarrier();
     return r;
 }
+
+var<workgroup> red2: array<vec2<f32>, 256>;
+
+// Two sums in one tree (half the barriers of two reduce_sum calls).
+fn reduce_sum2(lid: u32, v: vec2<f32>) -> vec2<f32> {
+    let tpr = WG / RPW;
+    red2[lid] = v;
+    workgroupBarrier();
+    for (var s = tpr / 2u; s > 0u; s >>= 1u) {
+        if (lid % tpr < s) { red2[lid] = red2[lid] + red2[lid + s]; }
+        workgroupBarrier();
+    }
+    let r = red2[lid - lid % tpr];
+    workgroupBarrier();
+    return r;
+}

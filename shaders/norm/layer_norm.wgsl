@@ -8,6 +8,13 @@
 // 5 params.
 // grid: RPW rows per workgroup (workgroups spread over x and y).
 // RMS: no centring, y = x / rms(x).
+// Limits: the variance's two sums share one tree (two barrier trees per row, not three). GPU
+// time on an H100 (timestamp queries): 4096x384 13 us, 6144x512 18 us, 1024x2048 15 us,
+// 4096x4096 87 us, against torch's layer_norm at 46 / 59 / 19 / 94 us (CUDA events, launch
+// included) — the kernel is not what the bench's wall-clock ratio measures (host submit cost).
+// Tried: keeping the row in a 16-value register array per thread (one read instead of three):
+// slower everywhere — H100 19 / 27 / 31 / 120 us, lavapipe 1024x2048 31 -> 55 ms, SwiftShader
+// 4096x384 112 -> 145 ms (the array spills; the re-reads hit L1/L2 anyway).
 struct Params { rows: u32, n: u32, eps: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> r: array<{{T}}>;
@@ -39,22 +46,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let base = row * p.n;
     let nf = f32(p.n);
     var mean = 0.0;
+    var shift = 0.0;
+    var var_ = 0.0;
     if (!RMS) {
         var s = 0.0;
         for (var j = t; j < n; j += tpr) { s += load(base + j); }
         mean = reduce_sum(lid, s) / nf;
     }
-    var q = 0.0;
-    var c = 0.0;
+    var qc = vec2<f32>(0.0);
     for (var j = t; j < n; j += tpr) {
         let d = load(base + j) - mean;
-        c += d;
-        q += d * d;
+        qc += vec2<f32>(d * d, d);
     }
-    var var_ = reduce_sum(lid, q) / nf;
-    var shift = 0.0;
+    qc = reduce_sum2(lid, qc) / nf;
+    var_ = qc.x;
     if (!RMS) {
-        shift = reduce_sum(lid, c) / nf;
+        shift = qc.y;
         var_ = max(var_ - shift * shift, 0.0);
     }
     let inv = inverseSqrt(var_ + p.eps);

@@ -13,7 +13,8 @@ def _ln(x, w=None, b=None, eps=1e-5):
     return y * (1 if w is None else w) + (0 if b is None else b)
 
 
-@pytest.mark.parametrize("n", [1, 3, 384, 1000, 1500])
+# rows of <= 1024 run 8 per workgroup, longer ones one per workgroup
+@pytest.mark.parametrize("n", [1, 3, 384, 1000, 1500, 5000])
 def test_layer_norm(backend, n):
     check(backend, lambda x, w, b: wr.nn.layer_norm(x, w, b, eps=1e-5), _ln,
           rand(2, 3, n, high=4), rand(n, seed=1), rand(n, seed=2), rtol=1e-4, atol=1e-5)
@@ -36,10 +37,11 @@ def test_layer_norm_no_affine(backend):
     check(backend, lambda x: wr.nn.layer_norm(x), _ln, rand(5, 64), rtol=1e-4, atol=1e-5)
 
 
-def test_rms_norm(backend):
+@pytest.mark.parametrize("n", [64, 576, 2048])
+def test_rms_norm(backend, n):
     check(backend, lambda x, w: wr.nn.rms_norm(x, w, eps=1e-6),
           lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w,
-          rand(3, 576), rand(576, seed=1), rtol=1e-4, atol=1e-5)
+          rand(3, n), rand(n, seed=1), rtol=1e-4, atol=1e-5)
 
 
 def _attn(q, k, v, mask=None, causal=False):
