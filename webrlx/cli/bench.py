@@ -2,8 +2,9 @@
 (numpy on the CPU; torch on CUDA where present). `python -m webrlx bench [--quick] [--only K]`.
 
 Method: webrlx runs a compiled executable with inputs already on the device; `iters` runs are
-submitted back to back and synchronized once at the end (a 4-byte readback); the time per run
-is the median over `repeats` such batches, after a warm-up. torch: the op in a loop, then
+submitted back to back and synchronized once at the end (a 4-byte readback), `iters` doubled
+until a batch takes 5 ms; the time per run is the median over `repeats` such batches, after a
+warm-up. torch: the op in a loop, then
 torch.cuda.synchronize(), same batching. numpy: the op in a loop.
 """
 from __future__ import annotations
@@ -18,9 +19,24 @@ import numpy as np
 import webrlx as wr
 
 
+MIN_BATCH_S = 0.005   # grow a batch until it runs this long: one sync's cost stays < ~5% of it
+
+
 def _time(fn: Callable[[], Any], sync: Callable[[], Any], iters: int, repeats: int) -> float:
+    """Seconds per call of fn: the median over `repeats` batches of back-to-back calls ended
+    by one sync. A batch has at least `iters` calls, more (doubling, up to 4096) until it takes
+    MIN_BATCH_S: with 10 calls of a 15 us kernel, the one readback that ends the batch was half
+    of the figure (H100, bench/submit_probe.py)."""
     fn()
     sync()
+    while iters < 4096:
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        sync()
+        if time.perf_counter() - t >= MIN_BATCH_S:
+            break
+        iters *= 2
     samples = []
     for _ in range(repeats):
         t = time.perf_counter()
