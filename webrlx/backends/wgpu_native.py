@@ -106,6 +106,30 @@ class WgpuBackend(Backend):
             raise GPUError(f"pipeline '{entry}' ({header[:80]}): WGSL compilation failed: "
                            f"{e}") from e
 
+    def prepare_pipelines(self, keys: Sequence[tuple[str, str, dict[str, float] | None]]
+                          ) -> None:
+        """Compile a plan's new pipelines on a thread pool: wgpu-native compiles with the GIL
+        released, Vulkan pipeline creation is thread-safe, and wgpu-py captures errors per
+        thread. bench/compile_probe.py (25 distinct kernels, first run): H100 host 1.09 / 0.84 s
+        one by one -> 0.60 / 0.47 s pooled; this 2-core box 0.75 / 0.52 -> 0.48 s."""
+        todo: dict[tuple, tuple[str, str, dict[str, float]]] = {}
+        for source, entry, overrides in keys:
+            overrides = overrides or {}
+            key = (source, entry, tuple(sorted(overrides.items())))
+            if key not in self._pipelines:
+                todo[key] = (source, entry, overrides)
+        workers = min(len(todo), os.cpu_count() or 1, 8)
+        if workers < 2:
+            super().prepare_pipelines(keys)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(workers, thread_name_prefix="webrlx-compile") as pool:
+            futures = {key: pool.submit(self._create_pipeline, *args)
+                       for key, args in todo.items()}
+        for key, future in futures.items():      # the first failure, in the plan's order
+            self._pipelines[key] = future.result()
+            self.stats["pipelines"] += 1
+
     def bind_group(self, pipeline: Any, entries: Sequence[tuple[Any, int, int]]) -> Any:
         with self._guard("bind_group"):
             group = self.device.create_bind_group(
