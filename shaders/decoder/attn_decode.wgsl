@@ -11,18 +11,21 @@
 // unnormalized, running max m, sum l), which attn_combine merges (with one chunk, `direct`:
 // the normalized output).
 //
-// Per tile (2 barriers): the K tile is staged in workgroup memory, transposed and padded
+// Per tile (4 barriers): the K tile is staged in workgroup memory, transposed and padded
 // (coalesced global loads; conflict-free reads below); thread (key j, item group) scores key
-// j for its items against q (pre-scaled, in workgroup memory) -> P. Then thread (item r,
-// key part kp, vec4 column) runs an online softmax over the keys kp, kp + KP, .. of the tile
-// (the max is rescaled only when it grows) and accumulates p * V[j] read straight from
-// global memory (coalesced over the columns; each V row read once per workgroup). KP key
+// j for its items against q (pre-scaled, in workgroup memory) -> P, while the tile's V rows
+// load into registers; V is then staged where K was. Thread (item r, key part kp, vec4
+// column) runs an online softmax over the keys kp, kp + KP, .. of the tile (the max is
+// rescaled only when it grows) and accumulates p * V[j] from workgroup memory. KP key
 // parts keep all threads busy when few items run (decode: G of them); the parts merge once
 // at the end. All the state of a thread is one (m, l, acc): no register arrays.
 // Limits: memory traffic (K and V once per chunk); at short lengths, launch and the combine.
 // D % 4 == 0, D <= 128 (the K tile is KT * D4 vec4 in 8.5 KB; 13.7 KB in all).
 // Measured on lavapipe only (no discrete GPU here); at pos 2000 (SmolLM2 shapes) ~12 CPU-ms,
 // about what the gemv takes per byte there: lane-varying loads bound it, not math.
+// H100 (SmolLM2 decode, 30 layers): reading V from global memory inside the p.v loop (a load
+// latency per key, in a loop with a data-dependent branch) took 24.7 us a layer; V staged
+// through registers into workgroup memory: see the SmolLM2 issue's note for the figure.
 // Tried: (1) threads owning a column for RMAX items with register arrays m[], l[], acc[] and
 // a tile max taken by every thread from P: the max pass and the dynamically indexed arrays
 // cost ~30% more on lavapipe; (2) no K staging (each thread reads its key row from global):
@@ -49,6 +52,7 @@ override RW: u32 = 8u;                  // items per workgroup, RW * D4 <= WG
 override KP: u32 = 1u;                  // key parts of the p.v phase, KP * RW' * D4 <= WG
 const WG: u32 = 128u;
 const KTMAX: u32 = 32u;
+const VREG: u32 = 4u;                   // V values a thread stages per tile: KT * D4 <= 512
 const NEG: f32 = -3.4028234663852886e38;
 var<workgroup> Qs: array<vec4<f32>, 256>;    // [RW][D4], scaled
 var<workgroup> Ks: array<vec4<f32>, 544>;    // [D4][KT + 1]: transposed, padded; merge scratch
@@ -97,6 +101,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             Ks[(e % D4) * (KT + 1u) + jj] = v;
         }
         workgroupBarrier();
+        // this tile's V rows, loaded now (independent loads, in flight together with the
+        // scores below) and staged once the scores no longer need Ks: the p.v loop reading
+        // them from global memory key by key waited a load latency per key
+        var vr: array<vec4<f32>, VREG>;
+        for (var u = 0u; u < VREG; u++) {
+            let e = lid + u * WG;
+            vr[u] = vec4<f32>(0.0);
+            if (e < KT * D4 && e / D4 < n) { vr[u] = vc[kbase + (t0 + e / D4) * D4 + e % D4]; }
+        }
         for (var rr = rg; rr < R; rr += WG / KT) {
             var sc = NEG;
             if (j < n && t0 + j <= p0 + (i0 + rr) / p.G) {
@@ -107,6 +120,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 sc = dot.x + dot.y + dot.z + dot.w;
             }
             P[rr * KTMAX + j] = sc;
+        }
+        workgroupBarrier();
+        for (var u = 0u; u < VREG; u++) {            // V tile [KT][D4] where K was
+            let e = lid + u * WG;
+            if (e < KT * D4) { Ks[e] = vr[u]; }
         }
         workgroupBarrier();
         if (mine) {
@@ -121,10 +139,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
                 let pj = exp(sj - m);
                 l += pj;
-                acc += pj * vc[kbase + (t0 + jj) * D4 + col];
+                acc += pj * Ks[jj * D4 + col];
             }
         }
-        // the next tile's K staging and scores wait behind its first barrier: no third one
+        workgroupBarrier();                          // Ks is the next tile's K staging
     }
     if (KP > 1u) {                                   // merge the key parts of (item, column)
         workgroupBarrier();
