@@ -64,6 +64,7 @@ def _builtin_slots() -> dict[str, str]:
     return {"IEEE": ieee,
             "MATH": ieee + "\n" + raw_shader("common/math") + "\n" + wgsl_activate(),
             "ROW_REDUCE": raw_shader("common/row_reduce"),
+            "ROW_STATS": raw_shader("common/row_stats"),
             "VEC4_IO": raw_shader("common/matmul_vec4_io"),
             "NCHW": raw_shader("common/nchw"),
             "QBLOCKS": raw_shader("common/qblocks"),
@@ -72,7 +73,7 @@ def _builtin_slots() -> dict[str, str]:
 
 def render(name: str, **slots: str) -> str:
     """Return shader `name` with every {{KEY}} replaced; the IEEE (NaN/inf), MATH (IEEE's
-    helpers too, and `activate`), ROW_REDUCE, VEC4_IO, NCHW, QBLOCKS and ROPE_TURN helpers
+    helpers too, and `activate`), ROW_REDUCE, ROW_STATS, VEC4_IO, NCHW, QBLOCKS and ROPE_TURN helpers
     are built in."""
     slots = {**_builtin_slots(), **slots}
     text = raw_shader(name)

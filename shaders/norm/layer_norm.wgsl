@@ -1,9 +1,6 @@
-// layer_norm / rms_norm over rows of a contiguous [rows, n] input, f32 math, corrected two
-// passes for accuracy: the mean m, then over d = x - m both sum(d) and sum(d^2); the mean is
-// refined to m + sum(d)/n (applied as (x - m) - sum(d)/n) and var = sum(d^2)/n - (sum(d)/n)^2
-// (Chan, Golub & LeVeque). With
-// eps=1e-12 a mean one ulp off turns a constant row into noise of order 0.1; the refined mean
-// is exact there, so such rows give 0 as in float64. y = norm(x + r) * w + b (r: fused residual).
+// layer_norm / rms_norm over rows of a contiguous [rows, n] input, f32 math; the row statistics
+// (corrected two passes, exact for near-constant rows) are common/row_stats.wgsl's.
+// y = norm(x + r) * w + b (r: fused residual).
 // bindings: 0 x, 1 r, 2 w, 3 b (dummies when HAS_RES / HAS_W / HAS_B are false), 4 out,
 // 5 params.
 // grid: RPW rows per workgroup (workgroups spread over x and y).
@@ -29,6 +26,7 @@ override HAS_B: bool = false;
 override HAS_RES: bool = false;
 const WG: u32 = 256u;
 {{ROW_REDUCE}}
+{{ROW_STATS}}
 
 fn load(i: u32) -> f32 {
     if (HAS_RES) { return f32(x[i]) + f32(r[i]); }
@@ -44,32 +42,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let row = (wid.y * nwg.x + wid.x) * RPW + lid / tpr;
     let n = select(0u, p.n, row < p.rows);   // threads of rows past the end only reduce
     let base = row * p.n;
-    let nf = f32(p.n);
-    var mean = 0.0;
-    var shift = 0.0;
-    var var_ = 0.0;
-    if (!RMS) {
-        var s = 0.0;
-        for (var j = t; j < n; j += tpr) { s += load(base + j); }
-        mean = reduce_sum(lid, s) / nf;
-    }
-    var qc = vec2<f32>(0.0);
+    let st = row_stats(lid, base, n, t, tpr, f32(p.n), p.eps);    // (mean, shift, inv)
     for (var j = t; j < n; j += tpr) {
-        let d = load(base + j) - mean;
-        qc += vec2<f32>(d * d, d);
-    }
-    qc = reduce_sum2(lid, qc) / nf;
-    var_ = qc.x;
-    if (!RMS) {
-        shift = qc.y;
-        var_ = max(var_ - shift * shift, 0.0);
-    }
-    let inv = inverseSqrt(var_ + p.eps);
-    for (var j = t; j < n; j += tpr) {
-        // (x - m) is exact for a near-constant row; subtracting the shift after it (not
-        // m + shift first) needs no exact division: NVIDIA's (2.5-ulp) one left rows one ulp
-        // off there, which eps=1e-12 turned into outputs up to 7.6
-        var y = ((load(base + j) - mean) - shift) * inv;
+        var y = ((load(base + j) - st.x) - st.y) * st.z;
         if (HAS_W) { y *= f32(w[j]); }
         if (HAS_B) { y += f32(b[j]); }
         out[base + j] = {{T}}(y);

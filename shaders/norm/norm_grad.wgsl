@@ -3,10 +3,9 @@
 // the optional weight w,
 //   xh = (x - mean) * inv,  gh = dy * w,  inv = 1 / sqrt(var + eps)
 //   dx = inv * (gh - xh * mean(gh * xh) - mean(gh))         (RMS: no centring, no mean(gh))
-// The row statistics are recomputed here as the forward kernel does (mean, then the corrected
-// variance of d = x - mean; see norm/layer_norm.wgsl), so no mean/rstd buffer is kept between
-// the passes. Three passes over a row: the mean, the variance, and both sums of gh; the last
-// loop writes dx. The weight/bias gradients are column sums over the rows (sum of dy * xh and
+// The row statistics are recomputed as the forward kernel does (common/row_stats.wgsl), so no
+// mean/rstd buffer is kept between the passes: the mean, the variance, both sums of gh (one
+// tree each), then the loop that writes dx. The weight/bias gradients are column sums over the rows (sum of dy * xh and
 // of dy): autodiff leaves them to the reduction kernels.
 // Limits: one workgroup reduction per statistic (3-4 barriers' trees per row); the row is read
 // four times, from cache for rows up to a few thousand elements. The composed form it replaces
@@ -24,6 +23,9 @@ override RMS: bool = false;
 override HAS_W: bool = false;
 const WG: u32 = 256u;
 {{ROW_REDUCE}}
+{{ROW_STATS}}
+
+fn load(i: u32) -> f32 { return f32(x[i]); }
 
 fn gh(base: u32, j: u32) -> f32 {
     if (HAS_W) { return f32(dy[base + j]) * f32(w[j]); }
@@ -40,38 +42,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let n = select(0u, p.n, row < p.rows);   // threads of rows past the end only reduce
     let base = row * p.n;
     let nf = f32(p.n);
-    var mean = 0.0;
-    if (!RMS) {
-        var s = 0.0;
-        for (var j = t; j < n; j += tpr) { s += f32(x[base + j]); }
-        mean = reduce_sum(lid, s) / nf;
-    }
-    var q = 0.0;
-    var c = 0.0;
-    for (var j = t; j < n; j += tpr) {
-        let d = f32(x[base + j]) - mean;
-        c += d;
-        q += d * d;
-    }
-    var var_ = reduce_sum(lid, q) / nf;
-    var shift = 0.0;
-    if (!RMS) {
-        shift = reduce_sum(lid, c) / nf;
-        var_ = max(var_ - shift * shift, 0.0);
-    }
-    let inv = inverseSqrt(var_ + p.eps);
+    let st = row_stats(lid, base, n, t, tpr, nf, p.eps);         // (mean, shift, inv)
     var s_gx = 0.0;                          // sum of gh * xh
     var s_g = 0.0;                           // sum of gh
     for (var j = t; j < n; j += tpr) {
         let g = gh(base, j);
-        s_gx += g * (((f32(x[base + j]) - mean) - shift) * inv);
+        s_gx += g * (((load(base + j) - st.x) - st.y) * st.z);
         s_g += g;
     }
-    let m_gx = reduce_sum(lid, s_gx) / nf;
-    var m_g = 0.0;
-    if (!RMS) { m_g = reduce_sum(lid, s_g) / nf; }
+    let m = reduce_sum2(lid, vec2<f32>(s_gx, s_g)) / nf;        // mean(gh * xh), mean(gh)
+    let m_g = select(m.y, 0.0, RMS);
     for (var j = t; j < n; j += tpr) {
-        let xh = ((f32(x[base + j]) - mean) - shift) * inv;
-        out[base + j] = {{T}}(inv * (gh(base, j) - xh * m_gx - m_g));
+        let xh = ((load(base + j) - st.x) - st.y) * st.z;
+        out[base + j] = {{T}}(st.z * (gh(base, j) - xh * m.x - m_g));
     }
 }
