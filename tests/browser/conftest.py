@@ -41,6 +41,7 @@ collect_ignore = ["in_pyodide"]
 # The chat page loads SmolLM2 in SwiftShader (minutes): a long model run, opt-in as above.
 if os.environ.get("WEBRLX_BROWSER_LLM") != "1":
     collect_ignore.append("test_chat_page.py")
+collect_ignore += [] if os.environ.get("WEBRLX_BENCH_BROWSER") else ["test_bench_browser.py"]
 
 
 def suite_files() -> list[str]:

@@ -242,6 +242,11 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--only", default="",
                    help="comma list: matmul,f16,chain,rows,attention,minilm,train")
     p.add_argument("--peer", default="", help="tinygrad: its WEBGPU backend, same run")
+    p.add_argument("--browser", action="store_true", help="MiniLM in headless Chromium beside "
+                   "onnxruntime-web (bench --browser --help)")
+    if argv and "--browser" in argv:
+        from .bench_browser import main as browser_main
+        return browser_main([a for a in argv if a != "--browser"])
     args = p.parse_args(argv or [])
     dev = wr.device()
     only = set(filter(None, args.only.split(",")))

@@ -1,0 +1,305 @@
+"""`python -m webrlx bench --browser`: MiniLM (all-MiniLM-L6-v2) in headless Chromium, webrlx
+beside ONNX Runtime Web, all in one browser launch, plus native webrlx on the same software
+adapter (Chromium's SwiftShader Vulkan ICD through wgpu-py). Prints JSON.
+
+    python -m webrlx bench --browser [--cases a,b,c] [--repeats 3] [--runners ...] [--out F]
+
+Runners: main (webrlx in Pyodide on the page's main thread), worker (webrlx in Pyodide in a
+Web Worker), ort_webgpu / ort_wasm (onnxruntime-web's WebGPU / wasm execution provider on the
+BertModel exported to build/minilm.onnx), native (webrlx in a subprocess with
+VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json).
+Cases: a 3x12 tokens, b 1x128, c 8x128; ids per case as bench/minilm.py's synthetic_feeds
+([101] + rng.integers(1000, 29000, seq-2) + [102], rng = default_rng(0) per case), mask all ones.
+
+Method: load = model load (webrlx: minilm.load from files already in memory/FS; ORT:
+InferenceSession.create from the fetched bytes); first = the first run after load (compiles);
+warm = median of --repeats runs after one warm-up. A run is inputs -> pooled, normalized
+embedding read back on the CPU (webrlx: executable.run / run_async; ORT: session.run then mean
+pooling + L2 norm in JS). Cosine: per row, against native webrlx (or the numpy reference device
+when the native runner is left out), minimum over rows.
+
+Needs: apt chromium, pip playwright (tests/browser/browser_harness.py, so a checkout), the web
+assets (python -m webrlx.cli.web_assets), for ORT `npm install --prefix build/ortweb
+onnxruntime-web@1.30.0` and torch + transformers + onnx for the one-time ONNX export.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = {"a": (3, 12), "b": (1, 128), "c": (8, 128)}
+RUNNERS = ("main", "worker", "ort_webgpu", "ort_wasm", "native")
+ORT_VERSION = "1.30.0"
+ORT_DIR = ROOT / "build" / "ortweb" / "node_modules" / "onnxruntime-web"
+ONNX_PATH = ROOT / "build" / "minilm.onnx"
+SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json"
+T0 = time.perf_counter()
+
+
+def progress(msg: str) -> None:
+    print(f"[bench-browser {time.perf_counter() - T0:7.1f} s] {msg}", file=sys.stderr, flush=True)
+
+
+def case_ids(batch: int, seq: int) -> list[list[int]]:
+    """The token id rows of one case (bench/minilm.py synthetic_feeds: a fresh rng per case)."""
+    rng = np.random.default_rng(0)
+    return [[101] + [int(v) for v in rng.integers(1000, 29000, seq - 2)] + [102]
+            for _ in range(batch)]
+
+
+def export_onnx(model_dir: Path, path: Path = ONNX_PATH) -> Path:
+    """Export the BertModel (last_hidden_state) to ONNX once, as bench/minilm.py's onnx_side
+    does (int64 input_ids, attention_mask, token_type_ids; dynamic batch and seq); cached."""
+    if path.is_file() and path.stat().st_size > 1_000_000:
+        return path
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    from transformers import AutoModel
+    bert = AutoModel.from_pretrained(str(model_dir)).eval().requires_grad_(False)
+
+    class Hidden(torch.nn.Module):
+        def forward(self, input_ids, attention_mask, token_type_ids):  # noqa: ANN001
+            return bert(input_ids=input_ids, attention_mask=attention_mask,
+                        token_type_ids=token_type_ids).last_hidden_state
+    names = ("input_ids", "attention_mask", "token_type_ids")
+    ex = tuple(torch.ones((1, 8), dtype=torch.int64) for _ in names)
+    dyn = {k: {0: "batch", 1: "seq"} for k in (*names, "hidden")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.onnx")
+    torch.onnx.export(Hidden(), ex, str(tmp), input_names=list(names), output_names=["hidden"],
+                      dynamic_axes=dyn, opset_version=17, dynamo=False)
+    tmp.replace(path)
+    return path
+
+
+# ---- webrlx: the same code natively (sync) and in Pyodide (async) ----------------------------
+WEBRLX_RUN = """
+import json, time, numpy as np
+from webrlx.models import minilm
+t = time.perf_counter()
+enc = minilm.load(MODEL)
+out = {"load_s": time.perf_counter() - t, "adapter": enc.device.info.name,
+       "backend": enc.device.info.backend, "cases": {}}
+for name, rows in IDS.items():
+    feeds = enc.feeds(rows)
+    t = time.perf_counter(); (first,) = await enc.executable.run_async(feeds)
+    first_s = time.perf_counter() - t
+    await enc.executable.run_async(feeds)
+    warm = []
+    for _ in range(REPEATS):
+        t = time.perf_counter(); await enc.executable.run_async(feeds)
+        warm.append(time.perf_counter() - t)
+    out["cases"][name] = {"first_ms": first_s * 1e3, "warm_ms": float(np.median(warm)) * 1e3,
+                          "warm_all_ms": [w * 1e3 for w in warm],
+                          "embedding": np.asarray(first, np.float64).round(7).tolist()}
+json.dumps(out)
+"""
+
+
+def run_native(ids: dict[str, list[list[int]]], repeats: int, timeout: float) -> dict:
+    """webrlx through wgpu-py on Chromium's SwiftShader ICD, in a subprocess."""
+    code = WEBRLX_RUN.replace("await ", "").replace("run_async", "run")
+    code = (f"MODEL = None\nIDS = {ids!r}\nREPEATS = {repeats}\n"
+            + code.replace("json.dumps(out)", "print(json.dumps(out))"))
+    env = {**os.environ, "VK_DRIVER_FILES": SWIFTSHADER_ICD}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+    if proc.returncode:
+        raise RuntimeError(f"native runner failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_pyodide(ctx: Any, url: str, mode: str, config: dict, ids: dict, repeats: int) -> dict:
+    import browser_harness
+    from webrlx.models.assets import MINILM_FILES
+    t = time.perf_counter()
+    py = browser_harness.BrowserPython(ctx, url, mode, config)
+    boot_s = time.perf_counter() - t
+    fetch = "\n".join(
+        f"open('/tmp/m/{n}', 'wb').write(await (await pyfetch('{url}models/minilm/{n}'))"
+        f".bytes())" for n in MINILM_FILES)
+    code = (f"import os, time\nos.makedirs('/tmp/m', exist_ok=True)\n"
+            f"from pyodide.http import pyfetch\n_t = time.perf_counter()\n{fetch}\n"
+            f"FETCH_S = time.perf_counter() - _t\nMODEL = '/tmp/m'\n"
+            f"IDS = {ids!r}\nREPEATS = {repeats}\n"
+            + WEBRLX_RUN.replace('out = {"load_s"', 'out = {"fetch_s": FETCH_S, "load_s"'))
+    try:
+        result = json.loads(py.run(code))
+    except Exception as err:
+        raise RuntimeError(f"webrlx in the browser ({mode}) failed: {err}\n"
+                           f"console:\n{py.console_tail()}") from err
+    finally:
+        py.page.close()
+    result["boot_s"] = boot_s
+    return result
+
+
+def run_ort(ctx: Any, url: str, ep: str, ids: dict, repeats: int) -> dict:
+    page = ctx.new_page()
+    console: list[str] = []
+    page.on("console", lambda m: console.append(m.text))
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+    try:
+        page.goto(url + "bench-browser/ort.html")
+        page.wait_for_function("window.ortBench !== undefined", timeout=60_000)
+        return page.evaluate("(a) => ortBench.run(a)",
+                             {"ep": ep, "model": url + "onnx/minilm.onnx", "ids": ids,
+                              "repeats": repeats})
+    except Exception as err:
+        raise RuntimeError(f"onnxruntime-web {ep} failed: {err}\nconsole:\n"
+                           + "\n".join(console[-40:])) from err
+    finally:
+        page.close()
+
+
+def reference(ids: dict) -> dict[str, np.ndarray]:
+    """Embeddings from the numpy reference device (when the native runner is left out)."""
+    from webrlx.models import minilm
+    enc = minilm.load(device="reference")
+    return {c: np.asarray(enc.executable.run(enc.feeds(rows))[0]) for c, rows in ids.items()}
+
+
+def min_cosine(got: Any, ref: np.ndarray) -> float:
+    g = np.asarray(got, np.float64).reshape(ref.shape)
+    r = ref.astype(np.float64)
+    cos = (g * r).sum(-1) / np.linalg.norm(g, axis=-1) / np.linalg.norm(r, axis=-1)
+    return float(cos.min())
+
+
+def ratios(case: dict[str, dict]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    pairs = [("webrlx_main_over_ort_webgpu_warm", "main", "warm_ms", "ort_webgpu", "warm_ms"),
+             ("webrlx_worker_over_ort_webgpu_warm", "worker", "warm_ms", "ort_webgpu",
+              "warm_ms"),
+             ("webrlx_main_first_over_ort_webgpu_first", "main", "first_ms", "ort_webgpu",
+              "first_ms"),
+             ("webrlx_worker_first_over_ort_webgpu_first", "worker", "first_ms", "ort_webgpu",
+              "first_ms"),
+             ("webrlx_main_first_over_warm", "main", "first_ms", "main", "warm_ms"),
+             ("webrlx_worker_first_over_warm", "worker", "first_ms", "worker", "warm_ms"),
+             ("native_first_over_warm", "native", "first_ms", "native", "warm_ms"),
+             ("browser_main_over_native_warm", "main", "warm_ms", "native", "warm_ms"),
+             ("browser_worker_over_native_warm", "worker", "warm_ms", "native", "warm_ms"),
+             ("worker_over_main_warm", "worker", "warm_ms", "main", "warm_ms"),
+             ("webrlx_main_over_ort_wasm_warm", "main", "warm_ms", "ort_wasm", "warm_ms"),
+             ("ort_webgpu_over_ort_wasm_warm", "ort_webgpu", "warm_ms", "ort_wasm", "warm_ms")]
+    for name, a, fa, b, fb in pairs:
+        if a in case and b in case and case[b][fb]:
+            out[name] = case[a][fa] / case[b][fb]
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(prog="python -m webrlx bench --browser",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("--cases", default="a,b,c", help="comma list of a (3x12), b (1x128), "
+                   "c (8x128)")
+    p.add_argument("--repeats", type=int, default=3, help="warm runs (after one warm-up)")
+    p.add_argument("--runners", default=",".join(RUNNERS), help="comma list of "
+                   + ",".join(RUNNERS))
+    p.add_argument("--out", type=Path, help="also write the JSON here")
+    p.add_argument("--timeout", type=float, default=3600, help="native runner's limit (s)")
+    args = p.parse_args(argv)
+    cases = {c: CASES[c] for c in args.cases.split(",") if c}
+    runners = [r for r in args.runners.split(",") if r]
+    bad = [c for c in args.cases.split(",") if c and c not in CASES] + \
+          [r for r in runners if r not in RUNNERS]
+    if bad:
+        p.error(f"unknown case or runner: {', '.join(bad)}")
+    ids = {c: case_ids(b, s) for c, (b, s) in cases.items()}
+
+    sys.path.insert(0, str(ROOT / "tests" / "browser"))
+    import browser_harness
+    from webrlx.cli.serve import page_config
+    from webrlx.cli.web_assets import build
+    from webrlx.models.assets import minilm_dir
+
+    model_dir = minilm_dir()
+    result: dict[str, Any] = {
+        "method": __doc__.split("Method: ")[1].split("\n\n")[0].strip(),
+        "cases": {c: {"shape": f"{b}x{s}"} for c, (b, s) in cases.items()},
+        "repeats": args.repeats, "runners": runners, "versions": {}, "adapters": {},
+        "load": {}}
+    out_runs: dict[str, dict] = {}
+    ort_runners = [r for r in runners if r.startswith("ort_")]
+    routes: dict[str, Path] = {"/models/minilm/": model_dir,
+                               "/bench-browser/": ROOT / "bench" / "browser"}
+    if ort_runners:
+        if not (ORT_DIR / "dist" / "ort.webgpu.min.mjs").is_file():
+            raise FileNotFoundError(f"{ORT_DIR} is missing: npm install --prefix build/ortweb "
+                                    f"onnxruntime-web@{ORT_VERSION}")
+        progress("onnx export (cached in build/minilm.onnx)")
+        routes["/ort/"] = ORT_DIR / "dist"
+        routes["/onnx/"] = export_onnx(model_dir).parent
+        result["versions"]["onnxruntime_web"] = json.loads(
+            (ORT_DIR / "package.json").read_text())["version"]
+
+    browser = [r for r in runners if r != "native"]
+    if browser:
+        progress("web assets")
+        assets = build(ROOT, tests=False)
+        config = page_config(assets)
+        with browser_harness.web_server(assets, routes) as url, \
+                browser_harness.chromium() as ctx:
+            result["versions"]["chromium"] = ctx.browser.version if ctx.browser else None
+            for r in browser:
+                progress(f"{r}: start")
+                if r in ("main", "worker"):
+                    out_runs[r] = run_pyodide(ctx, url, r, config, ids, args.repeats)
+                else:
+                    out_runs[r] = run_ort(ctx, url, r.split("_")[1], ids, args.repeats)
+                progress(f"{r}: done " + ", ".join(
+                    f"{c}: first {v['first_ms']:.0f} ms warm {v['warm_ms']:.0f} ms"
+                    for c, v in out_runs[r]["cases"].items()))
+        if result["versions"].get("chromium") is None:
+            result["versions"]["chromium"] = subprocess.run(
+                [browser_harness.CHROMIUM, "--version"], capture_output=True,
+                text=True).stdout.strip()
+    if "native" in runners:
+        progress("native: start (webrlx through wgpu-py on SwiftShader)")
+        out_runs["native"] = run_native(ids, args.repeats, args.timeout)
+        progress("native: done " + ", ".join(
+            f"{c}: first {v['first_ms']:.0f} ms warm {v['warm_ms']:.0f} ms"
+            for c, v in out_runs["native"]["cases"].items()))
+    import webrlx
+    result["versions"]["webrlx"] = webrlx.__version__
+    if "native" in out_runs:
+        ref = {c: np.asarray(out_runs["native"]["cases"][c]["embedding"]) for c in cases}
+        result["cosine_reference"] = "native webrlx (SwiftShader)"
+    else:
+        progress("numpy reference for the cosines")
+        ref = reference(ids)
+        result["cosine_reference"] = "webrlx numpy reference device"
+    for r, run in out_runs.items():
+        result["adapters"][r] = run.get("adapter")
+        result["load"][r] = {k: run[k] for k in ("boot_s", "fetch_s", "load_s") if k in run}
+        for k in ("ort_version", "backend", "threads"):
+            if k in run:
+                result["load"][r][k] = run[k]
+        for c in cases:
+            v = run["cases"][c]
+            result["cases"][c][r] = {
+                "first_ms": v["first_ms"], "warm_ms": v["warm_ms"],
+                "warm_all_ms": v.get("warm_all_ms"), "load_s": run.get("load_s"),
+                "cosine_vs_reference": min_cosine(v["embedding"], ref[c])}
+    for c in cases:
+        result["cases"][c]["ratios"] = ratios(result["cases"][c])
+    progress("done")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1:]), indent=1))
