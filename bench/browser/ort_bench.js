@@ -16,7 +16,10 @@ const median = (xs) => {
 function feeds(rows) {
   const batch = rows.length, seq = rows[0].length;
   const ids = new BigInt64Array(batch * seq), mask = new BigInt64Array(batch * seq);
-  rows.forEach((r, i) => r.forEach((v, j) => { ids[i * seq + j] = BigInt(v); mask[i * seq + j] = 1n; }));
+  rows.forEach((r, i) => r.forEach((v, j) => {
+    ids[i * seq + j] = BigInt(v);
+    mask[i * seq + j] = 1n;
+  }));
   const dims = [batch, seq];
   return { input_ids: new ort.Tensor("int64", ids, dims),
            attention_mask: new ort.Tensor("int64", mask, dims),
