@@ -57,7 +57,7 @@ def _attn(q, k, v, mask=None, causal=False):
 
 @pytest.mark.parametrize("b,h,lq,lk,d", [(1, 1, 1, 1, 8), (2, 3, 7, 7, 32), (1, 2, 5, 300, 64),
                                          (1, 1, 3, 9, 256),
-                                         # >= 16 query rows: the one-thread-per-row kernel
+                                         # (lower_attention.attention_path picks the kernel)
                                          (2, 2, 70, 70, 32), (1, 1, 16, 100, 64),
                                          (1, 1, 20, 30, 128),
                                          (1, 2, 33, 33, 20)], ids=str)
@@ -176,3 +176,16 @@ def test_attention_by_matmul(backend, lq, lk, causal, monkeypatch):
     check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
           lambda q, k, v, m: _attn(q, k, v, mask=m, causal=causal), rand(2, 3, lq, 32),
           rand(2, 3, lk, 32, seed=1), rand(2, 3, lk, 32, seed=2), mask, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", ["row", "rows", "matmul"])
+@pytest.mark.parametrize("lq,lk,causal", [(1, 40, False), (12, 12, False), (6, 70, True)])
+def test_attention_each_kernel(backend, path, lq, lk, causal, monkeypatch):
+    """Every attention kernel on every backend, whatever attention_path would pick here."""
+    from webrlx.compiler import lower_attention
+    monkeypatch.setattr(lower_attention, "FORCE_PATH", path)
+    mask = np.ones((3, lk), np.int32)
+    mask[2, lk // 3:] = 0
+    check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
+          lambda q, k, v, m: _attn(q, k, v, mask=m, causal=causal), rand(3, 4, lq, 32),
+          rand(3, 4, lk, 32, seed=1), rand(3, 4, lk, 32, seed=2), mask, rtol=1e-4, atol=1e-5)

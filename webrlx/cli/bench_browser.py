@@ -11,8 +11,10 @@ VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json).
 Cases: a 3x12 tokens, b 1x128, c 8x128; ids per case as bench/minilm.py's synthetic_feeds
 ([101] + rng.integers(1000, 29000, seq-2) + [102], rng = default_rng(0) per case), mask all ones.
 
-Method: load = model load (webrlx: minilm.load from files already in memory/FS; ORT:
-InferenceSession.create from the fetched bytes); first = the first run after load (compiles);
+Method: load = model load from bytes already fetched (webrlx: minilm.load from Pyodide's FS or
+the disk; ORT: InferenceSession.create from the fetched bytes); Pyodide's boot and the fetches
+are reported apart (boot_s, fetch_s). first = the first run of a case after load (compiles its
+plan; cases run in order a, b, c in one session, so b and c may reuse kernels compiled for a);
 warm = median of --repeats runs after one warm-up. A run is inputs -> pooled, normalized
 embedding read back on the CPU (webrlx: executable.run / run_async; ORT: session.run then mean
 pooling + L2 norm in JS). Cosine: per row, against native webrlx (or the numpy reference device

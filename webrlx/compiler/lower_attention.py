@@ -1,6 +1,7 @@
-"""Attention lowerings. Few query rows (decoding, short sequences): one fused flash-style
-kernel that reads q/k/v as strided views. Many rows with a score matrix that fits a binding:
-two tiled matmuls around a masked softmax, which run at matmul speed."""
+"""Attention lowerings, picked by shape and adapter in attention_path: fused flash-style kernels
+that read q/k/v as strided views (query rows sharing K/V tiles; or a workgroup per query row
+for a few rows over many keys on a GPU), or, for many rows with a score matrix that fits a
+binding, two tiled matmuls around a masked softmax, which run at matmul speed."""
 from __future__ import annotations
 
 import math
@@ -17,6 +18,39 @@ from .registry import lowering
 ROWS_ATTENTION_STORAGE = 2 * 512 * 16 + 32 * 4 + 2 * 64 * 4   # bytes: K, V tiles, keep, m, l
 ATTENTION_THREADS = 8192   # split a row's keys over threads until about this many run (few rows)
 MATMUL_ATTENTION_ROWS = 64  # q and kv lengths from which the two-matmul form is used
+SOFTWARE_ROWS_MIN_HEADS = 48  # on CPU adapters, batch x heads from which "rows" beats matmul
+FORCE_PATH: str | None = None  # "row", "rows" or "matmul": probes only (bench/attention_probe.py)
+
+
+def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> str:
+    """Which attention kernel runs: "matmul" (two tiled matmuls around a softmax), "rows"
+    (attention_rows.wgsl: query rows share K/V tiles) or "row" (attention.wgsl: a 256-thread
+    workgroup per query row, for a few query rows over many keys on a GPU).
+
+    Measured with bench/attention_probe.py (masked, head dim 32, ms; lavapipe / SwiftShader):
+      3x12x12:   row 16.1 / 130   rows 2.1 / 7.9    matmul 4.6 / 20.6
+      1x12x128:  row 93 / 477     rows 14.9 / 64.7  matmul 11.2 / 57.9
+      4x12x128:  row 378 / 1873   rows 35.0 / 182   matmul 42.1 / 240
+      8x12x128:  row 789 / 3745   rows 62.8 / 354   matmul 86.5 / 465
+      1x12x4x512 (lq x lk): row 8.5 / 30.2   rows 2.6 / 10.2   matmul 4.2 / 21.2
+    so the barrier-bound "row" kernel loses everywhere on CPU adapters, and the matmul form
+    wins only for one or two sequences of >= 64 rows there (12-24 heads x rows: too few
+    workgroups of "rows" for the cores). On GPUs the matmul form keeps the large shapes (tensor
+    of scores in one binding), and "row" the few-query, many-key ones (its 256 threads split
+    the keys; "rows" gives a row at most 8)."""
+    rows_ok = d <= 64 and L.info.limit("max-compute-workgroup-storage-size",
+                                       16384) >= ROWS_ATTENTION_STORAGE
+    if FORCE_PATH is not None:
+        if FORCE_PATH == "rows" and not rows_ok:
+            raise ValueError("attention: the rows kernel does not fit this shape or adapter")
+        return FORCE_PATH
+    software = L.info.software
+    if min(lq, lk) >= MATMUL_ATTENTION_ROWS and b * h * lq * lk * 4 <= L.info.max_binding_size \
+            and (not software or not rows_ok or b * h < SOFTWARE_ROWS_MIN_HEADS):
+        return "matmul"
+    if not rows_ok or (not software and lq < 4 and lk >= 256):
+        return "row"
+    return "rows"
 
 
 def _bhd_strides(L: EmitContext, node_id: int) -> tuple[Buf, tuple[int, int, int]]:
@@ -36,8 +70,8 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     lk = L.shape(node.inputs[1])[2]
     if d > 256:
         raise ValueError(f"attention: head dim {d} > 256 is not supported")
-    scores = b * h * lq * lk * 4
-    if min(lq, lk) >= MATMUL_ATTENTION_ROWS and scores <= L.info.max_binding_size:
+    path = attention_path(L, b, h, lq, lk, d)
+    if path == "matmul":
         return _attention_by_matmul(L, node, (b, h, lq, lk, d))
     (qb, qs), (kb, ks), (vb, vs) = (_bhd_strides(L, i) for i in node.inputs[:3])
     has_mask = len(node.inputs) == 4
@@ -49,9 +83,7 @@ def _attention(L: EmitContext, node: Node) -> Buf:
         L.prelowered[permute] = out
     else:
         os_ = (h * lq * d, lq * d, d)
-    # many query rows: threads per row sharing K/V tiles (17 KB of workgroup storage)
-    rows = lq >= 16 and d <= 64 and \
-        L.info.limit("max-compute-workgroup-storage-size", 16384) >= ROWS_ATTENTION_STORAGE
+    rows = path == "rows"            # threads per row sharing K/V tiles (17 KB of storage)
     shader = "attention/attention_rows" if rows else "attention/attention"
     # split each row's keys over more threads until ~128K threads are in flight
     split = min(8, 1 << max(0, math.ceil(math.log2(max(1, ATTENTION_THREADS / (b * h * lq))))))
