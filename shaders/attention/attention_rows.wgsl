@@ -3,7 +3,10 @@
 // key/value tiles of KT rows are staged in workgroup memory and shared by the workgroup;
 // each thread takes every SPLIT-th key of a tile, keeping a running max, sum and output row
 // in registers; the SPLIT partial states of a row are merged at the end. Head dim D <= 64.
-// Workgroup storage: 17 KB (the lowering checks the adapter's limit).
+// Workgroup storage: 2 x KT x D4 vec4 + 640 B, 8.6 KB at head dim 32, 17 KB at 64 (the
+// lowering checks the adapter's limit). The arrays are sized to the head dim because
+// Chromium's SwiftShader spends about 75 ms per KB of workgroup memory compiling a pipeline
+// (a 16 KB pair of max-size tiles took 1.75 s; sized for head dim 32, 0.85 s).
 // q/k/v/out are read through (batch, head, row) strides (dim stride 1).
 // bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
 // 4 out, 5 params. grid: (ceil(Lq / (WG / SPLIT)), H, B).
@@ -23,9 +26,9 @@ override DV4: u32 = 8u;                         // ceil(D / 4): constant loop bo
 override SPLIT: u32 = 1u;                         // threads per query row: 1, 2, 4 or 8
 const WG: u32 = 64u;
 const KT: u32 = 32u;
-const D4: u32 = 16u;                              // max head dim / 4
-var<workgroup> Ks: array<vec4<f32>, 512>;       // [KT][D4]
-var<workgroup> Vs: array<vec4<f32>, 512>;
+const D4: u32 = {{D4}}u;                          // DV4, fixed in the text: arrays are
+var<workgroup> Ks: array<vec4<f32>, {{KD}}>;     // sized to the head dim. [KT][D4]
+var<workgroup> Vs: array<vec4<f32>, {{KD}}>;     // (KD = KT * D4)
 var<workgroup> keep: array<u32, 32>;            // key j of the tile is not masked
 var<workgroup> ms: array<f32, 64>;              // partial running max / sum per thread
 var<workgroup> ls: array<f32, 64>;
@@ -105,8 +108,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     ms[lid] = m;
     ls[lid] = l;
     for (var c = 0u; c < d4; c++) {
-        let e = lid * D4 + c;                        // 64 threads x 16: Ks then Vs
-        if (e < 512u) { Ks[e] = acc[c]; } else { Vs[e - 512u] = acc[c]; }
+        let e = lid * D4 + c;                        // 64 threads x D4: Ks then Vs
+        if (e < {{KD}}u) { Ks[e] = acc[c]; } else { Vs[e - {{KD}}u] = acc[c]; }
     }
     workgroupBarrier();
     if (i < p.Lq && part == 0u) {
@@ -120,7 +123,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             var o = vec4<f32>(0.0);
             for (var s = 0u; s < SPLIT; s++) {
                 let e = (lid + s) * D4 + c;
-                let a = select(Vs[max(e, 512u) - 512u], Ks[min(e, 511u)], e < 512u);
+                let a = select(Vs[max(e, {{KD}}u) - {{KD}}u], Ks[min(e, {{KD}}u - 1u)],
+                               e < {{KD}}u);
                 o += a * exp(ms[lid + s] - mm);
             }
             for (var e = 0u; e < 4u; e++) {

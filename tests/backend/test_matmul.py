@@ -82,3 +82,16 @@ def test_matmul_float16_accumulating_in_float32(backend):
 def test_unfused_bias_and_activation_nodes_fuse_correctly(backend, m):
     check(backend, lambda x, w, b: (x @ w + b).silu(), lambda x, w, b: ACTS["silu"](x @ w + b),
           rand(m, 16), rand(16, 12, seed=1), rand(12, seed=2), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("software", [False, True])
+def test_tiled_epilogue_as_overrides_and_as_uniforms(backend, software, monkeypatch):
+    """Both forms of the register-tiled epilogue (matmul_vec4_io.wgsl) on every backend: bias
+    and activation as pipeline overrides (GPUs) or read from the uniform (CPU adapters)."""
+    from webrlx.device_info import DeviceInfo
+    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: software))
+    check(backend, lambda x, w, b: x.matmul(w, bias=b, activation="gelu").relu(),
+          lambda x, w, b: np.maximum(_gelu(x @ w + b), 0), rand(3, 40, 32),
+          rand(32, 20, seed=1), rand(20, seed=2), rtol=1e-5, atol=1e-5)
+    check(backend, lambda x, w: x @ w, np.matmul, rand(70, 16), rand(16, 12, seed=1),
+          rtol=1e-5, atol=1e-5)

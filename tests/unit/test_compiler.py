@@ -116,7 +116,7 @@ def test_every_shader_renders_without_unknown_slots():
         if not name.startswith("common/"):
             out = render(name, T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0",
                          HIGHEST="1.0", SCALE="1.0", MAX="fmax_", MIN="fmin_", ISNAN="false",
-                         **tiled_slots(1))
+                         D4="8", KD="256", **tiled_slots(1))
             assert "{{" not in out and "@compute" in out
 
 
@@ -160,7 +160,7 @@ def test_attention_reads_views_and_writes_bshd():
         heads = [t.reshape(2, 5, 4, 8).permute(0, 2, 1, 3) for t in (q, k, v)]
         return wr.nn.attention(*heads).permute(0, 2, 1, 3).reshape(2, 5, 32) * 2
     assert _kernels(build, q=(2, 5, 32), k=(2, 5, 32), v=(2, 5, 32)) == [
-        "attention", "elementwise[mul]"]
+        "attention_rows", "elementwise[mul]"]
 
 
 def test_shared_value_is_materialized_once():
@@ -195,3 +195,19 @@ def test_the_default_matmul_tile_by_adapter_kind():
     assert big_tile_first(96, 1536, 1, software=True) == 2
     assert big_tile_first(48, 1536, 1, software=True) == 1
     assert big_tile_first(128, 32, 96, software=True) == 1
+
+
+@pytest.mark.parametrize("name,shared", [("test", False), ("SwiftShader Device", True)])
+def test_tiled_matmuls_share_a_pipeline_on_software_adapters(name, shared):
+    """On CPU adapters bias and activation are uniforms (RUNTIME_EPILOGUE), so matmuls of one
+    tile size differ only in their uniforms; on GPUs they stay specialized overrides."""
+    info = DeviceInfo(name, "none", INFO.limits, INFO.features)
+    g = wr.Graph()
+    x = g.input("x", (40, 32))
+    w1, w2 = g.input("w1", (32, 64)), g.input("w2", (64, 32))
+    b = g.input("b", (64,))
+    y = x.matmul(w1, bias=b, activation="gelu").matmul(w2).relu()
+    calls = [c for c in lower(g, [y.id], {}, info).calls if c.name.startswith("matmul_vec4")]
+    assert len(calls) == 2
+    keys = {(c.source, tuple(sorted(c.overrides.items()))) for c in calls}
+    assert (len(keys) == 1) == shared

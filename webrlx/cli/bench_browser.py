@@ -15,7 +15,10 @@ Method: load = model load from bytes already fetched (webrlx: minilm.load from P
 the disk; ORT: InferenceSession.create from the fetched bytes); Pyodide's boot and the fetches
 are reported apart (boot_s, fetch_s). first = the first run of a case after load (compiles its
 plan; cases run in order a, b, c in one session, so b and c may reuse kernels compiled for a);
-warm = median of --repeats runs after one warm-up. A run is inputs -> pooled, normalized
+first_split_ms splits a webrlx first run into lower (graph -> kernel program), pipelines
+(compiling them), tune (timing tile variants with no stored pick), plan_other (buffers, bind
+groups) and run (the rest: uploads, the submit, the readback; on a fresh process natively also
+the device's creation). warm = median of --repeats runs after one warm-up. A run is inputs -> pooled, normalized
 embedding read back on the CPU (webrlx: executable.run / run_async; ORT: session.run then mean
 pooling + L2 norm in JS). Cosine: per row, against native webrlx (or the numpy reference device
 when the native runner is left out), minimum over rows.
@@ -96,12 +99,20 @@ for name, rows in IDS.items():
     feeds = enc.feeds(rows)
     t = time.perf_counter(); (first,) = await enc.executable.run_async(feeds)
     first_s = time.perf_counter() - t
+    split = {k: v * 1e3 for k, v in enc.executable.last_plan.timings.items()}
     await enc.executable.run_async(feeds)
     warm = []
     for _ in range(REPEATS):
         t = time.perf_counter(); await enc.executable.run_async(feeds)
         warm.append(time.perf_counter() - t)
     out["cases"][name] = {"first_ms": first_s * 1e3, "warm_ms": float(np.median(warm)) * 1e3,
+                          "first_split_ms": {"lower": split["lower_s"],
+                                             "pipelines": split["pipelines_s"],
+                                             "tune": split["tune_s"],
+                                             "plan_other": split["build_s"]
+                                             - split["pipelines_s"] - split["tune_s"],
+                                             "run": first_s * 1e3 - split["lower_s"]
+                                             - split["build_s"]},
                           "warm_all_ms": [w * 1e3 for w in warm],
                           "embedding": np.asarray(first, np.float64).round(7).tolist()}
 json.dumps(out)
@@ -293,6 +304,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             result["cases"][c][r] = {
                 "first_ms": v["first_ms"], "warm_ms": v["warm_ms"],
                 "warm_all_ms": v.get("warm_all_ms"), "load_s": run.get("load_s"),
+                **({"first_split_ms": v["first_split_ms"]} if "first_split_ms" in v else {}),
                 "cosine_vs_reference": min_cosine(v["embedding"], ref[c])}
     for c in cases:
         result["cases"][c]["ratios"] = ratios(result["cases"][c])

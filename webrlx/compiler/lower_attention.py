@@ -15,7 +15,12 @@ from .lower_rows import rows_per_workgroup
 from .program import Buf
 from .registry import lowering
 
-ROWS_ATTENTION_STORAGE = 2 * 512 * 16 + 32 * 4 + 2 * 64 * 4   # bytes: K, V tiles, keep, m, l
+ROWS_KT = 32                 # keys per tile of attention_rows.wgsl (its const KT)
+
+
+def rows_attention_storage(d: int) -> int:
+    """Workgroup bytes of attention_rows at head dim d: K, V tiles, keep, m, l."""
+    return 2 * ROWS_KT * -(-d // 4) * 16 + 32 * 4 + 2 * 64 * 4
 ATTENTION_THREADS = 8192   # split a row's keys over threads until about this many run (few rows)
 MATMUL_ATTENTION_ROWS = 64  # q and kv lengths from which the two-matmul form is used
 SOFTWARE_ROWS_MIN_HEADS = 48  # on CPU adapters, batch x heads from which "rows" beats matmul
@@ -39,7 +44,7 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> 
     of scores in one binding), and "row" the few-query, many-key ones (its 256 threads split
     the keys; "rows" gives a row at most 8)."""
     rows_ok = d <= 64 and L.info.limit("max-compute-workgroup-storage-size",
-                                       16384) >= ROWS_ATTENTION_STORAGE
+                                       16384) >= rows_attention_storage(d)
     if FORCE_PATH is not None:
         if FORCE_PATH == "rows" and not rows_ok:
             raise ValueError("attention: the rows kernel does not fit this shape or adapter")
@@ -90,7 +95,8 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     grid = (-(-lq // (64 // split)), h, b) if rows else (lq, h, b)
     strides = {f"{t}_{s}": v for t, st in zip("qkvo", (qs, ks, vs, os_))
                for s, v in zip("bhi", st)}
-    L.emit(kernel(shader, T=L.T(node.dtype)), {"q": qb, "k": kb, "v": vb, "mask": mask,
+    slots = {"D4": str(-(-d // 4)), "KD": str(ROWS_KT * -(-d // 4))} if rows else {}
+    L.emit(kernel(shader, T=L.T(node.dtype), **slots), {"q": qb, "k": kb, "v": vb, "mask": mask,
                                                 "out": out},
            {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides}, grid,
            {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),

@@ -147,6 +147,9 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
         L.emit(kernel("matmul/gemv", T=t), bindings, params, (-(-n // 32), 1, batch),
                {**overrides, "ROWS": m}, name="gemv", windows=windows)
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4: 128 or 64 square tiles
+        params.update(act=overrides["ACT"], has_bias=int(overrides["HAS_BIAS"]))
+        if L.info.software:              # one pipeline per tile size (matmul_vec4_io.wgsl)
+            overrides = {"RUNTIME_EPILOGUE": True}
         tiles = {r: Variant.of("matmul_vec4" if r == 2 else "matmul_vec4_64",
                                kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(r)),
                                (-(-n // (64 * r)), -(-m // (64 * r)), batch), overrides)

@@ -6,6 +6,7 @@ Executable has one code path for every device, sync or async.
 """
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from typing import Any, Mapping
 
@@ -68,12 +69,15 @@ class GpuEngine:
         if plan is not None:
             self.plans.move_to_end(key)
         else:
+            t0 = time.perf_counter()
             program = lower(self.graph, self.outputs, env, self.backend.info, self.fuse)
+            lower_s = time.perf_counter() - t0
             for name, buf in program.states.items():
                 if name not in self.state_bufs:
                     self.state_bufs[name] = self.backend.create_buffer(buf.nbytes, "storage")
                     self.reset_state(name)
             plan = Plan(program, self.backend, self.param_bufs, self.state_bufs)
+            plan.timings["lower_s"] = lower_s
             while len(self.plans) >= self.max_plans:   # (a plan that fails to build evicts none)
                 _, old = self.plans.popitem(last=False)
                 old.release()

@@ -2,6 +2,7 @@
 created here, once; a run is then: write changed inputs, one submit, one readback."""
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ class Plan:
 
     def __init__(self, program: Program, backend: Backend, params: dict[str, Any],
                  states: dict[str, Any] | None = None) -> None:
+        t_build = time.perf_counter()
         info = backend.info
         self.program = program
         self.backend = backend
@@ -56,8 +58,12 @@ class Plan:
             write_padded(backend, gb, b.value)
             self.where[b.id] = (gb, 0)
         self.ran: list[str] = []       # the variant each call runs (the autotuner's pick)
+        # seconds spent building this plan: lower (set by the engine), pipelines (compiling
+        # them), tune (timing variants the autotuner had no pick for), build (all of Plan())
+        self.timings: dict[str, float] = {"lower_s": 0.0, "pipelines_s": 0.0, "tune_s": 0.0}
         self.dispatches = self._build_dispatches(info.uniform_alignment)
         self._build_readback(align)
+        self.timings["build_s"] = time.perf_counter() - t_build
         self.slots: list[list[HandleSlot]] = []   # two per output, made on first use
         self.turn = 0
 
@@ -83,14 +89,20 @@ class Plan:
         # compile every pipeline this plan needs at once (the browser compiles them in
         # parallel): the picked variant of each call, or all of a call's variants it will time
         picks = [autotune.known(backend.info.name, c) for c in calls]
+        t0 = time.perf_counter()
         backend.prepare_pipelines([(v.source, "main", v.overrides) for c, pick in
                                    zip(calls, picks)
                                    for v in ([pick] if pick else autotune.options(c))])
+        self.timings["pipelines_s"] = time.perf_counter() - t0
         for c, off, words, pick in zip(calls, offsets, blocks, picks):
             # at least 16 bytes: a vec4 array binding of an empty tensor needs one element
             entries = [self._entry(c, i) for i in range(len(c.buffers))]
             entries.append((self.uniform, off, words.nbytes))
-            v = pick or autotune.choose(backend.info.name, c, autotune.timer(backend, entries))
+            if pick is None:
+                t0 = time.perf_counter()
+                pick = autotune.choose(backend.info.name, c, autotune.timer(backend, entries))
+                self.timings["tune_s"] += time.perf_counter() - t0
+            v = pick
             self.ran.append(v.name)
             pipe = backend.pipeline(v.source, "main", v.overrides)
             dispatches.append(Dispatch(pipe, backend.bind_group(pipe, entries), v.grid))
