@@ -1,8 +1,14 @@
 // matmul for few rows (M <= 4, e.g. decoding): C[b] = act(A[b] @ B[b] + bias).
 // A [M,K] (scalar reads), B [K,N] and C as vec4 arrays: needs N % 4 == 0.
 // bindings: 0 A, 1 B, 2 bias [N] (a dummy when HAS_BIAS is false), 3 C, 4 params.
-// grid: (ceil(N/32), 1, batches); 256 threads = 8 column quads x 32 slices of K, then a
-// workgroup reduction over the slices. Bandwidth-bound: B is read exactly once.
+// grid: (ceil(N / (4 QUADS)), 1, batches); 256 threads = QUADS column quads x 256 / QUADS
+// slices of K, then a tree reduction over the slices. Bandwidth-bound: B is read exactly once.
+// Limits: loads in flight. With 8 quads x 32 slices (one workgroup per 32 columns) an H100 read
+// a 4096x4096 B at 0.5-0.76 TB/s: 128 workgroups, 8 warps an SM, each thread waiting on one
+// load at a time (unrolling the K loop 4x to issue 4 loads first made it slower, 88 -> 129 us).
+// QUADS = 4 (256 workgroups at N = 4096) reads it at 1.1 TB/s (61 us; torch 25 us): 1, 2 and
+// 8 quads were slower at N = 1536, 4096 and 16384 (lower_matmul.gemv_quads has the figures).
+// Next: two column quads a thread, or the x row staged once in workgroup memory.
 {{MATH}}
 struct Params { M: u32, N: u32, K: u32, a_off: u32, b_off: u32, a_bs: u32, b_bs: u32,
                 c_off: u32, bias_off: u32 }
@@ -15,12 +21,13 @@ struct Params { M: u32, N: u32, K: u32, a_off: u32, b_off: u32, a_bs: u32, b_bs:
 override HAS_BIAS: bool = false;
 override ACT: u32 = 0u;
 override ROWS: u32 = 1u;                  // M, 1..4
-const QUADS: u32 = 8u;
-const SLICES: u32 = 32u;
-var<workgroup> red: array<vec4<f32>, 1024>;   // [row][slice][quad]: 4 x 32 x 8
+override QUADS: u32 = 8u;                 // column quads per workgroup: 1, 2, 4 or 8
+const WG: u32 = 256u;
+var<workgroup> red: array<vec4<f32>, 1024>;   // [row][slice][quad]: 4 x SLICES x QUADS
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let SLICES = WG / QUADS;
     let q = tid % QUADS;
     let s = tid / QUADS;
     let N4 = p.N / 4u;
@@ -45,14 +52,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     red[(1u * SLICES + s) * QUADS + q] = a1;
     red[(2u * SLICES + s) * QUADS + q] = a2;
     red[(3u * SLICES + s) * QUADS + q] = a3;
+    // tree over the slices: red[r][s] += red[r][s + h] for h = SLICES / 2 .. 1
+    for (var h = SLICES / 2u; h > 0u; h >>= 1u) {
+        workgroupBarrier();
+        if (s < h) {
+            for (var r = 0u; r < ROWS; r++) {
+                red[(r * SLICES + s) * QUADS + q] += red[(r * SLICES + s + h) * QUADS + q];
+            }
+        }
+    }
     workgroupBarrier();
     if (s == 0u && c4 < N4) {
         let c_base = (p.c_off + wid.z * p.M * p.N) / 4u;
         // ROWS (== p.M), not p.M: with a uniform bound here lavapipe leaked 512 KB of host
         // memory per dispatch when M == 1 (and ran 1.5x slower)
         for (var r = 0u; r < ROWS; r++) {
-            var v = vec4<f32>(0.0);
-            for (var j = 0u; j < SLICES; j++) { v += red[(r * SLICES + j) * QUADS + q]; }
+            var v = red[(r * SLICES) * QUADS + q];
             if (HAS_BIAS) {
                 let bo = p.bias_off + c4 * 4u;
                 v += vec4<f32>(f32(bias[bo]), f32(bias[bo + 1u]), f32(bias[bo + 2u]),

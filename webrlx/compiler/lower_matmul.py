@@ -144,8 +144,9 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
               "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0, **offsets}
     bindings = {"A": a, "B": b, "bias": bias if bias is not None else L.dummy(0), "C": out}
     if n % 4 == 0 and m <= GEMV_ROWS:
-        L.emit(kernel("matmul/gemv", T=t), bindings, params, (-(-n // 32), 1, batch),
-               {**overrides, "ROWS": m}, name="gemv", windows=windows)
+        quads = gemv_quads(n, batch)
+        L.emit(kernel("matmul/gemv", T=t), bindings, params, (-(-n // (4 * quads)), 1, batch),
+               {**overrides, "ROWS": m, "QUADS": quads}, name="gemv", windows=windows)
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4: 128 or 64 square tiles
         params.update(act=overrides["ACT"], has_bias=int(overrides["HAS_BIAS"]))
         if L.info.software:              # one pipeline per tile size (matmul_vec4_io.wgsl)
@@ -162,6 +163,17 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     else:
         L.emit(kernel("matmul/matmul", T=t), bindings, params,
                (-(-n // 64), -(-m // 64), batch), overrides, name="matmul", windows=windows)
+
+
+GEMV_QUADS = 4   # column quads per workgroup of matmul/gemv.wgsl (bench/gemv_probe.py)
+
+
+def gemv_quads(n: int, batch: int) -> int:
+    """Column quads per workgroup of matmul/gemv.wgsl (1, 2, 4 or 8; the rest of its 256
+    threads split K). H100, f32, us for quads 1 / 2 / 4 / 8 (bench/gemv_probe.py):
+    1x4096x4096 82 / 65 / 61 / 88; 1x4096x16384 299 / 182 / 164 / 174; 1x384x1536 60 / 60 /
+    37 / 38 (torch 25, 89, 13). Fewer quads mean more workgroups but longer reductions."""
+    return GEMV_QUADS
 
 
 def big_tile_first(m: int, n: int, batch: int, software: bool) -> int:

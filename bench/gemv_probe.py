@@ -1,0 +1,45 @@
+"""GEMV 1 x K @ K x N (f32) at each column-quads setting of matmul/gemv.wgsl, beside torch where
+CUDA is present. Prints JSON.   python bench/gemv_probe.py [--n 4096] [--k 4096]"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import webrlx as wr  # noqa: E402
+from webrlx.cli.bench import _ref_timer, time_executable  # noqa: E402
+from webrlx.compiler import lower_matmul  # noqa: E402
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, default=4096)
+    p.add_argument("--k", type=int, default=4096)
+    p.add_argument("--rows", type=int, default=1)
+    a = p.parse_args()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((a.rows, a.k)).astype(np.float32)
+    w = rng.standard_normal((a.k, a.n)).astype(np.float32)
+    out = {"device": wr.device().info.name, "shape": f"{a.rows}x{a.k}x{a.n}", "quads": {}}
+    orig = lower_matmul.gemv_quads
+    for quads in (1, 2, 4, 8):
+        lower_matmul.gemv_quads = lambda n, batch, q=quads: q
+        g = wr.Graph()
+        xi, wi = g.input("x", x.shape), g.input("w", w.shape)
+        exe = wr.compile(g, outputs=[xi @ wi])
+        assert np.allclose(exe.run({"x": x, "w": w})[0], x @ w, rtol=1e-3, atol=1e-3)
+        ms = time_executable(exe, {"x": x, "w": w}, 50, 5) * 1e3
+        out["quads"][quads] = {"ms": round(ms, 4), "GB/s": round(w.nbytes / ms / 1e6)}
+    lower_matmul.gemv_quads = orig
+    out["default_quads"] = orig(a.n, 1)
+    out["reference"] = _ref_timer(np.matmul, lambda u, v: u @ v, [x, w], 50, 5, "float32")
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
