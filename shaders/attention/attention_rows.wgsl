@@ -3,10 +3,11 @@
 // key/value tiles of KT rows are staged in workgroup memory and shared by the workgroup;
 // each thread takes every SPLIT-th key of a tile, keeping a running max, sum and output row
 // in registers; the SPLIT partial states of a row are merged at the end. Head dim D <= 64.
-// Workgroup storage: 2 x KT x D4 vec4 + 640 B, 8.6 KB at head dim 32, 17 KB at 64 (the
-// lowering checks the adapter's limit). The arrays are sized to the head dim because
-// Chromium's SwiftShader spends about 75 ms per KB of workgroup memory compiling a pipeline
-// (a 16 KB pair of max-size tiles took 1.75 s; sized for head dim 32, 0.85 s).
+// Workgroup storage: 2 x KT x D4 vec4 + KT x 4 + 512 B: 8.6 KB at head dim 32 (KT 32), 17 KB
+// at 64 (the lowering checks the adapter's limit). The arrays are sized to the head dim, and
+// software adapters take KT = 16, because Chromium's SwiftShader spends about 75 ms per KB of
+// workgroup memory compiling a pipeline (tiles sized for head dim 64 took 1.75 s; for 32,
+// 0.85 s). The SPLIT partial rows merge in turns through the K/V tiles (BQ x D4 vec4 a turn).
 // q/k/v/out are read through (batch, head, row) strides (dim stride 1).
 // bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
 // 4 out, 5 params. grid: (ceil(Lq / (WG / SPLIT)), H, B).
@@ -25,11 +26,12 @@ override CAUSAL: bool = false;
 override DV4: u32 = 8u;                         // ceil(D / 4): constant loop bounds unroll
 override SPLIT: u32 = 1u;                         // threads per query row: 1, 2, 4 or 8
 const WG: u32 = 64u;
-const KT: u32 = 32u;
+const KT: u32 = {{KT}}u;          // keys per tile: 32, 16 on software adapters
+const KD: u32 = {{KD}}u;          // KT * D4
 const D4: u32 = {{D4}}u;                          // DV4, fixed in the text: arrays are
 var<workgroup> Ks: array<vec4<f32>, {{KD}}>;     // sized to the head dim. [KT][D4]
 var<workgroup> Vs: array<vec4<f32>, {{KD}}>;     // (KD = KT * D4)
-var<workgroup> keep: array<u32, 32>;            // key j of the tile is not masked
+var<workgroup> keep: array<u32, {{KT}}>;            // key j of the tile is not masked
 var<workgroup> ms: array<f32, 64>;              // partial running max / sum per thread
 var<workgroup> ls: array<f32, 64>;
 
@@ -104,31 +106,43 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         workgroupBarrier();
     }
-    // merge the SPLIT partial states of each row (K/V tiles are reused as scratch)
+    // merge the SPLIT partial states of each row: part s > 0 hands its acc over through the
+    // K/V tiles (BQ rows x D4 a turn, which fits them for SPLIT >= 2), part 0 sums
     ms[lid] = m;
     ls[lid] = l;
-    for (var c = 0u; c < d4; c++) {
-        let e = lid * D4 + c;                        // 64 threads x D4: Ks then Vs
-        if (e < {{KD}}u) { Ks[e] = acc[c]; } else { Vs[e - {{KD}}u] = acc[c]; }
-    }
     workgroupBarrier();
-    if (i < p.Lq && part == 0u) {
-        var mm = ms[lid];
+    var mm = m;
+    var lt = 0.0;
+    if (part == 0u) {
         for (var s = 1u; s < SPLIT; s++) { mm = max(mm, ms[lid + s]); }
-        var lt = 0.0;
         for (var s = 0u; s < SPLIT; s++) { lt += ls[lid + s] * exp(ms[lid + s] - mm); }
+        let own = exp(m - mm);
+        for (var c = 0u; c < d4; c++) { acc[c] *= own; }
+    }
+    let row = lid / SPLIT;                           // this thread's row of the workgroup
+    for (var s = 1u; s < SPLIT; s++) {
+        if (part == s) {
+            for (var c = 0u; c < d4; c++) {
+                let e = row * D4 + c;
+                if (e < KD) { Ks[e] = acc[c]; } else { Vs[e - KD] = acc[c]; }
+            }
+        }
+        workgroupBarrier();
+        if (part == 0u) {
+            let f = exp(ms[lid + s] - mm);
+            for (var c = 0u; c < d4; c++) {
+                let e = row * D4 + c;
+                acc[c] += f * select(Vs[max(e, KD) - KD], Ks[min(e, KD - 1u)], e < KD);
+            }
+        }
+        workgroupBarrier();
+    }
+    if (i < p.Lq && part == 0u) {
         let inv = select(1.0 / lt, 0.0, lt == 0.0);
         let ob = b * p.o_b + h * p.o_h + i * p.o_i;
         for (var c = 0u; c < d4; c++) {
-            var o = vec4<f32>(0.0);
-            for (var s = 0u; s < SPLIT; s++) {
-                let e = (lid + s) * D4 + c;
-                let a = select(Vs[max(e, {{KD}}u) - {{KD}}u], Ks[min(e, {{KD}}u - 1u)],
-                               e < {{KD}}u);
-                o += a * exp(ms[lid + s] - mm);
-            }
             for (var e = 0u; e < 4u; e++) {
-                if (c * 4u + e < p.D) { out[ob + c * 4u + e] = {{T}}(o[e] * inv); }
+                if (c * 4u + e < p.D) { out[ob + c * 4u + e] = {{T}}(acc[c][e] * inv); }
             }
         }
     }

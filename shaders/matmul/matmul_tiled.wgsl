@@ -10,6 +10,10 @@
 // stay in registers: the same code as loops over i, j < R ran 15x slower at 4096^3 on an H100
 // (NVIDIA's compiler did not unroll them and spilled acc). Next tile's global loads are held in
 // registers during the FMAs.
+// Tried for software adapters: half the K step (BK 8 / R, 4 KB of tiles instead of 8, since
+// Chromium's SwiftShader compiles ~75 ms per KB of workgroup memory): the pipeline compiled
+// in 0.67 s instead of 1.0-1.3 s, but MiniLM ran 15-25% slower on SwiftShader (twice the
+// barriers), so it was dropped.
 // {{T}} is the storage type, {{C}} the math type (f32, or f16 when accumulating in half).
 {{MATH}}
 {{VEC4_IO}}

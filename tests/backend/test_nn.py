@@ -153,9 +153,13 @@ def test_attention_on_permuted_views(backend):
           rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("threads", [64 * 12, 2 * 64 * 12, 4 * 64 * 12])   # 1, 2, 4 per row
-def test_attention_key_split_per_row(backend, threads, monkeypatch):
+@pytest.mark.parametrize("software", [False, True])     # key tiles of 32 or 16
+@pytest.mark.parametrize("threads", [64 * 12, 2 * 64 * 12, 4 * 64 * 12,   # 1, 2, 4, 8 per row
+                                     8 * 64 * 12])
+def test_attention_key_split_per_row(backend, threads, software, monkeypatch):
     from webrlx.compiler import lower_attention
+    from webrlx.device_info import DeviceInfo
+    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: software))
     monkeypatch.setattr(lower_attention, "ATTENTION_THREADS", threads)
     monkeypatch.setattr(lower_attention, "MATMUL_ATTENTION_ROWS", 1 << 30)   # the fused kernel
     mask = np.ones((1, 64), np.int32)

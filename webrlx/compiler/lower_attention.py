@@ -15,12 +15,15 @@ from .lower_rows import rows_per_workgroup
 from .program import Buf
 from .registry import lowering
 
-ROWS_KT = 32                 # keys per tile of attention_rows.wgsl (its const KT)
+def rows_kt(software: bool) -> int:
+    """Keys per tile of attention_rows.wgsl: 16 on software adapters (half the workgroup
+    memory, which Chromium's SwiftShader compiles at ~75 ms per KB), else 32."""
+    return 16 if software else 32
 
 
-def rows_attention_storage(d: int) -> int:
+def rows_attention_storage(d: int, kt: int = 32) -> int:
     """Workgroup bytes of attention_rows at head dim d: K, V tiles, keep, m, l."""
-    return 2 * ROWS_KT * -(-d // 4) * 16 + 32 * 4 + 2 * 64 * 4
+    return 2 * kt * -(-d // 4) * 16 + kt * 4 + 2 * 64 * 4
 ATTENTION_THREADS = 8192   # split a row's keys over threads until about this many run (few rows)
 MATMUL_ATTENTION_ROWS = 64  # q and kv lengths from which the two-matmul form is used
 SOFTWARE_ROWS_MIN_HEADS = 48  # on CPU adapters, batch x heads from which "rows" beats matmul
@@ -95,7 +98,8 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     grid = (-(-lq // (64 // split)), h, b) if rows else (lq, h, b)
     strides = {f"{t}_{s}": v for t, st in zip("qkvo", (qs, ks, vs, os_))
                for s, v in zip("bhi", st)}
-    slots = {"D4": str(-(-d // 4)), "KD": str(ROWS_KT * -(-d // 4))} if rows else {}
+    kt = rows_kt(L.info.software)
+    slots = {"D4": str(-(-d // 4)), "KT": str(kt), "KD": str(kt * -(-d // 4))} if rows else {}
     L.emit(kernel(shader, T=L.T(node.dtype), **slots), {"q": qb, "k": kb, "v": vb, "mask": mask,
                                                 "out": out},
            {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides}, grid,
