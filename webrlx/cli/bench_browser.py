@@ -11,7 +11,8 @@ VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json).
 Cases: a 3x12 tokens, b 1x128, c 8x128; ids per case as bench/minilm.py's synthetic_feeds
 ([101] + rng.integers(1000, 29000, seq-2) + [102], rng = default_rng(0) per case), mask all ones.
 
-Method: load = model load from bytes already fetched (webrlx: minilm.load from Pyodide's FS or
+Method: every browser runner gets its own Chromium launch with a fresh profile (cold GPU
+process and shader caches, as on a first visit). load = model load from bytes already fetched (webrlx: minilm.load from Pyodide's FS or
 the disk; ORT: InferenceSession.create from the fetched bytes); Pyodide's boot and the fetches
 are reported apart (boot_s, fetch_s). first = the first run of a case after load (compiles its
 plan; cases run in order a, b, c in one session, so b and c may reuse kernels compiled for a);
@@ -262,15 +263,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         progress("web assets")
         assets = build(ROOT, tests=False)
         config = page_config(assets)
-        with browser_harness.web_server(assets, routes) as url, \
-                browser_harness.chromium() as ctx:
-            result["versions"]["chromium"] = ctx.browser.version if ctx.browser else None
+        with browser_harness.web_server(assets, routes) as url:
             for r in browser:
-                progress(f"{r}: start")
-                if r in ("main", "worker"):
-                    out_runs[r] = run_pyodide(ctx, url, r, config, ids, args.repeats)
-                else:
-                    out_runs[r] = run_ort(ctx, url, r.split("_")[1], ids, args.repeats)
+                progress(f"{r}: start (a fresh browser)")
+                # each runner in its own launch: the GPU process's shader caches and warm
+                # compiler would otherwise favour whichever runs later
+                with browser_harness.chromium() as ctx:
+                    result["versions"]["chromium"] = (ctx.browser.version if ctx.browser
+                                                      else None)
+                    if r in ("main", "worker"):
+                        out_runs[r] = run_pyodide(ctx, url, r, config, ids, args.repeats)
+                    else:
+                        out_runs[r] = run_ort(ctx, url, r.split("_")[1], ids, args.repeats)
                 progress(f"{r}: done " + ", ".join(
                     f"{c}: first {v['first_ms']:.0f} ms warm {v['warm_ms']:.0f} ms"
                     for c, v in out_runs[r]["cases"].items()))
