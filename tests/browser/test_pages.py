@@ -16,11 +16,14 @@ def test_demo_page_runs_on_webgpu(mode: str, chromium: Any, web_server: str) -> 
         page.wait_for_function(done, timeout=120_000)
         status = page.inner_text("#status")
         result = json.loads(page.inner_text("#output"))
+        links = page.eval_on_selector_all("a", "as => as.map(a => a.getAttribute('href'))")
     finally:
         page.close()
     where = "in a Web Worker" if mode == "worker" else "on the main thread"
     assert status.startswith("Ran on") and where in status, result
     assert result["backend"] == "navigator.gpu"
+    # the landing page leads a newcomer to every demo page
+    assert {"minilm.html", "chat.html", "train.html"} <= set(links), links
     w = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
     logits = np.ones((2, 4)) @ w
     want = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
