@@ -44,6 +44,23 @@ def test_rms_norm(backend, n):
           rand(3, n), rand(n, seed=1), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("n", [2049, 2500])
+def test_norms_of_long_rows_split_over_workgroups(backend, n, monkeypatch):
+    """Few long rows: norm/norm_parts + norm_finish, chunks of 1024 of a row per workgroup
+    (2049: a last chunk of one element), with and without residual, weight and bias."""
+    from webrlx.compiler import lower_rows
+    monkeypatch.setattr(lower_rows, "SPLIT_ROW_MIN_N", 2000)
+    monkeypatch.setattr(lower_rows, "SPLIT_ROW_CHUNK", 1024)
+    x = rand(3, n) * 3 + 50             # a large mean: the chunk statistics must centre
+    check(backend, lambda x, r, w, b: wr.nn.layer_norm(x + r, w, b),
+          lambda x, r, w, b: _ln(x + r, w, b), x, rand(3, n, seed=1), rand(n, seed=2),
+          rand(n, seed=3), rtol=1e-4, atol=1e-4)
+    check(backend, lambda x, w: wr.nn.rms_norm(x, w, eps=1e-6),
+          lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w, x,
+          rand(n, seed=1), rtol=1e-4, atol=1e-5)
+    check(backend, lambda x: wr.nn.layer_norm(x), _ln, x, rtol=1e-4, atol=1e-4)
+
+
 def _attn(q, k, v, mask=None, causal=False):
     s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     if mask is not None:

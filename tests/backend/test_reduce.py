@@ -62,6 +62,27 @@ def test_softmax(backend, shape, axis):
           rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape,axis", [((3, 9000), -1), ((9000, 2), 0), ((1, 2049), -1),
+                                        ((2, 5000), 1)], ids=str)
+def test_softmax_of_long_rows_split_over_workgroups(backend, shape, axis, monkeypatch):
+    """Few long rows: reduce/softmax_parts + softmax_finish, chunks of a row per workgroup
+    (chunks of 1024 here, so 2049 ends in a 1-element chunk)."""
+    from webrlx.compiler import lower_rows
+    monkeypatch.setattr(lower_rows, "SPLIT_ROW_MIN_N", 2000)
+    monkeypatch.setattr(lower_rows, "SPLIT_ROW_CHUNK", 1024)
+    x = rand(*shape, low=-30, high=30)
+    check(backend, lambda t: t.softmax(axis), lambda a: _softmax(a, axis), x, rtol=1e-5,
+          atol=1e-7)
+    check(backend, lambda t: t.log_softmax(axis), lambda a: np.log(_softmax(a, axis)), x,
+          rtol=1e-5, atol=1e-5)
+
+
+def test_long_softmax_rows_take_the_split_form_only_when_few():
+    from webrlx.compiler.lower_rows import split_softmax_rows
+    assert split_softmax_rows(32, 49152) and not split_softmax_rows(4096, 49152)
+    assert not split_softmax_rows(32, 4096)
+
+
 @pytest.mark.parametrize("shape,axis", [((7,), 0), ((3, 300), 1), ((4, 5, 6), 0)], ids=str)
 def test_cumsum(backend, shape, axis):
     check(backend, lambda t: t.cumsum(axis), lambda a: np.cumsum(a, axis=axis), rand(*shape),

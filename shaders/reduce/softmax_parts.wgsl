@@ -1,0 +1,32 @@
+// softmax / log_softmax of long rows, pass 1 of 2 (reduce/softmax_finish.wgsl is pass 2): for
+// few rows of many elements (e.g. 32 rows of a 49152-token vocabulary), where one workgroup
+// per row leaves most of a GPU idle. Each workgroup takes a chunk of `chunk` elements of one
+// row and writes its (max, sum of exp(x * scale - max)) to parts[row * nparts + part].
+// bindings: 0 x [rows, n], 1 parts (vec2 [rows, nparts]), 2 params.
+// grid: (nparts, rows, 1), nparts = ceil(n / chunk).
+// Limits: one read of x here and one in pass 2 (plus the write): 3 passes over the row's
+// bytes against 2 for an ideal single pass, but rows x nparts workgroups instead of rows.
+struct Params { rows: u32, n: u32, chunk: u32, nparts: u32, scale: f32 }
+@group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
+@group(0) @binding(1) var<storage, read_write> parts: array<vec2<f32>>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+const WG: u32 = 256u;
+{{ROW_REDUCE}}
+{{IEEE}}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let part = wid.x;
+    let row = wid.y;
+    let j0 = part * p.chunk;
+    let j1 = min(j0 + p.chunk, p.n);
+    let base = row * p.n;
+    var m = -3.4028234663852886e38;
+    for (var j = j0 + lid; j < j1; j += WG) { m = max(m, f32(x[base + j]) * p.scale); }
+    m = reduce_max(lid, m);
+    var s = 0.0;
+    for (var j = j0 + lid; j < j1; j += WG) { s += exp_(f32(x[base + j]) * p.scale - m); }
+    s = reduce_sum(lid, s);
+    if (lid == 0u) { parts[row * p.nparts + part] = vec2<f32>(m, s); }
+}
