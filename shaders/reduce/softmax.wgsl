@@ -3,6 +3,10 @@
 // 3 params. grid: RPW rows per workgroup (workgroups spread over x and y).
 // LOG: false -> exp(x - max) / sum, true -> x - max - log(sum). Masked entries (mask 0, or
 // CAUSAL and j > i + q_off with i = row % lq) are left out and written as 0 (attention).
+// Limits (H100, bench --only rows): rows up to 6144x512 sit on the per-run submit floor
+// (~30 us); 4096x4096 takes 146 us (torch 62), about 0.9 TB/s. The online max+sum (two reads
+// of x instead of three) gave 150 -> 147 us there: the re-read hit L2; what bounds it is not
+// found yet. Few long rows go to softmax_parts/finish instead (lower_rows.split_softmax_rows).
 struct Params { rows: u32, n: u32, per_batch: u32, lq: u32, q_off: u32, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> mask: array<i32>;
@@ -30,16 +34,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let n = select(0u, p.n, row < p.rows);   // threads of rows past the end only reduce
     let base = row * p.n;
     let scale = p.scale;
+    // online max and sum in one read of the row (the sum rescaled when the max grows), then
+    // the threads' (max, sum) pairs combined: two reads of x in all instead of three
     var m = -3.4028234663852886e38;
-    for (var j = t; j < n; j += tpr) {
-        if (keep(row, j)) { m = max(m, f32(x[base + j]) * scale); }
-    }
-    m = reduce_max(lid, m);
     var s = 0.0;
     for (var j = t; j < n; j += tpr) {
-        if (keep(row, j)) { s += exp_(f32(x[base + j]) * scale - m); }
+        if (keep(row, j)) {
+            let v = f32(x[base + j]) * scale;
+            if (v > m) {
+                s = s * exp_(m - v) + 1.0;
+                m = v;
+            } else {
+                s += exp_(v - m);
+            }
+        }
     }
-    s = reduce_sum(lid, s);
+    let mt = m;
+    m = reduce_max(lid, m);
+    s = reduce_sum(lid, s * exp_(mt - m));
     let inv = 1.0 / s;
     let ls = log_(s);
     for (var j = t; j < n; j += tpr) {
