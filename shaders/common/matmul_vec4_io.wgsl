@@ -1,8 +1,10 @@
 // Shared by the register-tiled vec4 matmuls (inserted through the VEC4_IO slot): params,
 // bindings (0 A, 1 B, 2 bias, 3 C, 4 params), the epilogue overrides, guarded vec4 loads and
 // the bias + activation store. {{T}} is the storage type, {{C}} the math type.
+// K is A's row length; KL the length of K this call sums (K, or K / S for split-K: the
+// batch index z then selects the K piece through a_bs = KL and b_bs = KL * N)
 struct Params { M: u32, N: u32, K: u32, a_off: u32, b_off: u32, a_bs: u32, b_bs: u32,
-                c_off: u32, bias_off: u32, act: u32, has_bias: u32 }
+                c_off: u32, bias_off: u32, act: u32, has_bias: u32, KL: u32 }
 @group(0) @binding(0) var<storage, read_write> A: array<vec4<{{T}}>>;
 @group(0) @binding(1) var<storage, read_write> B: array<vec4<{{T}}>>;
 @group(0) @binding(2) var<storage, read_write> bias: array<{{T}}>;

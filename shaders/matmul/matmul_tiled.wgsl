@@ -3,7 +3,8 @@
 // bindings: 0 A, 1 B, 2 bias [N] (a dummy when HAS_BIAS is false), 3 C, 4 params.
 // One source, two tile sizes ({{R}}): R = 2 -> 128x128 tiles, 8x8 outputs per thread, BK 8
 // (big problems); R = 1 -> 64x64 tiles, 4x4 per thread, BK 16 (more workgroups in flight).
-// grid: (ceil(N/TM), ceil(M/TM), batches); 16x16 threads, each owns R x R blocks of 4x4:
+// grid: (ceil(N/TM), ceil(M/TM), batches or K pieces); 16x16 threads, each owns R x R blocks
+// of 4x4:
 // rows i*64 + ty*4 + (0..3) x column quads j*16 + tx.
 // Limits: shared-memory bandwidth (2R vec4 loads per 4R^2 vec4 FMAs). The FMA and store blocks
 // are written out by the lowering (the FMAS and STORES slots: constant acc indices) because acc must
@@ -44,7 +45,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var acc: array<vec4<{{C}}>, 4u * R * R>;
     var va = load_a(a_base, row0 + la_row, la_k, K4);
     var vb = load_b(b_base, lb_k, col0 / 4u + lb_c, N4);
-    for (var k0 = 0u; k0 < p.K; k0 += BK) {
+    for (var k0 = 0u; k0 < p.KL; k0 += BK) {
         let q = la_row / 4u;
         let r = la_row % 4u;
         As[(la_k + 0u) * Q + q][r] = va.x;

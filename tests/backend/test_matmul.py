@@ -95,3 +95,19 @@ def test_tiled_epilogue_as_overrides_and_as_uniforms(backend, software, monkeypa
           rand(32, 20, seed=1), rand(20, seed=2), rtol=1e-5, atol=1e-5)
     check(backend, lambda x, w: x @ w, np.matmul, rand(70, 16), rand(16, 12, seed=1),
           rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("m,k,n", [(128, 384, 384), (64, 1024, 260), (100, 512, 64)])
+def test_split_k_on_gpus(backend, m, k, n, monkeypatch):
+    """Thin f32 matmuls on GPUs cut K into pieces (lower_matmul.split_k): one tiled dispatch
+    over the pieces, then a sum with bias and activation. Run here by pretending the adapter
+    is not a CPU one."""
+    from webrlx.compiler import lower_matmul
+    from webrlx.device_info import DeviceInfo
+    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
+    assert lower_matmul.split_k(m, n, k, 1) > 1
+    check(backend, lambda x, w, b: x.matmul(w, bias=b, activation="gelu"),
+          lambda x, w, b: _gelu(x @ w + b), rand(m, k), rand(k, n, seed=1), rand(n, seed=2),
+          rtol=1e-4, atol=1e-4)
+    check(backend, lambda x, w: x @ w, np.matmul, rand(m, k), rand(k, n, seed=1), rtol=1e-4,
+          atol=1e-4)

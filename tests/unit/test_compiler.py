@@ -198,9 +198,11 @@ def test_the_default_matmul_tile_by_adapter_kind():
 
 
 @pytest.mark.parametrize("name,shared", [("test", False), ("SwiftShader Device", True)])
-def test_tiled_matmuls_share_a_pipeline_on_software_adapters(name, shared):
+def test_tiled_matmuls_share_a_pipeline_on_software_adapters(name, shared, monkeypatch):
     """On CPU adapters bias and activation are uniforms (RUNTIME_EPILOGUE), so matmuls of one
     tile size differ only in their uniforms; on GPUs they stay specialized overrides."""
+    from webrlx.compiler import lower_matmul
+    monkeypatch.setattr(lower_matmul, "SPLIT_K_BELOW", 0)       # no split-K on the GPU side
     info = DeviceInfo(name, "none", INFO.limits, INFO.features)
     g = wr.Graph()
     x = g.input("x", (40, 32))
@@ -211,3 +213,13 @@ def test_tiled_matmuls_share_a_pipeline_on_software_adapters(name, shared):
     assert len(calls) == 2
     keys = {(c.source, tuple(sorted(c.overrides.items()))) for c in calls}
     assert (len(keys) == 1) == shared
+
+
+def test_thin_f32_matmuls_split_k_on_gpus_only():
+    g = wr.Graph()
+    x, w = g.input("x", (128, 384)), g.input("w", (384, 384))
+    gpu = [c.name for c in lower(g, [(x @ w).id], {}, INFO).calls]   # 1 MB bindings: 4 parts
+    cpu = [c.name for c in lower(g, [(x @ w).id], {}, DeviceInfo(
+        "llvmpipe", "none", INFO.limits, INFO.features)).calls]
+    assert gpu == ["matmul_vec4_64[split-k 4]", "elementwise[matmul split-K sum]"], gpu
+    assert len(cpu) == 1 and cpu[0].startswith("matmul_vec4"), cpu

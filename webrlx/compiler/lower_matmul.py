@@ -148,7 +148,14 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
         L.emit(kernel("matmul/gemv", T=t), bindings, params, (-(-n // (4 * quads)), 1, batch),
                {**overrides, "ROWS": m, "QUADS": quads}, name="gemv", windows=windows)
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4: 128 or 64 square tiles
-        params.update(act=overrides["ACT"], has_bias=int(overrides["HAS_BIAS"]))
+        params.update(act=overrides["ACT"], has_bias=int(overrides["HAS_BIAS"]), KL=k)
+        pieces = split_k(m, n, k, batch) if (not L.info.software and dtype == dt.float32
+                                             and not windows and not offsets) else 1
+        while pieces > 1 and pieces * m * n * 4 > L.limit:   # the partial products' binding
+            pieces //= 2
+        if pieces > 1:
+            _split_k(L, a, b, bias, out, (m, n, k), pieces, dtype, acc_t, act)
+            return
         if L.info.software:              # one pipeline per tile size (matmul_vec4_io.wgsl)
             overrides = {"RUNTIME_EPILOGUE": True}
         tiles = {r: Variant.of("matmul_vec4" if r == 2 else "matmul_vec4_64",
@@ -163,6 +170,55 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     else:
         L.emit(kernel("matmul/matmul", T=t), bindings, params,
                (-(-n // 64), -(-m // 64), batch), overrides, name="matmul", windows=windows)
+
+
+SPLIT_K_BELOW = 96     # split K when 64x64 tiles give fewer workgroups than this (GPUs)
+SPLIT_K_MAX = 8
+SPLIT_K_MIN_K = 256    # shorter K: nothing to gain from pieces
+
+
+def split_k(m: int, n: int, k: int, batch: int) -> int:
+    """K pieces for a thin f32 matmul on a GPU (1 = none): the most, up to SPLIT_K_MAX, that
+    keep 64x64 tiles' workgroups within 2 x SPLIT_K_BELOW, each piece a multiple of 16 long
+    (the tile's K step). MiniLM at 128 tokens had 12-48 workgroups per matmul on an H100
+    (57 us each, 2.1 of its 2.5 ms of GPU time)."""
+    wgs = -(-n // 64) * -(-m // 64) * batch
+    if batch != 1 or wgs >= SPLIT_K_BELOW or k < SPLIT_K_MIN_K:
+        return 1
+    pieces = 1
+    while (pieces * 2 <= SPLIT_K_MAX and wgs * pieces * 2 <= 2 * SPLIT_K_BELOW
+           and k % (pieces * 2 * 16) == 0):
+        pieces *= 2
+    return pieces
+
+
+def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
+             mnk: tuple[int, int, int], pieces: int, dtype: dt.DType, acc_t: str,
+             act: str) -> None:
+    """out = act(sum_z A[:, z kc:(z+1) kc] @ B[z kc:(z+1) kc] + bias): one tiled dispatch whose
+    batch index z is the K piece (partial products stacked in a temp), then one elementwise
+    kernel adding them, the bias and the activation."""
+    m, n, k = mnk
+    kc = k // pieces
+    t = L.T(dtype)
+    parts = L.temp((pieces, m, n), dtype)
+    params = {"M": m, "N": n, "K": k, "KL": kc, "a_off": 0, "b_off": 0, "a_bs": kc,
+              "b_bs": kc * n, "c_off": 0, "bias_off": 0, "act": 0, "has_bias": 0}
+    L.emit(kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(1)),
+           {"A": a, "B": b, "bias": L.dummy(0), "C": parts}, params,
+           (-(-n // 64), -(-m // 64), pieces), {"HAS_BIAS": False, "ACT": 0},
+           name=f"matmul_vec4_64[split-k {pieces}]")
+    leaves = [(parts, dtype, z * m * n, (n, 1)) for z in range(pieces)]
+    expr = Expr("load", (0,), dtype)
+    for i in range(1, pieces):
+        expr = Expr("add", (expr, Expr("load", (i,), dtype)), dtype)
+    if bias is not None:
+        leaves.append((bias, dtype, 0, (0, 1)))
+        expr = Expr("add", (expr, Expr("load", (pieces,), dtype)), dtype)
+    if act != "none":
+        spec = ACTIVATIONS[act]
+        expr = Expr(spec.op, (expr,), dtype, spec.attrs)
+    L.strided(expr, leaves, out, dtype, 0, (n, 1), (m, n), "matmul split-K sum")
 
 
 GEMV_QUADS = 4   # column quads per workgroup of matmul/gemv.wgsl (bench/gemv_probe.py)
