@@ -53,7 +53,8 @@ LLVMPIPE = DeviceInfo("llvmpipe (LLVM 15.0.6, 256 bits)", "wgpu (Vulkan)",
 def test_loops_past_llvmpipes_cap_are_refused_there(op):
     n = 20_000_000 if op != "cumsum" else 600_000
     g = wr.Graph()
-    x = g.input("x", (1, n))
+    # softmax and layer_norm: 200 rows, too many for the split-row form (see below)
+    x = g.input("x", (200 if op in ("layer_norm", "softmax") else 1, n))
     y = {"argmax": lambda: x.argmax(axis=1), "layer_norm": lambda: nn.layer_norm(x),
          "softmax": lambda: x.softmax(-1), "cumsum": lambda: x.cumsum(axis=1)}[op]()
     with pytest.raises(LoweringError, match=rf"{op}: its kernel would loop \d+ times per "
@@ -62,3 +63,15 @@ def test_loops_past_llvmpipes_cap_are_refused_there(op):
         lower(g, [y.id], {}, LLVMPIPE)
     other = DeviceInfo("NVIDIA H100", "wgpu (Vulkan)", LLVMPIPE.limits)
     assert lower(g, [y.id], {}, other).calls            # other drivers: no cap
+
+
+@pytest.mark.parametrize("op", ["layer_norm", "softmax"])
+def test_few_long_rows_split_keep_llvmpipes_loops_short(op):
+    """One row of 20M: chunks of it over workgroups (lower_rows.split_softmax_rows), so no
+    thread loops more than n / 2048 times and llvmpipe runs it."""
+    g = wr.Graph()
+    x = g.input("x", (1, 20_000_000))
+    y = nn.layer_norm(x) if op == "layer_norm" else x.softmax(-1)
+    names = [c.name for c in lower(g, [y.id], {}, LLVMPIPE).calls]
+    assert names == [f"{op}[parts]", f"{op}[finish]"], names
+    assert -(-20_000_000 // lower_rows.SPLIT_ROW_CHUNK) <= 65535

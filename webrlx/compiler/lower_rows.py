@@ -164,6 +164,7 @@ def _softmax(L: EmitContext, node: Node) -> Buf:
         out = L.temp(shape, node.dtype)
         if not L.over_limit(buf, out):
             nparts = -(-n // SPLIT_ROW_CHUNK)
+            L.check_loop(node, max(nparts, SPLIT_ROW_CHUNK // 256))   # (finish loops nparts)
             parts = L.temp((rows, nparts, 2), dt.float32)
             params = {"rows": rows, "n": n, "chunk": SPLIT_ROW_CHUNK, "nparts": nparts,
                       "scale": 1.0}
@@ -200,6 +201,7 @@ def _norm(L: EmitContext, node: Node) -> Buf:
     if split_softmax_rows(rows, n) and not L.over_limit(x, r, out):
         # few long rows: chunks of a row over workgroups (norm/norm_parts + norm_finish)
         nparts = -(-n // SPLIT_ROW_CHUNK)
+        L.check_loop(node, max(nparts, SPLIT_ROW_CHUNK // 256))
         parts = L.temp((rows, nparts, 2), dt.float32)
         params = {"rows": rows, "n": n, "chunk": SPLIT_ROW_CHUNK, "nparts": nparts,
                   "eps": node.attrs["eps"]}
