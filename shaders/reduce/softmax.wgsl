@@ -6,7 +6,7 @@
 // Limits (H100, bench --only rows): rows up to 6144x512 sit on the per-run submit floor
 // (~30 us); 4096x4096 takes 146 us (torch 62), about 0.9 TB/s. The online max+sum (two reads
 // of x instead of three) gave 150 -> 147 us there: the re-read hit L2; what bounds it is not
-// found yet. Few long rows go to softmax_parts/finish instead (lower_rows.split_softmax_rows).
+// found yet. Few long rows go to softmax_parts/finish instead (lower_rows.split_long_rows).
 struct Params { rows: u32, n: u32, per_batch: u32, lq: u32, q_off: u32, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> mask: array<i32>;

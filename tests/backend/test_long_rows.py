@@ -67,7 +67,7 @@ def test_loops_past_llvmpipes_cap_are_refused_there(op):
 
 @pytest.mark.parametrize("op", ["layer_norm", "softmax"])
 def test_few_long_rows_split_keep_llvmpipes_loops_short(op):
-    """One row of 20M: chunks of it over workgroups (lower_rows.split_softmax_rows), so no
+    """One row of 20M: chunks of it over workgroups (lower_rows.split_long_rows), so no
     thread loops more than n / 2048 times and llvmpipe runs it."""
     g = wr.Graph()
     x = g.input("x", (1, 20_000_000))

@@ -105,7 +105,7 @@ def test_split_k_on_gpus(backend, m, k, n, monkeypatch):
     from webrlx.compiler import lower_matmul
     from webrlx.device_info import DeviceInfo
     monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
-    assert lower_matmul.split_k(m, n, k, 1) > 1
+    assert lower_matmul.split_k(m, n, k, 1, 1 << 27) > 1
     check(backend, lambda x, w, b: x.matmul(w, bias=b, activation="gelu"),
           lambda x, w, b: _gelu(x @ w + b), rand(m, k), rand(k, n, seed=1), rand(n, seed=2),
           rtol=1e-4, atol=1e-4)

@@ -78,9 +78,9 @@ def test_softmax_of_long_rows_split_over_workgroups(backend, shape, axis, monkey
 
 
 def test_long_softmax_rows_take_the_split_form_only_when_few():
-    from webrlx.compiler.lower_rows import split_softmax_rows
-    assert split_softmax_rows(32, 49152) and not split_softmax_rows(4096, 49152)
-    assert not split_softmax_rows(32, 4096)
+    from webrlx.compiler.lower_rows import split_long_rows
+    assert split_long_rows(32, 49152) and not split_long_rows(4096, 49152)
+    assert not split_long_rows(32, 4096)
 
 
 @pytest.mark.parametrize("shape,axis", [((7,), 0), ((3, 300), 1), ((4, 5, 6), 0)], ids=str)

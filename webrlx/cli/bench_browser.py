@@ -11,18 +11,19 @@ VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json).
 Cases: a 3x12 tokens, b 1x128, c 8x128; ids per case as bench/minilm.py's synthetic_feeds
 ([101] + rng.integers(1000, 29000, seq-2) + [102], rng = default_rng(0) per case), mask all ones.
 
-Method: every browser runner gets its own Chromium launch with a fresh profile (cold GPU
-process and shader caches, as on a first visit). load = model load from bytes already fetched (webrlx: minilm.load from Pyodide's FS or
-the disk; ORT: InferenceSession.create from the fetched bytes); Pyodide's boot and the fetches
-are reported apart (boot_s, fetch_s). first = the first run of a case after load (compiles its
-plan; cases run in order a, b, c in one session, so b and c may reuse kernels compiled for a);
-first_split_ms splits a webrlx first run into lower (graph -> kernel program), pipelines
-(compiling them), tune (timing tile variants with no stored pick), plan_other (buffers, bind
-groups) and run (the rest: uploads, the submit, the readback; on a fresh process natively also
-the device's creation). warm = median of --repeats runs after one warm-up. A run is inputs -> pooled, normalized
-embedding read back on the CPU (webrlx: executable.run / run_async; ORT: session.run then mean
-pooling + L2 norm in JS). Cosine: per row, against native webrlx (or the numpy reference device
-when the native runner is left out), minimum over rows.
+Method: every browser runner gets its own Chromium launch with a fresh profile (cold GPU process
+and shader caches, as on a first visit). load = model load from bytes already fetched (webrlx:
+minilm.load from Pyodide's FS or the disk; ORT: InferenceSession.create from the fetched bytes);
+Pyodide's boot and the fetches are reported apart (boot_s, fetch_s). first = the first run of a
+case after load (compiles its plan; cases run in order a, b, c in one session, so b and c may
+reuse kernels compiled for a); first_split_ms splits a webrlx first run into lower (graph ->
+kernel program), pipelines (compiling them), tune (timing tile variants with no stored pick),
+plan_other (buffers, bind groups) and run (the rest: uploads, the submit, the readback; on a
+fresh process natively also the device's creation). warm = median of --repeats runs after one
+warm-up. A run is inputs -> pooled, normalized embedding read back on the CPU (webrlx:
+executable.run / run_async; ORT: session.run then mean pooling + L2 norm in JS). Cosine: per
+row, against native webrlx (or the numpy reference device when the native runner is left out),
+minimum over rows.
 
 Needs: apt chromium, pip playwright (tests/browser/browser_harness.py, so a checkout), the web
 assets (python -m webrlx.cli.web_assets), for ORT `npm install --prefix build/ortweb

@@ -24,6 +24,8 @@ def rows_kt(software: bool) -> int:
 def rows_attention_storage(d: int, kt: int = 32) -> int:
     """Workgroup bytes of attention_rows at head dim d: K, V tiles, keep, m, l."""
     return 2 * kt * -(-d // 4) * 16 + kt * 4 + 2 * 64 * 4
+
+
 ATTENTION_THREADS = 8192   # split a row's keys over threads until about this many run (few rows)
 MATMUL_ATTENTION_ROWS = 64  # q and kv lengths from which the two-matmul form is used
 SOFTWARE_ROWS_MIN_HEADS = 48  # on CPU adapters, batch x heads from which "rows" beats matmul
@@ -46,13 +48,13 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> 
     workgroups of "rows" for the cores). On GPUs the matmul form keeps the large shapes (tensor
     of scores in one binding), and "row" the few-query, many-key ones (its 256 threads split
     the keys; "rows" gives a row at most 8)."""
-    rows_ok = d <= 64 and L.info.limit("max-compute-workgroup-storage-size",
-                                       16384) >= rows_attention_storage(d)
+    software = L.info.software
+    rows_ok = d <= 64 and L.info.limit("max-compute-workgroup-storage-size", 16384) >= \
+        rows_attention_storage(d, rows_kt(software))
     if FORCE_PATH is not None:
         if FORCE_PATH == "rows" and not rows_ok:
             raise ValueError("attention: the rows kernel does not fit this shape or adapter")
         return FORCE_PATH
-    software = L.info.software
     if min(lq, lk) >= MATMUL_ATTENTION_ROWS and b * h * lq * lk * 4 <= L.info.max_binding_size \
             and (not software or not rows_ok or b * h < SOFTWARE_ROWS_MIN_HEADS):
         return "matmul"
@@ -91,7 +93,7 @@ def _attention(L: EmitContext, node: Node) -> Buf:
         L.prelowered[permute] = out
     else:
         os_ = (h * lq * d, lq * d, d)
-    rows = path == "rows"            # threads per row sharing K/V tiles (17 KB of storage)
+    rows = path == "rows"            # threads per row sharing K/V tiles (rows_attention_storage)
     shader = "attention/attention_rows" if rows else "attention/attention"
     # split each row's keys over more threads until ~128K threads are in flight
     split = min(8, 1 << max(0, math.ceil(math.log2(max(1, ATTENTION_THREADS / (b * h * lq))))))

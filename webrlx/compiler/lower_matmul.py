@@ -87,7 +87,7 @@ def emit_matmul(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
         _row_pieces(L, a_cols, b, None, part, (m, n, kc), dtype, acc_t, "none",
                     k0 * n - w.shift(isz), w)
         parts.append(part)
-    _sum_parts(L, parts, bias, out, (m, n), dtype, act)
+    _sum_parts(L, [(p, 0) for p in parts], bias, out, (m, n), dtype, act, "matmul K pieces")
 
 
 def _row_pieces(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
@@ -107,16 +107,22 @@ def _row_pieces(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                      {**offs, "b_off": b_off}, wins)
 
 
-def _sum_parts(L: EmitContext, parts: list[Buf], bias: Buf | None, out: Buf,
-               mn: tuple[int, int], dtype: dt.DType, act: str) -> None:
-    """out = act(sum(parts) + bias), at most MAX_FUSED_BUFFERS - 2 parts per kernel."""
+def _sum_parts(L: EmitContext, parts: list[tuple[Buf, int]], bias: Buf | None, out: Buf,
+               mn: tuple[int, int], dtype: dt.DType, act: str, what: str) -> None:
+    """out = act(sum(parts) + bias); parts are (buffer, element offset) of [m, n] products,
+    at most MAX_FUSED_BUFFERS - 2 distinct buffers per kernel (several parts may share one)."""
     m, n = mn
     group = MAX_FUSED_BUFFERS - 2
     acc: Buf | None = None
+    parts = list(parts)
     while parts:
-        take, parts = parts[:group], parts[group:]
-        reads = ([acc] if acc is not None else []) + take
-        leaves = [(p, dtype, 0, (n, 1)) for p in reads]
+        take: list[tuple[Buf, int]] = []
+        held = {acc} if acc is not None else set()
+        while parts and len(held | {parts[0][0]}) <= group:
+            held.add(parts[0][0])
+            take.append(parts.pop(0))
+        reads = ([(acc, 0)] if acc is not None else []) + take
+        leaves = [(p, dtype, off, (n, 1)) for p, off in reads]
         expr = Expr("load", (0,), dtype)
         for i in range(1, len(leaves)):
             expr = Expr("add", (expr, Expr("load", (i,), dtype)), dtype)
@@ -128,7 +134,7 @@ def _sum_parts(L: EmitContext, parts: list[Buf], bias: Buf | None, out: Buf,
             a = ACTIVATIONS[act]
             expr = Expr(a.op, (expr,), dtype, a.attrs)
         dst = out if last else L.temp((m, n), dtype)
-        L.strided(expr, leaves, dst, dtype, 0, (n, 1), (m, n), "matmul K pieces")
+        L.strided(expr, leaves, dst, dtype, 0, (n, 1), (m, n), what)
         acc = dst
 
 
@@ -144,15 +150,14 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
               "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0, **offsets}
     bindings = {"A": a, "B": b, "bias": bias if bias is not None else L.dummy(0), "C": out}
     if n % 4 == 0 and m <= GEMV_ROWS:
-        quads = gemv_quads(n, batch)
-        L.emit(kernel("matmul/gemv", T=t), bindings, params, (-(-n // (4 * quads)), 1, batch),
-               {**overrides, "ROWS": m, "QUADS": quads}, name="gemv", windows=windows)
+        L.emit(kernel("matmul/gemv", T=t), bindings, params,
+               (-(-n // (4 * GEMV_QUADS)), 1, batch),
+               {**overrides, "ROWS": m, "QUADS": GEMV_QUADS}, name="gemv", windows=windows)
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4: 128 or 64 square tiles
         params.update(act=overrides["ACT"], has_bias=int(overrides["HAS_BIAS"]), KL=k)
-        pieces = split_k(m, n, k, batch) if (not L.info.software and dtype == dt.float32
-                                             and not windows and not offsets) else 1
-        while pieces > 1 and pieces * m * n * 4 > L.limit:   # the partial products' binding
-            pieces //= 2
+        pieces = split_k(m, n, k, batch, L.limit) if (not L.info.software and dtype ==
+                                                      dt.float32 and not windows
+                                                      and not offsets) else 1
         if pieces > 1:
             _split_k(L, a, b, bias, out, (m, n, k), pieces, dtype, acc_t, act)
             return
@@ -177,17 +182,17 @@ SPLIT_K_MAX = 8
 SPLIT_K_MIN_K = 256    # shorter K: nothing to gain from pieces
 
 
-def split_k(m: int, n: int, k: int, batch: int) -> int:
+def split_k(m: int, n: int, k: int, batch: int, max_binding: int) -> int:
     """K pieces for a thin f32 matmul on a GPU (1 = none): the most, up to SPLIT_K_MAX, that
     keep 64x64 tiles' workgroups within 2 x SPLIT_K_BELOW, each piece a multiple of 16 long
-    (the tile's K step). MiniLM at 128 tokens had 12-48 workgroups per matmul on an H100
-    (57 us each, 2.1 of its 2.5 ms of GPU time)."""
+    (the tile's K step), and the stacked partial products within one binding. MiniLM at 128
+    tokens had 12-48 workgroups per matmul on an H100 (57 us each, 2.1 of its 2.5 ms)."""
     wgs = -(-n // 64) * -(-m // 64) * batch
     if batch != 1 or wgs >= SPLIT_K_BELOW or k < SPLIT_K_MIN_K:
         return 1
     pieces = 1
     while (pieces * 2 <= SPLIT_K_MAX and wgs * pieces * 2 <= 2 * SPLIT_K_BELOW
-           and k % (pieces * 2 * 16) == 0):
+           and k % (pieces * 2 * 16) == 0 and pieces * 2 * m * n * 4 <= max_binding):
         pieces *= 2
     return pieces
 
@@ -196,8 +201,8 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
              mnk: tuple[int, int, int], pieces: int, dtype: dt.DType, acc_t: str,
              act: str) -> None:
     """out = act(sum_z A[:, z kc:(z+1) kc] @ B[z kc:(z+1) kc] + bias): one tiled dispatch whose
-    batch index z is the K piece (partial products stacked in a temp), then one elementwise
-    kernel adding them, the bias and the activation."""
+    batch index z is the K piece (partial products stacked in a temp), then _sum_parts adding
+    them, the bias and the activation in one elementwise kernel."""
     m, n, k = mnk
     kc = k // pieces
     t = L.T(dtype)
@@ -208,28 +213,15 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
            {"A": a, "B": b, "bias": L.dummy(0), "C": parts}, params,
            (-(-n // 64), -(-m // 64), pieces), {"HAS_BIAS": False, "ACT": 0},
            name=f"matmul_vec4_64[split-k {pieces}]")
-    leaves = [(parts, dtype, z * m * n, (n, 1)) for z in range(pieces)]
-    expr = Expr("load", (0,), dtype)
-    for i in range(1, pieces):
-        expr = Expr("add", (expr, Expr("load", (i,), dtype)), dtype)
-    if bias is not None:
-        leaves.append((bias, dtype, 0, (0, 1)))
-        expr = Expr("add", (expr, Expr("load", (pieces,), dtype)), dtype)
-    if act != "none":
-        spec = ACTIVATIONS[act]
-        expr = Expr(spec.op, (expr,), dtype, spec.attrs)
-    L.strided(expr, leaves, out, dtype, 0, (n, 1), (m, n), "matmul split-K sum")
+    _sum_parts(L, [(parts, z * m * n) for z in range(pieces)], bias, out, (m, n), dtype, act,
+               "matmul split-K sum")
 
 
-GEMV_QUADS = 4   # column quads per workgroup of matmul/gemv.wgsl (bench/gemv_probe.py)
-
-
-def gemv_quads(n: int, batch: int) -> int:
-    """Column quads per workgroup of matmul/gemv.wgsl (1, 2, 4 or 8; the rest of its 256
-    threads split K). H100, f32, us for quads 1 / 2 / 4 / 8 (bench/gemv_probe.py):
-    1x4096x4096 82 / 65 / 61 / 88; 1x4096x16384 299 / 182 / 164 / 174; 1x384x1536 60 / 60 /
-    37 / 38 (torch 25, 89, 13). Fewer quads mean more workgroups but longer reductions."""
-    return GEMV_QUADS
+# column quads per workgroup of matmul/gemv.wgsl (1, 2, 4 or 8; the rest of its 256 threads
+# split K). H100, f32, us for quads 1 / 2 / 4 / 8 (bench/gemv_probe.py): 1x4096x4096
+# 82 / 65 / 61 / 88; 1x4096x16384 299 / 182 / 164 / 174; 1x384x1536 60 / 60 / 37 / 38 (torch 25,
+# 89, 13). Fewer quads mean more workgroups but longer reductions.
+GEMV_QUADS = 4
 
 
 def big_tile_first(m: int, n: int, batch: int, software: bool) -> int:

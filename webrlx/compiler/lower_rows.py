@@ -141,12 +141,12 @@ def emit_rows(L: EmitContext, k: Kernel, bindings: Mapping[str, Buf], row_major:
                name=name, windows=wins)
 
 
-SPLIT_ROW_MIN_N = 8192     # softmax rows from this long may be split over workgroups, when
+SPLIT_ROW_MIN_N = 8192     # rows from this long may be split over workgroups, when
 SPLIT_ROW_MAX_WGS = 128    # one-workgroup-per-row would run fewer than this many workgroups
 SPLIT_ROW_CHUNK = 2048     # elements a workgroup of the split form takes
 
 
-def split_softmax_rows(rows: int, n: int) -> bool:
+def split_long_rows(rows: int, n: int) -> bool:
     """Whether softmax (reduce/softmax_parts + softmax_finish) and the norms (norm/norm_parts
     + norm_finish) run with chunks of a row over workgroups: long rows that one workgroup
     each would leave a GPU mostly idle (on an H100, 32 softmax rows of 49152 ran 148 us, 0.10
@@ -154,28 +154,37 @@ def split_softmax_rows(rows: int, n: int) -> bool:
     return n >= SPLIT_ROW_MIN_N and -(-rows // rows_per_workgroup(n)) < SPLIT_ROW_MAX_WGS
 
 
+def _emit_split_rows(L: EmitContext, node: Node, shader: str, rows: int, n: int,
+                     reads: Mapping[str, Buf], finish_extra: Mapping[str, Buf], out: Buf,
+                     params: Mapping[str, Any], parts_overrides: Mapping[str, Any],
+                     overrides: Mapping[str, Any]) -> None:
+    """The split form of a row op: `{shader}_parts` writes each chunk's two statistics to a
+    [rows, nparts, 2] temp, `{shader}_finish` combines a row's and writes its chunk of out;
+    both over a (nparts, rows) grid and the same uniform."""
+    nparts = -(-n // SPLIT_ROW_CHUNK)
+    L.check_loop(node, max(nparts, SPLIT_ROW_CHUNK // 256))   # (finish loops over nparts)
+    parts = L.temp((rows, nparts, 2), dt.float32)
+    params = {"rows": rows, "n": n, "chunk": SPLIT_ROW_CHUNK, "nparts": nparts, **params}
+    t = L.T(node.dtype)
+    L.emit(kernel(f"{shader}_parts", T=t), {**reads, "parts": parts}, params,
+           (nparts, rows, 1), dict(parts_overrides), name=f"{node.op}[parts]")
+    L.emit(kernel(f"{shader}_finish", T=t), {**reads, **finish_extra, "parts": parts,
+                                             "out": out},
+           params, (nparts, rows, 1), dict(overrides), name=f"{node.op}[finish]")
+
+
 @lowering("softmax", "log_softmax")
 def _softmax(L: EmitContext, node: Node) -> Buf:
     shape = L.shape(node.id)
     axis = node.attrs.get("axis", -1) % len(shape)
-    rows, n = math.prod(shape) // max(shape[axis], 1), shape[axis]
-    if split_softmax_rows(rows, n):
+    n = shape[axis]
+    fits = math.prod(shape) * L.itemsize(node.dtype) <= L.limit     # x and out: one binding
+    if fits and split_long_rows(math.prod(shape) // max(n, 1), n):
         buf, rows, n, perm = L.rows_last(node.inputs[0], (axis,))
         out = L.temp(shape, node.dtype)
-        if not L.over_limit(buf, out):
-            nparts = -(-n // SPLIT_ROW_CHUNK)
-            L.check_loop(node, max(nparts, SPLIT_ROW_CHUNK // 256))   # (finish loops nparts)
-            parts = L.temp((rows, nparts, 2), dt.float32)
-            params = {"rows": rows, "n": n, "chunk": SPLIT_ROW_CHUNK, "nparts": nparts,
-                      "scale": 1.0}
-            t = L.T(node.dtype)
-            L.emit(kernel("reduce/softmax_parts", T=t), {"x": buf, "parts": parts}, params,
-                   (nparts, rows, 1), {}, name=f"{node.op}[parts]")
-            L.emit(kernel("reduce/softmax_finish", T=t), {"x": buf, "parts": parts,
-                                                          "out": out}, params,
-                   (nparts, rows, 1), {"LOG": node.op == "log_softmax"},
-                   name=f"{node.op}[finish]")
-            return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
+        _emit_split_rows(L, node, "reduce/softmax", rows, n, {"x": buf}, {}, out,
+                         {"scale": 1.0}, {}, {"LOG": node.op == "log_softmax"})
+        return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
     return _row_op(L, node, "reduce/softmax", {"LOG": node.op == "log_softmax"},
                    params={"per_batch": 1, "lq": 1, "q_off": 0, "scale": 1.0},
                    extra={"mask": L.dummy(0)})
@@ -198,20 +207,11 @@ def _norm(L: EmitContext, node: Node) -> Buf:
     rows, n = math.prod(shape[:-1]), shape[-1]
     overrides = {"RMS": node.op == "rms_norm", "HAS_W": len(wb) > 0, "HAS_B": len(wb) > 1,
                  "HAS_RES": residual is not None}
-    if split_softmax_rows(rows, n) and not L.over_limit(x, r, out):
+    if split_long_rows(rows, n) and not L.over_limit(x, r, out):
         # few long rows: chunks of a row over workgroups (norm/norm_parts + norm_finish)
-        nparts = -(-n // SPLIT_ROW_CHUNK)
-        L.check_loop(node, max(nparts, SPLIT_ROW_CHUNK // 256))
-        parts = L.temp((rows, nparts, 2), dt.float32)
-        params = {"rows": rows, "n": n, "chunk": SPLIT_ROW_CHUNK, "nparts": nparts,
-                  "eps": node.attrs["eps"]}
-        t = L.T(node.dtype)
-        L.emit(kernel("norm/norm_parts", T=t), {"x": x, "r": r, "parts": parts}, params,
-               (nparts, rows, 1), {"RMS": overrides["RMS"], "HAS_RES": overrides["HAS_RES"]},
-               name=f"{node.op}[parts]")
-        L.emit(kernel("norm/norm_finish", T=t), {"x": x, "r": r, "w": w, "b": b,
-                                                 "parts": parts, "out": out},
-               params, (nparts, rows, 1), overrides, name=f"{node.op}[finish]")
+        _emit_split_rows(L, node, "norm/norm", rows, n, {"x": x, "r": r}, {"w": w, "b": b},
+                         out, {"eps": node.attrs["eps"]},
+                         {"RMS": overrides["RMS"], "HAS_RES": overrides["HAS_RES"]}, overrides)
         return out
     rpw = rows_per_workgroup(n)
     L.check_loop(node, -(-n // (256 // rpw)))
