@@ -1,0 +1,113 @@
+"""Shape/dtype rules of the language-model ops, which ops.py registers into OPS from RULES:
+quantized matmul and gather over raw GGUF blocks, rope, the KV cache write (in place),
+attention over the cache and sampling. Reference and lowering rules live with the others (backends/reference.py,
+compiler/lower_decoder.py, compiler/lower_quant.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import dtype as dt
+from .shape import Shape, ShapeError
+
+
+# -- quantized (GGUF blocks dequantized inside the kernels; layouts in quant.py) -------------
+def _quant_weight(op: str, shape: Shape, dtype: dt.DType, attrs: dict[str, Any]) -> None:
+    from . import quant
+    fmt, n, k = attrs["format"], attrs["n"], attrs["k"]
+    if fmt not in quant.FORMATS:
+        raise ShapeError(f"{op}: format must be one of {quant.FORMATS}, got {fmt!r}")
+    if not isinstance(n, int) or not isinstance(k, int) or n < 1 or k < 1 or k % quant.BLOCK:
+        raise ShapeError(f"{op}: needs n >= 1 and k a positive multiple of {quant.BLOCK} "
+                         f"(whole blocks), got n={n}, k={k}")
+    want = quant.nwords(fmt, n, k)
+    if dtype != dt.uint32 or tuple(shape) != (want,):
+        raise ShapeError(f"{op}: w must hold the raw {fmt} blocks of an ({n}, {k}) weight as "
+                         f"uint32 words, shape ({want},), but got {tuple(shape)} {dtype}; pack "
+                         f"the bytes with webrlx.quant.words")
+
+
+def _qmatmul(shapes, dtypes, attrs):
+    x, n, k = shapes[0], attrs["n"], attrs["k"]
+    _quant_weight("qmatmul", shapes[1], dtypes[1], attrs)
+    if len(x) < 1 or x[-1] != k or not dtypes[0].is_float:
+        raise ShapeError(f"qmatmul: x must be float32/float16 (..., {k}), got {x} {dtypes[0]}")
+    if len(shapes) == 3 and (tuple(shapes[2]) != (n,) or dtypes[2] != dt.float32):
+        raise ShapeError(f"qmatmul: bias must be float32 ({n},), got {shapes[2]} {dtypes[2]}")
+    return tuple(x[:-1]) + (n,), dt.float32
+
+
+def _qgather(shapes, dtypes, attrs):
+    _quant_weight("qgather", shapes[0], dtypes[0], attrs)
+    if dtypes[1] not in (dt.int32, dt.uint32):
+        raise ShapeError(f"qgather: ids must be int32/uint32, got {dtypes[1]}")
+    return tuple(shapes[1]) + (attrs["k"],), dt.float32
+
+
+# -- decoder (rope, KV cache, attention over the cache) --------------------------------------
+def _pos_arg(op: str, shape: Shape, dtype: dt.DType) -> None:
+    if tuple(shape) != (1,) or dtype != dt.int32:
+        raise ShapeError(f"{op}: pos must be int32 (1,) (the position of row 0), got "
+                         f"{shape} {dtype}")
+
+
+def _rope(shapes, dtypes, attrs):
+    x = shapes[0]
+    if len(x) != 4 or not isinstance(x[3], int) or x[3] % 2 or dtypes[0] != dt.float32:
+        raise ShapeError(f"rope: x must be float32 (batch, seq, heads, head_dim) with an even "
+                         f"static head_dim, got {x} {dtypes[0]}")
+    _pos_arg("rope", shapes[1], dtypes[1])
+    if not attrs["base"] > 0:
+        raise ShapeError(f"rope: base must be > 0, got {attrs['base']}")
+    return x, dtypes[0]
+
+
+def _cache_write(shapes, dtypes, attrs):
+    cache, new = shapes[0], shapes[1]
+    if len(cache) != 4 or len(new) != 4 or (new[0], new[2], new[3]) != (cache[0], cache[1],
+                                                                         cache[3]):
+        raise ShapeError(f"cache_write: cache must be (batch, kv_heads, capacity, head_dim) "
+                         f"and new (batch, seq, kv_heads, head_dim), got {cache} and {new}")
+    if dtypes[0] != dt.float32 or dtypes[1] != dt.float32:
+        raise ShapeError(f"cache_write: cache and new must be float32, got {dtypes[:2]}")
+    _pos_arg("cache_write", shapes[2], dtypes[2])
+    return cache, dtypes[0]
+
+
+def _cached_attention(shapes, dtypes, attrs):
+    q, k, v = shapes[:3]
+    if len(q) != 4 or len(k) != 4 or tuple(k) != tuple(v) or q[0] != k[0] or q[3] != k[3]:
+        raise ShapeError(f"cached_attention: q must be (batch, seq, heads, head_dim) and the "
+                         f"caches (batch, kv_heads, capacity, head_dim), got {q}, {k}, {v}")
+    if not isinstance(q[2], int) or not isinstance(k[1], int) or q[2] % k[1]:
+        raise ShapeError(f"cached_attention: heads {q[2]} must be a multiple of kv_heads "
+                         f"{k[1]}")
+    if any(d != dt.float32 for d in dtypes[:3]):
+        raise ShapeError(f"cached_attention: q and caches must be float32, got {dtypes[:3]}")
+    _pos_arg("cached_attention", shapes[3], dtypes[3])
+    return q, dtypes[0]
+
+
+# -- sampling ---------------------------------------------------------------------------------
+def _sample(shapes, dtypes, attrs):
+    logits, seen, fparams, iparams = shapes
+    v = logits[-1] if logits else None
+    if len(logits) not in (1, 2) or len(logits) == 2 and logits[0] != 1 or \
+            not dtypes[0].is_float:
+        raise ShapeError(f"sample: logits must be float (V,) or (1, V), got {logits} "
+                         f"{dtypes[0]}")
+    if tuple(seen) != (v,) or dtypes[1] != dt.int32:
+        raise ShapeError(f"sample: seen must be int32 ({v},), got {seen} {dtypes[1]}")
+    if tuple(fparams) != (4,) or dtypes[2] != dt.float32:
+        raise ShapeError(f"sample: fparams must be float32 (4,) [temperature, top_p, "
+                         f"repetition_penalty, 0], got {fparams} {dtypes[2]}")
+    if tuple(iparams) != (4,) or dtypes[3] != dt.int32:
+        raise ShapeError(f"sample: iparams must be int32 (4,) [top_k, seed, step, 0], got "
+                         f"{iparams} {dtypes[3]}")
+    return (1,), dt.int32
+
+
+# (name, kind, shape rule) of each op here; ops that write an input in place: its index
+RULES = [("qmatmul", "other", _qmatmul), ("qgather", "other", _qgather),
+         ("rope", "other", _rope), ("cache_write", "other", _cache_write),
+         ("cached_attention", "other", _cached_attention), ("sample", "other", _sample)]
+UPDATES = {"cache_write": 0}
