@@ -116,14 +116,19 @@ def _rms(x, g, eps=1e-5):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("m", [1, 3, 6, 40])
-@pytest.mark.parametrize("tpr", [None, 2, 32, "1x4", "1x8", "4q2", "8q4"])
+@pytest.mark.parametrize("m,tpr", [(m, t) for m in (1, 3, 6, 40)
+                                   for t in (None, 2, 32, "1x4", "1x8", "4q2", "8q4", "tile1",
+                                             "tile8")
+                                   if m > 4 or not str(t).startswith("tile")])  # prefills only
 def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
-    """A decoder layer's GEMV neighbourhood fuses (quant/qgemv_fused.wgsl): rms_norm before
-    q/k-like projections, gate/up + silu * mul, and the residual add after a projection;
-    against float64 numpy of the unfused math."""
+    """A decoder layer's GEMV neighbourhood fuses (quant/qgemv_fused.wgsl, or for prefills
+    quant/qmatmul_fused.wgsl: the tileN shapes): rms_norm before q/k-like projections,
+    gate/up + silu * mul, and the residual add after a projection; against float64 numpy of
+    the unfused math."""
     from webrlx.runtime import autotune
-    if tpr is not None:
+    if str(tpr).startswith("tile"):
+        monkeypatch.setattr(autotune, "PREFER", f"*_{tpr}")    # every fused call tiled
+    elif tpr is not None:
         monkeypatch.setattr(autotune, "PREFER", f"qgemv[rms_norm+swiglu]_{tpr}")
     k, ffn = 96, 160
     wq, wqf = qweight(fmt, k, k, seed=2)
@@ -161,11 +166,15 @@ def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
         exe.set_params(arrays)
         names = [c.name for c in exe.plan({}).program.calls]
         assert len(names) == 5 and all(n_.startswith("qgemv[") for n_ in names), names
+        if str(tpr).startswith("tile"):
+            assert all(n_.endswith(f"_{tpr}") for n_ in exe.plan({}).ran), exe.plan({}).ran
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("s", [1, 5, 40])
-@pytest.mark.parametrize("shape", [(8, 1, 1), (1, 8, 1), (2, 4, 1), (4, 1, 2), (2, 1, 4)],
+@pytest.mark.parametrize("s,shape", [(s, sh) for s in (1, 5, 40)
+                                     for sh in ((8, 1, 1), (1, 8, 1), (2, 4, 1), (4, 1, 2),
+                                                (2, 1, 4), "tile1", "tile2", "tile8")
+                                     if s > 4 or not isinstance(sh, str)],  # tiles: prefills
                          ids=str)
 def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, monkeypatch):
     """q/k/v projections whose results are roped (interleaved pairs) and written into KV
@@ -175,7 +184,10 @@ def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, monkeypatch):
     from webrlx.compiler import lower_quant
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)        # the default runs
-    monkeypatch.setattr(lower_quant, "gemv_shape", lambda n, k, cpu=False: shape)
+    if isinstance(shape, str):          # prefills through quant/qmatmul_fused.wgsl
+        monkeypatch.setattr(autotune, "PREFER", f"*_{shape}")
+    else:
+        monkeypatch.setattr(lower_quant, "gemv_shape", lambda n, k, cpu=False: shape)
     k, hd, heads, kv, cap = 96, 16, 6, 2, 64
     arrays = {"wq": qweight(fmt, heads * hd, k, seed=2)[0], "wk": qweight(fmt, kv * hd, k,
                                                                          seed=3)[0],
@@ -204,3 +216,6 @@ def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, monkeypatch):
         names = [c.name for c in exe.plan({}).program.calls]
         assert {"qgemv[rms_norm+rope]", "qgemv[rms_norm+rope+cache]",
                 "qgemv[rms_norm+cache]"} <= {n_.rsplit("_", 1)[0] for n_ in names}, names
+        if isinstance(shape, str):
+            ran = exe.plan({}).ran
+            assert sum(n_.endswith(f"_{shape}") for n_ in ran) == 3, ran

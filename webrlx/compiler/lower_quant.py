@@ -27,6 +27,11 @@ GEMV_CPU = ((1, 4), (1, 8))
 GEMV_SHAPES = tuple((t, 1) for t in GEMV_TPR) + GEMV_CPU      # (TPR, RPT) variants
 GEMV_RQ = (2, 4)    # prefills on GPUs: 4 * RQ x rows per workgroup (RQ row quads), RPT = 1
 GEMV_THREADS = 1 << 19         # default TPR: at most this many threads in all, and K / 16
+# fused prefills: quant/qmatmul_fused.wgsl's row quads per 64-column tile (RG; K split 16 / RG
+# ways inside the workgroup), all variants of the fused GEMV for more than GEMV_ROWS rows;
+# the default on GPUs from TILE_MIN_M rows (CPU adapters keep the GEMV: loads are their cost)
+TILE_RG = (1, 2, 4, 8)
+TILE_MIN_M = 16
 
 
 def gemv_shape(n: int, k: int, cpu: bool = False) -> tuple[int, int, int]:
@@ -104,17 +109,33 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
                     ["res"] * (q.res is not None) + ["rope"] * (rope is not None) +
                     ["cache"] * (cache is not None))
     t = L.T(L.dtype(x_id))
+    tiles: list[Variant] = []
+    lead = None
+    if m > GEMV_ROWS:                   # prefills: the tiled kernel, K split in a workgroup
+        tiled = kernel("quant/qmatmul_fused", T=t)
+        tiles = [Variant.of(f"qgemv[{what}]_tile{rg}", tiled, (-(-n // 64), -(-m // (4 * rg)), 1),
+                            {**overrides, "RG": rg, "KS": 16 // rg}) for rg in TILE_RG]
+        if m >= TILE_MIN_M and not cpu_adapter(L):
+            lead = (tiled, tiles.pop(TILE_RG.index(tile_rg(m, n))))
     _emit_gemv(L, kernel("quant/qgemv_fused", T=t), f"qgemv[{what}]", bindings, params,
-               overrides, [], f"qgemv_fused {what} {fmt}/{t}")
+               overrides, tiles, f"qgemv_fused {what} {fmt}/{t}", lead)
     L.values[q.last] = out
     return out
 
 
+def tile_rg(m: int, n: int) -> int:
+    """quant/qmatmul_fused.wgsl's default row quads per tile: the tallest tile that still
+    gives an H100-sized GPU ~128 workgroups (the K split keeps 256 threads in each)."""
+    fit = [rg for rg in TILE_RG if -(-n // 64) * -(-m // (4 * rg)) >= 128]
+    return max(fit, default=TILE_RG[0])
+
+
 def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf],
                params: dict[str, Any], overrides: dict[str, Any], extra: list[Variant],
-               tune: str) -> None:
+               tune: str, lead: tuple[Kernel, Variant] | None = None) -> None:
     """Emit a quantized GEMV (params M, N, K) over row groups of up to GEMV_ROWS rows, the
-    default threads per weight row first and the other TPRs (and `extra`) as variants."""
+    default threads per weight row first and the other TPRs (and `extra`) as variants; or
+    `lead` (another kernel, as its variant) first, and every GEMV shape a variant."""
     m, n, k = params["M"], params["N"], params["K"]
     rows = min(m, GEMV_ROWS)
     first = gemv_shape(n, k, cpu_adapter(L))
@@ -130,6 +151,12 @@ def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf]
     others = [Variant.of(label, gemv, grid, consts)
               for label, grid, consts in (shape(*s) for s in shapes if s != first)]
     label, grid, consts = shape(*first)
+    if lead is not None:                # another kernel runs by default
+        first_kernel, v = lead
+        L.emit(first_kernel, bindings, params, v.grid, v.overrides, name=v.name,
+               variants=[Variant.of(label, gemv, grid, consts), *others, *extra],
+               tune_key=f"{tune} {m}x{n}x{k}")
+        return
     L.emit(gemv, bindings, params, grid, consts, name=label, variants=others + extra,
            tune_key=f"{tune} {m}x{n}x{k}")
 

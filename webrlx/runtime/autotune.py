@@ -25,7 +25,9 @@ from ..compiler.program import KernelCall, Variant
 
 CACHE_FILE = Path(os.path.expanduser("~")) / ".cache" / "webrlx" / "tune.json"
 SHIPPED_FILE = Path(__file__).resolve().parents[1] / "data" / "tune_tables.json"
-PREFER: str | None = None   # a variant name to use wherever offered (tests cover each kernel)
+# a variant name to use wherever offered (tests cover each kernel); "*suffix": any variant
+# whose name ends so (e.g. "*_tile4": every fused prefill's tiled kernel)
+PREFER: str | None = None
 IN_BROWSER = sys.platform == "emscripten"
 # whether to time variants the tables do not know: natively yes ($WEBRLX_AUTOTUNE=0 turns it
 # off), in the browser no (enable() turns it on)
@@ -131,6 +133,8 @@ def known(adapter: str, call: KernelCall) -> Variant | None:
         return default
     options = {v.name: v for v in [default, *call.variants]}
     if PREFER is not None:
+        if PREFER.startswith("*"):
+            return next((v for n, v in options.items() if n.endswith(PREFER[1:])), default)
         return options.get(PREFER, default)
     key = key_of(call)
     pick = _cache().get(adapter, {}).get(key)

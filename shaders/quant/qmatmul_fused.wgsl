@@ -1,0 +1,196 @@
+// quantized matmul for prefills (M of 16..256 rows) with the fused neighbours of
+// quant/qgemv_fused.wgsl (NORM, SWIGLU, RES, ROPE, CACHE: same bindings, params and meaning;
+// the two kernels are variants of one call).
+// out[r, n] = epilogue(x'[r, :] . dequant(w)[n, :]); w, w2 (N, K) GGUF blocks as u32 words
+// (Q4_1 or Q8_0, common/qblocks.wgsl), x [M, K] (K % 32 == 0), all f32 math.
+// bindings: 0 x, 1 w, 2 w2, 3 g, 4 res, 5 pos (i32 [1]), 6 freq (u32 [hd]), 7 out, 8 params.
+// grid: (ceil(N / 64), ceil(M / (4 * RG)), 1); 256 threads = KS K-groups x RG row quads x 16
+// column quads. A workgroup owns a tile of 4 RG rows x 64 columns; thread (g, ty, tx) owns
+// rows r0 + 4 ty .. + 3 x columns n0 + 4 tx .. + 3 (rope pairs are never split) over the
+// units u = g, g + KS, ... of K (8 weights each), then the KS partial tiles are summed through
+// workgroup memory as a tree and group 0 applies the epilogue.
+// Why: a prefill of 128 rows through the GEMV reached only 3-4 TFLOP/s on an H100 (each
+// thread did 4 rows x 1 weight row a unit: 8 x loads + 2 weight words per 32 FMAs), and the
+// 64x64-tile kernel (quant/qmatmul_tiled.wgsl) gets 48 workgroups at M = 128, N = 1536 and
+// has no epilogues. Here a thread does 4 x 4 outputs a unit (8 x loads, shared by the 16
+// threads of a row quad, + 8 weight words per 128 FMAs) and the K split within the workgroup
+// gives 256 threads per 4 RG x 64 tile without a second pass. No workgroup tiles: the x
+// loads of a warp hit 2 addresses (broadcast) and the weight words are read once per row
+// quad from L1/L2; the workgroup memory is the 4 KiB reduction buffer.
+// Limits and tries: see the header's measurements in the issue note (H100: bench/prefill_probe.py).
+struct Params { M: u32, N: u32, K: u32, nw: u32, eps: f32, hd: u32, S: u32, T: u32 }
+@group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
+@group(0) @binding(1) var<storage, read_write> w: array<u32>;
+@group(0) @binding(2) var<storage, read_write> w2: array<u32>;
+@group(0) @binding(3) var<storage, read_write> g: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> res: array<f32>;
+@group(0) @binding(5) var<storage, read_write> pos: array<i32>;
+@group(0) @binding(6) var<storage, read_write> freq: array<u32>;
+@group(0) @binding(7) var<storage, read_write> out: array<f32>;
+@group(0) @binding(8) var<uniform> p: Params;
+
+override Q8_0: bool = false;      // false: Q4_1
+override NORM: bool = false;
+override SWIGLU: bool = false;
+override RES: bool = false;
+override ROPE: bool = false;
+override CACHE: bool = false;
+override RG: u32 = 4u;            // row quads per workgroup: 1, 2, 4 or 8
+override KS: u32 = 4u;            // K-groups: 16 / RG (set by the host)
+const ROWS: u32 = 4u;             // (common/qblocks.wgsl: x rows per load_x)
+const RPT: u32 = 1u;
+const RQ: u32 = 1u;
+const RPW: u32 = 8u;
+var<workgroup> red: array<vec4<f32>, 256>;    // a partial sum (4 rows) per thread
+var<workgroup> scale: array<vec4<f32>, 8>;    // 1/rms of each row quad's rows (NORM)
+
+fn wword(i: u32, second: bool) -> u32 {
+    if (second) { return w2[i]; }
+    return w[i];
+}
+fn x_vec(r: u32, k4: u32) -> vec4<f32> {         // x times the norm weight under NORM
+    var v = vec4<f32>(x[r * (p.K >> 2u) + k4]);
+    if (NORM) { v *= g[k4]; }
+    return v;
+}
+{{QBLOCKS}}
+{{ROPE_TURN}}
+
+fn silu(v: vec4<f32>) -> vec4<f32> {
+    return v / (1.0 + exp(-v));
+}
+
+// the sum over the KS K-groups of every thread's `v` (threads tid, tid + 16 RG, ...), for
+// group 0; every thread calls it (barriers)
+fn sum_groups(tid: u32, v: vec4<f32>) -> vec4<f32> {
+    workgroupBarrier();                     // (red was read)
+    red[tid] = v;
+    workgroupBarrier();
+    for (var h = KS / 2u; h > 0u; h >>= 1u) {
+        if (tid < h * 16u * RG) { red[tid] += red[tid + h * 16u * RG]; }
+        workgroupBarrier();
+    }
+    return red[tid];
+}
+
+// one output (row r, column n) of value e: the residual added, then stored or cached
+fn store(r: u32, n: u32, e_in: f32) {
+    var e = e_in;
+    let o = r * p.N + n;
+    if (RES) { e += res[o]; }
+    if (CACHE) {
+        let tpos = pos[0] + i32(r % p.S);
+        if (tpos >= 0 && u32(tpos) < p.T) {
+            let h = (r / p.S) * (p.N / p.hd) + n / p.hd;      // (b, h) flattened
+            out[(h * p.T + u32(tpos)) * p.hd + n % p.hd] = e;
+        }
+    } else {
+        out[o] = e;
+    }
+}
+
+// rotate the pair (columns n, n + 1; n even) of rows r0.. by their positions' angles
+fn rope_pair(n: u32, r0: u32, a: ptr<function, vec4<f32>>, b: ptr<function, vec4<f32>>) {
+    let i = (n % p.hd) / 2u;
+    for (var j = 0u; j < 4u; j++) {
+        let position = u32(pos[0] + i32((r0 + j) % p.S));
+        let sc = sincos_turn(position * freq[2u * i] + mulhi(position, freq[2u * i + 1u]));
+        let even = (*a)[j];
+        let odd = (*b)[j];
+        (*a)[j] = even * sc.y - odd * sc.x;
+        (*b)[j] = even * sc.x + odd * sc.y;
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let tx = tid % 16u;
+    let ty = (tid / 16u) % RG;
+    let grp = tid / (16u * RG);
+    let n0 = wid.x * 64u + 4u * tx;         // this thread's first column
+    let r0 = (wid.y * RG + ty) * 4u;        // this thread's first row
+    let valid = valid_rows(r0);
+    if (NORM) {                             // sums of squares of the rows, then 1/rms
+        let k4 = p.K / 4u;
+        var sq = vec4<f32>(0.0);
+        for (var j = grp * 16u + tx; j < k4; j += 16u * KS) {
+            for (var i = 0u; i < valid; i++) {
+                let b = vec4<f32>(x[(r0 + i) * k4 + j]);
+                sq[i] += dot(b, b);
+            }
+        }
+        red[tid] = sq;                      // over tx, then over the groups
+        workgroupBarrier();
+        for (var h = 8u; h > 0u; h >>= 1u) {
+            if (tx < h) { red[tid] += red[tid + h]; }
+            workgroupBarrier();
+        }
+        let s = sum_groups(tid, red[tid - tx]);
+        if (tid < 16u * RG && tx == 0u) {
+            scale[ty] = inverseSqrt(s / f32(p.K) + vec4<f32>(p.eps));
+        }
+    }
+    // accumulators: column c's 4 rows in a<c> (w) and b<c> (w2 under SWIGLU); named, not an
+    // array (CPU adapters would keep a dynamically indexed array in memory)
+    var a0 = vec4<f32>(0.0);
+    var a1 = vec4<f32>(0.0);
+    var a2 = vec4<f32>(0.0);
+    var a3 = vec4<f32>(0.0);
+    var b0 = vec4<f32>(0.0);
+    var b1 = vec4<f32>(0.0);
+    var b2 = vec4<f32>(0.0);
+    var b3 = vec4<f32>(0.0);
+    if (valid > 0u && n0 < p.N) {
+        for (var u = grp; u < (p.K >> 3u); u += KS) {
+            let v = load_x(u, r0, valid);
+            a0 += dot_rows(load_unit(n0, u, false), v, valid);
+            if (SWIGLU) { b0 += dot_rows(load_unit(n0, u, true), v, valid); }
+            if (n0 + 1u < p.N) {
+                a1 += dot_rows(load_unit(n0 + 1u, u, false), v, valid);
+                if (SWIGLU) { b1 += dot_rows(load_unit(n0 + 1u, u, true), v, valid); }
+            }
+            if (n0 + 2u < p.N) {
+                a2 += dot_rows(load_unit(n0 + 2u, u, false), v, valid);
+                if (SWIGLU) { b2 += dot_rows(load_unit(n0 + 2u, u, true), v, valid); }
+            }
+            if (n0 + 3u < p.N) {
+                a3 += dot_rows(load_unit(n0 + 3u, u, false), v, valid);
+                if (SWIGLU) { b3 += dot_rows(load_unit(n0 + 3u, u, true), v, valid); }
+            }
+        }
+    }
+    if (KS > 1u) {                          // (uniform: every thread meets the barriers)
+        a0 = sum_groups(tid, a0);
+        a1 = sum_groups(tid, a1);
+        a2 = sum_groups(tid, a2);
+        a3 = sum_groups(tid, a3);
+        if (SWIGLU) {
+            b0 = sum_groups(tid, b0);
+            b1 = sum_groups(tid, b1);
+            b2 = sum_groups(tid, b2);
+            b3 = sum_groups(tid, b3);
+        }
+    }
+    if (grp != 0u || valid == 0u || n0 >= p.N) { return; }
+    if (NORM) {
+        let s = scale[ty];
+        a0 *= s; a1 *= s; a2 *= s; a3 *= s;
+        b0 *= s; b1 *= s; b2 *= s; b3 *= s;
+    }
+    if (SWIGLU) {
+        a0 = silu(a0) * b0;
+        a1 = silu(a1) * b1;
+        a2 = silu(a2) * b2;
+        a3 = silu(a3) * b3;
+    }
+    if (ROPE) {                             // pairs (n0, n0 + 1), (n0 + 2, n0 + 3); hd even
+        rope_pair(n0, r0, &a0, &a1);
+        rope_pair(n0 + 2u, r0, &a2, &a3);
+    }
+    let cols = array<vec4<f32>, 4>(a0, a1, a2, a3);
+    for (var c = 0u; c < 4u; c++) {
+        if (n0 + c < p.N) {
+            for (var i = 0u; i < valid; i++) { store(r0 + i, n0 + c, cols[c][i]); }
+        }
+    }
+}
