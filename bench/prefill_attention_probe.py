@@ -4,7 +4,7 @@ Prints JSON. Usage: python bench/prefill_attention_probe.py [S ...]
 
 Knobs (webrlx/compiler/lower_decoder.py): ROW_THREADS (threads attn_prefill aims at: sets
 SPLIT, the threads per (row, head) item), WORKGROUP_TARGET and CHUNK_GRANULE (how many key
-chunks nsplit cuts, merged by attn_combine)."""
+chunks nsplit cuts, merged by attn_combine), PREFILL_PAD (K/V tile rows padded)."""
 from __future__ import annotations
 
 import itertools
@@ -43,16 +43,17 @@ def main() -> None:
     sizes = [int(a) for a in sys.argv[1:]] or [128, 512]
     out = {"device": wr.device().info.name, "cases": []}
     base = (lower_decoder.ROW_THREADS, lower_decoder.WORKGROUP_TARGET,
-            lower_decoder.CHUNK_GRANULE)
+            lower_decoder.CHUNK_GRANULE, lower_decoder.PREFILL_PAD)
     for s in sizes:
-        for rt, wt, gran in itertools.product((1152 * s // 128, 8192, 32768), (256, 1024),
-                                              (64, 32)):
+        for rt, wt, gran, pad in itertools.product((8192, 32768), (256, 1024), (64,), (0, 1)):
             (lower_decoder.ROW_THREADS, lower_decoder.WORKGROUP_TARGET,
-             lower_decoder.CHUNK_GRANULE) = rt, wt, gran
-            row = {"S": s, "row_threads": rt, "wg_target": wt, "gran": gran, **run(s, 2048)}
+             lower_decoder.CHUNK_GRANULE, lower_decoder.PREFILL_PAD) = rt, wt, gran, pad
+            row = {"S": s, "row_threads": rt, "wg_target": wt, "gran": gran, "pad": pad,
+                   **run(s, 2048)}
             print(json.dumps(row), file=sys.stderr)
             out["cases"].append(row)
-    lower_decoder.ROW_THREADS, lower_decoder.WORKGROUP_TARGET, lower_decoder.CHUNK_GRANULE = base
+    (lower_decoder.ROW_THREADS, lower_decoder.WORKGROUP_TARGET, lower_decoder.CHUNK_GRANULE,
+     lower_decoder.PREFILL_PAD) = base
     print(json.dumps(out, indent=1))
 
 

@@ -10,7 +10,7 @@
 // range is the causal one of the tile's last row, cut into the same run-time chunks as
 // attn_decode (`nsplit` > 1 adds workgroups when few item tiles run, merged by
 // attn_combine; `direct` writes the normalized output when nsplit == 1).
-// Limits: the q.k and p.v FMAs out of workgroup memory (16.9 KB: the lowering checks the
+// Limits: the q.k and p.v FMAs out of workgroup memory (17.5 KB: the lowering checks the
 // adapter's limit, else the decode kernel runs); 32 vec4 registers per thread (q, acc), so
 // D % 4 == 0, D <= 64. Causal tiles: a workgroup stops at its last row's key, so early
 // item tiles do less work. On lavapipe a 512-row prompt (9 heads, D 64) takes ~185 CPU-ms,
@@ -35,9 +35,14 @@ override DV4: u32 = 16u;                        // D / 4: constant loop bounds u
 const WG: u32 = 64u;
 const KT: u32 = 32u;
 const D4M: u32 = 16u;
+// Rows of the K/V tiles are ROW = D4M + PAD vec4 apart. PAD 1: the SPLIT threads of an item
+// read SPLIT different key rows at once; 16 vec4 apart they all hit the same 4 banks (an
+// 8-way conflict at SPLIT 8), 17 apart they spread over all 32 banks.
+override PAD: u32 = 1u;
+const TILE: u32 = 544u;                         // KT x (D4M + 1): 64 x 17 for the merge
 const NEG: f32 = -3.4028234663852886e38;
-var<workgroup> Ks: array<vec4<f32>, 512>;       // [KT][D4M]
-var<workgroup> Vs: array<vec4<f32>, 512>;
+var<workgroup> Ks: array<vec4<f32>, TILE>;      // [KT][ROW]
+var<workgroup> Vs: array<vec4<f32>, TILE>;
 var<workgroup> ms: array<f32, 64>;              // partial running max / sum per thread
 var<workgroup> ls: array<f32, 64>;
 var<workgroup> wpos: i32;
@@ -82,14 +87,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 kk = kc[kbase + (t0 + j) * DV4 + e % DV4];
                 vv = vc[kbase + (t0 + j) * DV4 + e % DV4];
             }
-            Ks[j * D4M + e % DV4] = kk;
-            Vs[j * D4M + e % DV4] = vv;
+            Ks[j * (D4M + PAD) + e % DV4] = kk;
+            Vs[j * (D4M + PAD) + e % DV4] = vv;
         }
         workgroupBarrier();
         if (i < RI) {
             for (var j = part; j < n && t0 + j < my_end; j += SPLIT) {
                 var dot = vec4<f32>(0.0);
-                for (var cc = 0u; cc < DV4; cc++) { dot += qr[cc] * Ks[j * D4M + cc]; }
+                for (var cc = 0u; cc < DV4; cc++) { dot += qr[cc] * Ks[j * (D4M + PAD) + cc]; }
                 let sj = dot.x + dot.y + dot.z + dot.w;
                 if (sj > m) {
                     let corr = exp(m - sj);
@@ -99,7 +104,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
                 let pj = exp(sj - m);
                 l += pj;
-                for (var cc = 0u; cc < DV4; cc++) { acc[cc] += pj * Vs[j * D4M + cc]; }
+                for (var cc = 0u; cc < DV4; cc++) { acc[cc] += pj * Vs[j * (D4M + PAD) + cc]; }
             }
         }
         workgroupBarrier();
@@ -108,8 +113,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     ms[lid] = m;
     ls[lid] = l;
     for (var cc = 0u; cc < DV4; cc++) {
-        let e = lid * D4M + cc;                      // 64 threads x 16: Ks then Vs
-        if (e < 512u) { Ks[e] = acc[cc]; } else { Vs[e - 512u] = acc[cc]; }
+        let e = lid * (D4M + PAD) + cc;              // 64 threads x ROW: Ks then Vs
+        if (e < TILE) { Ks[e] = acc[cc]; } else { Vs[e - TILE] = acc[cc]; }
     }
     workgroupBarrier();
     if (i < RI && part == 0u) {
@@ -127,8 +132,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var cc = 0u; cc < DV4; cc++) {
             var o = vec4<f32>(0.0);
             for (var t = 0u; t < SPLIT; t++) {
-                let e = (lid + t) * D4M + cc;
-                let a = select(Vs[max(e, 512u) - 512u], Ks[min(e, 511u)], e < 512u);
+                let e = (lid + t) * (D4M + PAD) + cc;
+                let a = select(Vs[max(e, TILE) - TILE], Ks[min(e, TILE - 1u)], e < TILE);
                 o += a * w[t];
             }
             if (p.direct != 0u) { dst[ob + cc] = o * inv; } else { dst[row + cc] = o; }

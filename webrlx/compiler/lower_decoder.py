@@ -27,7 +27,8 @@ from .registry import lowering
 DECODE_ITEMS = 8             # RMAX of attn_decode.wgsl: (row, head) items per workgroup
 DECODE_THREADS = 128         # its WG: a thread per (item, vec4 column) in the p.v phase
 PREFILL_FROM_ITEMS = 24      # items per kv head (S * G) from which attn_prefill runs
-PREFILL_STORAGE = 2 * 512 * 16 + 2 * 64 * 4 + 4   # bytes of workgroup memory attn_prefill uses
+PREFILL_STORAGE = 2 * 544 * 16 + 2 * 64 * 4 + 4   # bytes of workgroup memory attn_prefill uses
+PREFILL_PAD = 1              # attn_prefill's PAD: K/V tile rows padded (bank conflicts)
 WORKGROUP_TARGET = 256       # the split forms add key chunks until about this many workgroups
 CPU_WORKGROUP_TARGET = 16    # on a CPU adapter (lavapipe): early-exit workgroups are not free
 CHUNK_GRANULE = 64           # keys: a chunk's length is a multiple of this (and of every KT)
@@ -104,7 +105,8 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
         threads = CPU_ROW_THREADS if cpu else ROW_THREADS
         split = min(8, 1 << max(0, math.ceil(math.log2(max(1, threads / (b * h * s))))))
         tiles = -(-items // (64 // split))
-        shader, overrides = "decoder/attn_prefill", {"SPLIT": split, "DV4": d4}
+        shader, overrides = "decoder/attn_prefill", {"SPLIT": split, "DV4": d4,
+                                                      "PAD": PREFILL_PAD}
     else:
         per_wg = min(DECODE_ITEMS, DECODE_THREADS // d4)
         tiles = -(-items // per_wg)

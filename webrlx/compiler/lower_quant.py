@@ -125,8 +125,10 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
 
 def tile_rg(m: int, n: int) -> int:
     """quant/qmatmul_fused.wgsl's default row quads per tile: the tallest tile that still
-    gives an H100-sized GPU ~128 workgroups (the K split keeps 256 threads in each)."""
-    fit = [rg for rg in TILE_RG if -(-n // 64) * -(-m // (4 * rg)) >= 128]
+    gives >= 256 workgroups (of 256 threads), else the smallest. On an H100 at M = 128
+    (bench/qmatmul_fused_probe.py, us, tile1 / tile2 / tile4): q 576x576 26 / 30 / 40,
+    gate+up 2x1536x576 67 / 62 / 64, down 576x1536 41 / 58 / -, o 21 / 27 / 40."""
+    fit = [rg for rg in TILE_RG if -(-n // 64) * -(-m // (4 * rg)) >= 256]
     return max(fit, default=TILE_RG[0])
 
 
