@@ -2,9 +2,9 @@
 alone, GPU time per kernel (timestamp queries) under the lowering's knobs, to pick them.
 Prints JSON. Usage: python bench/prefill_attention_probe.py [S ...]
 
-Knobs (webrlx/compiler/lower_decoder.py): ROW_THREADS (threads attn_prefill aims at: sets
-SPLIT, the threads per (row, head) item), WORKGROUP_TARGET and CHUNK_GRANULE (how many key
-chunks nsplit cuts, merged by attn_combine), PREFILL_PAD (K/V tile rows padded)."""
+Knobs (webrlx/compiler/lower_decoder.py): PREFILL_KERNEL (attn_flash or attn_prefill),
+WORKGROUP_TARGET (how many key chunks nsplit cuts, merged by attn_combine), PREFILL_PAD
+(attn_prefill's K/V tile rows padded)."""
 from __future__ import annotations
 
 import itertools
@@ -42,18 +42,19 @@ def run(s: int, t: int) -> dict:
 def main() -> None:
     sizes = [int(a) for a in sys.argv[1:]] or [128, 512]
     out = {"device": wr.device().info.name, "cases": []}
-    base = (lower_decoder.ROW_THREADS, lower_decoder.WORKGROUP_TARGET,
-            lower_decoder.CHUNK_GRANULE, lower_decoder.PREFILL_PAD)
+    base = (lower_decoder.WORKGROUP_TARGET, lower_decoder.PREFILL_PAD,
+            lower_decoder.PREFILL_KERNEL)
     for s in sizes:
-        for rt, wt, gran, pad in itertools.product((8192, 32768), (256, 1024), (64,), (0, 1)):
-            (lower_decoder.ROW_THREADS, lower_decoder.WORKGROUP_TARGET,
-             lower_decoder.CHUNK_GRANULE, lower_decoder.PREFILL_PAD) = rt, wt, gran, pad
-            row = {"S": s, "row_threads": rt, "wg_target": wt, "gran": gran, "pad": pad,
-                   **run(s, 2048)}
+        for kern, wt, pad in itertools.product(("flash", "prefill"), (256, 1024), (0, 1)):
+            if kern == "flash" and pad == 0:
+                continue
+            (lower_decoder.WORKGROUP_TARGET, lower_decoder.PREFILL_PAD,
+             lower_decoder.PREFILL_KERNEL) = wt, pad, kern
+            row = {"S": s, "kernel": kern, "wg_target": wt, "pad": pad, **run(s, 2048)}
             print(json.dumps(row), file=sys.stderr)
             out["cases"].append(row)
-    (lower_decoder.ROW_THREADS, lower_decoder.WORKGROUP_TARGET, lower_decoder.CHUNK_GRANULE,
-     lower_decoder.PREFILL_PAD) = base
+    (lower_decoder.WORKGROUP_TARGET, lower_decoder.PREFILL_PAD,
+     lower_decoder.PREFILL_KERNEL) = base
     print(json.dumps(out, indent=1))
 
 

@@ -149,6 +149,33 @@ def test_cached_attention_long_prefill_and_batch(backend, chunking):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
 
 
+@pytest.mark.parametrize("kernel", ["flash", "prefill"])
+@pytest.mark.parametrize("h,hkv,d,s,p0,b", [(9, 3, 64, 40, 0, 1), (6, 2, 32, 33, 70, 2),
+                                            (4, 4, 16, 64, 5, 1), (8, 2, 64, 100, 0, 1)],
+                         ids=str)
+def test_cached_attention_each_prefill_kernel(backend, chunking, monkeypatch, kernel, h, hkv,
+                                              d, s, p0, b):
+    """Both many-rows kernels (attn_flash: tiles of 32 items x 32 keys, the GPUs' default;
+    attn_prefill: threads per item, CPU adapters'), forced, on item counts that end mid-tile,
+    head dims under 64, a batch and keys cut into chunks (as_gpu)."""
+    from webrlx.compiler import lower_decoder
+    monkeypatch.setattr(lower_decoder, "PREFILL_KERNEL", kernel)
+    t = 256
+    q = rand(b, s, h, d, seed=s + p0)
+    kc, vc = rand(b, hkv, t, d, seed=31), rand(b, hkv, t, d, seed=32)
+    kc[:, :, p0 + s:] = 1e30           # past the valid length: never read
+    vc[:, :, p0 + s:] = -1e30
+    g = wr.Graph()
+    qi, ki, vi = g.input("q", q.shape), g.input("k", kc.shape), g.input("v", vc.shape)
+    y = nn.cached_attention(qi, ki, vi, g.input("pos", (1,), "int32"))
+    exe = wr.compile(g, outputs=[y], device=backend)
+    (got,) = exe.run({"q": q, "k": kc, "v": vc, "pos": np.array([p0], np.int32)})
+    want = _attention_np(q, kc[:, :, :p0 + s], vc[:, :, :p0 + s], p0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+    if backend.name != "reference":
+        assert exe.last_plan.program.calls[0].name == f"cached_attention[{kernel}]"
+
+
 def test_decode_steps_equal_one_prefill(backend, chunking):
     """One graph with a symbolic seq: prefill 8 rows at pos 0 (writing the caches, states),
     then 3 one-row steps at pos 8, 9, 10 through the same executable: together they equal one

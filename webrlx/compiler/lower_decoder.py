@@ -29,6 +29,11 @@ DECODE_THREADS = 128         # its WG: a thread per (item, vec4 column) in the p
 PREFILL_FROM_ITEMS = 24      # items per kv head (S * G) from which attn_prefill runs
 PREFILL_STORAGE = 2 * 544 * 16 + 2 * 64 * 4 + 4   # bytes of workgroup memory attn_prefill uses
 PREFILL_PAD = 1              # attn_prefill's PAD: K/V tile rows padded (bank conflicts)
+FLASH_STORAGE = (544 + 544 + 512) * 16 + 1056 * 4 + 4   # attn_flash's workgroup memory
+FLASH_ITEMS = 32             # attn_flash's items per workgroup (BI) = its keys per tile (BK)
+# the prefill kernel: None picks by adapter (attn_flash on GPUs, attn_prefill on CPU
+# adapters); "flash", "prefill" or "decode" force one (tests, probes)
+PREFILL_KERNEL: str | None = None
 WORKGROUP_TARGET = 256       # the split forms add key chunks until about this many workgroups
 CPU_WORKGROUP_TARGET = 16    # on a CPU adapter (lavapipe): early-exit workgroups are not free
 CHUNK_GRANULE = 64           # keys: a chunk's length is a multiple of this (and of every KT)
@@ -98,10 +103,19 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
     d4 = d // 4
     cpu = cpu_adapter(L)
     # on a CPU adapter the row kernel wins from one row on (~20% on lavapipe, fewer lanes)
-    prefill = ((items >= PREFILL_FROM_ITEMS or cpu) and d <= 64 and
-               L.info.limit("max-compute-workgroup-storage-size", 16384) >= PREFILL_STORAGE)
+    storage = L.info.limit("max-compute-workgroup-storage-size", 16384)
+    prefill = ((items >= PREFILL_FROM_ITEMS or cpu) and d <= 64 and storage >= PREFILL_STORAGE)
+    flash = prefill and not cpu and storage >= FLASH_STORAGE
+    if PREFILL_KERNEL is not None:
+        prefill = PREFILL_KERNEL in ("flash", "prefill") and d <= 64
+        flash = PREFILL_KERNEL == "flash" and d <= 64
+    gran = CHUNK_GRANULE
     overrides: dict[str, object]
-    if prefill:
+    if flash:                                       # GPUs: tiles of items x keys
+        tiles = -(-items // FLASH_ITEMS)
+        shader, overrides = "decoder/attn_flash", {"DV4": d4}
+        gran = FLASH_ITEMS                          # key chunks of one tile at the least
+    elif prefill:
         threads = CPU_ROW_THREADS if cpu else ROW_THREADS
         split = min(8, 1 << max(0, math.ceil(math.log2(max(1, threads / (b * h * s))))))
         tiles = -(-items // (64 // split))
@@ -115,17 +129,18 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
                                                     "RW": per_wg, "KP": parts}
     base = tiles * hkv * b
     target = CPU_WORKGROUP_TARGET if cpu else WORKGROUP_TARGET
-    nsplit = max(1, min(-(-target // base), -(-t // CHUNK_GRANULE)))
+    nsplit = max(1, min(-(-target // base), -(-t // gran)))
     out = L.temp((b, s, h, d), node.dtype)
     pos = L.buf(node.inputs[3])
     args = {"S": s, "H": h, "G": g, "Hkv": hkv, "D4": d4, "T": t, "nsplit": nsplit,
-            "gran": CHUNK_GRANULE}
+            "gran": gran}
     dst = out if nsplit == 1 else L.temp((b, hkv, nsplit, items, d4 + 1, 4), node.dtype)
     L.emit(kernel(shader), {"q": L.buf(node.inputs[0]), "kc": L.buf(node.inputs[1]),
                             "vc": L.buf(node.inputs[2]), "pos": pos, "dst": dst},
            {**args, "direct": int(nsplit == 1), "scale": node.attrs["scale"]},
            (nsplit, tiles * hkv, b), overrides,
-           name="cached_attention[prefill]" if prefill else "cached_attention[decode]")
+           name="cached_attention[flash]" if flash else
+           "cached_attention[prefill]" if prefill else "cached_attention[decode]")
     if nsplit > 1:
         n = b * s * h * d4
         L.emit(kernel("decoder/attn_combine"), {"pos": pos, "part": dst, "out": out},
