@@ -32,6 +32,7 @@ WANTED_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size",
                  "max-compute-workgroup-size-y")
 # Optional features webrlx uses when the adapter has them (WebGPU spellings).
 WANTED_FEATURES = ("shader-f16", "subgroups", "timestamp-query")
+SCRUB_BYTES = 32 << 20      # time_dispatch's copy: 32 MiB read + 32 written > an H100's L2
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Backend(abc.ABC):
         self._pipelines: dict[tuple, Any] = {}
         self._staging: dict[int, Any] = {}
         self._probe: tuple[Any, Any, Any] | None = None   # (storage, readback, timestamps)
+        self._scrub: Copy | None = None     # time_dispatch's L2-evicting copy (GPUs)
         self.lost: str | None = None                  # why the device was lost, once it is
 
     # -- loss -----------------------------------------------------------------------------
@@ -143,11 +145,13 @@ class Backend(abc.ABC):
 
     # -- shared ---------------------------------------------------------------------------
     def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = (),
-               before: Sequence[Copy] = (), timestamps: Timestamps | None = None) -> None:
+               before: Sequence[Copy] = (), timestamps: Timestamps | None = None,
+               scrub: Copy | None = None) -> None:
         """Encode the `before` copies, the dispatches, then the copies; submit once.
 
         The dispatches share one compute pass; with `timestamps`, each gets its own pass
-        with begin/end timestamps, resolved and copied to timestamps.readback.
+        with begin/end timestamps, resolved and copied to timestamps.readback, and `scrub`
+        (a copy bigger than the GPU's L2) runs before each, outside the timed passes.
         """
         enc = self._command_encoder()
         for c in before:
@@ -158,6 +162,9 @@ class Backend(abc.ABC):
             cpass.end()
         elif dispatches:
             for i, d in enumerate(dispatches):
+                if scrub is not None:
+                    enc.copy_buffer_to_buffer(scrub.src, scrub.src_offset, scrub.dst,
+                                              scrub.dst_offset, scrub.nbytes)
                 cpass = enc.begin_compute_pass(timestamp_writes={
                     "query_set": timestamps.query_set, "beginning_of_pass_write_index": 2 * i,
                     "end_of_pass_write_index": 2 * i + 1})
@@ -227,7 +234,10 @@ class Backend(abc.ABC):
                            self.timestamps(repeats))
         src, dst, ts = self._probe
         if ts is not None:
-            self.submit([dispatch] * repeats, [], timestamps=ts)
+            if self._scrub is None and not self.info.software:
+                self._scrub = Copy(self.create_buffer(SCRUB_BYTES, "storage"), 0,
+                                   self.create_buffer(SCRUB_BYTES, "storage"), 0, SCRUB_BYTES)
+            self.submit([dispatch] * repeats, [], timestamps=ts, scrub=self._scrub)
             t = np.frombuffer(self.read_buffer(ts.readback, 0, 16 * repeats), np.uint64)
             spans = (t[1::2].astype(np.int64) - t[0::2].astype(np.int64)).clip(0)
             return float(np.median(spans)) * 1e-9

@@ -182,10 +182,10 @@ class WgpuBackend(Backend):
             dispatch(cid, *d.grid)
 
     def submit(self, dispatches: Sequence[Any], copies: Sequence[Any] = (),
-               before: Sequence[Any] = (), timestamps: Any = None) -> None:
+               before: Sequence[Any] = (), timestamps: Any = None, scrub: Any = None) -> None:
         c = self._c_api()
         if c is None or timestamps is not None:
-            super().submit(dispatches, copies, before, timestamps)
+            super().submit(dispatches, copies, before, timestamps, scrub)
             return
         lib, libf, ffi = c
         self.check_alive("submit")
