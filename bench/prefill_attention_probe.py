@@ -45,8 +45,8 @@ def main() -> None:
     base = (lower_decoder.WORKGROUP_TARGET, lower_decoder.PREFILL_PAD,
             lower_decoder.PREFILL_KERNEL)
     for s in sizes:
-        for kern, wt, pad in itertools.product(("flash", "prefill"), (256, 1024), (0, 1)):
-            if kern == "flash" and pad == 0:
+        for kern, wt, pad in itertools.product(("flash", "prefill"), (1, 64, 256, 1024), (0, 1)):
+            if (kern == "flash" and pad == 0) or (kern == "prefill" and wt < 256):
                 continue
             (lower_decoder.WORKGROUP_TARGET, lower_decoder.PREFILL_PAD,
              lower_decoder.PREFILL_KERNEL) = wt, pad, kern
