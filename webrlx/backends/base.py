@@ -219,7 +219,8 @@ class Backend(abc.ABC):
         for source, entry, overrides in keys:
             self.pipeline(source, entry, overrides)
 
-    def time_dispatch(self, dispatch: Dispatch, repeats: int = 8) -> float | None:
+    def time_dispatch(self, dispatch: Dispatch, repeats: int = 8, cold: bool = False
+                      ) -> float | None:
         """Seconds one dispatch takes, for the autotuner. With timestamp-query: the median of
         `repeats` dispatches' GPU times (host timing lost an 8 us GEMV in the host's jitter,
         and the tuner picked variants 2x slower on an H100). Without: (time of 1 + n
@@ -234,10 +235,11 @@ class Backend(abc.ABC):
                            self.timestamps(repeats))
         src, dst, ts = self._probe
         if ts is not None:
-            if self._scrub is None and not self.info.software:
+            if cold and self._scrub is None and not self.info.software:
                 self._scrub = Copy(self.create_buffer(SCRUB_BYTES, "storage"), 0,
                                    self.create_buffer(SCRUB_BYTES, "storage"), 0, SCRUB_BYTES)
-            self.submit([dispatch] * repeats, [], timestamps=ts, scrub=self._scrub)
+            self.submit([dispatch] * repeats, [], timestamps=ts,
+                        scrub=self._scrub if cold else None)
             t = np.frombuffer(self.read_buffer(ts.readback, 0, 16 * repeats), np.uint64)
             spans = (t[1::2].astype(np.int64) - t[0::2].astype(np.int64)).clip(0)
             return float(np.median(spans)) * 1e-9

@@ -171,12 +171,14 @@ def choose(adapter: str, call: KernelCall, time_variant: Callable[[Variant], flo
     return offered[best]
 
 
-def timer(backend: Any, entries: list) -> Callable[[Variant], float | None]:
-    """Return a function timing one variant's dispatch with these bind group entries."""
+def timer(backend: Any, entries: list, cold: bool = False
+          ) -> Callable[[Variant], float | None]:
+    """Return a function timing one variant's dispatch with these bind group entries (with
+    the GPU's caches evicted before each when `cold`: Backend.time_dispatch)."""
     from ..backends.base import Dispatch
 
     def time_variant(v: Variant) -> float | None:
         pipe = backend.pipeline(v.source, "main", v.overrides)
         dispatch = Dispatch(pipe, backend.bind_group(pipe, entries), v.grid)
-        return backend.time_dispatch(dispatch)
+        return backend.time_dispatch(dispatch, cold=cold)
     return time_variant
