@@ -15,35 +15,7 @@ const WG: u32 = 256u;
 var<workgroup> vals: array<{{ACC}}, 256>;
 var<workgroup> idxs: array<u32, 256>;
 {{IEEE}}
-
-// NaN test of the accumulator type (false for integers)
-fn nan_(v: {{ACC}}) -> bool {
-    return {{ISNAN}};
-}
-
-// argmax order: NaN above everything, equal values by index (k, i: indices of a, b)
-fn beats(a: {{ACC}}, k: u32, b: {{ACC}}, i: u32) -> bool {
-    if (nan_(b)) { return nan_(a) && k < i; }
-    return nan_(a) || a > b || (a == b && k < i);
-}
-
-fn combine(a: {{ACC}}, b: {{ACC}}) -> {{ACC}} {
-    switch OP {
-        case 1u: { return {{MAX}}(a, b); }
-        case 2u: { return {{MIN}}(a, b); }
-        case 3u: { return a * b; }
-        default: { return a + b; }
-    }
-}
-
-fn identity() -> {{ACC}} {
-    switch OP {
-        case 1u, 4u: { return {{LOWEST}}; }
-        case 2u: { return {{HIGHEST}}; }
-        case 3u: { return {{ACC}}(1); }
-        default: { return {{ACC}}(0); }
-    }
-}
+{{REDUCE_OPS}}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

@@ -26,6 +26,25 @@ def test_sum_lengths(backend, n):
     check(backend, lambda t: t.sum(), np.sum, rand(n), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("short", [True, False], ids=["thread_per_row", "workgroup_per_row"])
+@pytest.mark.parametrize("op", sorted(REDUCE) + ["argmax"])
+def test_reduce_kernels_on_many_short_rows(backend, op, short, monkeypatch):
+    """Rows of up to lower_rows.SHORT_ROW_N elements reduce a thread each (reduce/
+    reduce_short), longer ones a workgroup each: both kernels on the same 1152 rows of 12
+    (MiniLM's pooling), with NaNs, infinities and ties, as numpy."""
+    from webrlx.compiler import lower_rows
+    monkeypatch.setattr(lower_rows, "SHORT_ROW_N", 64 if short else 0)
+    x = rand(3, 12, 384, low=0.5 if op == "prod" else -1, high=1.5 if op == "prod" else 1)
+    x[0, 3, 5] = x[0, 7, 5] = 2.0                       # a tie for argmax: the first wins
+    x[1, 4, 9] = np.nan
+    x[2, :, 11] = -np.inf
+    if op == "argmax":
+        check(backend, lambda t: t.argmax(axis=1), lambda a: np.argmax(a, axis=1), x)
+        return
+    check(backend, lambda t: getattr(t, op)(axis=1), lambda a: REDUCE[op](a, axis=1), x,
+          rtol=1e-5, atol=1e-6)
+
+
 def test_int_sum_and_max(backend):
     x = np.arange(-30, 30, dtype=np.int32).reshape(6, 10)
     check(backend, lambda t: t.sum(axis=1), lambda a: a.sum(axis=1).astype(np.int32), x)

@@ -22,6 +22,9 @@ _LIMITS = {"f32": ("inf_(0x80000000u)", "inf_(0u)"),
 # elements one 256-thread workgroup reduces in a row: 32,768 loop iterations per thread
 # (llvmpipe ends a loop nest after 65,535 without a word); longer rows reduce in pieces
 ROW_RUN = 32768 * 256
+# rows of up to this many elements reduce one thread each (reduce/reduce_short): a 256-thread
+# workgroup per 12-element row cost MiniLM's pooling 100 ms on SwiftShader
+SHORT_ROW_N = 64
 
 
 def rows_per_workgroup(n: int) -> int:
@@ -46,13 +49,17 @@ def _reduce(L: EmitContext, node: Node) -> Buf:
     return out
 
 
-def _reduce_kernel(L: EmitContext, x_dtype: dt.DType, node: Node) -> Kernel:
+def _reduce_kernel(L: EmitContext, x_dtype: dt.DType, node: Node, short: bool = False
+                   ) -> Kernel:
+    """reduce/reduce (a workgroup per row), or reduce/reduce_short (a thread per row)."""
     acc = "f32" if x_dtype.is_float else x_dtype.wgsl
     out_t = "i32" if node.op == "argmax" else L.T(node.dtype)
-    scale = "vals[0] * p.scale" if acc == "f32" else "vals[0]"
+    result = "acc" if short else "vals[0]"
+    scale = f"{result} * p.scale" if acc == "f32" else result
     lo, hi = _LIMITS[acc]
     f = acc == "f32"
-    return kernel("reduce/reduce", T=L.T(x_dtype), OUT=out_t, ACC=acc, LOWEST=lo, HIGHEST=hi,
+    return kernel("reduce/reduce_short" if short else "reduce/reduce", T=L.T(x_dtype),
+                  OUT=out_t, ACC=acc, LOWEST=lo, HIGHEST=hi,
                   SCALE=scale, MAX="fmax_" if f else "max", MIN="fmin_" if f else "min",
                   ISNAN="isnan_(v)" if f else "false")
 
@@ -62,7 +69,8 @@ def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: floa
     """out[r] = reduce(x[r, :n]) * scale; over the binding limit, ranges of rows bind windows
     (split.py), and rows that are too long on their own reduce in column pieces first."""
     name, op = f"reduce[{node.op}]", {"OP": _REDUCE_OP[node.op]}
-    k = _reduce_kernel(L, x_dtype, node)
+    short = n <= SHORT_ROW_N
+    k = _reduce_kernel(L, x_dtype, node, short)
     xs, os = L.itemsize(x_dtype), L.itemsize(node.dtype)
     too_long = n > ROW_RUN                  # (one workgroup per row: see ROW_RUN)
     if too_long and node.op == "argmax":
@@ -78,7 +86,8 @@ def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: floa
             wins, offs = L.place({"x": ("x_off", x, r0 * n, r1 * n, xs),
                                   "out": ("out_off", out, r0, r1, os)})
             L.emit(k, {"x": x, "out": out}, {"rows": r1 - r0, "n": n, **offs, "scale": scale},
-                   L.grid(r1 - r0, 1), op, name=name, windows=wins)
+                   L.grid(r1 - r0) if short else L.grid(r1 - r0, 1), op, name=name,
+                   windows=wins)
         return
     # rows too long for one binding or one workgroup: column pieces, then their results
     cols = split.row_ranges(n, [xs], min(L.limit, ROW_RUN * xs + L.align + 16), L.align,
