@@ -169,14 +169,40 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                  for r in (2, 1)}
         first = big_tile_first(m, n, batch, L.info.software)
         pick, other = tiles[first], tiles[3 - first]
+        tuned = f"matmul {acc_t}/{t} {m}x{n}x{k}x{batch}"
+        if L.info.software:             # register-only kernels first (matmul_regs.wgsl)
+            regs = {(rr, cq): (Variant.of(f"matmul_regs_{rr}x{cq}", kernel(
+                "matmul/matmul_regs", T=t, C=acc_t, **regs_slots(rr, cq)),
+                (-(-n // (4 * cq * L.wg)), -(-m // rr), batch), {**overrides, "WG": L.wg}),
+                kernel("matmul/matmul_regs", T=t, C=acc_t, **regs_slots(rr, cq)))
+                for rr, cq in CPU_REGS if (n // 4) % cq == 0}
+            lead, lead_k = regs[cpu_regs_shape(m, n)]
+            L.emit(lead_k, bindings, params, lead.grid, lead.overrides, name=lead.name,
+                   variants=[pick, other, *(v for v, _ in regs.values() if v is not lead)],
+                   tune_key=tuned, windows=windows)
+            return
         L.emit(kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(first)), bindings,
                params, pick.grid, overrides, name=pick.name, variants=[other],
-               tune_key=f"matmul {acc_t}/{t} {m}x{n}x{k}x{batch}", windows=windows)
+               tune_key=tuned, windows=windows)
     else:
         L.emit(kernel("matmul/matmul", T=t), bindings, params,
                (-(-n // 64), -(-m // 64), batch), overrides, name="matmul", windows=windows)
 
 
+# matmul/matmul_regs's (rows, column quads) a thread, on software adapters: the default there
+# (cpu_regs_shape), the tiled kernels its variants. SwiftShader / lavapipe ms, 2-core box,
+# bench/cpu_matmul_probe.py, tiled 64 / tiled 128 / regs 8x2 / 16x2:
+#   36x384x1536:  47 / 61 / 14.5 / 16.6   and lavapipe 13.0 / 13.8 / 3.3 / 4.5
+#   128x384x1536: 90 / 59 / 37.7 / 34.8   and lavapipe 25.5 / 14.1 / 8.4 / 6.9
+# (4x1 / 8x1 / 4x2 / 8x4 / 12x2 / 16x1 measured within 15% of these, or slower; bounds checks
+# inside the K loop had cost 1.5x)
+CPU_REGS = ((8, 2), (16, 2), (8, 1), (16, 1), (4, 2))
+
+
+def cpu_regs_shape(m: int, n: int) -> tuple[int, int]:
+    """matmul_regs's default (rows, column quads) a thread: 16 rows from 96, else 8; 2 column
+    quads where N / 4 is even."""
+    return (16 if m >= 96 else 8), (2 if (n // 4) % 2 == 0 else 1)
 SPLIT_K_BELOW = 96     # split K when 64x64 tiles give fewer workgroups than this (GPUs)
 SPLIT_K_MAX = 8
 SPLIT_K_MIN_K = 256    # shorter K: nothing to gain from pieces
@@ -246,6 +272,23 @@ def tiled_slots(r: int) -> dict[str, str]:
               f"acc[{(i * 4 + c) * r + j}]);" for i in range(r) for c in range(4)
               for j in range(r)]
     return {"R": str(r), "FMAS": "\n".join(fmas), "STORES": "\n".join(stores)}
+
+
+def regs_slots(rr: int, cq: int) -> dict[str, str]:
+    """matmul_regs's named accumulators (acc<row>_<quad>), row offsets, FMA and store blocks
+    for RR rows x CQ column quads a thread."""
+    accs = [f"    var acc{i}_{j} = vec4<{{{{C}}}}>(0);" for i in range(rr) for j in range(cq)]
+    rows = [f"    let ra{i} = a_base + min(row0 + {i}u, p.M - 1u) * K4;" for i in range(rr)]
+    fmas = [f"            let b{j}_{c} = vec4<{{{{C}}}}>(B[kb + {c}u * N4 + {j}u]);"
+            for j in range(cq) for c in range(4)]
+    for i in range(rr):
+        fmas.append(f"            let a{i} = vec4<{{{{C}}}}>(A[ra{i} + k / 4u]);")
+        fmas += [f"            acc{i}_{j} += a{i}.x * b{j}_0 + a{i}.y * b{j}_1 + "
+                 f"a{i}.z * b{j}_2 + a{i}.w * b{j}_3;" for j in range(cq)]
+    stores = [f"    store(wid.z, row0 + {i}u, c4 + {j}u, acc{i}_{j});"
+              for i in range(rr) for j in range(cq)]
+    return {"RR": str(rr), "CQ": str(cq), "ACCS": "\n".join(accs), "ROWS": "\n".join(rows),
+            "FMAS": "\n".join(fmas), "STORES": "\n".join(stores)}
 
 
 def _expand_buf(L: EmitContext, node_id: int, shape: tuple[int, ...]) -> Buf:
