@@ -41,7 +41,7 @@ def main() -> None:
         mask = np.ones((b, s), np.int32)
         mask[-1, s - s // 4:] = 0
         row = {"shape": f"{b}x{h}x{lq}x{s}x{d}"}
-        for path in ("row", "rows", "matmul"):
+        for path in ("rows", "regs", "matmul"):
             lower_attention.FORCE_PATH = path
             g = wr.Graph()
             ins = [g.input(n, x.shape, x.dtype) for n, x in zip("qkvm", (q, k, v, mask))]

@@ -199,8 +199,9 @@ def test_attention_by_matmul(backend, lq, lk, causal, monkeypatch):
           rand(2, 3, lk, 32, seed=1), rand(2, 3, lk, 32, seed=2), mask, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("path", ["row", "rows", "matmul"])
-@pytest.mark.parametrize("lq,lk,causal", [(1, 40, False), (12, 12, False), (6, 70, True)])
+@pytest.mark.parametrize("path", ["row", "rows", "regs", "matmul"])
+@pytest.mark.parametrize("lq,lk,causal", [(1, 40, False), (12, 12, False), (6, 70, True),
+                                          (70, 70, True)])
 def test_attention_each_kernel(backend, path, lq, lk, causal, monkeypatch):
     """Every attention kernel on every backend, whatever attention_path would pick here."""
     from webrlx.compiler import lower_attention

@@ -7,7 +7,7 @@ import pytest
 import webrlx as wr
 from webrlx.backends.base import DeviceInfo
 from webrlx.compiler.lower import lower
-from webrlx.compiler.lower_matmul import tiled_slots
+from webrlx.compiler.lower_matmul import regs_slots, tiled_slots
 from webrlx.compiler.memory import lifetimes, peak_live_bytes, plan_memory
 from webrlx.kernels import all_shaders, raw_shader, render
 
@@ -116,7 +116,8 @@ def test_every_shader_renders_without_unknown_slots():
         if not name.startswith("common/"):
             out = render(name, T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0",
                          HIGHEST="1.0", SCALE="1.0", MAX="fmax_", MIN="fmin_", ISNAN="false",
-                         D4="8", KT="32", KD="256", **tiled_slots(1))
+                         D4="8", KT="32", KD="256",
+                         **(regs_slots(8, 2) if name == "matmul/matmul_regs" else tiled_slots(1)))
             assert "{{" not in out and "@compute" in out
 
 
@@ -209,7 +210,8 @@ def test_tiled_matmuls_share_a_pipeline_on_software_adapters(name, shared, monke
     w1, w2 = g.input("w1", (32, 64)), g.input("w2", (64, 32))
     b = g.input("b", (64,))
     y = x.matmul(w1, bias=b, activation="gelu").matmul(w2).relu()
-    calls = [c for c in lower(g, [y.id], {}, info).calls if c.name.startswith("matmul_vec4")]
+    calls = [c for c in lower(g, [y.id], {}, info).calls
+             if c.name.startswith(("matmul_vec4", "matmul_regs"))]
     assert len(calls) == 2
     keys = {(c.source, tuple(sorted(c.overrides.items()))) for c in calls}
     assert (len(keys) == 1) == shared
@@ -222,4 +224,4 @@ def test_thin_f32_matmuls_split_k_on_gpus_only():
     cpu = [c.name for c in lower(g, [(x @ w).id], {}, DeviceInfo(
         "llvmpipe", "none", INFO.limits, INFO.features)).calls]
     assert gpu == ["matmul_vec4_64[split-k 4]", "elementwise[matmul split-K sum]"], gpu
-    assert len(cpu) == 1 and cpu[0].startswith("matmul_vec4"), cpu
+    assert len(cpu) == 1 and cpu[0].startswith("matmul_regs"), cpu

@@ -11,7 +11,8 @@ import pytest
 import webrlx as wr
 from webrlx import nn
 from webrlx.compiler.lower import LOWERINGS
-from webrlx.compiler.lower_matmul import tiled_slots
+from webrlx.compiler.lower_matmul import regs_slots, tiled_slots
+from webrlx.kernels import _builtin_slots
 from webrlx.graph import SOURCES as graph_sources
 from webrlx.kernels import all_shaders, kernel, parse_signature
 from webrlx.ops import OPS
@@ -150,10 +151,12 @@ def test_the_coverage_check_fails_when_a_rule_is_removed(table, monkeypatch):
 def test_every_shader_declares_a_checked_signature(name):
     slots = {"T": "f32", "C": "f32", "OUT": "f32", "ACC": "f32", "LOWEST": "0.0",
              "HIGHEST": "1.0", "SCALE": "1.0", "MAX": "fmax_", "MIN": "fmin_",
-             "ISNAN": "false", "D4": "8", "KT": "32", "KD": "256", **tiled_slots(1)}
+             "ISNAN": "false", "D4": "8", "KT": "32", "KD": "256",
+             **(regs_slots(8, 2) if name == "matmul/matmul_regs" else tiled_slots(1))}
     text = open(next(PACKAGE.parent.glob(f"shaders/{name}.wgsl"))).read()
-    if "{{REDUCE_OPS}}" in text:        # (an include with slots of its own)
-        text += open(next(PACKAGE.parent.glob("shaders/common/reduce_ops.wgsl"))).read()
+    # the slots of its includes and of the generated blocks count too
+    text += "".join(v for k, v in _builtin_slots().items() if "{{" + k + "}}" in text)
+    text += "".join(v for k, v in slots.items() if "{{" + k + "}}" in text)
     k = kernel(name, **{s: v for s, v in slots.items() if "{{" + s + "}}" in text})
     assert k.sig.bindings, name
     assert all(t in ("u32", "i32", "f32") for _, t in k.sig.params), name

@@ -29,25 +29,28 @@ def rows_attention_storage(d: int, kt: int = 32) -> int:
 ATTENTION_THREADS = 8192   # split a row's keys over threads until about this many run (few rows)
 MATMUL_ATTENTION_ROWS = 64  # q and kv lengths from which the two-matmul form is used
 SOFTWARE_ROWS_MIN_HEADS = 48  # on CPU adapters, batch x heads from which "rows" beats matmul
-FORCE_PATH: str | None = None  # "row", "rows" or "matmul": probes only (bench/attention_probe.py)
+SOFTWARE_REGS_MAX_ROWS = 4 * 12 * 128  # on CPU adapters, "regs" below this many query rows
+FORCE_PATH: str | None = None  # "row", "rows", "regs" or "matmul": probes, tests
 
 
 def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> str:
     """Which attention kernel runs: "matmul" (two tiled matmuls around a softmax), "rows"
-    (attention_rows.wgsl: query rows share K/V tiles) or "row" (attention.wgsl: a 256-thread
-    workgroup per query row, for a few query rows over many keys on a GPU).
+    (attention_rows.wgsl: query rows share K/V tiles), "regs" (attention_regs.wgsl: a thread
+    per query row, no workgroup memory) or "row" (attention.wgsl: a 256-thread workgroup per
+    query row, for a few query rows over many keys on a GPU).
 
-    Measured with bench/attention_probe.py (masked, head dim 32, ms; lavapipe / SwiftShader):
-      3x12x12:   row 16.1 / 130   rows 2.1 / 7.9    matmul 4.6 / 20.6
-      1x12x128:  row 93 / 477     rows 14.9 / 64.7  matmul 11.2 / 57.9
-      4x12x128:  row 378 / 1873   rows 35.0 / 182   matmul 42.1 / 240
-      8x12x128:  row 789 / 3745   rows 62.8 / 354   matmul 86.5 / 465
-      1x12x4x512 (lq x lk): row 8.5 / 30.2   rows 2.6 / 10.2   matmul 4.2 / 21.2
-    so the barrier-bound "row" kernel loses everywhere on CPU adapters, and the matmul form
-    wins only for one or two sequences of >= 64 rows there (12-24 heads x rows: too few
-    workgroups of "rows" for the cores). On GPUs the matmul form keeps the large shapes (tensor
-    of scores in one binding), and "row" the few-query, many-key ones (its 256 threads split
-    the keys; "rows" gives a row at most 8)."""
+    Measured with bench/attention_probe.py (masked, head dim 32, ms; lavapipe / SwiftShader),
+    after the register-only matmuls (matmul_regs) came to CPU adapters:
+      3x12x12:   rows 3.1 / 9.8    regs 2.4 / 2.2    matmul 4.0 / 34
+      1x12x128:  rows 19 / 73      regs 8.4 / 42     matmul 11.3 / 64
+      4x12x128:  rows 37 / 173     regs 36 / 178     matmul 43 / 251
+      8x12x128:  rows 63 / 313     regs 72 / 408     matmul 83 / 546
+      1x12x4x512 (lq x lk): rows 3.3 / 10.1   regs 1.9 / 5.5   matmul 12.6 / 60
+    (before them, "row" 16 / 130 at 3x12x12 and 789 / 3745 at 8x12x128: it loses everywhere
+    on CPU adapters). So CPU adapters take "regs" below SOFTWARE_REGS_MAX_ROWS query rows in
+    all (batch x heads x rows) and "rows" from there. On GPUs the matmul form keeps the large
+    shapes (tensor of scores in one binding), and "row" the few-query, many-key ones (its 256
+    threads split the keys; "rows" gives a row at most 8)."""
     software = L.info.software
     rows_ok = d <= 64 and L.info.limit("max-compute-workgroup-storage-size", 16384) >= \
         rows_attention_storage(d, rows_kt(software))
@@ -55,6 +58,8 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> 
         if FORCE_PATH == "rows" and not rows_ok:
             raise ValueError("attention: the rows kernel does not fit this shape or adapter")
         return FORCE_PATH
+    if software and (b * h * lq < SOFTWARE_REGS_MAX_ROWS or not rows_ok):
+        return "regs"
     if min(lq, lk) >= MATMUL_ATTENTION_ROWS and b * h * lq * lk * 4 <= L.info.max_binding_size \
             and (not software or not rows_ok or b * h < SOFTWARE_ROWS_MIN_HEADS):
         return "matmul"
@@ -93,6 +98,16 @@ def _attention(L: EmitContext, node: Node) -> Buf:
         L.prelowered[permute] = out
     else:
         os_ = (h * lq * d, lq * d, d)
+    if path == "regs":               # a thread per row, no workgroup memory (CPU adapters)
+        L.emit(kernel("attention/attention_regs", T=L.T(node.dtype), D4=str(-(-d // 4))),
+               {"q": qb, "k": kb, "v": vb, "mask": mask, "out": out},
+               {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"],
+                **{f"{t}_{s}": v for t, st in zip("qkvo", (qs, ks, vs, os_))
+                   for s, v in zip("bhi", st)}},
+               (-(-lq // L.wg), h, b),
+               {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
+                "WG": L.wg, "FULL": d % 4 == 0}, name="attention_regs")
+        return out
     rows = path == "rows"            # threads per row sharing K/V tiles (rows_attention_storage)
     shader = "attention/attention_rows" if rows else "attention/attention"
     # split each row's keys over more threads until ~128K threads are in flight
