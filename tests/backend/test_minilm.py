@@ -40,6 +40,29 @@ def test_minilm_embeddings_match_sentence_transformers(encoder, reference):
     assert np.abs(got - want).max() <= 1e-4
 
 
+def test_warm_up_compiles_what_later_batches_run(backend, reference):
+    """After warm_up (one sentence at 16 and 128 tokens), a batch of 3 short sentences and
+    one of 2 long ones compile no pipeline of their own (autotune timing off, as in the
+    browser: the compiled kernels are the picked ones), and give the fixture's embeddings."""
+    from webrlx.runtime import autotune
+    sentences, want, _ = reference
+    enc = minilm.load(device=backend)
+    saved = autotune.TIME_VARIANTS
+    autotune.TIME_VARIANTS = False
+    try:
+        assert enc.warm_up() > 0
+        if backend.name == "reference":
+            return
+        before = enc.device.stats["pipelines"]
+        short = [i for i, s in enumerate(sentences) if len(s.split()) < 8][:3]
+        got = enc.encode([sentences[i] for i in short])
+        enc.encode(["a fairly long sentence " * 20] * 2)
+        assert enc.device.stats["pipelines"] == before
+    finally:
+        autotune.TIME_VARIANTS = saved
+    np.testing.assert_allclose(got, want[short], atol=1e-4)
+
+
 def test_one_executable_serves_every_shape(encoder):
     long = "a somewhat longer sentence with more tokens in it, " * 3
     a = encoder.encode(["short", long])

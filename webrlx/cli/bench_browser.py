@@ -13,7 +13,9 @@ Cases: a 3x12 tokens, b 1x128, c 8x128; ids per case as bench/minilm.py's synthe
 
 Method: every browser runner gets its own Chromium launch with a fresh profile (cold GPU process
 and shader caches, as on a first visit). load = model load from bytes already fetched (webrlx:
-minilm.load from Pyodide's FS or the disk; ORT: InferenceSession.create from the fetched bytes);
+minilm.load from Pyodide's FS or the disk, then MiniLMEncoder.warm_up_async: one sentence's
+kernels compiled at 16 and 128 tokens, reported as warm_up_s too; --no-warm-up leaves it out;
+ORT: InferenceSession.create from the fetched bytes);
 Pyodide's boot and the fetches are reported apart (boot_s, fetch_s). first = the first run of a
 case after load (compiles its plan; cases run in order a, b, c in one session, so b and c may
 reuse kernels compiled for a); first_split_ms splits a webrlx first run into lower (graph ->
@@ -95,13 +97,18 @@ import json, time, numpy as np
 from webrlx.models import minilm
 t = time.perf_counter()
 enc = minilm.load(MODEL)
-out = {"load_s": time.perf_counter() - t, "adapter": enc.device.info.name,
+load_s = time.perf_counter() - t
+warm_up_s = await enc.warm_up_async() if WARM_UP else 0.0
+out = {"load_s": load_s + warm_up_s, "warm_up_s": warm_up_s, "adapter": enc.device.info.name,
        "backend": enc.device.info.backend, "cases": {}}
 for name, rows in IDS.items():
     feeds = enc.feeds(rows)
+    built = {id(p) for p in enc.executable.engine.plans.values()}
     t = time.perf_counter(); (first,) = await enc.executable.run_async(feeds)
     first_s = time.perf_counter() - t
     split = {k: v * 1e3 for k, v in enc.executable.last_plan.timings.items()}
+    if id(enc.executable.last_plan) in built:        # (its plan was built at warm-up)
+        split = {k: 0.0 for k in split}
     await enc.executable.run_async(feeds)
     warm = []
     for _ in range(REPEATS):
@@ -121,10 +128,12 @@ json.dumps(out)
 """
 
 
-def run_native(ids: dict[str, list[list[int]]], repeats: int, timeout: float) -> dict:
+def run_native(ids: dict[str, list[list[int]]], repeats: int, timeout: float,
+               warm_up: bool = True) -> dict:
     """webrlx through wgpu-py on Chromium's SwiftShader ICD, in a subprocess."""
-    code = WEBRLX_RUN.replace("await ", "").replace("run_async", "run")
-    code = (f"MODEL = None\nIDS = {ids!r}\nREPEATS = {repeats}\n"
+    code = WEBRLX_RUN.replace("await ", "").replace("run_async", "run").replace(
+        "warm_up_async", "warm_up")
+    code = (f"MODEL = None\nIDS = {ids!r}\nREPEATS = {repeats}\nWARM_UP = {warm_up}\n"
             + code.replace("json.dumps(out)", "print(json.dumps(out))"))
     env = {**os.environ, "VK_DRIVER_FILES": SWIFTSHADER_ICD}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
@@ -134,7 +143,8 @@ def run_native(ids: dict[str, list[list[int]]], repeats: int, timeout: float) ->
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def run_pyodide(ctx: Any, url: str, mode: str, config: dict, ids: dict, repeats: int) -> dict:
+def run_pyodide(ctx: Any, url: str, mode: str, config: dict, ids: dict, repeats: int,
+                warm_up: bool = True) -> dict:
     import browser_harness
     from webrlx.models.assets import MINILM_FILES
     t = time.perf_counter()
@@ -146,7 +156,7 @@ def run_pyodide(ctx: Any, url: str, mode: str, config: dict, ids: dict, repeats:
     code = (f"import os, time\nos.makedirs('/tmp/m', exist_ok=True)\n"
             f"from pyodide.http import pyfetch\n_t = time.perf_counter()\n{fetch}\n"
             f"FETCH_S = time.perf_counter() - _t\nMODEL = '/tmp/m'\n"
-            f"IDS = {ids!r}\nREPEATS = {repeats}\n"
+            f"IDS = {ids!r}\nREPEATS = {repeats}\nWARM_UP = {warm_up}\n"
             + WEBRLX_RUN.replace('out = {"load_s"', 'out = {"fetch_s": FETCH_S, "load_s"'))
     try:
         result = json.loads(py.run(code))
@@ -223,6 +233,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--runners", default=",".join(RUNNERS), help="comma list of "
                    + ",".join(RUNNERS))
     p.add_argument("--out", type=Path, help="also write the JSON here")
+    p.add_argument("--no-warm-up", action="store_true", help="load without "
+                   "MiniLMEncoder.warm_up (compiling one sentence's kernels at 16 and 128 "
+                   "tokens, counted in load_s)")
     p.add_argument("--timeout", type=float, default=3600, help="native runner's limit (s)")
     args = p.parse_args(argv)
     cases = {c: CASES[c] for c in args.cases.split(",") if c}
@@ -273,7 +286,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     result["versions"]["chromium"] = (ctx.browser.version if ctx.browser
                                                       else None)
                     if r in ("main", "worker"):
-                        out_runs[r] = run_pyodide(ctx, url, r, config, ids, args.repeats)
+                        out_runs[r] = run_pyodide(ctx, url, r, config, ids, args.repeats,
+                                                  not args.no_warm_up)
                     else:
                         out_runs[r] = run_ort(ctx, url, r.split("_")[1], ids, args.repeats)
                 progress(f"{r}: done " + ", ".join(
@@ -285,7 +299,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 text=True).stdout.strip()
     if "native" in runners:
         progress("native: start (webrlx through wgpu-py on SwiftShader)")
-        out_runs["native"] = run_native(ids, args.repeats, args.timeout)
+        out_runs["native"] = run_native(ids, args.repeats, args.timeout, not args.no_warm_up)
         progress("native: done " + ", ".join(
             f"{c}: first {v['first_ms']:.0f} ms warm {v['warm_ms']:.0f} ms"
             for c, v in out_runs["native"]["cases"].items()))
@@ -300,7 +314,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         result["cosine_reference"] = "webrlx numpy reference device"
     for r, run in out_runs.items():
         result["adapters"][r] = run.get("adapter")
-        result["load"][r] = {k: run[k] for k in ("boot_s", "fetch_s", "load_s") if k in run}
+        result["load"][r] = {k: run[k] for k in ("boot_s", "fetch_s", "load_s", "warm_up_s")
+                             if k in run}
         for k in ("ort_version", "backend", "threads"):
             if k in run:
                 result["load"][r][k] = run[k]

@@ -169,7 +169,12 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                  for r in (2, 1)}
         first = big_tile_first(m, n, batch, L.info.software)
         pick, other = tiles[first], tiles[3 - first]
-        tuned = f"matmul {acc_t}/{t} {m}x{n}x{k}x{batch}"
+        # software adapters tune per row class (cpu_regs_shape's: under 64 rows, or more),
+        # so every batch size of a class runs the same kernel: what
+        # MiniLMEncoder.warm_up compiled for one sentence serves the rest
+        rows = (f"m<{CPU_REGS_TALL}" if m < CPU_REGS_TALL else f"m>={CPU_REGS_TALL}") \
+            if L.info.software else str(m)
+        tuned = f"matmul {acc_t}/{t} {rows}x{n}x{k}x{batch}"
         # software adapters: register-only kernels first (matmul_regs.wgsl)
         if L.info.software:
             regs = {(rr, cq): (Variant.of(f"matmul_regs_{rr}x{cq}", kernel(
@@ -198,12 +203,13 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
 # (4x1 / 8x1 / 4x2 / 8x4 / 12x2 / 16x1 measured within 15% of these, or slower; bounds checks
 # inside the K loop had cost 1.5x)
 CPU_REGS = ((8, 2), (16, 2), (8, 1), (16, 1), (4, 2))
+CPU_REGS_TALL = 64         # rows from which the 16-row shapes are the default
 
 
 def cpu_regs_shape(m: int, n: int) -> tuple[int, int]:
-    """matmul_regs's default (rows, column quads) a thread: 16 rows from 96, else 8; 2 column
-    quads where N / 4 is even."""
-    return (16 if m >= 96 else 8), (2 if (n // 4) % 2 == 0 else 1)
+    """matmul_regs's default (rows, column quads) a thread: 16 rows from CPU_REGS_TALL rows,
+    else 8; 2 column quads where N / 4 is even."""
+    return (16 if m >= CPU_REGS_TALL else 8), (2 if (n // 4) % 2 == 0 else 1)
 SPLIT_K_BELOW = 96     # split K when 64x64 tiles give fewer workgroups than this (GPUs)
 SPLIT_K_MAX = 8
 SPLIT_K_MIN_K = 256    # shorter K: nothing to gain from pieces

@@ -2,6 +2,7 @@
 `encode(texts)` (or `await encode_async(texts)`) gives (n, 384) L2-normalized float32 rows."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -14,6 +15,9 @@ from .safetensors import load_safetensors
 from .tokenizer import WordPieceTokenizer
 
 SEQ_BUCKET = 16   # pad lengths to a multiple of this: fewer plans, identical results (masked)
+# warm_up(): one sentence at these lengths: short inputs and 128-token ones pick the kernel
+# variants (tile shapes) that other batch sizes of similar lengths run too
+WARM_LENGTHS = (16, 128)
 MAX_LENGTH = 256  # sentence-transformers' max_seq_length for this model
 
 
@@ -74,6 +78,33 @@ class MiniLMEncoder:
         """Return (len(texts), 384) float32 L2-normalized embeddings."""
         batches, order = self._batches(texts, batch_size)
         return self._gather([self.executable.run(f)[0] for f in batches], order)
+
+    def _warm_feeds(self, lengths: Sequence[int]) -> list[dict[str, np.ndarray]]:
+        return [self.feeds([self.tokenizer.encode("a " * n, n)]) for n in lengths]
+
+    def warm_up(self, lengths: Sequence[int] = WARM_LENGTHS) -> float:
+        """Compile the kernels of one sentence at each of `lengths` (and run the first) now,
+        so a later encode() finds their pipelines compiled; return the seconds it took.
+        Worth it where compiling is slow (a software adapter in the browser: a MiniLM
+        pipeline takes Chromium's SwiftShader 0.05-0.3 s) and load time is spent anyway."""
+        t = time.perf_counter()
+        for i, f in enumerate(self._warm_feeds(lengths)):
+            if i == 0 or self.device.info.backend == "reference":    # (it has no plans)
+                self.executable.run(f)
+            else:
+                self.executable.plan(self.executable.check_feeds(f)[1])
+        return time.perf_counter() - t
+
+    async def warm_up_async(self, lengths: Sequence[int] = WARM_LENGTHS) -> float:
+        """Async form of warm_up(): the first length runs, the others compile their plans
+        where the device can wait synchronously (JSPI), else run too."""
+        t = time.perf_counter()
+        for i, f in enumerate(self._warm_feeds(lengths)):
+            if i > 0 and self.device.can_run_sync and self.device.info.backend != "reference":
+                self.executable.plan(self.executable.check_feeds(f)[1])
+            else:
+                await self.executable.run_async(f)
+        return time.perf_counter() - t
 
     async def encode_async(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Async form of encode (the browser's form)."""
