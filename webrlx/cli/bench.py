@@ -118,6 +118,38 @@ def matmul_cases(sizes: list[int], dtype: str, iters: int, repeats: int) -> list
     return rows
 
 
+def io_case(n: int, repeats: int) -> dict[str, Any]:
+    """A whole `exe.run` of an n x n x n f32 matmul with numpy in and out (uploads, the
+    matmul, the readback into a new array), beside torch doing the same job with its copies:
+    torch.from_numpy(...).cuda() for both inputs, the matmul, .cpu().numpy() (numpy's matmul
+    where there is no CUDA)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = rng.standard_normal((n, n)).astype(np.float32)
+    g = wr.Graph()
+    x, y = g.input("a", (n, n)), g.input("b", (n, n))
+    exe = wr.compile(g, outputs=[x @ y])
+    feeds = {"a": a, "b": b}
+    sec = _time(lambda: exe.run(feeds), lambda: None, 1, repeats)
+    row: dict[str, Any] = {"case": f"exe.run numpy in/out matmul {n}x{n}x{n}",
+                           "dtype": "float32", "webrlx_ms": sec * 1e3}
+    torch = _torch()
+    if torch is not None and torch.cuda.is_available():
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+        def job() -> np.ndarray:
+            return (torch.from_numpy(a).cuda() @ torch.from_numpy(b).cuda()).cpu().numpy()
+        ref = _time(job, torch.cuda.synchronize, 1, repeats)
+        row["reference"] = f"torch {torch.__version__} cuda float32 (TF32 off), H2D + D2H"
+    else:
+        ref = _time(lambda: a @ b, lambda: None, 1, repeats)
+        row["reference"] = f"numpy {np.__version__} cpu"
+    row["ref_ms"] = ref * 1e3
+    row["ratio_vs_ref"] = row["ref_ms"] / row["webrlx_ms"]
+    row["dispatches"] = len(exe.last_plan.dispatches) if exe.last_plan else 0
+    return row
+
+
 def elementwise_chain(n_nodes: int, iters: int, repeats: int, fuse: bool) -> dict[str, Any]:
     """100 dependent small elementwise nodes: host cost per dispatch (unfused: 100 kernels)."""
     def build(x: wr.Tensor) -> wr.Tensor:
@@ -240,7 +272,7 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m webrlx bench")
     p.add_argument("--quick", action="store_true", help="small sizes (CPU adapters)")
     p.add_argument("--only", default="",
-                   help="comma list: matmul,f16,chain,rows,attention,minilm,train")
+                   help="comma list: matmul,f16,chain,io,rows,attention,minilm,train")
     p.add_argument("--peer", default="", help="tinygrad: its WEBGPU backend, same run")
     p.add_argument("--browser", action="store_true", help="MiniLM in headless Chromium beside "
                    "onnxruntime-web (bench --browser --help)")
@@ -261,6 +293,8 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     if not only or "chain" in only:
         out["cases"].append(elementwise_chain(100, 20, repeats, fuse=False))
         out["cases"].append(elementwise_chain(100, 20, repeats, fuse=True))
+    if not only or "io" in only:
+        out["cases"].append(io_case(sizes[-1], repeats))
     if not only or "rows" in only:
         out["cases"] += row_op_cases(iters, repeats, args.quick)
     if not only or "attention" in only:
