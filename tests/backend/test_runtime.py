@@ -273,3 +273,18 @@ def test_concurrent_run_async_calls_serialize(backend):
     outs = run_coroutine(many())
     for i, (out,) in enumerate(outs):
         np.testing.assert_array_equal(out, np.full(4, 3.0 * i, np.float32))
+
+
+def test_outputs_are_writable_and_independent_of_later_runs(backend):
+    """run() returns arrays the caller owns: writable, and not overwritten by the next run
+    (one output is a view of its own readback copy, several are copied apart)."""
+    g = wr.Graph()
+    x = g.input("x", (4, 8))
+    for outs in ([x * 2.0], [x * 2.0, x.sum()]):
+        exe = wr.compile(g, outputs=outs, device=backend)
+        a = np.arange(32, dtype=np.float32).reshape(4, 8)
+        first = exe.run({"x": a})
+        first[0][0, 0] = -1.0
+        second = exe.run({"x": a + 1})
+        assert first[0][0, 0] == -1.0 and first[0][1, 0] == 16.0
+        np.testing.assert_array_equal(second[0], (a + 1) * 2)

@@ -179,14 +179,18 @@ class Plan:
                              storage_np(o.dtype, self.f16)) for o, pair in zip(outs, self.slots)]
 
     def unpack(self, raw: memoryview) -> list[np.ndarray]:
-        """Split the staging bytes into the output arrays (user dtypes, own memory)."""
+        """Split the staging bytes (a fresh, writable copy of the mapped range) into the output
+        arrays (user dtypes, own memory). One output in its storage dtype is a view of `raw`,
+        not a second copy (a 64 MB result: ~10 ms less per run); several outputs are copied,
+        so a small one does not keep the whole readback alive."""
         data = np.frombuffer(raw, np.uint8)
         outs = []
+        alone = len(self.program.outputs) == 1
         for o, off in zip(self.program.outputs, self.out_offsets):
             sd = storage_np(o.dtype, self.f16)
             n = int(np.prod(o.shape))
             arr = data[off: off + n * sd.itemsize].view(sd).reshape(o.shape)
-            outs.append(arr.astype(o.dtype.np_dtype))
+            outs.append(arr.astype(o.dtype.np_dtype, copy=not alone))
         return outs
 
 
