@@ -15,6 +15,11 @@
 // workgroup memory with every read broadcast or conflict-free: Q and K rows are padded to 17
 // vec4 (8 rows read at once land on distinct banks), P rows to 33 floats, and V is read so the
 // 4 quarters of an item read 4 consecutive vec4 (a thread owns d4 = 4 c + qd).
+// Measured (H100, bench/prefill_attention_probe.py, SmolLM2's heads, us with the combine):
+// S 128: 24.5 (attn_prefill 63-73); 512: 99 (286-318); 2048: 959-1034 (2830-4067), ~5
+// TFLOP/s at 2048: the scores phase reads 6 vec4 from workgroup memory per 8 dot4s; a larger
+// register tile (4 items x 4 keys) is the next thing to try. Fewer key chunks (one, no
+// combine) was slower at 128 (31 us): 36 workgroups.
 // Limits: workgroup memory 29.8 KB (the lowering checks the adapter's limit); D % 4 == 0,
 // D <= 64; keys split across workgroups in run-time chunks of `gran` (a multiple of BK) as
 // attn_decode, merged by attn_combine (`direct` when nsplit == 1).
