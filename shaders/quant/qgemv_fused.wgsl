@@ -24,23 +24,7 @@
 // partial sums of a row (one thread summing 256 values had cost ~4 us a call: 3.31 -> 2.89
 // ms a step). The scale 1/rms is applied after the dot. Tried: nothing else yet; next would be
 // q/k/v in one dispatch (needs more than WebGPU's 8 storage bindings as written).
-struct Params { M: u32, N: u32, K: u32, nw: u32, eps: f32, hd: u32, S: u32, T: u32 }
-@group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
-@group(0) @binding(1) var<storage, read_write> w: array<u32>;
-@group(0) @binding(2) var<storage, read_write> w2: array<u32>;
-@group(0) @binding(3) var<storage, read_write> g: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> res: array<f32>;
-@group(0) @binding(5) var<storage, read_write> pos: array<i32>;
-@group(0) @binding(6) var<storage, read_write> freq: array<u32>;
-@group(0) @binding(7) var<storage, read_write> out: array<f32>;
-@group(0) @binding(8) var<uniform> p: Params;
-
-override Q8_0: bool = false;      // false: Q4_1
-override NORM: bool = false;
-override SWIGLU: bool = false;
-override RES: bool = false;
-override ROPE: bool = false;
-override CACHE: bool = false;
+{{QFUSED_IO}}
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4
 override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32
 override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x loads shared)
@@ -51,15 +35,6 @@ var<workgroup> red2: array<vec4<f32>, 256>;   // the same for w2 (SWIGLU)
 var<workgroup> scale: array<vec4<f32>, 4>;    // 1/rms of each x row of each quad (NORM)
 var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE partners)
 
-fn wword(i: u32, second: bool) -> u32 {
-    if (second) { return w2[i]; }
-    return w[i];
-}
-fn x_vec(r: u32, k4: u32) -> vec4<f32> {         // x times the norm weight under NORM
-    var v = vec4<f32>(x[r * (p.K >> 2u) + k4]);
-    if (NORM) { v *= g[k4]; }
-    return v;
-}
 {{QBLOCKS}}
 {{ROPE_TURN}}
 

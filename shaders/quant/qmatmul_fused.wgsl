@@ -25,23 +25,7 @@
 // latency-bound at ~25 us, where the GEMV is as fast; per thread the x loads (8 vec4 a unit,
 // broadcast in a warp) and the dequantization of 4 weight rows. On lavapipe the GEMV's CPU
 // shape (1x8) is ~1.7x faster than this kernel, so CPU adapters keep it.
-struct Params { M: u32, N: u32, K: u32, nw: u32, eps: f32, hd: u32, S: u32, T: u32 }
-@group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
-@group(0) @binding(1) var<storage, read_write> w: array<u32>;
-@group(0) @binding(2) var<storage, read_write> w2: array<u32>;
-@group(0) @binding(3) var<storage, read_write> g: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> res: array<f32>;
-@group(0) @binding(5) var<storage, read_write> pos: array<i32>;
-@group(0) @binding(6) var<storage, read_write> freq: array<u32>;
-@group(0) @binding(7) var<storage, read_write> out: array<f32>;
-@group(0) @binding(8) var<uniform> p: Params;
-
-override Q8_0: bool = false;      // false: Q4_1
-override NORM: bool = false;
-override SWIGLU: bool = false;
-override RES: bool = false;
-override ROPE: bool = false;
-override CACHE: bool = false;
+{{QFUSED_IO}}
 override RG: u32 = 4u;            // row quads per workgroup: 1, 2, 4 or 8
 override KS: u32 = 4u;            // K-groups: 16 / RG (set by the host)
 const ROWS: u32 = 4u;             // (common/qblocks.wgsl: x rows per load_x)
@@ -51,15 +35,6 @@ const RPW: u32 = 8u;
 var<workgroup> red: array<vec4<f32>, 256>;    // a partial sum (4 rows) per thread
 var<workgroup> scale: array<vec4<f32>, 8>;    // 1/rms of each row quad's rows (NORM)
 
-fn wword(i: u32, second: bool) -> u32 {
-    if (second) { return w2[i]; }
-    return w[i];
-}
-fn x_vec(r: u32, k4: u32) -> vec4<f32> {         // x times the norm weight under NORM
-    var v = vec4<f32>(x[r * (p.K >> 2u) + k4]);
-    if (NORM) { v *= g[k4]; }
-    return v;
-}
 {{QBLOCKS}}
 {{ROPE_TURN}}
 
