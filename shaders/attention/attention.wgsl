@@ -4,18 +4,7 @@
 // q/k/v/out are read through (batch, head, row) strides so [B,S,H,D] layouts need no copy.
 // bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
 // 4 out, 5 params. grid: (Lq, H, B).
-struct Params { Lq: u32, Lk: u32, D: u32, scale: f32,
-                q_b: u32, q_h: u32, q_i: u32, k_b: u32, k_h: u32, k_i: u32,
-                v_b: u32, v_h: u32, v_i: u32, o_b: u32, o_h: u32, o_i: u32 }
-@group(0) @binding(0) var<storage, read_write> q: array<{{T}}>;
-@group(0) @binding(1) var<storage, read_write> k: array<{{T}}>;
-@group(0) @binding(2) var<storage, read_write> v: array<{{T}}>;
-@group(0) @binding(3) var<storage, read_write> mask: array<i32>;
-@group(0) @binding(4) var<storage, read_write> out: array<{{T}}>;
-@group(0) @binding(5) var<uniform> p: Params;
-
-override HAS_MASK: bool = false;
-override CAUSAL: bool = false;
+{{ATTENTION_IO}}
 const WG: u32 = 256u;
 const KT: u32 = 256u;
 var<workgroup> qs: array<f32, 256>;
@@ -54,7 +43,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var l = 0.0;
     var acc = 0.0;
     // causal: query i sees keys up to i + (Lk - Lq)
-    let kv_end = select(p.Lk, min(p.Lk, i + 1u + p.Lk - p.Lq), CAUSAL);
+    let kv_end = key_end(i);
     for (var t0 = 0u; t0 < kv_end; t0 += KT) {
         let j = t0 + lid;
         var s = -3.4028234663852886e38;

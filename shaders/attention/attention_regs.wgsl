@@ -9,18 +9,7 @@
 // (and Chromium's SwiftShader compiles ~75 ms per KB of it). Head dim <= 256 ({{D4}} vec4
 // registers each for q and acc: CPU adapters keep them on the stack when they spill).
 // Measured: see lower_attention.attention_path.
-struct Params { Lq: u32, Lk: u32, D: u32, scale: f32,
-                q_b: u32, q_h: u32, q_i: u32, k_b: u32, k_h: u32, k_i: u32,
-                v_b: u32, v_h: u32, v_i: u32, o_b: u32, o_h: u32, o_i: u32 }
-@group(0) @binding(0) var<storage, read_write> q: array<{{T}}>;
-@group(0) @binding(1) var<storage, read_write> k: array<{{T}}>;
-@group(0) @binding(2) var<storage, read_write> v: array<{{T}}>;
-@group(0) @binding(3) var<storage, read_write> mask: array<i32>;
-@group(0) @binding(4) var<storage, read_write> out: array<{{T}}>;
-@group(0) @binding(5) var<uniform> p: Params;
-
-override HAS_MASK: bool = false;
-override CAUSAL: bool = false;
+{{ATTENTION_IO}}
 override WG: u32 = 64u;
 override FULL: bool = false;                    // D % 4 == 0: unguarded loads
 const D4: u32 = {{D4}}u;
@@ -67,8 +56,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     var m = -3.4028234663852886e38;
     var l = 0.0;
-    // causal: query i sees keys up to i + (Lk - Lq)
-    let end = select(p.Lk, min(p.Lk, i + 1u + p.Lk - p.Lq), CAUSAL);
+    let end = key_end(i);
     for (var j = 0u; j < end; j++) {
         if (HAS_MASK && mask[b * p.Lk + j] == 0) { continue; }
         var dot = vec4<f32>(0.0);

@@ -11,18 +11,7 @@
 // q/k/v/out are read through (batch, head, row) strides (dim stride 1).
 // bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
 // 4 out, 5 params. grid: (ceil(Lq / (WG / SPLIT)), H, B).
-struct Params { Lq: u32, Lk: u32, D: u32, scale: f32,
-                q_b: u32, q_h: u32, q_i: u32, k_b: u32, k_h: u32, k_i: u32,
-                v_b: u32, v_h: u32, v_i: u32, o_b: u32, o_h: u32, o_i: u32 }
-@group(0) @binding(0) var<storage, read_write> q: array<{{T}}>;
-@group(0) @binding(1) var<storage, read_write> k: array<{{T}}>;
-@group(0) @binding(2) var<storage, read_write> v: array<{{T}}>;
-@group(0) @binding(3) var<storage, read_write> mask: array<i32>;
-@group(0) @binding(4) var<storage, read_write> out: array<{{T}}>;
-@group(0) @binding(5) var<uniform> p: Params;
-
-override HAS_MASK: bool = false;
-override CAUSAL: bool = false;
+{{ATTENTION_IO}}
 override DV4: u32 = 8u;                         // ceil(D / 4): constant loop bounds unroll
 override SPLIT: u32 = 1u;                         // threads per query row: 1, 2, 4 or 8
 const WG: u32 = 64u;
@@ -62,8 +51,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     // causal: query i sees keys up to i + (Lk - Lq); the workgroup needs its last row's
     let last = min(wid.x * BQ + BQ, p.Lq) - 1u;   // (the workgroup's last row)
-    let kv_end = select(p.Lk, min(p.Lk, last + 1u + p.Lk - p.Lq), CAUSAL);
-    let my_end = select(p.Lk, min(p.Lk, i + 1u + p.Lk - p.Lq), CAUSAL);
+    let kv_end = key_end(last);
+    let my_end = key_end(i);
     for (var t0 = 0u; t0 < kv_end; t0 += KT) {
         let n = min(KT, kv_end - t0);
         for (var e = lid; e < KT * d4; e += WG) {

@@ -1,0 +1,21 @@
+// The signature shared by the fused attention kernels (attention/attention, attention_rows,
+// attention_regs: the lowering's "row", "rows" and "regs" paths): q, k, v read through
+// (batch, head, row) strides (dim stride 1), 3 mask [B, Lk] i32 (0 = masked; a dummy when
+// HAS_MASK is false), 4 out, 5 params; causal: query i sees keys up to i + (Lk - Lq).
+struct Params { Lq: u32, Lk: u32, D: u32, scale: f32,
+                q_b: u32, q_h: u32, q_i: u32, k_b: u32, k_h: u32, k_i: u32,
+                v_b: u32, v_h: u32, v_i: u32, o_b: u32, o_h: u32, o_i: u32 }
+@group(0) @binding(0) var<storage, read_write> q: array<{{T}}>;
+@group(0) @binding(1) var<storage, read_write> k: array<{{T}}>;
+@group(0) @binding(2) var<storage, read_write> v: array<{{T}}>;
+@group(0) @binding(3) var<storage, read_write> mask: array<i32>;
+@group(0) @binding(4) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+override HAS_MASK: bool = false;
+override CAUSAL: bool = false;
+
+// the keys query row i sees: all Lk, or under CAUSAL those up to i + (Lk - Lq)
+fn key_end(i: u32) -> u32 {
+    return select(p.Lk, min(p.Lk, i + 1u + p.Lk - p.Lq), CAUSAL);
+}
