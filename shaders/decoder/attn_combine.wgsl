@@ -15,6 +15,8 @@ struct Params { n: u32, S: u32, H: u32, G: u32, Hkv: u32, D4: u32, T: u32, nspli
 
 override WG: u32 = 256;
 
+{{KV_CHUNKS}}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -25,8 +27,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let s = (idx / (p.D4 * p.H)) % p.S;
     let b = idx / (p.D4 * p.H * p.S);
     let p0 = u32(max(pos[0], 0));
-    let L = min(p.T, p0 + p.S);
-    let cl = max(p.gran, ((L + p.nsplit - 1u) / p.nsplit + p.gran - 1u) / p.gran * p.gran);
+    let L = valid_keys(p0);
+    let cl = chunk_len(L);
     let nc = (L + cl - 1u) / cl;
     let RI = p.S * p.G;
     let i = s * p.G + h % p.G;

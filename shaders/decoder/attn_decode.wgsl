@@ -38,14 +38,7 @@
 // bindings: 0 q (B, S, H, D), 1 kc, 2 vc (B, Hkv, T, D), 3 pos (i32, [1]),
 // 4 dst: out (B, S, H, D) when direct, else partials [B, Hkv, nsplit, S*G, D4 + 1] vec4
 // (acc..., (m, l, 0, 0)), 5 params. grid: (nsplit, item tiles * Hkv, B).
-struct Params { S: u32, H: u32, G: u32, Hkv: u32, D4: u32, T: u32, nsplit: u32, gran: u32,
-                direct: u32, scale: f32 }
-@group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> kc: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> vc: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> pos: array<i32>;
-@group(0) @binding(4) var<storage, read_write> dst: array<vec4<f32>>;
-@group(0) @binding(5) var<uniform> p: Params;
+{{KV_ATTENTION_IO}}
 
 override KT: u32 = 32u;                 // keys per tile: 32 for D <= 64, 16 for D <= 128
 override RW: u32 = 8u;                  // items per workgroup, RW * D4 <= WG
@@ -71,8 +64,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let RI = p.S * p.G;                              // items per kv head
     let i0 = it * RW;
     let R = min(RW, RI - i0);                        // items of this workgroup
-    let L = min(p.T, p0 + p.S);
-    let cl = max(p.gran, ((L + p.nsplit - 1u) / p.nsplit + p.gran - 1u) / p.gran * p.gran);
+    let L = valid_keys(p0);
+    let cl = chunk_len(L);
     if (c * cl >= L) { return; }                     // past the last chunk: nothing to do
     let s_last = (i0 + R - 1u) / p.G;
     let k0 = c * cl;
@@ -80,7 +73,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let kbase = (b * p.Hkv + hk) * p.T * D4;
     for (var e = lid; e < R * D4; e += WG) {
         let i = i0 + e / D4;
-        Qs[e] = q[((b * p.S + i / p.G) * p.H + hk * p.G + i % p.G) * D4 + e % D4] * p.scale;
+        Qs[e] = q[((b * p.S + i / p.G) * p.H + item_head(hk, i)) * D4 + e % D4] * p.scale;
     }
     let j = lid % KT;                                // scores: this thread's key
     let rg = lid / KT;                               // and its items rg, rg + WG / KT, ...
@@ -166,7 +159,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (mine && kp == 0u) {
         let i = i0 + r;
         if (p.direct != 0u) {
-            let o = ((b * p.S + i / p.G) * p.H + hk * p.G + i % p.G) * D4 + col;
+            let o = ((b * p.S + i / p.G) * p.H + item_head(hk, i)) * D4 + col;
             dst[o] = select(acc / l, vec4<f32>(0.0), l == 0.0);
         } else {
             let row = (((b * p.Hkv + hk) * p.nsplit + c) * RI + i) * (D4 + 1u);

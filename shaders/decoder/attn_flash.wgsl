@@ -26,14 +26,7 @@
 // bindings: 0 q (B, S, H, D), 1 kc, 2 vc (B, Hkv, T, D), 3 pos (i32, [1]),
 // 4 dst: out (B, S, H, D) when direct, else partials [B, Hkv, nsplit, S*G, D4 + 1] vec4
 // (acc..., (m, l, 0, 0)), 5 params. grid: (nsplit, item tiles * Hkv, B).
-struct Params { S: u32, H: u32, G: u32, Hkv: u32, D4: u32, T: u32, nsplit: u32, gran: u32,
-                direct: u32, scale: f32 }
-@group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> kc: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> vc: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> pos: array<i32>;
-@group(0) @binding(4) var<storage, read_write> dst: array<vec4<f32>>;
-@group(0) @binding(5) var<uniform> p: Params;
+{{KV_ATTENTION_IO}}
 
 override DV4: u32 = 16u;                        // D / 4 (<= 16): constant loop bounds unroll
 const WG: u32 = 128u;
@@ -58,8 +51,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b = wid.z;
     let RI = p.S * p.G;                         // items of a kv head
     let i0 = it * BI;
-    let L = min(p.T, p0 + p.S);
-    let cl = max(p.gran, ((L + p.nsplit - 1u) / p.nsplit + p.gran - 1u) / p.gran * p.gran);
+    let L = valid_keys(p0);
+    let cl = chunk_len(L);
     if (c * cl >= L) { return; }                // (uniform: the workgroup's chunk)
     let s_last = (min(i0 + BI, RI) - 1u) / p.G;
     let k0 = c * cl;
@@ -72,7 +65,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let i = i0 + ii;
         var v = vec4<f32>(0.0);
         if (i < RI) {
-            let h = hk * p.G + i % p.G;
+            let h = item_head(hk, i);
             v = q[((b * p.S + i / p.G) * p.H + h) * DV4 + e % DV4] * p.scale;
         }
         Qs[ii * RS + e % DV4] = v;
@@ -155,7 +148,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let i = i0 + ui;
     if (i >= RI) { return; }
     let s = i / p.G;
-    let h = hk * p.G + i % p.G;
+    let h = item_head(hk, i);
     let acc = array<vec4<f32>, 4>(a0, a1, a2, a3);
     if (p.direct != 0u) {
         let inv = select(1.0 / l, 0.0, l == 0.0);

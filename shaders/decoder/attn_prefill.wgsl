@@ -21,14 +21,7 @@
 // bindings: 0 q (B, S, H, D), 1 kc, 2 vc (B, Hkv, T, D), 3 pos (i32, [1]),
 // 4 dst: out (B, S, H, D) when direct, else partials [B, Hkv, nsplit, S*G, D4 + 1] vec4
 // (acc..., (m, l, 0, 0)), 5 params. grid: (nsplit, item tiles * Hkv, B).
-struct Params { S: u32, H: u32, G: u32, Hkv: u32, D4: u32, T: u32, nsplit: u32, gran: u32,
-                direct: u32, scale: f32 }
-@group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> kc: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> vc: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> pos: array<i32>;
-@group(0) @binding(4) var<storage, read_write> dst: array<vec4<f32>>;
-@group(0) @binding(5) var<uniform> p: Params;
+{{KV_ATTENTION_IO}}
 
 override SPLIT: u32 = 1u;                       // threads per item: 1, 2, 4 or 8
 override DV4: u32 = 16u;                        // D / 4: constant loop bounds unroll
@@ -59,15 +52,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let RI = p.S * p.G;
     let i = it * BQ + lid / SPLIT;                  // this thread's item
     let part = lid % SPLIT;
-    let L = min(p.T, p0 + p.S);
-    let cl = max(p.gran, ((L + p.nsplit - 1u) / p.nsplit + p.gran - 1u) / p.gran * p.gran);
+    let L = valid_keys(p0);
+    let cl = chunk_len(L);
     if (c * cl >= L) { return; }
     let s_last = (min(it * BQ + BQ, RI) - 1u) / p.G;
     let k0 = c * cl;
     let k1 = min(min(k0 + cl, L), p0 + s_last + 1u);
     let kbase = (b * p.Hkv + hk) * p.T * DV4;
     let s = i / p.G;
-    let h = hk * p.G + i % p.G;
+    let h = item_head(hk, i);
     let my_end = min(k1, p0 + s + 1u);
     var qr: array<vec4<f32>, D4M>;
     var acc: array<vec4<f32>, D4M>;

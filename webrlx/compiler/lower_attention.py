@@ -98,12 +98,12 @@ def _attention(L: EmitContext, node: Node) -> Buf:
         L.prelowered[permute] = out
     else:
         os_ = (h * lq * d, lq * d, d)
+    strides = {f"{t}_{s}": v for t, st in zip("qkvo", (qs, ks, vs, os_))
+               for s, v in zip("bhi", st)}
     if path == "regs":               # a thread per row, no workgroup memory (CPU adapters)
         L.emit(kernel("attention/attention_regs", T=L.T(node.dtype), D4=str(-(-d // 4))),
                {"q": qb, "k": kb, "v": vb, "mask": mask, "out": out},
-               {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"],
-                **{f"{t}_{s}": v for t, st in zip("qkvo", (qs, ks, vs, os_))
-                   for s, v in zip("bhi", st)}},
+               {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides},
                (-(-lq // L.wg), h, b),
                {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
                 "WG": L.wg, "FULL": d % 4 == 0}, name="attention_regs")
@@ -113,8 +113,6 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     # split each row's keys over more threads until ~128K threads are in flight
     split = min(8, 1 << max(0, math.ceil(math.log2(max(1, ATTENTION_THREADS / (b * h * lq))))))
     grid = (-(-lq // (64 // split)), h, b) if rows else (lq, h, b)
-    strides = {f"{t}_{s}": v for t, st in zip("qkvo", (qs, ks, vs, os_))
-               for s, v in zip("bhi", st)}
     kt = rows_kt(L.info.software)
     slots = {"D4": str(-(-d // 4)), "KT": str(kt), "KD": str(kt * -(-d // 4))} if rows else {}
     L.emit(kernel(shader, T=L.T(node.dtype), **slots), {"q": qb, "k": kb, "v": vb, "mask": mask,

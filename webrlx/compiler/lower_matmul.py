@@ -177,14 +177,17 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
         tuned = f"matmul {acc_t}/{t} {rows}x{n}x{k}x{batch}"
         # software adapters: register-only kernels first (matmul_regs.wgsl)
         if L.info.software:
-            regs = {(rr, cq): (Variant.of(f"matmul_regs_{rr}x{cq}", kernel(
-                "matmul/matmul_regs", T=t, C=acc_t, **regs_slots(rr, cq)),
-                (-(-n // (4 * cq * L.wg)), -(-m // rr), batch), {**overrides, "WG": L.wg}),
-                kernel("matmul/matmul_regs", T=t, C=acc_t, **regs_slots(rr, cq)))
-                for rr, cq in CPU_REGS if (n // 4) % cq == 0}
-            lead, lead_k = regs[cpu_regs_shape(m, n)]
-            L.emit(lead_k, bindings, params, lead.grid, lead.overrides, name=lead.name,
-                   variants=[pick, other, *(v for v, _ in regs.values() if v is not lead)],
+            shapes = [(rr, cq) for rr, cq in CPU_REGS if (n // 4) % cq == 0]
+            kernels = {sh: kernel("matmul/matmul_regs", T=t, C=acc_t, **regs_slots(*sh))
+                       for sh in shapes}
+            regs = {(rr, cq): Variant.of(f"matmul_regs_{rr}x{cq}", kernels[rr, cq],
+                                         (-(-n // (4 * cq * L.wg)), -(-m // rr), batch),
+                                         {**overrides, "WG": L.wg}) for rr, cq in shapes}
+            first_shape = cpu_regs_shape(m, n)
+            lead = regs[first_shape]
+            L.emit(kernels[first_shape], bindings, params, lead.grid, lead.overrides,
+                   name=lead.name,
+                   variants=[pick, other, *(v for v in regs.values() if v is not lead)],
                    tune_key=tuned, windows=windows)
             return
         L.emit(kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(first)), bindings,
@@ -297,12 +300,6 @@ def regs_slots(rr: int, cq: int) -> dict[str, str]:
     # 8 / 16 / 32 of them (with RUNTIME_EPILOGUE's bias + activation switch inlined in each;
     # 0.5 / 1.5 s at 16 / 32 with a constant epilogue), the loop 0.1 / 0.2 / 0.3 s
     names = ", ".join(f"acc{i}_{j}" for i in range(rr) for j in range(cq))
-    stores = [f"    let accs = array<vec4<{{{{C}}}}>, {rr * cq}>({names});",
-              f"    for (var s = 0u; s < {rr * cq}u; s++) {{",
-              f"        store(wid.z, row0 + s / {cq}u, c4 + s % {cq}u, accs[s]);",
-              "    }"]
-    return {"RR": str(rr), "CQ": str(cq), "ACCS": "\n".join(accs), "ROWS": "\n".join(rows),
-                "FMAS": "\n".join(fmas), "STORES": "\n".join(stores)}
     stores = [f"    let accs = array<vec4<{{{{C}}}}>, {rr * cq}>({names});",
               f"    for (var s = 0u; s < {rr * cq}u; s++) {{",
               f"        store(wid.z, row0 + s / {cq}u, c4 + s % {cq}u, accs[s]);",

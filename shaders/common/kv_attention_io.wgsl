@@ -1,0 +1,19 @@
+// The signature shared by cached_attention's kernels (decoder/attn_decode, attn_prefill,
+// attn_flash: one call's alternatives): q (B, S, H, D), kc / vc (B, Hkv, T, D), pos (i32,
+// [1]), dst (out, or per-chunk partials for decoder/attn_combine), params; and the run-time
+// key chunking they and attn_combine agree on.
+struct Params { S: u32, H: u32, G: u32, Hkv: u32, D4: u32, T: u32, nsplit: u32, gran: u32,
+                direct: u32, scale: f32 }
+@group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> kc: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> vc: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> pos: array<i32>;
+@group(0) @binding(4) var<storage, read_write> dst: array<vec4<f32>>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+{{KV_CHUNKS}}
+
+// the (row, query head) item i of kv head hk: its query head
+fn item_head(hk: u32, i: u32) -> u32 {
+    return hk * p.G + i % p.G;
+}
