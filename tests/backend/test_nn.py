@@ -211,3 +211,24 @@ def test_attention_each_kernel(backend, path, lq, lk, causal, monkeypatch):
     check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
           lambda q, k, v, m: _attn(q, k, v, mask=m, causal=causal), rand(3, 4, lq, 32),
           rand(3, 4, lk, 32, seed=1), rand(3, 4, lk, 32, seed=2), mask, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows,n,min_n", [(3, 2048, None), (2, 8188, None), (4, 4100, None),
+                                          (9, 1000, 4), (5, 64, 4)])
+def test_norms_with_rows_in_registers(backend, rows, n, min_n, monkeypatch):
+    """norm/layer_norm_regs (the GPUs' default for rows of 1025..8192, n % 4 == 0), forced on
+    every backend: residual, weight and bias each on and off, rms_norm, a large mean, near-
+    constant rows, 1 or 8 rows a workgroup and rows past the end in a workgroup."""
+    from test_reduce import regs_rows_spy
+    used = regs_rows_spy(monkeypatch, min_n)
+    x = rand(rows, n) * 3 + 50
+    check(backend, lambda x, r, w, b: wr.nn.layer_norm(x + r, w, b),
+          lambda x, r, w, b: _ln(x + r, w, b), x, rand(rows, n, seed=1), rand(n, seed=2),
+          rand(n, seed=3), rtol=1e-4, atol=1e-4)
+    check(backend, lambda x: wr.nn.layer_norm(x, eps=1e-12), lambda x: _ln(x, eps=1e-12),
+          np.broadcast_to(np.float32([1000.5, -3.3, 7e-3])[:, None], (3, n)).copy(),
+          rtol=0, atol=3e-3)
+    check(backend, lambda x, w: wr.nn.rms_norm(x, w, eps=1e-6),
+          lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w, x,
+          rand(n, seed=1), rtol=1e-4, atol=1e-5)
+    assert backend.name == "reference" or used == ["norm/layer_norm_regs"] * 3

@@ -150,6 +150,27 @@ def emit_rows(L: EmitContext, k: Kernel, bindings: Mapping[str, Buf], row_major:
                name=name, windows=wins)
 
 
+# rows held in registers (reduce/softmax_regs, norm/layer_norm_regs): on GPUs, rows of
+# REGS_ROW_MIN_N to 4 * REGS_ROW_MAX_VPT * 256 elements with n % 4 == 0 (VPT vec4 a thread).
+# H100 GPU time at 4096x4096 (bench/submit_gap_probe.py): softmax and layer_norm 85 us each
+# with the loop kernels. Software adapters keep the loop kernels (a 16-float register array
+# there ran lavapipe 1.8x and SwiftShader 1.3x slower); tests force these on every backend.
+REGS_ROW_MIN_N = 1025
+REGS_ROW_MAX_VPT = 8
+REGS_ROWS_ON_SOFTWARE = False
+
+
+def regs_row_shape(L: EmitContext, n: int) -> tuple[int, int] | None:
+    """(RPW, VPT) of the register-row kernels for rows of n elements, or None where they do
+    not apply: n % 4 != 0, n out of range, or a software adapter."""
+    if n % 4 or n < REGS_ROW_MIN_N or n > 4 * REGS_ROW_MAX_VPT * 256:
+        return None
+    if L.info.software and not REGS_ROWS_ON_SOFTWARE:
+        return None
+    rpw = rows_per_workgroup(n)
+    return rpw, -(-n // (4 * (256 // rpw)))
+
+
 SPLIT_ROW_MIN_N = 8192     # rows from this long may be split over workgroups, when
 SPLIT_ROW_MAX_WGS = 128    # one-workgroup-per-row would run fewer than this many workgroups
 SPLIT_ROW_CHUNK = 2048     # elements a workgroup of the split form takes
@@ -194,6 +215,16 @@ def _softmax(L: EmitContext, node: Node) -> Buf:
         _emit_split_rows(L, node, "reduce/softmax", rows, n, {"x": buf}, {}, out,
                          {"scale": 1.0}, {}, {"LOG": node.op == "log_softmax"})
         return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
+    regs = regs_row_shape(L, n)
+    if regs is not None:
+        rpw, vpt = regs
+        buf, rows, n, perm = L.rows_last(node.inputs[0], (axis,))
+        out = L.temp(shape, node.dtype)
+        emit_rows(L, kernel("reduce/softmax_regs", T=L.T(node.dtype), VPT=str(vpt)),
+                  {"x": buf, "out": out}, ("x", "out"), rows, n, {},
+                  lambda nr: L.grid(-(-nr // rpw), 1),
+                  {"LOG": node.op == "log_softmax", "RPW": rpw}, node.op)
+        return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
     return _row_op(L, node, "reduce/softmax", {"LOG": node.op == "log_softmax"},
                    params={"per_batch": 1, "lq": 1, "q_off": 0, "scale": 1.0},
                    extra={"mask": L.dummy(0)})
@@ -222,9 +253,15 @@ def _norm(L: EmitContext, node: Node) -> Buf:
                          out, {"eps": node.attrs["eps"]},
                          {"RMS": overrides["RMS"], "HAS_RES": overrides["HAS_RES"]}, overrides)
         return out
-    rpw = rows_per_workgroup(n)
-    L.check_loop(node, -(-n // (256 // rpw)))
-    emit_rows(L, kernel("norm/layer_norm", T=L.T(node.dtype)),
+    regs = regs_row_shape(L, n)
+    if regs is not None:                # the row in registers: one read of x (and r)
+        rpw, vpt = regs
+        k = kernel("norm/layer_norm_regs", T=L.T(node.dtype), VPT=str(vpt))
+    else:
+        rpw = rows_per_workgroup(n)
+        L.check_loop(node, -(-n // (256 // rpw)))
+        k = kernel("norm/layer_norm", T=L.T(node.dtype))
+    emit_rows(L, k,
               {"x": x, "r": r, "w": w, "b": b, "out": out},
               ("x", "r", "out") if residual else ("x", "out"), rows, n,
               {"eps": node.attrs["eps"]}, lambda nr: L.grid(-(-nr // rpw), 1),
