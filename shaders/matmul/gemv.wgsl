@@ -5,10 +5,14 @@
 // slices of K, then a tree reduction over the slices. Bandwidth-bound: B is read exactly once.
 // Limits: loads in flight. With 8 quads x 32 slices (one workgroup per 32 columns) an H100 read
 // a 4096x4096 B at 0.5-0.76 TB/s: 128 workgroups, 8 warps an SM, each thread waiting on one
-// load at a time (unrolling the K loop 4x to issue 4 loads first made it slower, 88 -> 129 us).
-// QUADS = 4 (256 workgroups at N = 4096) reads it at 1.1 TB/s (61 us; torch 25 us): 1, 2 and
-// 8 quads were slower at N = 1536, 4096 and 16384 (lower_matmul.gemv_quads has the figures).
-// Next: two column quads a thread, or the x row staged once in workgroup memory.
+// load at a time. QUADS = 4 (256 workgroups at N = 4096) read it at 1.5 TB/s of GPU time
+// (43.5 us; torch 25 us wall). UNROLL (GPUs' default) issues four loads of B a thread before
+// their FMAs: 29.5 us, 2.3 TB/s (bench/gemv_probe.py). (An older 4x unroll with 8 quads was
+// slower, 88 -> 129 us.) Tried and dropped: cutting K into up to 16 pieces over more
+// workgroups plus a summing kernel (42-55 us without UNROLL, 36-42 us with it), and 16-64
+// quads (one warp a 512-byte row run) with pieces: no better than 4 quads.
+// The wall time per run is then bound by the ~17 us the GPU idles between two submits on
+// wgpu-native/Vulkan (bench/submit_gap_probe.py's timeline), not by this kernel.
 {{MATH}}
 struct Params { M: u32, N: u32, K: u32, a_off: u32, b_off: u32, a_bs: u32, b_bs: u32,
                 c_off: u32, bias_off: u32 }
@@ -21,7 +25,8 @@ struct Params { M: u32, N: u32, K: u32, a_off: u32, b_off: u32, a_bs: u32, b_bs:
 override HAS_BIAS: bool = false;
 override ACT: u32 = 0u;
 override ROWS: u32 = 1u;                  // M, 1..4
-override QUADS: u32 = 8u;                 // column quads per workgroup: 1, 2, 4 or 8
+override QUADS: u32 = 8u;                 // column quads per workgroup: 1 .. 64
+override UNROLL: bool = false;
 const WG: u32 = 256u;
 var<workgroup> red: array<vec4<f32>, 1024>;   // [row][slice][quad]: 4 x SLICES x QUADS
 
@@ -40,7 +45,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var a2 = vec4<f32>(0.0);
     var a3 = vec4<f32>(0.0);
     if (c4 < N4) {
-        for (var k = s; k < p.K; k += SLICES) {
+        var k = s;
+        if (UNROLL) {        // four loads of B issued before their FMAs: 4 in flight a thread
+            for (; k + 3u * SLICES < p.K; k += 4u * SLICES) {
+                let i = b_base + k * N4 + c4;
+                let s4 = SLICES * N4;
+                let b0 = vec4<f32>(B[i]);
+                let b1 = vec4<f32>(B[i + s4]);
+                let b2 = vec4<f32>(B[i + 2u * s4]);
+                let b3 = vec4<f32>(B[i + 3u * s4]);
+                for (var r = 0u; r < ROWS; r++) {
+                    let ai = a_base + r * p.K + k;
+                    let v = f32(A[ai]) * b0 + f32(A[ai + SLICES]) * b1 +
+                            f32(A[ai + 2u * SLICES]) * b2 + f32(A[ai + 3u * SLICES]) * b3;
+                    if (r == 0u) { a0 += v; } else if (r == 1u) { a1 += v; }
+                    else if (r == 2u) { a2 += v; } else { a3 += v; }
+                }
+            }
+        }
+        for (; k < p.K; k += SLICES) {
             let b = vec4<f32>(B[b_base + k * N4 + c4]);
             a0 += f32(A[a_base + k]) * b;
             if (ROWS > 1u) { a1 += f32(A[a_base + p.K + k]) * b; }

@@ -117,18 +117,15 @@ def test_split_k_on_gpus(backend, m, k, n, monkeypatch):
           atol=1e-4)
 
 
-@pytest.mark.parametrize("m,k,n,pieces", [(1, 4096, 1024, None), (1, 512, 36, 4),
-                                          (3, 300, 260, 3), (4, 64, 8, 2)])
-def test_gemv_split_k_on_gpus(backend, m, k, n, pieces, monkeypatch):
-    """f32 GEMVs on GPUs cut K into pieces (lower_matmul.gemv_pieces): one matmul/gemv dispatch
-    over the pieces (A's columns copied per piece when M > 1), then a sum with bias and
-    activation. Run here by pretending the adapter is not a CPU one; `pieces` forces a count."""
+@pytest.mark.parametrize("unroll", [True, False])
+@pytest.mark.parametrize("m,k,n", [(1, 4096, 1024), (1, 300, 36), (3, 259, 260), (4, 64, 8),
+                                   (2, 7, 4)])
+def test_gemv_k_loop_unrolled_and_not(backend, m, k, n, unroll, monkeypatch):
+    """matmul/gemv with its K loop four steps at a time (GPUs' default) and one at a time
+    (software adapters'), forced on every backend: K not a multiple of 4 x 64 slices leaves a
+    remainder, K under one unrolled step (7) none; 1-4 rows, bias and activation."""
     from webrlx.compiler import lower_matmul
-    from webrlx.device_info import DeviceInfo
-    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
-    if pieces is None:
-        assert lower_matmul.gemv_pieces(n, k, 1) == 16    # 64 workgroups x 16 = 1024
-    monkeypatch.setattr(lower_matmul, "GEMV_PIECES", pieces)
+    monkeypatch.setattr(lower_matmul, "GEMV_UNROLL", unroll)
     check(backend, lambda x, w, b: x.matmul(w, bias=b, activation="gelu"),
           lambda x, w, b: _gelu(x @ w + b), rand(m, k), rand(k, n, seed=1), rand(n, seed=2),
           rtol=1e-4, atol=1e-4)

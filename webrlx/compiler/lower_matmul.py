@@ -150,14 +150,11 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
               "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0, **offsets}
     bindings = {"A": a, "B": b, "bias": bias if bias is not None else L.dummy(0), "C": out}
     if n % 4 == 0 and m <= GEMV_ROWS:
-        pieces = gemv_pieces(n, k, batch) if (not L.info.software and dtype == dt.float32
-                                              and not windows and not offsets) else 1
-        if pieces > 1:
-            _gemv_split_k(L, a, b, bias, out, (m, n, k), pieces, t, act)
-            return
         L.emit(kernel("matmul/gemv", T=t), bindings, params,
                (-(-n // (4 * GEMV_QUADS)), 1, batch),
-               {**overrides, "ROWS": m, "QUADS": GEMV_QUADS}, name="gemv", windows=windows)
+               {**overrides, "ROWS": m, "QUADS": GEMV_QUADS,
+                "UNROLL": gemv_unroll(L.info.software)},
+               name="gemv", windows=windows)
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4: 128 or 64 square tiles
         params.update(act=overrides["ACT"], has_bias=int(overrides["HAS_BIAS"]), KL=k)
         pieces = split_k(m, n, k, batch, L.limit) if (not L.info.software and dtype ==
@@ -263,53 +260,17 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
 # 82 / 65 / 61 / 88; 1x4096x16384 299 / 182 / 164 / 174; 1x384x1536 60 / 60 / 37 / 38 (torch 25,
 # 89, 13). Fewer quads mean more workgroups but longer reductions.
 GEMV_QUADS = 4
-# K pieces of a GEMV on GPUs (gemv_pieces): enough workgroups for the GPU's loads in flight.
-# One piece (256 workgroups at N = 4096, one 16-byte load in flight a thread) read a
-# 4096x4096 B at 1.5 TB/s of GPU time on an H100 (43 us; bench/submit_gap_probe.py).
-GEMV_SPLIT_WGS = 1024    # pieces until the GEMV has this many workgroups
-GEMV_SPLIT_MAX = 16
-GEMV_SPLIT_MIN_KC = 256  # each piece at least this long
-GEMV_PIECES: int | None = None   # force a piece count (probes, tests); None: gemv_pieces
+# matmul/gemv's K loop four steps at a time, four loads of B in flight a thread (UNROLL): on
+# GPUs. H100 1x4096x4096, GPU time (bench/gemv_probe.py): 43.5 -> 29.5 us (1.5 -> 2.3 TB/s).
+# Cutting K into pieces over more workgroups (up to 16x, a second kernel summing them) gave
+# nothing without it (42-55 us) and little with it (36-42 us); at 1x384x1536 the extra
+# dispatch doubled the wall time. None of those kept.
+GEMV_UNROLL: bool | None = None     # None: on GPUs, off on software adapters; tests force it
 
 
-def gemv_pieces(n: int, k: int, batch: int) -> int:
-    """K pieces for an f32 GEMV on a GPU (1 = none): doubling while the workgroups stay under
-    GEMV_SPLIT_WGS, pieces divide K into lengths of at least GEMV_SPLIT_MIN_KC."""
-    if GEMV_PIECES is not None:
-        return GEMV_PIECES if batch == 1 and k % GEMV_PIECES == 0 else 1
-    wgs = -(-n // (4 * GEMV_QUADS)) * batch
-    pieces = 1
-    while (batch == 1 and pieces * 2 <= GEMV_SPLIT_MAX and wgs * pieces < GEMV_SPLIT_WGS
-           and k % (pieces * 2) == 0 and k // (pieces * 2) >= GEMV_SPLIT_MIN_KC):
-        pieces *= 2
-    return pieces
-
-
-def _gemv_split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
-                  mnk: tuple[int, int, int], pieces: int, t: str, act: str) -> None:
-    """out = act(sum_z A[:, z kc:(z+1) kc] @ B[z kc:(z+1) kc] + bias): one matmul/gemv dispatch
-    whose batch index z is the K piece (partial rows stacked in a [pieces, m, n] temp), then
-    _sum_parts adding them, the bias and the activation in one elementwise kernel."""
-    m, n, k = mnk
-    kc = k // pieces
-    parts = L.temp((pieces, m, n), dt.float32)
-    params = {"M": m, "N": n, "K": kc, "a_off": 0, "b_off": 0, "a_bs": kc, "b_bs": kc * n,
-              "c_off": 0, "bias_off": 0}
-    # A's rows are K long: a piece's row r starts at r * K, not r * kc (ROWS > 1 reads
-    # A[a_base + r * p.K + k]); a [m, k] A with m > 1 is copied to [pieces, m, kc] first
-    if m > 1:
-        cols = L.temp((pieces, m, kc), dt.float32)
-        L.strided(Expr("load", (0,), dt.float32), [(a, dt.float32, 0, (kc, k, 1))], cols,
-                  dt.float32, 0, (m * kc, kc, 1), (pieces, m, kc), "gemv K pieces of A")
-        a, params["a_bs"] = cols, m * kc
-    L.emit(kernel("matmul/gemv", T=t), {"A": a, "B": b, "bias": L.dummy(0), "C": parts},
-           params, (-(-n // (4 * GEMV_QUADS)), 1, pieces),
-           {"HAS_BIAS": False, "ACT": 0, "ROWS": m, "QUADS": GEMV_QUADS},
-           name=f"gemv[split-k {pieces}]")
-    _sum_parts(L, [(parts, z * m * n) for z in range(pieces)], bias, out, (m, n), dt.float32,
-               act, "gemv split-K sum")
-
-
+def gemv_unroll(software: bool) -> bool:
+    """Whether matmul/gemv runs its unrolled K loop (GEMV_UNROLL, else on GPUs only)."""
+    return (not software) if GEMV_UNROLL is None else GEMV_UNROLL
 def big_tile_first(m: int, n: int, batch: int, software: bool) -> int:
     """The default tile of the register-tiled matmul (the autotuner may override it): 2 for
     128x128 (8x8 per thread), 1 for 64x64. GPUs: 128 tiles only when they still give BIG_GRID
