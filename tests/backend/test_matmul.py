@@ -131,3 +131,31 @@ def test_gemv_k_loop_unrolled_and_not(backend, m, k, n, unroll, monkeypatch):
           rtol=1e-4, atol=1e-4)
     check(backend, lambda x, w: x @ w, np.matmul, rand(m, k), rand(k, n, seed=1), rtol=1e-4,
           atol=1e-4)
+
+
+def test_split_k_with_big_tiles_picks():
+    """split_k_big: where 128x128 tiles give under 128 workgroups and K is at least 512, pieces
+    up to 256 workgroups (1024^3: 64 tiles x 4); shapes split_k or big tiles already fill are
+    left alone."""
+    from webrlx.compiler.lower_matmul import split_k_big
+    assert split_k_big(1024, 1024, 1024, 1, 1 << 27) == 4
+    assert split_k_big(4096, 384, 1536, 1, 1 << 27) == 4       # m, n, k
+    assert split_k_big(4096, 384, 384, 1, 1 << 27) == 1        # K too short
+    assert split_k_big(2048, 2048, 2048, 1, 1 << 27) == 1      # 256 tiles
+    assert split_k_big(1024, 1024, 1024, 2, 1 << 27) == 1      # batched
+
+
+@pytest.mark.parametrize("m,k,n,pieces", [(200, 1024, 260, 4), (130, 512, 132, 2),
+                                          (64, 768, 40, 8)])
+def test_split_k_with_big_tiles_on_gpus(backend, m, k, n, pieces, monkeypatch):
+    """Mid-size f32 matmuls on GPUs whose 128x128 tiles are too few cut K into pieces with those
+    tiles (lower_matmul.split_k_big), forced here on every backend by pretending the adapter is
+    not a CPU one: partial tiles at the edges, bias and activation in the sum."""
+    from webrlx.compiler import lower_matmul
+    from webrlx.device_info import DeviceInfo
+    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
+    monkeypatch.setattr(lower_matmul, "SPLIT_K_BIG", pieces)
+    monkeypatch.setattr(lower_matmul, "split_k", lambda *a: 1)      # not the 64x64 split
+    check(backend, lambda x, w, b: x.matmul(w, bias=b, activation="gelu"),
+          lambda x, w, b: _gelu(x @ w + b), rand(m, k), rand(k, n, seed=1), rand(n, seed=2),
+          rtol=1e-4, atol=1e-4)

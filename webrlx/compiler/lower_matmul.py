@@ -160,8 +160,12 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
         pieces = split_k(m, n, k, batch, L.limit) if (not L.info.software and dtype ==
                                                       dt.float32 and not windows
                                                       and not offsets) else 1
+        r = 1
+        if pieces == 1 and not L.info.software and dtype == dt.float32 and not windows \
+                and not offsets:
+            pieces, r = split_k_big(m, n, k, batch, L.limit), 2
         if pieces > 1:
-            _split_k(L, a, b, bias, out, (m, n, k), pieces, dtype, acc_t, act)
+            _split_k(L, a, b, bias, out, (m, n, k), pieces, dtype, acc_t, act, r)
             return
         if L.info.software:              # one pipeline per tile size (matmul_vec4_io.wgsl)
             overrides = {"RUNTIME_EPILOGUE": True}
@@ -235,9 +239,37 @@ def split_k(m: int, n: int, k: int, batch: int, max_binding: int) -> int:
     return pieces
 
 
+# K pieces for mid-size f32 matmuls on GPUs with 128x128 tiles (split_k_big): where those
+# tiles give fewer than BIG_GRID workgroups (1024^3: 64 on an H100's 132 SMs) and 64x64 tiles
+# are too many for split_k. H100, us per run for 64x64 tiles / 128 tiles in 2, 4, 8 pieces
+# (bench/split_k_probe.py): 1024^3 146 / 132 / 117 / 129; 4096x1536x384 (MxKxN, MiniLM's FFN
+# down at 32x128) 285 / 301 / 251 / 258; 4096x384x384 85 / 95 / 117 / 107 (K too short: left
+# alone); 2048^3 (256 big tiles, no split) 726 / 747 / 854 / 781. So: at least 2 x BIG_GRID
+# workgroups, K of at least 2 x SPLIT_K_MIN_K.
+# SPLIT_K_BIG forces a count (probes, tests); 0 or 1 turns it off.
+SPLIT_K_BIG: int | None = None
+
+
+def split_k_big(m: int, n: int, k: int, batch: int, max_binding: int) -> int:
+    """K pieces for 128x128 tiles (1 = none) where they give under BIG_GRID workgroups:
+    doubling until the workgroups reach 2 x BIG_GRID, each piece a multiple of 16 long, at
+    most SPLIT_K_MAX, the stacked partial products within one binding."""
+    wgs = -(-n // 128) * -(-m // 128) * batch
+    if SPLIT_K_BIG is not None:
+        ok = batch == 1 and k % (16 * max(SPLIT_K_BIG, 1)) == 0
+        return SPLIT_K_BIG if ok and SPLIT_K_BIG > 1 else 1
+    if batch != 1 or wgs >= BIG_GRID or k < 2 * SPLIT_K_MIN_K:
+        return 1
+    pieces = 1
+    while (pieces * 2 <= SPLIT_K_MAX and wgs * pieces < 2 * BIG_GRID
+           and k % (pieces * 2 * 16) == 0 and pieces * 2 * m * n * 4 <= max_binding):
+        pieces *= 2
+    return pieces
+
+
 def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
              mnk: tuple[int, int, int], pieces: int, dtype: dt.DType, acc_t: str,
-             act: str) -> None:
+             act: str, r: int = 1) -> None:
     """out = act(sum_z A[:, z kc:(z+1) kc] @ B[z kc:(z+1) kc] + bias): one tiled dispatch whose
     batch index z is the K piece (partial products stacked in a temp), then _sum_parts adding
     them, the bias and the activation in one elementwise kernel."""
@@ -247,10 +279,10 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     parts = L.temp((pieces, m, n), dtype)
     params = {"M": m, "N": n, "K": k, "KL": kc, "a_off": 0, "b_off": 0, "a_bs": kc,
               "b_bs": kc * n, "c_off": 0, "bias_off": 0, "act": 0, "has_bias": 0}
-    L.emit(kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(1)),
+    L.emit(kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(r)),
            {"A": a, "B": b, "bias": L.dummy(0), "C": parts}, params,
-           (-(-n // 64), -(-m // 64), pieces), {"HAS_BIAS": False, "ACT": 0},
-           name=f"matmul_vec4_64[split-k {pieces}]")
+           (-(-n // (64 * r)), -(-m // (64 * r)), pieces), {"HAS_BIAS": False, "ACT": 0},
+           name=f"matmul_vec4{'_64' if r == 1 else ''}[split-k {pieces}]")
     _sum_parts(L, [(parts, z * m * n) for z in range(pieces)], bias, out, (m, n), dtype, act,
                "matmul split-K sum")
 
