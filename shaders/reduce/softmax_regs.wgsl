@@ -1,24 +1,47 @@
-// softmax / log_softmax over rows of a contiguous [rows, n] input (n % 4 == 0), each row held
-// in registers: x is read once and out written once (reduce/softmax reads x twice, with a
-// loop-carried online max). f32 math; no mask (attention's masked softmax stays there).
-// bindings: 0 x (vec4), 1 out (vec4), 2 params. grid: RPW rows per workgroup, WG / RPW threads
-// a row, VPT vec4 a thread (a template constant: n <= 4 * VPT * WG / RPW).
-// Same results as reduce/softmax: the max ignores NaN (v > m), NaN and inf propagate through
-// exp_ / log_ as there.
+// softmax / log_softmax over rows of a contiguous [rows, n] input of x * scale (n % 4 == 0),
+// each row held in registers: x is read once and out written once (reduce/softmax reads x
+// twice, with a loop-carried online max). f32 math. The same bindings, params and overrides
+// as reduce/softmax, so attention's masked softmax runs here too.
+// bindings: 0 x (vec4), 1 mask (i32 [rows / per_batch, n]; a dummy when HAS_MASK is false),
+// 2 out (vec4), 3 params. grid: RPW rows per workgroup, WG / RPW threads a row, VPT vec4 a
+// thread (a template constant: n <= 4 * VPT * WG / RPW).
+// Same results as reduce/softmax: masked entries (mask 0, or CAUSAL and j > i + q_off with
+// i = row % lq) are left out and written as 0 — here they hold -inf, which the max ignores
+// and the sum takes as 0 — the max ignores NaN (v > m), NaN and inf propagate through exp_ /
+// log_ as there.
 // Limits (H100, bench/submit_gap_probe.py): reduce/softmax took 85 us of GPU time at 4096x4096
 // (1.5 TB/s): each thread's loop issued one scalar load, waited for it, then updated the
 // online max — 16 dependent round trips per pass. Here a thread issues its VPT vec4 loads
-// back to back (a constant-bound loop over a constant-size array: unrolled, in registers).
-struct Params { rows: u32, n: u32 }
+// back to back (a constant-bound loop over a constant-size array: unrolled, in registers):
+// 60 us (2.1 TB/s).
+struct Params { rows: u32, n: u32, per_batch: u32, lq: u32, q_off: u32, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
-@group(0) @binding(1) var<storage, read_write> out: array<vec4<{{T}}>>;
-@group(0) @binding(2) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> mask: array<i32>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4<{{T}}>>;
+@group(0) @binding(3) var<uniform> p: Params;
 
 override LOG: bool = false;
+override HAS_MASK: bool = false;
+override CAUSAL: bool = false;
 const WG: u32 = 256u;
 const VPT: u32 = {{VPT}}u;
 {{ROW_REDUCE}}
 {{IEEE}}
+
+// which of elements 4 j4 .. 4 j4 + 3 of `row` take part
+fn keep4(row: u32, j4: u32) -> vec4<bool> {
+    var k = vec4<bool>(true);
+    let j = 4u * j4;
+    if (HAS_MASK) {
+        let mb = (row / p.per_batch) * p.n + j;
+        k = vec4<bool>(mask[mb] != 0, mask[mb + 1u] != 0, mask[mb + 2u] != 0,
+                       mask[mb + 3u] != 0);
+    }
+    if (CAUSAL) {
+        k = k & (vec4<u32>(j, j + 1u, j + 2u, j + 3u) <= vec4<u32>(row % p.lq + p.q_off));
+    }
+    return k;
+}
 
 fn gt_max(m: f32, v: vec4<f32>) -> f32 {        // max of m and v's lanes; NaN lanes ignored
     var r = m;
@@ -46,7 +69,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var i = 0u; i < VPT; i++) {
         let j = i * tpr + t;
         if (j < n4) {
-            v[i] = vec4<f32>(x[base + j]);
+            v[i] = vec4<f32>(x[base + j]) * p.scale;
+            if (HAS_MASK || CAUSAL) {
+                v[i] = select(vec4<f32>(inf_(0x80000000u)), v[i], keep4(row, j));
+            }
             m = gt_max(m, v[i]);
         }
     }
@@ -65,7 +91,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let j = i * tpr + t;
         if (j < n4) {
             let d = v[i] - m;
-            out[base + j] = vec4<{{T}}>(select(exp4(d) * inv, d - ls, LOG));
+            var y = select(exp4(d) * inv, d - ls, LOG);
+            if (HAS_MASK || CAUSAL) { y = select(vec4<f32>(0.0), y, keep4(row, j)); }
+            out[base + j] = vec4<{{T}}>(y);
         }
     }
 }

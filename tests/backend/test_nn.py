@@ -216,7 +216,7 @@ def test_attention_each_kernel(backend, path, lq, lk, causal, monkeypatch):
 @pytest.mark.parametrize("rows,n,min_n", [(3, 2048, None), (2, 8188, None), (4, 4100, None),
                                           (9, 1000, 4), (5, 64, 4)])
 def test_norms_with_rows_in_registers(backend, rows, n, min_n, monkeypatch):
-    """norm/layer_norm_regs (the GPUs' default for rows of 1025..8192, n % 4 == 0), forced on
+    """norm/layer_norm_regs (the GPUs' default for rows of 128..8192, n % 4 == 0), forced on
     every backend: residual, weight and bias each on and off, rms_norm, a large mean, near-
     constant rows, 1 or 8 rows a workgroup and rows past the end in a workgroup."""
     from test_reduce import regs_rows_spy
@@ -232,3 +232,24 @@ def test_norms_with_rows_in_registers(backend, rows, n, min_n, monkeypatch):
           lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w, x,
           rand(n, seed=1), rtol=1e-4, atol=1e-5)
     assert backend.name == "reference" or used == ["norm/layer_norm_regs"] * 3
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("lq,lk", [(64, 64), (100, 132), (8, 8), (5, 40)])
+def test_attention_by_matmul_with_rows_in_registers(backend, lq, lk, causal, monkeypatch):
+    """Attention's two-matmul form with its masked, scaled softmax in reduce/softmax_regs (the
+    GPUs' pick for keys of 128..8192), forced on every backend for short rows."""
+    from webrlx.compiler import lower_attention, lower_rows
+    monkeypatch.setattr(lower_attention, "FORCE_PATH", "matmul")
+    monkeypatch.setattr(lower_rows, "REGS_ROWS_ON_SOFTWARE", True)
+    monkeypatch.setattr(lower_rows, "REGS_ROW_MIN_N", 4)
+    used: list[str] = []
+    real = lower_attention.kernel
+    monkeypatch.setattr(lower_attention, "kernel",
+                        lambda name, **slots: used.append(name) or real(name, **slots))
+    mask = np.ones((2, lk), np.int32)
+    mask[1, lk // 2 + 1:] = 0
+    check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
+          lambda q, k, v, m: _attn(q, k, v, mask=m, causal=causal), rand(2, 3, lq, 32),
+          rand(2, 3, lk, 32, seed=1), rand(2, 3, lk, 32, seed=2), mask, rtol=1e-4, atol=1e-5)
+    assert backend.name == "reference" or used == ["reduce/softmax_regs"]

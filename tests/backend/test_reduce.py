@@ -159,7 +159,7 @@ def regs_rows_spy(monkeypatch, min_n=None) -> list[str]:
                                               ((5, 4100), -1, None), ((2052, 3), 0, None),
                                               ((9, 1000), -1, 4), ((17, 64), 1, 4)], ids=str)
 def test_softmax_rows_in_registers(backend, shape, axis, min_n, monkeypatch):
-    """reduce/softmax_regs (the GPUs' default for rows of 1025..8192, n % 4 == 0), forced on
+    """reduce/softmax_regs (the GPUs' default for rows of 128..8192, n % 4 == 0), forced on
     every backend: 1 or 8 rows a workgroup, vec4 a thread from 1 to 8, a partly filled last
     vec4 slot (4100), rows past the end in a workgroup (9 rows of 8 a workgroup)."""
     used = regs_rows_spy(monkeypatch, min_n)

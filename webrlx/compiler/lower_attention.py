@@ -11,7 +11,7 @@ from ..kernels import kernel
 from ..shape import strides_of
 from .emit import EmitContext
 from .lower_matmul import emit_matmul
-from .lower_rows import rows_per_workgroup
+from .lower_rows import regs_row_shape, rows_per_workgroup
 from .program import Buf
 from .registry import lowering
 
@@ -138,7 +138,12 @@ def _attention_by_matmul(L: EmitContext, node: Node, dims: tuple[int, int, int, 
     mask = L.buf(node.inputs[3]) if has_mask else L.dummy(1)
     probs = L.temp((b * h, lq, lk), dtype)
     rows, rpw = b * h * lq, rows_per_workgroup(lk)
-    L.emit(kernel("reduce/softmax", T=L.T(dtype)), {"x": scores, "mask": mask, "out": probs},
+    regs = regs_row_shape(L, lk)          # rows in registers (GPUs, lk % 4 == 0, 128..8192)
+    if regs is not None:
+        rpw = regs[0]
+    k = kernel("reduce/softmax_regs", T=L.T(dtype), VPT=str(regs[1])) if regs is not None \
+        else kernel("reduce/softmax", T=L.T(dtype))
+    L.emit(k, {"x": scores, "mask": mask, "out": probs},
            {"rows": rows, "n": lk, "per_batch": h * lq, "lq": lq, "q_off": lk - lq,
             "scale": node.attrs["scale"]},
            L.grid(-(-rows // rpw), 1), {"LOG": False, "HAS_MASK": has_mask, "RPW": rpw,

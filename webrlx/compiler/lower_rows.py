@@ -152,10 +152,13 @@ def emit_rows(L: EmitContext, k: Kernel, bindings: Mapping[str, Buf], row_major:
 
 # rows held in registers (reduce/softmax_regs, norm/layer_norm_regs): on GPUs, rows of
 # REGS_ROW_MIN_N to 4 * REGS_ROW_MAX_VPT * 256 elements with n % 4 == 0 (VPT vec4 a thread).
-# H100 GPU time at 4096x4096 (bench/submit_gap_probe.py): softmax and layer_norm 85 us each
-# with the loop kernels. Software adapters keep the loop kernels (a 16-float register array
-# there ran lavapipe 1.8x and SwiftShader 1.3x slower); tests force these on every backend.
-REGS_ROW_MIN_N = 1025
+# H100 GPU time, loop kernels -> these (bench/submit_gap_probe.py, bench/rows_probe.py):
+# softmax 4096x4096 85 -> 60 us, layer_norm 4096x4096 85 -> 57, softmax / layer_norm 4096x384
+# 14.1 / 13.6 -> 10.4 / 9.3, 6144x512 19.9 / 18.4 -> 14.6 / 12.6, 1024x1024 19.6 / 17.5 ->
+# 12.3 / 10.7, 4096x128 8.6 / 8.3 -> 7.3 / 7.4; attention's softmax at 12x512 keys 20.7 ->
+# 15.1. Software adapters keep the loop kernels (a 16-float register array there ran lavapipe
+# 1.8x and SwiftShader 1.3x slower); tests force these on every backend.
+REGS_ROW_MIN_N = 128
 REGS_ROW_MAX_VPT = 8
 REGS_ROWS_ON_SOFTWARE = False
 
@@ -221,7 +224,8 @@ def _softmax(L: EmitContext, node: Node) -> Buf:
         buf, rows, n, perm = L.rows_last(node.inputs[0], (axis,))
         out = L.temp(shape, node.dtype)
         emit_rows(L, kernel("reduce/softmax_regs", T=L.T(node.dtype), VPT=str(vpt)),
-                  {"x": buf, "out": out}, ("x", "out"), rows, n, {},
+                  {"x": buf, "mask": L.dummy(0), "out": out}, ("x", "out"), rows, n,
+                  {"per_batch": 1, "lq": 1, "q_off": 0, "scale": 1.0},
                   lambda nr: L.grid(-(-nr // rpw), 1),
                   {"LOG": node.op == "log_softmax", "RPW": rpw}, node.op)
         return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
