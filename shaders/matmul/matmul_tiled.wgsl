@@ -11,6 +11,12 @@
 // stay in registers: the same code as loops over i, j < R ran 15x slower at 4096^3 on an H100
 // (NVIDIA's compiler did not unroll them and spilled acc). Next tile's global loads are held in
 // registers during the FMAs.
+// Tried on an H100 (bench/tiled_probe.py, bench/results/h100_tiled_long_k_session9.json): twice
+// the k per step (BK 16 for 128 tiles, 32 for 64 tiles: 16 KB of tiles, half the barriers per
+// FMA, two loads a thread a step held in a 2-entry register array) ran no faster than the
+// same generic code at the default step (4096^3 5.82 vs 5.99 ms of GPU time, 2048^3 0.754 vs
+// 0.755; 64 tiles slower), and that generic code made the default tiles 10-13% slower than
+// this file (4096^3 6.2 ms a run against 5.5): barriers are not what bounds it. Dropped.
 // Tried for software adapters: half the K step (BK 8 / R, 4 KB of tiles instead of 8, since
 // Chromium's SwiftShader compiles ~75 ms per KB of workgroup memory): the pipeline compiled
 // in 0.67 s instead of 1.0-1.3 s, but MiniLM ran 15-25% slower on SwiftShader (twice the
