@@ -17,6 +17,9 @@
 // same generic code at the default step (4096^3 5.82 vs 5.99 ms of GPU time, 2048^3 0.754 vs
 // 0.755; 64 tiles slower), and that generic code made the default tiles 10-13% slower than
 // this file (4096^3 6.2 ms a run against 5.5): barriers are not what bounds it. Dropped.
+// Also tried: the FMA block as fma() builtins instead of `acc += a * b` (in case the driver
+// left them unfused): the same to 0.3% at 1024^3-4096^3, f32 and f16
+// (bench/results/h100_tiled_fma_session9.json). The driver contracts them already.
 // Tried for software adapters: half the K step (BK 8 / R, 4 KB of tiles instead of 8, since
 // Chromium's SwiftShader compiles ~75 ms per KB of workgroup memory): the pipeline compiled
 // in 0.67 s instead of 1.0-1.3 s, but MiniLM ran 15-25% slower on SwiftShader (twice the

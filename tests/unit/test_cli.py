@@ -165,3 +165,15 @@ def test_python_m_webrlx_help_lists_the_subcommands():
     commands = proc.stdout.split("positional arguments:")[1]
     for name in ("serve", "lite", "bench", "info", "demo"):
         assert f"\n    {name} " in commands, name
+
+
+def test_cooperative_matrix_probe_reports_why_it_cannot_be_used():
+    """bench/coop_matrix_probe.py (run after each wgpu-py upgrade) prints its JSON verdict on
+    any adapter; lavapipe has no cooperative matrices, so it must say so and why."""
+    import json
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(root / "bench" / "coop_matrix_probe.py")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["usable"] is False and "cooperative" in out["why"].lower(), out
