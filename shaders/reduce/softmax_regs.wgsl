@@ -77,10 +77,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
     }
     m = reduce_max(lid, m);
+    // softmax keeps exp(v - m) in v (one exp an element); log_softmax keeps v - m
     var s = 0.0;
     for (var i = 0u; i < VPT; i++) {
         if (i * tpr + t < n4) {
-            let e = exp4(v[i] - m);
+            let d = v[i] - m;
+            let e = exp4(d);
+            v[i] = select(e, d, LOG);
             s += (e.x + e.y) + (e.z + e.w);
         }
     }
@@ -90,8 +93,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var i = 0u; i < VPT; i++) {
         let j = i * tpr + t;
         if (j < n4) {
-            let d = v[i] - m;
-            var y = select(exp4(d) * inv, d - ls, LOG);
+            var y = select(v[i] * inv, v[i] - ls, LOG);
             if (HAS_MASK || CAUSAL) { y = select(vec4<f32>(0.0), y, keep4(row, j)); }
             out[base + j] = vec4<{{T}}>(y);
         }
