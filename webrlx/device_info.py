@@ -19,6 +19,13 @@ class DeviceInfo:
     backend: str                   # "wgpu (Vulkan)", "navigator.gpu", "reference"
     limits: dict[str, int] = field(default_factory=dict)
     features: frozenset[str] = frozenset()   # "shader-f16", "subgroups", "timestamp-query"
+    driver: str = ""               # driver description where the adapter tells it (natively)
+
+    @property
+    def tune_name(self) -> str:
+        """The autotuner's key for this adapter: its name and driver, so that a new driver
+        is timed afresh ("NVIDIA H100 80GB HBM3 | 580.65.06")."""
+        return f"{self.name} | {self.driver}" if self.driver else self.name
 
     def limit(self, name: str, default: int = 0) -> int:
         """Return limit `name` (dashed WebGPU spelling), or default when the device has none."""

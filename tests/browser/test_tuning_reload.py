@@ -28,7 +28,7 @@ bv = np.linspace(1, -1, 96 * N, dtype=np.float32).reshape(96, N)
 np.testing.assert_allclose(out, np.maximum(av @ bv, 0), rtol=1e-4, atol=1e-4)
 running = len({id(d.pipeline) for d in exe.last_plan.dispatches})
 result = dict(made=dev.stats["pipelines"] - before, running=running, timed=len(timed),
-              table=autotune.table(dev.info.name))
+              table=autotune.table(dev.info.tune_name))
 """
 
 

@@ -86,3 +86,27 @@ def test_the_shipped_table_parses_and_names_known_families():
     assert set(data) <= set(autotune.FAMILIES) and data, data.keys()
     assert autotune.family("SwiftShader Device (Subzero)") == "swiftshader"
     assert autotune.family("NVIDIA H100") is None
+
+
+def test_a_new_driver_is_timed_again(tmp_path, monkeypatch):
+    """Tables are keyed by DeviceInfo.tune_name (adapter name and driver): picks timed under
+    one driver are not reused under another; the shipped tables' families still match."""
+    from webrlx.device_info import DeviceInfo
+    monkeypatch.setattr(autotune, "CACHE_FILE", tmp_path / "tune.json")
+    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_loaded", True)
+    old = DeviceInfo(name="gpu A", backend="wgpu (Vulkan)", driver="550.1").tune_name
+    new = DeviceInfo(name="gpu A", backend="wgpu (Vulkan)", driver="580.2").tune_name
+    assert (old, new) == ("gpu A | 550.1", "gpu A | 580.2")
+    assert DeviceInfo(name="gpu A", backend="navigator.gpu").tune_name == "gpu A"
+    timed = []
+
+    def fake_time(v: Variant) -> float:
+        timed.append(v.name)
+        return {"k128": 2.0, "k64": 1.0}[v.name]
+    autotune.choose(old, _call(), fake_time)
+    autotune.choose(new, _call(), fake_time)
+    assert len(timed) == 4                       # timed under each driver
+    lava = DeviceInfo(name="llvmpipe (LLVM 15.0.6, 256 bits)", backend="wgpu (Vulkan)",
+                      driver="Mesa 22.3.6 (LLVM 15.0.6)")
+    assert autotune.family(lava.tune_name) == "llvmpipe"

@@ -47,11 +47,13 @@ class WgpuBackend(Backend):
                                                   required_limits=limits)
         inv = {v: k for k, v in _FEATURE_NAMES.items()}
         info = adapter.info
+        name = info.get("device") or info.get("description") or "unknown adapter"
+        driver = info.get("description") or ""
         self.info = DeviceInfo(
-            name=info.get("device") or info.get("description") or "unknown adapter",
-            backend=f"wgpu ({info.get('backend_type', '?')})",
+            name=name, backend=f"wgpu ({info.get('backend_type', '?')})",
             limits=dict(self.device.limits),
-            features=frozenset(inv.get(f, f) for f in self.device.features))
+            features=frozenset(inv.get(f, f) for f in self.device.features),
+            driver=driver if driver != name else "")
         self.queue = self.device.queue
         self._usage = {
             "storage": wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST

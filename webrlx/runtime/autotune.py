@@ -1,7 +1,8 @@
 """Autotuner: where the compiler offers kernel variants for a call (matmul tile sizes, GEMV
 shapes), pick one. In order:
 1. PREFER, a variant name forced wherever offered (tests run each kernel this way);
-2. this adapter's own table: what an earlier run timed here, in ~/.cache/webrlx/tune.json.
+2. this adapter's own table (keyed by adapter name and driver, DeviceInfo.tune_name: a new
+   driver is timed afresh): what an earlier run timed here, in ~/.cache/webrlx/tune.json.
    Natively that is a file on disk; in the browser the same path lives on an IndexedDB-backed
    folder that web/webrlx-boot.js mounts, so a page reload or a later visit finds it;
 3. when timing is on, time each variant once on the device, keep the fastest and store it;

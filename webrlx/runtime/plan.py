@@ -88,7 +88,7 @@ class Plan:
         backend.write_buffer(self.uniform, 0, data)
         # compile every pipeline this plan needs at once (the browser compiles them in
         # parallel): the picked variant of each call, or all of a call's variants it will time
-        picks = [autotune.known(backend.info.name, c) for c in calls]
+        picks = [autotune.known(backend.info.tune_name, c) for c in calls]
         t0 = time.perf_counter()
         backend.prepare_pipelines([(v.source, "main", v.overrides) for c, pick in
                                    zip(calls, picks)
@@ -101,7 +101,7 @@ class Plan:
             if pick is None:
                 t0 = time.perf_counter()
                 # quantized kernels stream a model's weights: timed with cold caches
-                pick = autotune.choose(backend.info.name, c, autotune.timer(
+                pick = autotune.choose(backend.info.tune_name, c, autotune.timer(
                     backend, entries, cold=c.shader.startswith("quant/")))
                 self.timings["tune_s"] += time.perf_counter() - t0
             v = pick
