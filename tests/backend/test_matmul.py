@@ -75,6 +75,27 @@ def test_matmul_float16(backend, shape):
           rand(k, n, seed=1).astype(np.float16), rtol=2e-2, atol=5e-2)
 
 
+@pytest.mark.parametrize("shape", [(130, 256, 260), (8, 3, 40, 64), (300, 36, 520)], ids=str)
+def test_matmul_float16_wide_tiles(backend, shape, monkeypatch):
+    """matmul_wide (128x256 tiles, offered with f16 math on GPUs), forced on every backend by
+    pretending the adapter is not a CPU one: partial tiles, a batch, bias and relu."""
+    from webrlx.device_info import DeviceInfo
+    from webrlx.runtime import autotune
+    *batch, m, k, n = shape
+    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
+    monkeypatch.setattr(autotune, "PREFER", "matmul_wide")
+    ran: list[str] = []
+    known = autotune.known
+    monkeypatch.setattr(autotune, "known", lambda *a: (
+        lambda v: ran.append(getattr(v, "name", None)) or v)(known(*a)))
+    check(backend, lambda x, y, b: x.matmul(y, bias=b, activation="relu"),
+          lambda x, y, b: np.maximum(x @ y + b, 0), rand(*batch, m, k).astype(np.float16),
+          rand(k, n, seed=1).astype(np.float16), rand(n, seed=2).astype(np.float16),
+          rtol=2e-2, atol=5e-2)
+    f16 = getattr(backend, "info", None) is not None and "shader-f16" in backend.info.features
+    assert not f16 or backend.name == "reference" or "matmul_wide" in ran
+
+
 def test_matmul_float16_accumulating_in_float32(backend):
     a, b = rand(130, 256).astype(np.float16), rand(256, 132, seed=1).astype(np.float16)
     # only the final rounding to float16 remains: within 2 ulp of the float64 result

@@ -7,7 +7,7 @@ import pytest
 import webrlx as wr
 from webrlx.backends.base import DeviceInfo
 from webrlx.compiler.lower import lower
-from webrlx.compiler.lower_matmul import regs_slots, tiled_slots
+from webrlx.compiler.lower_matmul import regs_slots, tiled_slots, wide_slots
 from webrlx.compiler.memory import lifetimes, peak_live_bytes, plan_memory
 from webrlx.kernels import all_shaders, raw_shader, render
 
@@ -117,7 +117,8 @@ def test_every_shader_renders_without_unknown_slots():
             out = render(name, T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0",
                          HIGHEST="1.0", SCALE="1.0", MAX="fmax_", MIN="fmin_", ISNAN="false",
                          D4="8", KT="32", KD="256", VPT="4",
-                         **(regs_slots(8, 2) if name == "matmul/matmul_regs" else tiled_slots(1)))
+                         **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
+                            wide_slots() if name == "matmul/matmul_wide" else tiled_slots(1)))
             assert "{{" not in out and "@compute" in out
 
 

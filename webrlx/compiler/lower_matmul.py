@@ -196,8 +196,13 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                    variants=[pick, other, *(v for v in regs.values() if v is not lead)],
                    tune_key=tuned, windows=windows)
             return
+        variants = [other]
+        if acc_t == "f16":               # half math: wide tiles too (matmul_wide.wgsl)
+            variants.append(Variant.of("matmul_wide", kernel("matmul/matmul_wide", T=t,
+                                                             C=acc_t, **wide_slots()),
+                                       (-(-n // 256), -(-m // 128), batch), overrides))
         L.emit(kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(first)), bindings,
-               params, pick.grid, overrides, name=pick.name, variants=[other],
+               params, pick.grid, overrides, name=pick.name, variants=variants,
                tune_key=tuned, windows=windows)
     else:
         L.emit(kernel("matmul/matmul", T=t), bindings, params,
@@ -325,6 +330,19 @@ def tiled_slots(r: int) -> dict[str, str]:
               f"acc[{(i * 4 + c) * r + j}]);" for i in range(r) for c in range(4)
               for j in range(r)]
     return {"R": str(r), "FMAS": "\n".join(fmas), "STORES": "\n".join(stores)}
+
+
+def wide_slots() -> dict[str, str]:
+    """The unrolled FMA and store blocks of matmul_wide (8 rows x 4 column quads a thread):
+    acc[(i*4 + c)*4 + j] accumulates rows i*64 + ty*4 + c, column quad j*16 + tx."""
+    fmas = [f"            let a{i} = As[k * QA + {16 * i}u + ty];" for i in range(2)]
+    fmas += [f"            let b{j} = Bs[k * QB + {16 * j}u + tx];" for j in range(4)]
+    fmas += [f"            acc[{(i * 4 + c) * 4 + j}] += a{i}.{'xyzw'[c]} * b{j};"
+             for i in range(2) for c in range(4) for j in range(4)]
+    stores = [f"    store(wid.z, row0 + {64 * i + c}u + ty * 4u, col0 / 4u + {16 * j}u + tx, "
+              f"acc[{(i * 4 + c) * 4 + j}]);" for i in range(2) for c in range(4)
+              for j in range(4)]
+    return {"FMAS": "\n".join(fmas), "STORES": "\n".join(stores)}
 
 
 def regs_slots(rr: int, cq: int) -> dict[str, str]:
