@@ -31,6 +31,7 @@ def cases() -> list[tuple[str, object, list[tuple[int, ...]]]]:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--min-n", default="1025,128")
+    p.add_argument("--tpr", default="", help="threads a row to try too, e.g. 64,128")
     a = p.parse_args()
     rng = np.random.default_rng(0)
     out = {"device": wr.device().info.name, "cases": {}}
@@ -38,18 +39,20 @@ def main() -> None:
     for name, fn, shapes in cases():
         arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
         row = {}
-        for min_n in [int(v) for v in a.min_n.split(",")]:
-            lower_rows.REGS_ROW_MIN_N = min_n
+        tries = [(int(v), None) for v in a.min_n.split(",")]
+        tries += [(default, int(t)) for t in a.tpr.split(",") if t]
+        for min_n, tpr in tries:
+            lower_rows.REGS_ROW_MIN_N, lower_rows.REGS_ROW_TPR = min_n, tpr
             g = wr.Graph()
             ins = [g.input(f"x{i}", s) for i, s in enumerate(shapes)]
             exe = wr.compile(g, outputs=[fn(*ins)])
             feeds = {f"x{i}": v for i, v in enumerate(arrays)}
             wall = time_executable(exe, feeds, 10, 5)
             prof = exe.profile(feeds, repeats=5)
-            row[min_n] = {"wall_us": round(wall * 1e6, 1),
+            row[f"{min_n}" + (f" tpr {tpr}" if tpr else "")] = {"wall_us": round(wall * 1e6, 1),
                           "gpu_us": round(prof.total_ms * 1e3, 1),
                           "kernels_us": {k: round(v * 1e3, 1) for k, v in prof.by_kernel().items()}}
-        lower_rows.REGS_ROW_MIN_N = default
+        lower_rows.REGS_ROW_MIN_N, lower_rows.REGS_ROW_TPR = default, None
         out["cases"][name] = row
         print(name, row, file=sys.stderr)
     print(json.dumps(out, indent=1))

@@ -155,12 +155,22 @@ def emit_rows(L: EmitContext, k: Kernel, bindings: Mapping[str, Buf], row_major:
 # H100 GPU time, loop kernels -> these (bench/submit_gap_probe.py, bench/rows_probe.py):
 # softmax 4096x4096 85 -> 60 us, layer_norm 4096x4096 85 -> 57, softmax / layer_norm 4096x384
 # 14.1 / 13.6 -> 10.4 / 9.3, 6144x512 19.9 / 18.4 -> 14.6 / 12.6, 1024x1024 19.6 / 17.5 ->
-# 12.3 / 10.7, 4096x128 8.6 / 8.3 -> 7.3 / 7.4; attention's softmax at 12x512 keys 20.7 ->
+# 8.8 / 8.7, 4096x128 8.6 / 8.3 -> 7.3 / 7.4; attention's softmax at 12x512 keys 20.7 ->
 # 15.1. Software adapters keep the loop kernels (a 16-float register array there ran lavapipe
 # 1.8x and SwiftShader 1.3x slower); tests force these on every backend.
 REGS_ROW_MIN_N = 128
 REGS_ROW_MAX_VPT = 8
 REGS_ROWS_ON_SOFTWARE = False
+REGS_ROW_TPR: int | None = None   # (probe) threads a row, 32..256; None: the default
+
+
+def regs_rows_per_workgroup(n: int) -> int:
+    """Rows a register-row workgroup takes: 8 (32 threads each) up to 512 elements, 2 (128
+    threads, 2 vec4 each) up to 1024, else 1. H100 GPU time at 1024x1024 with 32 / 64 / 128
+    threads a row: softmax 11.6 / 9.3 / 8.8 us, layer_norm 10.7 / 8.8 / 8.7; at rows of 128,
+    384 and 512, 32 threads stayed fastest (bench/rows_probe.py --tpr 64,128,
+    h100_rows_probe_tpr_session9.json)."""
+    return 8 if n <= 512 else 2 if n <= 1024 else 1
 
 
 def regs_row_shape(L: EmitContext, n: int) -> tuple[int, int] | None:
@@ -170,8 +180,12 @@ def regs_row_shape(L: EmitContext, n: int) -> tuple[int, int] | None:
         return None
     if L.info.software and not REGS_ROWS_ON_SOFTWARE:
         return None
-    rpw = rows_per_workgroup(n)
-    return rpw, -(-n // (4 * (256 // rpw)))
+    rpw = regs_rows_per_workgroup(n) if REGS_ROW_TPR is None else 256 // REGS_ROW_TPR
+    vpt = -(-n // (4 * (256 // rpw)))
+    if vpt > REGS_ROW_MAX_VPT:
+        rpw = regs_rows_per_workgroup(n)
+        vpt = -(-n // (4 * (256 // rpw)))
+    return rpw, vpt
 
 
 SPLIT_ROW_MIN_N = 8192     # rows from this long may be split over workgroups, when
