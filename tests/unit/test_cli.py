@@ -177,3 +177,13 @@ def test_cooperative_matrix_probe_reports_why_it_cannot_be_used():
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     assert out["usable"] is False and "cooperative" in out["why"].lower(), out
+
+
+def test_bench_gives_f16_rows_their_speedup_over_webrlx_f32():
+    from webrlx.cli.bench import f16_speedups
+    cases = [{"case": "matmul 4096x4096x4096", "dtype": "float32", "webrlx_ms": 5.5},
+             {"case": "matmul 4096x4096x4096", "dtype": "float16", "webrlx_ms": 2.75},
+             {"case": "matmul 8x8x8", "dtype": "float16", "webrlx_ms": 1.0}]
+    f16_speedups(cases)
+    assert cases[1]["speedup_vs_webrlx_float32"] == 2.0
+    assert "speedup_vs_webrlx_float32" not in cases[0] | cases[2]

@@ -118,6 +118,15 @@ def matmul_cases(sizes: list[int], dtype: str, iters: int, repeats: int) -> list
     return rows
 
 
+def f16_speedups(cases: list[dict[str, Any]]) -> None:
+    """Give each float16 matmul row `speedup_vs_webrlx_float32`: webrlx's own float32 time for
+    the same shape over its float16 time (the issue's f16 target is a ratio to webrlx f32)."""
+    f32 = {c["case"]: c["webrlx_ms"] for c in cases if c.get("dtype") == "float32"}
+    for c in cases:
+        if c.get("dtype") == "float16" and c["case"] in f32:
+            c["speedup_vs_webrlx_float32"] = f32[c["case"]] / c["webrlx_ms"]
+
+
 def io_case(n: int, repeats: int) -> dict[str, Any]:
     """A whole `exe.run` of an n x n x n f32 matmul with numpy in and out (uploads, the
     matmul, the readback into a new array), beside torch doing the same job with its copies:
@@ -290,6 +299,7 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
         out["cases"] += matmul_cases(sizes, "float32", iters, repeats)
     if (not only or "f16" in only) and dev.info.has_f16:
         out["cases"] += matmul_cases(sizes, "float16", iters, repeats)
+        f16_speedups(out["cases"])
     if not only or "chain" in only:
         out["cases"].append(elementwise_chain(100, 20, repeats, fuse=False))
         out["cases"].append(elementwise_chain(100, 20, repeats, fuse=True))
