@@ -47,9 +47,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (c4 < N4) {
         var k = s;
         if (UNROLL) {        // four loads of B issued before their FMAs: 4 in flight a thread
+            let s4 = SLICES * N4;                    // one step of K in B
             for (; k + 3u * SLICES < p.K; k += 4u * SLICES) {
                 let i = b_base + k * N4 + c4;
-                let s4 = SLICES * N4;
                 let b0 = vec4<f32>(B[i]);
                 let b1 = vec4<f32>(B[i + s4]);
                 let b2 = vec4<f32>(B[i + 2u * s4]);

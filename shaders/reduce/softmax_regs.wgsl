@@ -43,7 +43,8 @@ fn keep4(row: u32, j4: u32) -> vec4<bool> {
     return k;
 }
 
-fn gt_max(m: f32, v: vec4<f32>) -> f32 {        // max of m and v's lanes; NaN lanes ignored
+// max of m and v's lanes; NaN lanes ignored (v > m, as reduce/softmax)
+fn gt_max(m: f32, v: vec4<f32>) -> f32 {
     var r = m;
     if (v.x > r) { r = v.x; }
     if (v.y > r) { r = v.y; }

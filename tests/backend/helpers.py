@@ -59,6 +59,26 @@ def check(backend: Any, fn: Callable, np_fn: Callable, *arrays: np.ndarray,
             np.testing.assert_allclose(g.astype(np.float64), w, rtol=rtol, atol=atol)
 
 
+def kernel_spy(monkeypatch: Any, module: Any) -> list[str]:
+    """Record the name of every kernel a compiler module builds (its `kernel` function) while
+    the test runs; return the list it fills."""
+    used: list[str] = []
+    real = module.kernel
+    monkeypatch.setattr(module, "kernel",
+                        lambda name, **slots: used.append(name) or real(name, **slots))
+    return used
+
+
+def force_regs_rows(monkeypatch: Any, min_n: int | None = None) -> list[str]:
+    """Force the register-row kernels on every backend (lower_rows.REGS_ROWS_ON_SOFTWARE, and
+    REGS_ROW_MIN_N lowered to min_n); return the list of kernels lower_rows builds."""
+    from webrlx.compiler import lower_rows
+    monkeypatch.setattr(lower_rows, "REGS_ROWS_ON_SOFTWARE", True)
+    if min_n is not None:
+        monkeypatch.setattr(lower_rows, "REGS_ROW_MIN_N", min_n)
+    return kernel_spy(monkeypatch, lower_rows)
+
+
 def rss_mb() -> float | None:
     """Host resident memory in MB, from /proc (None where there is none: not Linux)."""
     try:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import webrlx as wr
-from helpers import check, rand
+from helpers import check, force_regs_rows, kernel_spy, rand
 
 
 def _ln(x, w=None, b=None, eps=1e-5):
@@ -219,8 +219,7 @@ def test_norms_with_rows_in_registers(backend, rows, n, min_n, monkeypatch):
     """norm/layer_norm_regs (the GPUs' default for rows of 128..8192, n % 4 == 0), forced on
     every backend: residual, weight and bias each on and off, rms_norm, a large mean, near-
     constant rows, 1 or 8 rows a workgroup and rows past the end in a workgroup."""
-    from test_reduce import regs_rows_spy
-    used = regs_rows_spy(monkeypatch, min_n)
+    used = force_regs_rows(monkeypatch, min_n)
     x = rand(rows, n) * 3 + 50
     check(backend, lambda x, r, w, b: wr.nn.layer_norm(x + r, w, b),
           lambda x, r, w, b: _ln(x + r, w, b), x, rand(rows, n, seed=1), rand(n, seed=2),
@@ -239,14 +238,10 @@ def test_norms_with_rows_in_registers(backend, rows, n, min_n, monkeypatch):
 def test_attention_by_matmul_with_rows_in_registers(backend, lq, lk, causal, monkeypatch):
     """Attention's two-matmul form with its masked, scaled softmax in reduce/softmax_regs (the
     GPUs' pick for keys of 128..8192), forced on every backend for short rows."""
-    from webrlx.compiler import lower_attention, lower_rows
+    from webrlx.compiler import lower_attention
     monkeypatch.setattr(lower_attention, "FORCE_PATH", "matmul")
-    monkeypatch.setattr(lower_rows, "REGS_ROWS_ON_SOFTWARE", True)
-    monkeypatch.setattr(lower_rows, "REGS_ROW_MIN_N", 4)
-    used: list[str] = []
-    real = lower_attention.kernel
-    monkeypatch.setattr(lower_attention, "kernel",
-                        lambda name, **slots: used.append(name) or real(name, **slots))
+    force_regs_rows(monkeypatch, 4)
+    used = kernel_spy(monkeypatch, lower_attention)
     mask = np.ones((2, lk), np.int32)
     mask[1, lk // 2 + 1:] = 0
     check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import check, rand
+from helpers import check, force_regs_rows, rand
 
 import webrlx as wr
 
@@ -141,28 +141,14 @@ def test_max_over_an_empty_axis_is_an_error_as_in_numpy():
 
 
 
-def regs_rows_spy(monkeypatch, min_n=None) -> list[str]:
-    """Force the register-row kernels on every backend (lower_rows.REGS_ROWS_ON_SOFTWARE, and
-    REGS_ROW_MIN_N lowered to min_n); return the list of kernels lower_rows builds."""
-    from webrlx.compiler import lower_rows
-    monkeypatch.setattr(lower_rows, "REGS_ROWS_ON_SOFTWARE", True)
-    if min_n is not None:
-        monkeypatch.setattr(lower_rows, "REGS_ROW_MIN_N", min_n)
-    used: list[str] = []
-    real = lower_rows.kernel
-    monkeypatch.setattr(lower_rows, "kernel",
-                        lambda name, **slots: used.append(name) or real(name, **slots))
-    return used
-
-
 @pytest.mark.parametrize("shape,axis,min_n", [((3, 2048), -1, None), ((2, 8188), -1, None),
                                               ((5, 4100), -1, None), ((2052, 3), 0, None),
                                               ((9, 1000), -1, 4), ((17, 64), 1, 4)], ids=str)
 def test_softmax_rows_in_registers(backend, shape, axis, min_n, monkeypatch):
     """reduce/softmax_regs (the GPUs' default for rows of 128..8192, n % 4 == 0), forced on
-    every backend: 1 or 8 rows a workgroup, vec4 a thread from 1 to 8, a partly filled last
-    vec4 slot (4100), rows past the end in a workgroup (9 rows of 8 a workgroup)."""
-    used = regs_rows_spy(monkeypatch, min_n)
+    every backend: 1, 2 or 8 rows a workgroup, vec4 a thread from 1 to 8, a partly filled last
+    vec4 slot (4100), rows past the end in a workgroup (9 rows of 2, 17 of 8 a workgroup)."""
+    used = force_regs_rows(monkeypatch, min_n)
     x = rand(*shape, low=-30, high=30)
     check(backend, lambda t: t.softmax(axis), lambda a: _softmax(a, axis), x, rtol=1e-5,
           atol=1e-7)
@@ -173,7 +159,7 @@ def test_softmax_rows_in_registers(backend, shape, axis, min_n, monkeypatch):
 
 def test_softmax_rows_in_registers_keep_nan_and_inf(backend, monkeypatch):
     """NaN, +inf and all -inf rows give numpy's results (NaN where numpy has NaN)."""
-    used = regs_rows_spy(monkeypatch)
+    used = force_regs_rows(monkeypatch)
     x = rand(4, 2048, low=-5, high=5)
     x[0, 7] = np.nan
     x[1, 100] = np.inf

@@ -137,11 +137,9 @@ def _attention_by_matmul(L: EmitContext, node: Node, dims: tuple[int, int, int, 
     has_mask = len(node.inputs) == 4
     mask = L.buf(node.inputs[3]) if has_mask else L.dummy(1)
     probs = L.temp((b * h, lq, lk), dtype)
-    rows, rpw = b * h * lq, rows_per_workgroup(lk)
     regs = regs_row_shape(L, lk)          # rows in registers (GPUs, lk % 4 == 0, 128..8192)
-    if regs is not None:
-        rpw = regs[0]
-    k = kernel("reduce/softmax_regs", T=L.T(dtype), VPT=str(regs[1])) if regs is not None \
+    rows, rpw = b * h * lq, regs[0] if regs else rows_per_workgroup(lk)
+    k = kernel("reduce/softmax_regs", T=L.T(dtype), VPT=str(regs[1])) if regs \
         else kernel("reduce/softmax", T=L.T(dtype))
     L.emit(k, {"x": scores, "mask": mask, "out": probs},
            {"rows": rows, "n": lk, "per_batch": h * lq, "lq": lq, "q_off": lk - lq,

@@ -157,13 +157,12 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                name="gemv", windows=windows)
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4: 128 or 64 square tiles
         params.update(act=overrides["ACT"], has_bias=int(overrides["HAS_BIAS"]), KL=k)
-        pieces = split_k(m, n, k, batch, L.limit) if (not L.info.software and dtype ==
-                                                      dt.float32 and not windows
-                                                      and not offsets) else 1
-        r = 1
-        if pieces == 1 and not L.info.software and dtype == dt.float32 and not windows \
-                and not offsets:
-            pieces, r = split_k_big(m, n, k, batch, L.limit), 2
+        # K pieces (GPUs, f32, whole buffers): 64x64 tiles for thin shapes, else 128x128 ones
+        pieces, r = 1, 1
+        if not L.info.software and dtype == dt.float32 and not windows and not offsets:
+            pieces = split_k(m, n, k, batch, L.limit)
+            if pieces == 1:
+                pieces, r = split_k_big(m, n, k, batch, L.limit), 2
         if pieces > 1:
             _split_k(L, a, b, bias, out, (m, n, k), pieces, dtype, acc_t, act, r)
             return
@@ -308,6 +307,8 @@ GEMV_UNROLL: bool | None = None     # None: on GPUs, off on software adapters; t
 def gemv_unroll(software: bool) -> bool:
     """Whether matmul/gemv runs its unrolled K loop (GEMV_UNROLL, else on GPUs only)."""
     return (not software) if GEMV_UNROLL is None else GEMV_UNROLL
+
+
 def big_tile_first(m: int, n: int, batch: int, software: bool) -> int:
     """The default tile of the register-tiled matmul (the autotuner may override it): 2 for
     128x128 (8x8 per thread), 1 for 64x64. GPUs: 128 tiles only when they still give BIG_GRID

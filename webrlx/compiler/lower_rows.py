@@ -109,16 +109,17 @@ def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: floa
 
 def _row_op(L: EmitContext, node: Node, shader: str, overrides: Mapping[str, Any],
             params: Mapping[str, Any] | None = None, extra: Mapping[str, Buf] | None = None,
-            one_thread_per_row: bool = False) -> Buf:
+            one_thread_per_row: bool = False, regs: tuple[int, int] | None = None) -> Buf:
     """Run a [rows, n] kernel over node.attrs['axis'] (moved last and back when needed):
-    one thread per row, or RPW rows per 256-thread workgroup (ROW_REDUCE kernels)."""
+    one thread per row, or RPW rows per 256-thread workgroup (ROW_REDUCE kernels); `regs`:
+    a register-row kernel's (RPW, VPT) (regs_row_shape)."""
     shape = L.shape(node.id)
     axis = node.attrs.get("axis", -1) % len(shape)
     buf, rows, n, perm = L.rows_last(node.inputs[0], (axis,))
     out = L.temp(shape, node.dtype)
     k = kernel(shader, T=L.T(node.dtype), ACC="f32" if node.dtype.is_float else
-               node.dtype.wgsl)
-    rpw = rows_per_workgroup(n)
+               node.dtype.wgsl, **({"VPT": str(regs[1])} if regs else {}))
+    rpw = regs[0] if regs else rows_per_workgroup(n)
     if not one_thread_per_row:
         overrides = {**overrides, "RPW": rpw}
     L.check_loop(node, -(-n // 8) if one_thread_per_row else -(-n // (256 // rpw)))
@@ -180,12 +181,10 @@ def regs_row_shape(L: EmitContext, n: int) -> tuple[int, int] | None:
         return None
     if L.info.software and not REGS_ROWS_ON_SOFTWARE:
         return None
-    rpw = regs_rows_per_workgroup(n) if REGS_ROW_TPR is None else 256 // REGS_ROW_TPR
-    vpt = -(-n // (4 * (256 // rpw)))
-    if vpt > REGS_ROW_MAX_VPT:
-        rpw = regs_rows_per_workgroup(n)
-        vpt = -(-n // (4 * (256 // rpw)))
-    return rpw, vpt
+    rpw = regs_rows_per_workgroup(n)
+    if REGS_ROW_TPR is not None and -(-n // (4 * REGS_ROW_TPR)) <= REGS_ROW_MAX_VPT:
+        rpw = 256 // REGS_ROW_TPR
+    return rpw, -(-n // (4 * (256 // rpw)))
 
 
 SPLIT_ROW_MIN_N = 8192     # rows from this long may be split over workgroups, when
@@ -232,20 +231,11 @@ def _softmax(L: EmitContext, node: Node) -> Buf:
         _emit_split_rows(L, node, "reduce/softmax", rows, n, {"x": buf}, {}, out,
                          {"scale": 1.0}, {}, {"LOG": node.op == "log_softmax"})
         return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
-    regs = regs_row_shape(L, n)
-    if regs is not None:
-        rpw, vpt = regs
-        buf, rows, n, perm = L.rows_last(node.inputs[0], (axis,))
-        out = L.temp(shape, node.dtype)
-        emit_rows(L, kernel("reduce/softmax_regs", T=L.T(node.dtype), VPT=str(vpt)),
-                  {"x": buf, "mask": L.dummy(0), "out": out}, ("x", "out"), rows, n,
-                  {"per_batch": 1, "lq": 1, "q_off": 0, "scale": 1.0},
-                  lambda nr: L.grid(-(-nr // rpw), 1),
-                  {"LOG": node.op == "log_softmax", "RPW": rpw}, node.op)
-        return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
-    return _row_op(L, node, "reduce/softmax", {"LOG": node.op == "log_softmax"},
+    regs = regs_row_shape(L, n)      # the row in registers (GPUs): one read of x
+    return _row_op(L, node, "reduce/softmax_regs" if regs else "reduce/softmax",
+                   {"LOG": node.op == "log_softmax"},
                    params={"per_batch": 1, "lq": 1, "q_off": 0, "scale": 1.0},
-                   extra={"mask": L.dummy(0)})
+                   extra={"mask": L.dummy(0)}, regs=regs)
 
 
 @lowering("cumsum")
