@@ -20,6 +20,10 @@ class DeviceInfo:
     limits: dict[str, int] = field(default_factory=dict)
     features: frozenset[str] = frozenset()   # "shader-f16", "subgroups", "timestamp-query"
     driver: str = ""               # driver description where the adapter tells it (natively)
+    # threads of a subgroup where Backend.probe_subgroups checked that a 1-D workgroup is cut
+    # into runs of this many consecutive local_invocation_index values; 0: no subgroups, or
+    # not checked (software adapters and the browser keep workgroup-memory reductions)
+    subgroup_size: int = 0
 
     @property
     def tune_name(self) -> str:

@@ -79,6 +79,28 @@ def force_regs_rows(monkeypatch: Any, min_n: int | None = None) -> list[str]:
     return kernel_spy(monkeypatch, lower_rows)
 
 
+def force_subgroup_rows(monkeypatch: Any, backend: Any) -> tuple[int, list[int]]:
+    """Probe the backend's subgroups (Backend.probe_subgroups: software adapters skip it by
+    default) and let the row kernels reduce with them; return the subgroup size (0: none, or
+    unchecked as in the browser) and the list of rows-per-workgroup for which
+    lower_rows.row_reduce_slots picked the subgroup helper."""
+    from webrlx.compiler import lower_attention, lower_rows
+    size = 0 if backend.name == "reference" else backend.probe_subgroups()
+    if backend.name != "reference":
+        monkeypatch.setattr(backend.info, "subgroup_size", size)
+    picked: list[int] = []
+    real = lower_rows.row_reduce_slots
+
+    def spy(L: Any, rpw: int) -> dict[str, str]:
+        slots = real(L, rpw)
+        if slots:
+            picked.append(rpw)
+        return slots
+    monkeypatch.setattr(lower_rows, "row_reduce_slots", spy)
+    monkeypatch.setattr(lower_attention, "row_reduce_slots", spy)
+    return size, picked
+
+
 def rss_mb() -> float | None:
     """Host resident memory in MB, from /proc (None where there is none: not Linux)."""
     try:

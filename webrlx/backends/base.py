@@ -32,6 +32,19 @@ WANTED_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size",
                  "max-compute-workgroup-size-y")
 # Optional features webrlx uses when the adapter has them (WebGPU spellings).
 WANTED_FEATURES = ("shader-f16", "subgroups", "timestamp-query")
+# probe_subgroups' kernel: per thread, its subgroup's size, its lane, the first lane's thread
+# and subgroupAdd(1)
+SUBGROUP_PROBE = """
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(subgroup_size) sg: u32,
+        @builtin(subgroup_invocation_id) lane: u32) {
+    out[4u * lid] = sg;
+    out[4u * lid + 1u] = lane;
+    out[4u * lid + 2u] = subgroupBroadcastFirst(lid);
+    out[4u * lid + 3u] = u32(subgroupAdd(1.0));
+}
+"""
 SCRUB_BYTES = 32 << 20      # time_dispatch's copy: 32 MiB read + 32 written > an H100's L2
 
 
@@ -257,6 +270,32 @@ class Backend(abc.ABC):
             if spent >= 2e-3 or n >= 256:
                 return spent / n
             n = min(256, max(2 * n, int(n * 2.5e-3 / max(spent, 1e-5))))
+
+    def probe_subgroups(self) -> int:
+        """Run a 256-thread probe kernel; return the subgroup size where every subgroup is a
+        run of that many consecutive local_invocation_index values (lane = index % size) and
+        subgroupAdd works, else 0. The subgroup row reductions (common/row_reduce_subgroup)
+        rely on that layout, which WGSL does not promise. Native only (the browser would
+        need `enable subgroups;` and an async read); needs the "subgroups" feature."""
+        if "subgroups" not in self.info.features or not self.can_run_sync:
+            return 0
+        try:
+            pipe = self.pipeline(SUBGROUP_PROBE)
+        except GPUError:
+            return 0
+        out, back = self.create_buffer(4096, "storage"), self.create_buffer(4096, "readback")
+        try:
+            self.submit([Dispatch(pipe, self.bind_group(pipe, [(out, 0, 4096)]), (1, 1, 1))],
+                        [Copy(out, 0, back, 0, 4096)])
+            a = np.frombuffer(self.read_buffer(back, 0, 4096), np.uint32).reshape(256, 4)
+        finally:
+            self.release([out, back])
+        size = int(a[0, 0])
+        lid = np.arange(256)
+        ok = (size >= 1 and 256 % size == 0 and bool((a[:, 0] == size).all())
+              and bool((a[:, 1] == lid % size).all())
+              and bool((a[:, 2] == lid - lid % size).all()) and bool((a[:, 3] == size).all()))
+        return size if ok else 0
 
     def staging(self, nbytes: int) -> Any:
         """Return a pooled readback buffer of at least nbytes (sizes are powers of two)."""

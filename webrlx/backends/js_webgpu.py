@@ -205,6 +205,11 @@ class JsWebGPUBackend(Backend):
     def can_run_sync(self) -> bool:
         return bool(can_run_sync())
 
+    def probe_subgroups(self) -> int:
+        """0: browsers want `enable subgroups;` in every shader that uses them, which the
+        row kernels do not emit yet, so the page keeps the workgroup-memory reductions."""
+        return 0
+
     def create_buffer(self, nbytes: int, usage: str) -> Any:
         self._check("create_buffer")
         self.stats["buffers"] += 1

@@ -62,6 +62,8 @@ class WgpuBackend(Backend):
             "readback": wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST,
             "query": wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC,
         }
+        if not self.info.software:     # (tests probe lavapipe's: helpers.force_subgroup_rows)
+            self.info.subgroup_size = self.probe_subgroups()
 
     # -- loss: wgpu-py only logs the device-lost callback, so a lost device is found by our own
     # destroy() or by the "device is lost" errors of the calls made on it

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from .. import dtype as dt
 from ..graph import Node
-from ..kernels import Kernel, kernel
+from ..kernels import Kernel, kernel, raw_shader
 from . import split
 from .emit import EmitContext
 from .memory import BindingLimitError
@@ -31,6 +31,21 @@ def rows_per_workgroup(n: int) -> int:
     """Rows a ROW_REDUCE kernel handles per 256-thread workgroup: 8 (32 threads each) for
     rows of up to 1024 elements, else 1."""
     return 8 if n <= 1024 else 1
+
+
+# subgroup row reductions (common/row_reduce_subgroup) where the device's subgroups were
+# checked (DeviceInfo.subgroup_size: GPUs natively); False: the workgroup tree everywhere
+SUBGROUP_ROWS = True
+
+
+def row_reduce_slots(L: EmitContext, rpw: int) -> dict[str, str]:
+    """The ROW_REDUCE helper of a kernel whose rows take 256 // rpw threads: subgroup
+    operations where the device's subgroup layout was checked and a row is whole subgroups,
+    else (no slots given) the workgroup-memory tree of common/row_reduce."""
+    sg = L.info.subgroup_size
+    if SUBGROUP_ROWS and sg and (256 // rpw) % sg == 0:
+        return {"ROW_REDUCE": raw_shader("common/row_reduce_subgroup"), "SG": str(sg)}
+    return {}
 
 
 @lowering("sum", "mean", "max", "min", "prod", "argmax")
@@ -117,9 +132,10 @@ def _row_op(L: EmitContext, node: Node, shader: str, overrides: Mapping[str, Any
     axis = node.attrs.get("axis", -1) % len(shape)
     buf, rows, n, perm = L.rows_last(node.inputs[0], (axis,))
     out = L.temp(shape, node.dtype)
-    k = kernel(shader, T=L.T(node.dtype), ACC="f32" if node.dtype.is_float else
-               node.dtype.wgsl, **({"VPT": str(regs[1])} if regs else {}))
     rpw = regs[0] if regs else rows_per_workgroup(n)
+    k = kernel(shader, T=L.T(node.dtype), ACC="f32" if node.dtype.is_float else
+               node.dtype.wgsl, **({"VPT": str(regs[1])} if regs else {}),
+               **({} if one_thread_per_row else row_reduce_slots(L, rpw)))
     if not one_thread_per_row:
         overrides = {**overrides, "RPW": rpw}
     L.check_loop(node, -(-n // 8) if one_thread_per_row else -(-n // (256 // rpw)))
@@ -212,7 +228,8 @@ def _emit_split_rows(L: EmitContext, node: Node, shader: str, rows: int, n: int,
     parts = L.temp((rows, nparts, 2), dt.float32)
     params = {"rows": rows, "n": n, "chunk": SPLIT_ROW_CHUNK, "nparts": nparts, **params}
     t = L.T(node.dtype)
-    L.emit(kernel(f"{shader}_parts", T=t), {**reads, "parts": parts}, params,
+    L.emit(kernel(f"{shader}_parts", T=t, **row_reduce_slots(L, 1)), {**reads, "parts": parts},
+           params,
            (nparts, rows, 1), dict(parts_overrides), name=f"{node.op}[parts]")
     L.emit(kernel(f"{shader}_finish", T=t), {**reads, **finish_extra, "parts": parts,
                                              "out": out},
@@ -264,11 +281,12 @@ def _norm(L: EmitContext, node: Node) -> Buf:
     regs = regs_row_shape(L, n)
     if regs is not None:                # the row in registers: one read of x (and r)
         rpw, vpt = regs
-        k = kernel("norm/layer_norm_regs", T=L.T(node.dtype), VPT=str(vpt))
+        k = kernel("norm/layer_norm_regs", T=L.T(node.dtype), VPT=str(vpt),
+                   **row_reduce_slots(L, rpw))
     else:
         rpw = rows_per_workgroup(n)
         L.check_loop(node, -(-n // (256 // rpw)))
-        k = kernel("norm/layer_norm", T=L.T(node.dtype))
+        k = kernel("norm/layer_norm", T=L.T(node.dtype), **row_reduce_slots(L, rpw))
     emit_rows(L, k,
               {"x": x, "r": r, "w": w, "b": b, "out": out},
               ("x", "r", "out") if residual else ("x", "out"), rows, n,
@@ -286,7 +304,7 @@ def _norm_grad(L: EmitContext, node: Node) -> Buf:
     rows, n = math.prod(shape[:-1]), shape[-1]
     rpw = rows_per_workgroup(n)
     L.check_loop(node, -(-n // (256 // rpw)))
-    emit_rows(L, kernel("norm/norm_grad", T=L.T(node.dtype)),
+    emit_rows(L, kernel("norm/norm_grad", T=L.T(node.dtype), **row_reduce_slots(L, rpw)),
               {"x": x, "dy": dy, "w": w, "out": out}, ("x", "dy", "out"), rows, n,
               {"eps": node.attrs["eps"]}, lambda nr: L.grid(-(-nr // rpw), 1),
               {"RMS": node.op == "rms_norm_grad", "HAS_W": len(node.inputs) > 2, "RPW": rpw},

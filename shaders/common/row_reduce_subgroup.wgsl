@@ -1,0 +1,57 @@
+// Row reductions over subgroups: the ROW_REDUCE slot on devices whose subgroups were checked to
+// be runs of SG consecutive local_invocation_index values (DeviceInfo.subgroup_size, found by
+// Backend.probe_subgroups). Same functions and contract as common/row_reduce: a workgroup of WG
+// threads handles RPW rows of WG / RPW threads each, and every thread calls them (barriers and
+// subgroup operations in uniform control flow). Needs (WG / RPW) % SG == 0: a row's threads are
+// whole subgroups (lower_rows.row_reduce_slots checks it).
+// Cost: a row of one subgroup (32 threads on NVIDIA: rows of up to 512 elements on GPUs) reduces
+// with one subgroup operation and no barrier, where the tree of common/row_reduce took
+// log2(32) + 2 = 7 workgroup barriers a reduction; a longer row adds its subgroups' partials
+// through workgroup memory behind 2 barriers.
+override RPW: u32 = 1u;
+const SG: u32 = {{SG}}u;
+var<workgroup> red: array<f32, 256>;
+var<workgroup> red2: array<vec2<f32>, 256>;
+
+fn reduce_sum(lid: u32, v: f32) -> f32 {
+    let tpr = WG / RPW;
+    let s = subgroupAdd(v);
+    if (tpr == SG) { return s; }
+    if (lid % SG == 0u) { red[lid / SG] = s; }
+    workgroupBarrier();
+    let per = tpr / SG;
+    let first = (lid / tpr) * per;
+    var r = red[first];
+    for (var i = 1u; i < per; i++) { r += red[first + i]; }
+    workgroupBarrier();
+    return r;
+}
+
+fn reduce_max(lid: u32, v: f32) -> f32 {
+    let tpr = WG / RPW;
+    let s = subgroupMax(v);
+    if (tpr == SG) { return s; }
+    if (lid % SG == 0u) { red[lid / SG] = s; }
+    workgroupBarrier();
+    let per = tpr / SG;
+    let first = (lid / tpr) * per;
+    var r = red[first];
+    for (var i = 1u; i < per; i++) { r = max(r, red[first + i]); }
+    workgroupBarrier();
+    return r;
+}
+
+// Two sums at once (layer_norm's sum(d^2) and sum(d)).
+fn reduce_sum2(lid: u32, v: vec2<f32>) -> vec2<f32> {
+    let tpr = WG / RPW;
+    let s = subgroupAdd(v);
+    if (tpr == SG) { return s; }
+    if (lid % SG == 0u) { red2[lid / SG] = s; }
+    workgroupBarrier();
+    let per = tpr / SG;
+    let first = (lid / tpr) * per;
+    var r = red2[first];
+    for (var i = 1u; i < per; i++) { r += red2[first + i]; }
+    workgroupBarrier();
+    return r;
+}
