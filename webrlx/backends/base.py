@@ -137,8 +137,14 @@ class Backend(abc.ABC):
     def _queue_submit(self, command_buffer: Any) -> None:
         """Submit one finished command buffer to the queue."""
 
+    def flush(self) -> None:
+        """Hand every held-back command buffer to the queue (see WgpuBackend's deferred
+        submits); a no-op where submits are never held."""
+
     def release(self, buffers: Sequence[Any]) -> None:
         """Destroy buffers nothing will use again (a plan evicted from a cache)."""
+        if self.lost is None:
+            self.flush()                # (held-back work may still use them)
         for buf in buffers:
             if self.lost is None:
                 buf.destroy()

@@ -11,6 +11,17 @@ import numpy as np
 from ..device_info import DeviceInfo, alloc_bytes
 from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
 
+# Deferred submits: while the GPU is still busy with earlier submits, a run's finished command
+# buffer is held back, and the held ones reach the queue together in one wgpuQueueSubmit when
+# the queue is found idle, MAX_HELD are held, or anything needs them done or ordered (a read, a
+# write, a release, a timed submit: flush()). Why: on an H100 the GPU idles ~17 us between two
+# submits even when the next is already queued (bench/submit_gap_probe.py), so back-to-back
+# runs of a 10 us kernel took 23 us each; dispatches of one submit run back to back. A lone run
+# on an idle GPU is submitted at once (no added latency). False: every run submits at once.
+DEFER_SUBMITS = True
+MAX_HELD = 64
+HOLD_ALWAYS = False     # (tests) hold every submit as if the GPU were busy: lavapipe's never is
+
 # wgpu-py spells the WebGPU feature "subgroups" as "subgroup".
 _FEATURE_NAMES = {"subgroups": "subgroup"}
 
@@ -62,13 +73,21 @@ class WgpuBackend(Backend):
             "readback": wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST,
             "query": wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC,
         }
+        self._held: list[Any] = []     # finished command buffers not submitted yet (C handles)
         if not self.info.software:     # (tests probe lavapipe's: helpers.force_subgroup_rows)
             self.info.subgroup_size = self.probe_subgroups()
 
     # -- loss: wgpu-py only logs the device-lost callback, so a lost device is found by our own
     # destroy() or by the "device is lost" errors of the calls made on it
     def _destroy(self) -> None:
+        self._drop_held()
         self.device.destroy()
+
+    def _drop_held(self) -> None:
+        """Release held command buffers without running them (the device is gone)."""
+        held, self._held = self._held, []
+        for cb in held:
+            self._c_api()[0].wgpuCommandBufferRelease(cb)
 
     def _raise_if_lost(self, where: str, error: Exception) -> None:
         if "lost" in str(error).lower():        # wgpu-native: "Parent device is lost"
@@ -92,6 +111,9 @@ class WgpuBackend(Backend):
         return buf
 
     def write_buffer(self, buf: Any, offset: int, data: np.ndarray) -> None:
+        # a queued write runs before the next submit: held-back runs that came first must
+        # be submitted before it, or they would read what this writes
+        self.flush()
         with self._guard("write_buffer"):
             self.queue.write_buffer(buf, offset, memoryview(data).cast("B"))
 
@@ -211,16 +233,45 @@ class WgpuBackend(Backend):
                 cb = libf.wgpuCommandEncoderFinish(enc, ffi.NULL)
             finally:
                 lib.wgpuCommandEncoderRelease(enc)
-            try:
-                libf.wgpuQueueSubmit(self.queue._internal, 1, ffi.new("WGPUCommandBuffer[1]", [cb]))
-            finally:
-                lib.wgpuCommandBufferRelease(cb)
         except self._wgpu.GPUError as e:
             self._raise_if_lost("submit", e)
             raise
         self.stats["submits"] += 1
+        with self.lock:
+            self._held.append(cb)
+            if (not DEFER_SUBMITS or len(self._held) >= MAX_HELD or not HOLD_ALWAYS
+                    and lib.wgpuDevicePoll(self.device._internal, 0, ffi.NULL)):
+                self._submit_held()
+            else:
+                self.stats["submits_held"] += 1
+
+    def flush(self) -> None:
+        if self._held:
+            with self.lock:
+                if self.lost is not None:
+                    self._drop_held()
+                    self.check_alive("flush")
+                self._submit_held()
+
+    def _submit_held(self) -> None:
+        """One wgpuQueueSubmit of every held command buffer, in the order they were made."""
+        held, self._held = self._held, []
+        if not held:
+            return
+        lib, libf, ffi = self._c_api()
+        try:
+            libf.wgpuQueueSubmit(self.queue._internal, len(held),
+                                 ffi.new("WGPUCommandBuffer[]", held))
+        except self._wgpu.GPUError as e:
+            self._raise_if_lost("submit", e)
+            raise
+        finally:
+            for cb in held:
+                lib.wgpuCommandBufferRelease(cb)
+        self.stats["queue_submits"] += 1
 
     def _queue_submit(self, command_buffer: Any) -> None:
+        self.flush()
         with self._guard("submit"):
             self.queue.submit([command_buffer])
 
@@ -231,6 +282,7 @@ class WgpuBackend(Backend):
 
     def read_buffer(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         self.stats["readbacks"] += 1
+        self.flush()
         with self._guard("read_buffer"):
             buf.map_sync(self._wgpu.MapMode.READ, offset, nbytes)
         try:
@@ -240,6 +292,7 @@ class WgpuBackend(Backend):
 
     async def read_buffer_async(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         self.stats["readbacks"] += 1
+        self.flush()
         with self._guard("read_buffer_async"):
             await buf.map_async(self._wgpu.MapMode.READ, offset, nbytes)
         try:
