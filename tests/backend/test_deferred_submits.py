@@ -106,3 +106,19 @@ def test_held_gpu_runs_and_a_lost_device(monkeypatch):
     assert not dev._held
     with pytest.raises(DeviceLostError):
         y.numpy()
+
+
+def test_held_gpu_runs_reach_the_queue_without_a_read(held):
+    """Nothing flushes: the background thread submits what was held HOLD_S ago."""
+    import time
+    from webrlx.backends import wgpu_native
+    exe = _exe(held)
+    exe.run({"x": np.zeros(64, np.float32)})
+    before = held.stats["queue_submits"]
+    y = exe.run({"x": np.zeros(64, np.float32)}, keep_on_device=True)[0]
+    assert held._held
+    t = time.perf_counter()
+    while held.stats["queue_submits"] == before and time.perf_counter() - t < 5.0:
+        time.sleep(wgpu_native.HOLD_S)       # (the count follows the submit: wait on it)
+    assert not held._held and held.stats["queue_submits"] == before + 1
+    np.testing.assert_allclose(y.numpy(), np.full(64, 1 / 64), rtol=1e-6)

@@ -4,6 +4,9 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
+import time
+import weakref
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -11,16 +14,55 @@ import numpy as np
 from ..device_info import DeviceInfo, alloc_bytes
 from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
 
-# Deferred submits: while the GPU is still busy with earlier submits, a run's finished command
-# buffer is held back, and the held ones reach the queue together in one wgpuQueueSubmit when
-# the queue is found idle, MAX_HELD are held, or anything needs them done or ordered (a read, a
-# write, a release, a timed submit: flush()). Why: on an H100 the GPU idles ~17 us between two
-# submits even when the next is already queued (bench/submit_gap_probe.py), so back-to-back
-# runs of a 10 us kernel took 23 us each; dispatches of one submit run back to back. A lone run
-# on an idle GPU is submitted at once (no added latency). False: every run submits at once.
-DEFER_SUBMITS = True
+# Deferred submits. A run's finished command buffer is held back when runs come in a burst (the
+# last submit call ended under BURST_S ago) or the GPU is still busy with earlier work; held
+# ones reach the queue together in one wgpuQueueSubmit when MAX_HELD are held, when anything
+# needs them done or ordered (a read, a write, a release, a timed submit: flush()), or HOLD_S
+# after the first was held (a background thread), so held work never waits long. A lone run is
+# submitted at once. Why (H200, bench/subgroup_defer_probe.py): a submit costs ~20 us of host
+# time in wgpu-native and the GPU idles ~17 us between two submits even when the next is queued
+# (bench/submit_gap_probe.py), so a 9 us softmax ran 22 us a run back to back, whatever the
+# kernel did; the dispatches of one submit run back to back. Holding only while the GPU was
+# busy held nothing there: the host, at ~20 us a submit, was the slower side.
+DEFER_SUBMITS = True    # False: every run submits at once
 MAX_HELD = 64
-HOLD_ALWAYS = False     # (tests) hold every submit as if the GPU were busy: lavapipe's never is
+BURST_S = 50e-6
+HOLD_S = 0.5e-3
+HOLD_ALWAYS = False     # (tests) hold every submit as in a burst: lavapipe's runs are too slow
+
+
+def _flusher(ref: Any) -> None:
+    """Background thread of a WgpuBackend (weakly referenced): submit what was held HOLD_S
+    ago; ends with the backend."""
+    while True:
+        b = ref()
+        if b is None or b.lost is not None:
+            return
+        wake = b._wake
+        del b
+        if not wake.wait(timeout=1.0):
+            continue
+        b = ref()
+        if b is None:
+            return
+        wait = b._held_since + HOLD_S - time.perf_counter()
+        del b
+        if wait > 0:
+            time.sleep(wait)
+        b = ref()
+        if b is None:
+            return
+        with b.lock:
+            if b._held and b.lost is None and \
+                    time.perf_counter() - b._held_since >= HOLD_S * 0.99:
+                try:
+                    b._submit_held()
+                except Exception as e:      # raised by the next call that flushes
+                    b._thread_error = e
+            if not b._held:
+                wake.clear()
+        del b
+
 
 # wgpu-py spells the WebGPU feature "subgroups" as "subgroup".
 _FEATURE_NAMES = {"subgroups": "subgroup"}
@@ -74,6 +116,12 @@ class WgpuBackend(Backend):
             "query": wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC,
         }
         self._held: list[Any] = []     # finished command buffers not submitted yet (C handles)
+        self._held_since = 0.0         # when the first of them was held
+        self._last_end = 0.0           # when the last submit call ended (bursts)
+        self._thread_error: Exception | None = None    # the flusher's, raised by flush()
+        self._wake = threading.Event()                 # set while something is held
+        threading.Thread(target=_flusher, args=(weakref.ref(self),), daemon=True,
+                         name="webrlx-flush").start()
         if not self.info.software:     # (tests probe lavapipe's: helpers.force_subgroup_rows)
             self.info.subgroup_size = self.probe_subgroups()
 
@@ -214,6 +262,7 @@ class WgpuBackend(Backend):
             super().submit(dispatches, copies, before, timestamps, scrub)
             return
         lib, libf, ffi = c
+        start = time.perf_counter()
         self.check_alive("submit")
         try:
             enc = libf.wgpuDeviceCreateCommandEncoder(self.device._internal, ffi.NULL)
@@ -240,12 +289,20 @@ class WgpuBackend(Backend):
         with self.lock:
             self._held.append(cb)
             if (not DEFER_SUBMITS or len(self._held) >= MAX_HELD or not HOLD_ALWAYS
+                    and start - self._last_end >= BURST_S
                     and lib.wgpuDevicePoll(self.device._internal, 0, ffi.NULL)):
                 self._submit_held()
             else:
                 self.stats["submits_held"] += 1
+                if len(self._held) == 1:
+                    self._held_since = start
+                    self._wake.set()
+        self._last_end = time.perf_counter()
 
     def flush(self) -> None:
+        if self._thread_error is not None:
+            e, self._thread_error = self._thread_error, None
+            raise e
         if self._held:
             with self.lock:
                 if self.lost is not None:
