@@ -108,17 +108,20 @@ def test_held_gpu_runs_and_a_lost_device(monkeypatch):
         y.numpy()
 
 
-def test_held_gpu_runs_reach_the_queue_without_a_read(held):
-    """Nothing flushes: the background thread submits what was held HOLD_S ago."""
-    import time
-    from webrlx.backends import wgpu_native
+def test_held_gpu_runs_go_in_one_submit_with_the_next_read(held):
+    """Runs kept on the device are recorded into one encoder (their dispatches into one compute
+    pass) and reach the queue in one submit with the run that reads its result."""
     exe = _exe(held)
-    exe.run({"x": np.zeros(64, np.float32)})
+    a = np.linspace(-2, 2, 64, dtype=np.float32)
+    exe.run({"x": a})
     before = held.stats["queue_submits"]
-    y = exe.run({"x": np.zeros(64, np.float32)}, keep_on_device=True)[0]
-    assert held._held
-    t = time.perf_counter()
-    while held.stats["queue_submits"] == before and time.perf_counter() - t < 5.0:
-        time.sleep(wgpu_native.HOLD_S)       # (the count follows the submit: wait on it)
-    assert not held._held and held.stats["queue_submits"] == before + 1
-    np.testing.assert_allclose(y.numpy(), np.full(64, 1 / 64), rtol=1e-6)
+    y = exe.run({"x": a}, keep_on_device=True)[0]
+    for _ in range(3):
+        y = exe.run({"x": y}, keep_on_device=True)[0]
+    assert held._held == 4 and held.stats["queue_submits"] == before
+    got = exe.run({"x": y})[0]
+    assert held.stats["queue_submits"] == before + 1 and not held._held
+    want = _want(a.astype(np.float64))
+    for _ in range(4):
+        want = _want(want)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)

@@ -4,9 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-import threading
 import time
-import weakref
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -14,54 +12,23 @@ import numpy as np
 from ..device_info import DeviceInfo, alloc_bytes
 from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
 
-# Deferred submits. A run's finished command buffer is held back when runs come in a burst (the
-# last submit call ended under BURST_S ago) or the GPU is still busy with earlier work; held
-# ones reach the queue together in one wgpuQueueSubmit when MAX_HELD are held, when anything
-# needs them done or ordered (a read, a write, a release, a timed submit: flush()), or HOLD_S
-# after the first was held (a background thread), so held work never waits long. A lone run is
-# submitted at once. Why (H200, bench/subgroup_defer_probe.py): a submit costs ~20 us of host
-# time in wgpu-native and the GPU idles ~17 us between two submits even when the next is queued
-# (bench/submit_gap_probe.py), so a 9 us softmax ran 22 us a run back to back, whatever the
-# kernel did; the dispatches of one submit run back to back. Holding only while the GPU was
-# busy held nothing there: the host, at ~20 us a submit, was the slower side.
+# Deferred submits: runs recorded into one open command encoder. A run that comes in a burst
+# (the last submit call ended under BURST_S ago) or while the GPU is still busy is appended to
+# the open encoder (its dispatches to the open compute pass) and not submitted; the encoder is
+# finished and submitted once MAX_HELD runs are in it, or when anything needs them done or
+# ordered: a read, a write, a release, a timed submit (flush()). A lone run on an idle GPU is
+# submitted at once. Why (H200, bench/host_submit_probe.py, bench/subgroup_defer_probe.py): a
+# run that makes its own encoder, pass and command buffer costs ~20 us of host time in
+# wgpu-native whatever its kernel does, and the GPU idles ~17 us between two submits
+# (bench/submit_gap_probe.py): a 9 us softmax ran 22 us a run back to back. Holding finished
+# command buffers and submitting them together gave nothing (the cost is in making each one),
+# and a background thread that submitted what was held 0.5 ms ago slowed bursts by 1.5-2x (GIL
+# handoffs), so held runs wait for the next flush point: the next read of a result, a write,
+# or the MAX_HELD-th run.
 DEFER_SUBMITS = True    # False: every run submits at once
-MAX_HELD = 64
+MAX_HELD = 32
 BURST_S = 50e-6
-HOLD_S = 0.5e-3
-HOLD_ALWAYS = False     # (tests) hold every submit as in a burst: lavapipe's runs are too slow
-
-
-def _flusher(ref: Any) -> None:
-    """Background thread of a WgpuBackend (weakly referenced): submit what was held HOLD_S
-    ago; ends with the backend."""
-    while True:
-        b = ref()
-        if b is None or b.lost is not None:
-            return
-        wake = b._wake
-        del b
-        if not wake.wait(timeout=1.0):
-            continue
-        b = ref()
-        if b is None:
-            return
-        wait = b._held_since + HOLD_S - time.perf_counter()
-        del b
-        if wait > 0:
-            time.sleep(wait)
-        b = ref()
-        if b is None:
-            return
-        with b.lock:
-            if b._held and b.lost is None and \
-                    time.perf_counter() - b._held_since >= HOLD_S * 0.99:
-                try:
-                    b._submit_held()
-                except Exception as e:      # raised by the next call that flushes
-                    b._thread_error = e
-            if not b._held:
-                wake.clear()
-        del b
+HOLD_ALWAYS = False     # (tests) hold every run as in a burst: lavapipe's runs are too slow
 
 
 # wgpu-py spells the WebGPU feature "subgroups" as "subgroup".
@@ -115,13 +82,10 @@ class WgpuBackend(Backend):
             "readback": wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST,
             "query": wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC,
         }
-        self._held: list[Any] = []     # finished command buffers not submitted yet (C handles)
-        self._held_since = 0.0         # when the first of them was held
+        self._open: Any = None         # the open command encoder of held runs (a C handle)
+        self._open_pass: Any = None    # its open compute pass, if any
+        self._held = 0                 # runs recorded into it
         self._last_end = 0.0           # when the last submit call ended (bursts)
-        self._thread_error: Exception | None = None    # the flusher's, raised by flush()
-        self._wake = threading.Event()                 # set while something is held
-        threading.Thread(target=_flusher, args=(weakref.ref(self),), daemon=True,
-                         name="webrlx-flush").start()
         if not self.info.software:     # (tests probe lavapipe's: helpers.force_subgroup_rows)
             self.info.subgroup_size = self.probe_subgroups()
 
@@ -132,10 +96,14 @@ class WgpuBackend(Backend):
         self.device.destroy()
 
     def _drop_held(self) -> None:
-        """Release held command buffers without running them (the device is gone)."""
-        held, self._held = self._held, []
-        for cb in held:
-            self._c_api()[0].wgpuCommandBufferRelease(cb)
+        """Release the open encoder without running its runs (the device is gone)."""
+        if self._open is not None:
+            lib = self._c_api()[0]
+            if self._open_pass is not None:
+                lib.wgpuComputePassEncoderRelease(self._open_pass)
+            lib.wgpuCommandEncoderRelease(self._open)
+        self._open = self._open_pass = None
+        self._held = 0
 
     def _raise_if_lost(self, where: str, error: Exception) -> None:
         if "lost" in str(error).lower():        # wgpu-native: "Parent device is lost"
@@ -264,67 +232,75 @@ class WgpuBackend(Backend):
         lib, libf, ffi = c
         start = time.perf_counter()
         self.check_alive("submit")
-        try:
-            enc = libf.wgpuDeviceCreateCommandEncoder(self.device._internal, ffi.NULL)
+        with self.lock:
+            hold = DEFER_SUBMITS and self._held + 1 < MAX_HELD and (
+                HOLD_ALWAYS or start - self._last_end < BURST_S
+                or not lib.wgpuDevicePoll(self.device._internal, 0, ffi.NULL))
             try:
+                if self._open is None:
+                    self._open = libf.wgpuDeviceCreateCommandEncoder(self.device._internal,
+                                                                     ffi.NULL)
+                enc = self._open
                 copy = lib.wgpuCommandEncoderCopyBufferToBuffer
+                if before:
+                    self._end_pass()
                 for cp in before:
                     copy(enc, cp.src._internal, cp.src_offset, cp.dst._internal,
                          cp.dst_offset, cp.nbytes)
                 if dispatches:
-                    cid = lib.wgpuCommandEncoderBeginComputePass(enc, ffi.NULL)
-                    self._record(lib, ffi, cid, dispatches)
-                    lib.wgpuComputePassEncoderEnd(cid)
-                    lib.wgpuComputePassEncoderRelease(cid)
+                    if self._open_pass is None:
+                        self._open_pass = lib.wgpuCommandEncoderBeginComputePass(enc, ffi.NULL)
+                    self._record(lib, ffi, self._open_pass, dispatches)
+                if copies:
+                    self._end_pass()
                 for cp in copies:
                     copy(enc, cp.src._internal, cp.src_offset, cp.dst._internal,
                          cp.dst_offset, cp.nbytes)
-                cb = libf.wgpuCommandEncoderFinish(enc, ffi.NULL)
-            finally:
-                lib.wgpuCommandEncoderRelease(enc)
-        except self._wgpu.GPUError as e:
-            self._raise_if_lost("submit", e)
-            raise
-        self.stats["submits"] += 1
-        with self.lock:
-            self._held.append(cb)
-            if (not DEFER_SUBMITS or len(self._held) >= MAX_HELD or not HOLD_ALWAYS
-                    and start - self._last_end >= BURST_S
-                    and lib.wgpuDevicePoll(self.device._internal, 0, ffi.NULL)):
-                self._submit_held()
-            else:
-                self.stats["submits_held"] += 1
-                if len(self._held) == 1:
-                    self._held_since = start
-                    self._wake.set()
+                self._held += 1
+                self.stats["submits"] += 1
+                if hold:
+                    self.stats["submits_held"] += 1
+                else:
+                    self._submit_held()
+            except self._wgpu.GPUError as e:
+                self._raise_if_lost("submit", e)
+                raise
         self._last_end = time.perf_counter()
 
+    def _end_pass(self) -> None:
+        if self._open_pass is not None:
+            lib = self._c_api()[0]
+            lib.wgpuComputePassEncoderEnd(self._open_pass)
+            lib.wgpuComputePassEncoderRelease(self._open_pass)
+            self._open_pass = None
+
     def flush(self) -> None:
-        if self._thread_error is not None:
-            e, self._thread_error = self._thread_error, None
-            raise e
-        if self._held:
+        if self._open is not None:
             with self.lock:
                 if self.lost is not None:
                     self._drop_held()
                     self.check_alive("flush")
-                self._submit_held()
+                try:
+                    self._submit_held()
+                except self._wgpu.GPUError as e:
+                    self._raise_if_lost("flush", e)
+                    raise
 
     def _submit_held(self) -> None:
-        """One wgpuQueueSubmit of every held command buffer, in the order they were made."""
-        held, self._held = self._held, []
-        if not held:
+        """Finish the open encoder and submit it: every held run, in the order recorded."""
+        if self._open is None:
             return
         lib, libf, ffi = self._c_api()
+        self._end_pass()
+        enc, self._open, self._held = self._open, None, 0
         try:
-            libf.wgpuQueueSubmit(self.queue._internal, len(held),
-                                 ffi.new("WGPUCommandBuffer[]", held))
-        except self._wgpu.GPUError as e:
-            self._raise_if_lost("submit", e)
-            raise
+            cb = libf.wgpuCommandEncoderFinish(enc, ffi.NULL)
         finally:
-            for cb in held:
-                lib.wgpuCommandBufferRelease(cb)
+            lib.wgpuCommandEncoderRelease(enc)
+        try:
+            libf.wgpuQueueSubmit(self.queue._internal, 1, ffi.new("WGPUCommandBuffer[1]", [cb]))
+        finally:
+            lib.wgpuCommandBufferRelease(cb)
         self.stats["queue_submits"] += 1
 
     def _queue_submit(self, command_buffer: Any) -> None:
