@@ -125,3 +125,18 @@ def test_held_gpu_runs_go_in_one_submit_with_the_next_read(held):
     for _ in range(4):
         want = _want(want)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_a_gpu_run_of_many_dispatches_is_not_held(held, monkeypatch):
+    """A run over HOLD_MAX_DISPATCHES goes to the queue at once, with the runs held before it."""
+    from webrlx.backends import wgpu_native
+    exe = _exe(held)
+    a = np.linspace(-1, 1, 64, dtype=np.float32)
+    y = exe.run({"x": a}, keep_on_device=True)[0]
+    assert held._held == 1
+    monkeypatch.setattr(wgpu_native, "HOLD_MAX_DISPATCHES", 0)
+    before = held.stats["queue_submits"]
+    y = exe.run({"x": y}, keep_on_device=True)[0]
+    assert not held._held and held.stats["queue_submits"] == before + 1
+    np.testing.assert_allclose(y.numpy(), _want(_want(a.astype(np.float64))), rtol=1e-5,
+                               atol=1e-7)
