@@ -140,3 +140,9 @@ def test_a_gpu_run_of_many_dispatches_is_not_held(held, monkeypatch):
     assert not held._held and held.stats["queue_submits"] == before + 1
     np.testing.assert_allclose(y.numpy(), _want(_want(a.astype(np.float64))), rtol=1e-5,
                                atol=1e-7)
+
+
+def test_every_device_can_be_flushed():
+    """exe.device.flush() (named in Executable.run's docstring) exists on every device."""
+    for name in ("gpu", "reference"):
+        wr.device(name).flush()

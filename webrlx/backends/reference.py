@@ -21,5 +21,8 @@ class ReferenceDevice:
         self.stats: Counter[str] = Counter()   # nothing is created on a device: stays empty
         self.lock = threading.RLock()          # engines keep per-executable state
 
+    def flush(self) -> None:
+        """Nothing is ever held here (the GPU backends' flush: hand held runs to the GPU)."""
+
     def __repr__(self) -> str:
         return "<ReferenceDevice numpy>"

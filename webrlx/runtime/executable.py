@@ -167,6 +167,9 @@ class Executable:
             feeds: input name -> numpy array (or anything np.asarray accepts), or a
                 DeviceTensor from an earlier run (copied on the device, no CPU round trip).
             keep_on_device: return DeviceTensors and skip the readback (nothing waits).
+                Natively, runs kept on the device back to back are recorded together and
+                reach the GPU at the next read or write, every 32 runs, or on
+                `exe.device.flush()` (wgpu_native.DEFER_SUBMITS says why).
         """
         if not self.device.can_run_sync:
             raise RuntimeError("run(): this browser cannot wait synchronously here; use "
