@@ -1,18 +1,14 @@
 """Deferred submits on the native backend (wgpu_native.DEFER_SUBMITS): runs held back while the
 GPU is busy must give exactly what runs submitted at once give, in the same order. lavapipe
-runs every submit before the next, so HOLD_ALWAYS holds them all here as a busy GPU would."""
+runs every submit before the next, so HOLD_ALWAYS holds them all here as a busy GPU would.
+Native only (here, not in tests/backend, which also runs in the browser: it submits at once)."""
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 import pytest
 
 import webrlx as wr
 from webrlx.backends.base import DeviceLostError
-
-pytestmark = pytest.mark.skipif(sys.platform == "emscripten",
-                                reason="native backend only: the browser submits at once")
 
 
 @pytest.fixture(params=["gpu"])
