@@ -1,8 +1,8 @@
 // Workgroup row reductions (inserted through the ROW_REDUCE slot). The including kernel has
-// `const WG: u32 = 256u;`; a workgroup handles RPW rows with WG / RPW threads each (several
+// `const WG: u32` (256, or up to 1024 for reduce/softmax_regs' wide rows); a workgroup handles RPW rows with WG / RPW threads each (several
 // short rows per workgroup keep threads busy). Every thread must call these (barriers).
 override RPW: u32 = 1u;
-var<workgroup> red: array<f32, 256>;
+var<workgroup> red: array<f32, WG>;
 
 fn reduce_sum(lid: u32, v: f32) -> f32 {
     let tpr = WG / RPW;
@@ -30,7 +30,7 @@ fn reduce_max(lid: u32, v: f32) -> f32 {
     return r;
 }
 
-var<workgroup> red2: array<vec2<f32>, 256>;
+var<workgroup> red2: array<vec2<f32>, WG>;
 
 // Two sums in one tree (half the barriers of two reduce_sum calls).
 fn reduce_sum2(lid: u32, v: vec2<f32>) -> vec2<f32> {

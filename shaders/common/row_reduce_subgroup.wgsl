@@ -14,8 +14,8 @@
 // -> 8.1, 6144x512 12.7 -> 10.9, 1024x1024 8.5 -> 7.5 (rows of 2048+ elements: within noise).
 override RPW: u32 = 1u;
 const SG: u32 = {{SG}}u;
-var<workgroup> red: array<f32, 256>;
-var<workgroup> red2: array<vec2<f32>, 256>;
+var<workgroup> red: array<f32, WG / SG>;
+var<workgroup> red2: array<vec2<f32>, WG / SG>;
 
 fn reduce_sum(lid: u32, v: f32) -> f32 {
     let tpr = WG / RPW;

@@ -4,7 +4,7 @@
 // as reduce/softmax, so attention's masked softmax runs here too.
 // bindings: 0 x (vec4), 1 mask (i32 [rows / per_batch, n]; a dummy when HAS_MASK is false),
 // 2 out (vec4), 3 params. grid: RPW rows per workgroup, WG / RPW threads a row, VPT vec4 a
-// thread (a template constant: n <= 4 * VPT * WG / RPW).
+// thread (template constants: n <= 4 * VPT * WG / RPW).
 // Same results as reduce/softmax: masked entries (mask 0, or CAUSAL and j > i + q_off with
 // i = row % lq) are left out and written as 0 — here they hold -inf, which the max ignores
 // and the sum takes as 0 — the max ignores NaN (v > m), NaN and inf propagate through exp_ /
@@ -23,7 +23,7 @@ struct Params { rows: u32, n: u32, per_batch: u32, lq: u32, q_off: u32, scale: f
 override LOG: bool = false;
 override HAS_MASK: bool = false;
 override CAUSAL: bool = false;
-const WG: u32 = 256u;
+const WG: u32 = {{WG}}u;          // 256; up to 1024 for wide rows (lower_rows.wide_row_shape)
 const VPT: u32 = {{VPT}}u;
 {{ROW_REDUCE}}
 {{IEEE}}

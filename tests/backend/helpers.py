@@ -91,8 +91,8 @@ def force_subgroup_rows(monkeypatch: Any, backend: Any) -> tuple[int, list[int]]
     picked: list[int] = []
     real = lower_rows.row_reduce_slots
 
-    def spy(L: Any, rpw: int) -> dict[str, str]:
-        slots = real(L, rpw)
+    def spy(L: Any, rpw: int, wg: int = 256) -> dict[str, str]:
+        slots = real(L, rpw, wg)
         if slots:
             picked.append(rpw)
         return slots

@@ -85,8 +85,9 @@ def test_softmax(backend, shape, axis):
                                         ((2, 5000), 1)], ids=str)
 def test_softmax_of_long_rows_split_over_workgroups(backend, shape, axis, monkeypatch):
     """Few long rows: reduce/softmax_parts + softmax_finish, chunks of a row per workgroup
-    (chunks of 1024 here, so 2049 ends in a 1-element chunk)."""
+    (chunks of 1024 here, so 2049 ends in a 1-element chunk); GPUs' wide-row form is off."""
     from webrlx.compiler import lower_rows
+    monkeypatch.setattr(lower_rows, "WIDE_ROWS", False)
     monkeypatch.setattr(lower_rows, "SPLIT_ROW_MIN_N", 2000)
     monkeypatch.setattr(lower_rows, "SPLIT_ROW_CHUNK", 1024)
     x = rand(*shape, low=-30, high=30)
@@ -155,6 +156,23 @@ def test_softmax_rows_in_registers(backend, shape, axis, min_n, monkeypatch):
     check(backend, lambda t: t.log_softmax(axis), lambda a: np.log(_softmax(a, axis)), x,
           rtol=1e-5, atol=1e-5)
     assert backend.name == "reference" or used == ["reduce/softmax_regs"] * 2
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 8196), -1), ((3, 49152), -1), ((1, 20000), -1),
+                                        ((12004, 2), 0)], ids=str)
+def test_softmax_wide_rows_in_registers(backend, shape, axis, monkeypatch):
+    """Rows of 8193..49152 in one workgroup of up to 1024 threads (lower_rows.wide_row_shape),
+    forced on every backend: VPT 3 to 12, a partly filled last vec4 slot, a moved axis."""
+    used = force_regs_rows(monkeypatch)
+    x = rand(*shape, low=-30, high=30)
+    x.flat[5] = 80.0                              # one dominant entry per tensor
+    check(backend, lambda t: t.softmax(axis), lambda a: _softmax(a, axis), x, rtol=1e-5,
+          atol=1e-7)
+    check(backend, lambda t: t.log_softmax(axis), lambda a: np.log(_softmax(a, axis)), x,
+          rtol=1e-5, atol=1e-4)
+    if backend.name != "reference":
+        wide = backend.info.max_workgroup_invocations >= 512
+        assert used.count("reduce/softmax_regs") == (2 if wide else 0), used
 
 
 def test_softmax_rows_in_registers_keep_nan_and_inf(backend, monkeypatch):

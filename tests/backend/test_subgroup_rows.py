@@ -35,7 +35,7 @@ def test_the_probe_reports_a_consistent_subgroup_size(backend):
 # (256 threads), the loop kernel, and the split form of long rows (their _parts kernels)
 @pytest.mark.parametrize("shape,regs", [((37, 384), True), ((5, 1000), True), ((3, 2052), True),
                                         ((6, 333), False), ((2, 3000), False),
-                                        ((2, 20000), False)], ids=str)
+                                        ((2, 20000), False), ((2, 40000), True)], ids=str)
 def test_softmax_and_norms_with_subgroup_reductions(backend, shape, regs, monkeypatch):
     size, picked = force_subgroup_rows(monkeypatch, backend)
     if regs:

@@ -139,7 +139,7 @@ def _attention_by_matmul(L: EmitContext, node: Node, dims: tuple[int, int, int, 
     probs = L.temp((b * h, lq, lk), dtype)
     regs = regs_row_shape(L, lk)          # rows in registers (GPUs, lk % 4 == 0, 128..8192)
     rows, rpw = b * h * lq, regs[0] if regs else rows_per_workgroup(lk)
-    k = kernel("reduce/softmax_regs", T=L.T(dtype), VPT=str(regs[1]),
+    k = kernel("reduce/softmax_regs", T=L.T(dtype), VPT=str(regs[1]), WG="256",
                **row_reduce_slots(L, rpw)) if regs \
         else kernel("reduce/softmax", T=L.T(dtype), **row_reduce_slots(L, rpw))
     L.emit(k, {"x": scores, "mask": mask, "out": probs},

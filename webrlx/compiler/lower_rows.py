@@ -38,12 +38,12 @@ def rows_per_workgroup(n: int) -> int:
 SUBGROUP_ROWS = True
 
 
-def row_reduce_slots(L: EmitContext, rpw: int) -> dict[str, str]:
-    """The ROW_REDUCE helper of a kernel whose rows take 256 // rpw threads: subgroup
+def row_reduce_slots(L: EmitContext, rpw: int, wg: int = 256) -> dict[str, str]:
+    """The ROW_REDUCE helper of a kernel whose rows take wg // rpw threads: subgroup
     operations where the device's subgroup layout was checked and a row is whole subgroups,
     else (no slots given) the workgroup-memory tree of common/row_reduce."""
     sg = L.info.subgroup_size
-    if SUBGROUP_ROWS and sg and (256 // rpw) % sg == 0:
+    if SUBGROUP_ROWS and sg and (wg // rpw) % sg == 0:
         return {"ROW_REDUCE": raw_shader("common/row_reduce_subgroup"), "SG": str(sg)}
     return {}
 
@@ -124,21 +124,23 @@ def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: floa
 
 def _row_op(L: EmitContext, node: Node, shader: str, overrides: Mapping[str, Any],
             params: Mapping[str, Any] | None = None, extra: Mapping[str, Buf] | None = None,
-            one_thread_per_row: bool = False, regs: tuple[int, int] | None = None) -> Buf:
+            one_thread_per_row: bool = False, regs: tuple[int, int] | None = None,
+            wg: int = 256) -> Buf:
     """Run a [rows, n] kernel over node.attrs['axis'] (moved last and back when needed):
-    one thread per row, or RPW rows per 256-thread workgroup (ROW_REDUCE kernels); `regs`:
-    a register-row kernel's (RPW, VPT) (regs_row_shape)."""
+    one thread per row, or RPW rows per workgroup of wg threads (ROW_REDUCE kernels; wg is
+    256 but for reduce/softmax_regs' wide rows); `regs`: a register-row kernel's (RPW, VPT)
+    (regs_row_shape, wide_row_shape)."""
     shape = L.shape(node.id)
     axis = node.attrs.get("axis", -1) % len(shape)
     buf, rows, n, perm = L.rows_last(node.inputs[0], (axis,))
     out = L.temp(shape, node.dtype)
     rpw = regs[0] if regs else rows_per_workgroup(n)
     k = kernel(shader, T=L.T(node.dtype), ACC="f32" if node.dtype.is_float else
-               node.dtype.wgsl, **({"VPT": str(regs[1])} if regs else {}),
-               **({} if one_thread_per_row else row_reduce_slots(L, rpw)))
+               node.dtype.wgsl, WG=str(wg), **({"VPT": str(regs[1])} if regs else {}),
+               **({} if one_thread_per_row else row_reduce_slots(L, rpw, wg)))
     if not one_thread_per_row:
         overrides = {**overrides, "RPW": rpw}
-    L.check_loop(node, -(-n // 8) if one_thread_per_row else -(-n // (256 // rpw)))
+    L.check_loop(node, -(-n // 8) if one_thread_per_row else -(-n // (wg // rpw)))
     emit_rows(L, k, {"x": buf, **(extra or {}), "out": out}, ("x", "out"), rows, n,
               params or {}, lambda nr: L.grid(nr) if one_thread_per_row else
               L.grid(-(-nr // rpw), 1), overrides, node.op)
@@ -203,6 +205,27 @@ def regs_row_shape(L: EmitContext, n: int) -> tuple[int, int] | None:
     return rpw, -(-n // (4 * (256 // rpw)))
 
 
+# wide rows in registers (reduce/softmax_regs with up to 1024 threads a workgroup, one row
+# each): softmax rows of 8193 to 4 * WIDE_ROW_MAX_VPT * 1024 elements on GPUs, n % 4 == 0, in
+# one kernel, in place of the split form's two (which read x twice: softmax 32x49152 took 29
+# us of H200 GPU time against torch's 13.9 us of wall time). One workgroup's registers hold
+# the row (49152 floats: 48 a thread), so x is read once and out written once.
+WIDE_ROW_MAX_VPT = 12
+WIDE_ROWS = True           # (probe) False: long rows keep the split form / loop kernel
+
+
+def wide_row_shape(L: EmitContext, n: int) -> tuple[int, int] | None:
+    """(threads a workgroup, VPT) of reduce/softmax_regs for one row of n elements a
+    workgroup, or None where it does not apply (see WIDE_ROW_MAX_VPT)."""
+    wg = min(1024, L.info.max_workgroup_invocations)
+    if n % 4 or n <= 4 * REGS_ROW_MAX_VPT * 256 or wg < 512:
+        return None
+    if L.info.software and not REGS_ROWS_ON_SOFTWARE:
+        return None
+    vpt = -(-n // (4 * wg))
+    return (wg, vpt) if vpt <= WIDE_ROW_MAX_VPT else None
+
+
 SPLIT_ROW_MIN_N = 8192     # rows from this long may be split over workgroups, when
 SPLIT_ROW_MAX_WGS = 128    # one-workgroup-per-row would run fewer than this many workgroups
 SPLIT_ROW_CHUNK = 2048     # elements a workgroup of the split form takes
@@ -242,6 +265,12 @@ def _softmax(L: EmitContext, node: Node) -> Buf:
     axis = node.attrs.get("axis", -1) % len(shape)
     n = shape[axis]
     fits = math.prod(shape) * L.itemsize(node.dtype) <= L.limit     # x and out: one binding
+    wide = wide_row_shape(L, n)
+    if wide is not None and WIDE_ROWS:
+        wg, vpt = wide
+        return _row_op(L, node, "reduce/softmax_regs", {"LOG": node.op == "log_softmax"},
+                       params={"per_batch": 1, "lq": 1, "q_off": 0, "scale": 1.0},
+                       extra={"mask": L.dummy(0)}, regs=(1, vpt), wg=wg)
     if fits and split_long_rows(math.prod(shape) // max(n, 1), n):
         buf, rows, n, perm = L.rows_last(node.inputs[0], (axis,))
         out = L.temp(shape, node.dtype)
