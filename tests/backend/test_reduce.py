@@ -162,7 +162,10 @@ def test_softmax_rows_in_registers(backend, shape, axis, min_n, monkeypatch):
                                         ((12004, 2), 0)], ids=str)
 def test_softmax_wide_rows_in_registers(backend, shape, axis, monkeypatch):
     """Rows of 8193..49152 in one workgroup of up to 1024 threads (lower_rows.wide_row_shape),
-    forced on every backend: VPT 3 to 12, a partly filled last vec4 slot, a moved axis."""
+    forced on every backend (and for few rows): VPT 3 to 12, a partly filled last vec4 slot,
+    a moved axis."""
+    from webrlx.compiler import lower_rows
+    monkeypatch.setattr(lower_rows, "WIDE_ROW_MIN_ROWS", 1)
     used = force_regs_rows(monkeypatch)
     x = rand(*shape, low=-30, high=30)
     x.flat[5] = 80.0                              # one dominant entry per tensor

@@ -37,6 +37,8 @@ def test_the_probe_reports_a_consistent_subgroup_size(backend):
                                         ((6, 333), False), ((2, 3000), False),
                                         ((2, 20000), False), ((2, 40000), True)], ids=str)
 def test_softmax_and_norms_with_subgroup_reductions(backend, shape, regs, monkeypatch):
+    from webrlx.compiler import lower_rows
+    monkeypatch.setattr(lower_rows, "WIDE_ROW_MIN_ROWS", 1)     # (2, 40000): wide rows
     size, picked = force_subgroup_rows(monkeypatch, backend)
     if regs:
         force_regs_rows(monkeypatch)

@@ -206,19 +206,22 @@ def regs_row_shape(L: EmitContext, n: int) -> tuple[int, int] | None:
 
 
 # wide rows in registers (reduce/softmax_regs with up to 1024 threads a workgroup, one row
-# each): softmax rows of 8193 to 4 * WIDE_ROW_MAX_VPT * 1024 elements on GPUs, n % 4 == 0, in
-# one kernel, in place of the split form's two (which read x twice: softmax 32x49152 took 29
-# us of H200 GPU time against torch's 13.9 us of wall time). One workgroup's registers hold
-# the row (49152 floats: 48 a thread), so x is read once and out written once.
+# each): softmax rows of 8193 to 4 * WIDE_ROW_MAX_VPT * 1024 elements on GPUs, n % 4 == 0, at
+# least WIDE_ROW_MIN_ROWS rows; x is read once and out written once. H200 wall time per run,
+# split form or loop kernel -> wide (bench/wide_rows_probe.py, torch in brackets): 64x16384
+# 17.0 -> 12.9 us (10.5), 256x12288 33.4 -> 20.1 (10.5); but with few rows, one SM a row is
+# slower than the split form's chunks over many SMs: 32x49152 26.2 -> 28.2 (15.3), 8x32768
+# 15.5 -> 19.9, 1x49152 18.8 -> 26.9 (13.5), so those keep the split form.
 WIDE_ROW_MAX_VPT = 12
+WIDE_ROW_MIN_ROWS = 64
 WIDE_ROWS = True           # (probe) False: long rows keep the split form / loop kernel
 
 
-def wide_row_shape(L: EmitContext, n: int) -> tuple[int, int] | None:
+def wide_row_shape(L: EmitContext, rows: int, n: int) -> tuple[int, int] | None:
     """(threads a workgroup, VPT) of reduce/softmax_regs for one row of n elements a
     workgroup, or None where it does not apply (see WIDE_ROW_MAX_VPT)."""
     wg = min(1024, L.info.max_workgroup_invocations)
-    if n % 4 or n <= 4 * REGS_ROW_MAX_VPT * 256 or wg < 512:
+    if n % 4 or n <= 4 * REGS_ROW_MAX_VPT * 256 or wg < 512 or rows < WIDE_ROW_MIN_ROWS:
         return None
     if L.info.software and not REGS_ROWS_ON_SOFTWARE:
         return None
@@ -265,7 +268,7 @@ def _softmax(L: EmitContext, node: Node) -> Buf:
     axis = node.attrs.get("axis", -1) % len(shape)
     n = shape[axis]
     fits = math.prod(shape) * L.itemsize(node.dtype) <= L.limit     # x and out: one binding
-    wide = wide_row_shape(L, n)
+    wide = wide_row_shape(L, math.prod(shape) // max(n, 1), n)
     if wide is not None and WIDE_ROWS:
         wg, vpt = wide
         return _row_op(L, node, "reduce/softmax_regs", {"LOG": node.op == "log_softmax"},
