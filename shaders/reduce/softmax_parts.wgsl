@@ -4,8 +4,10 @@
 // row and writes its (max, sum of exp(x * scale - max)) to parts[row * nparts + part].
 // bindings: 0 x [rows, n], 1 parts (vec2 [rows, nparts]), 2 params.
 // grid: (nparts, rows, 1), nparts = ceil(n / chunk).
-// Limits: one read of x here and one in pass 2 (plus the write): 3 passes over the row's
-// bytes against 2 for an ideal single pass, but rows x nparts workgroups instead of rows.
+// Limits: one read of x here (an online max and rescaled sum, as reduce/softmax) and one in
+// pass 2 (plus the write): 3 passes over the row's bytes against 2 for an ideal single pass,
+// but rows x nparts workgroups instead of rows. (A first form read x twice here: a max pass,
+// then a sum pass.)
 struct Params { rows: u32, n: u32, chunk: u32, nparts: u32, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> parts: array<vec2<f32>>;
@@ -23,10 +25,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let j1 = min(j0 + p.chunk, p.n);
     let base = row * p.n;
     var m = -3.4028234663852886e38;
-    for (var j = j0 + lid; j < j1; j += WG) { m = max(m, f32(x[base + j]) * p.scale); }
-    m = reduce_max(lid, m);
     var s = 0.0;
-    for (var j = j0 + lid; j < j1; j += WG) { s += exp_(f32(x[base + j]) * p.scale - m); }
-    s = reduce_sum(lid, s);
+    for (var j = j0 + lid; j < j1; j += WG) {
+        let v = f32(x[base + j]) * p.scale;
+        if (v > m) {                          // (NaN: never; its exp_ makes the sum NaN)
+            s = s * exp_(m - v) + 1.0;
+            m = v;
+        } else {
+            s += exp_(v - m);
+        }
+    }
+    let mt = m;
+    m = reduce_max(lid, m);
+    s = reduce_sum(lid, s * exp_(mt - m));
     if (lid == 0u) { parts[row * p.nparts + part] = vec2<f32>(m, s); }
 }
