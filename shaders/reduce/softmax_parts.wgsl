@@ -6,8 +6,9 @@
 // grid: (nparts, rows, 1), nparts = ceil(n / chunk).
 // Limits: one read of x here (an online max and rescaled sum, as reduce/softmax) and one in
 // pass 2 (plus the write): 3 passes over the row's bytes against 2 for an ideal single pass,
-// but rows x nparts workgroups instead of rows. (A first form read x twice here: a max pass,
-// then a sum pass.)
+// but rows x nparts workgroups instead of rows. (A first form read x twice here, a max pass
+// then a sum pass: H200 GPU time of softmax 32x49152 29.2 -> 28.8 us with one read, so this
+// form is bound by its two dependent dispatches of small workgroups, not by reads of x.)
 struct Params { rows: u32, n: u32, chunk: u32, nparts: u32, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> parts: array<vec2<f32>>;
