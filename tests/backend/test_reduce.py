@@ -97,6 +97,13 @@ def test_softmax_of_long_rows_split_over_workgroups(backend, shape, axis, monkey
           rtol=1e-5, atol=1e-5)
 
 
+def test_split_chunks_grow_with_rows_times_chunks():
+    from webrlx.compiler.lower_rows import split_chunk
+    assert split_chunk(1, 49152) == 2048 and split_chunk(8, 32768) == 2048
+    assert split_chunk(32, 49152) == 4096 and split_chunk(127, 49152) == 16384
+    assert split_chunk(1, 20_000_000) == 16384          # (then no further: 1221 chunks)
+
+
 def test_long_softmax_rows_take_the_split_form_only_when_few():
     from webrlx.compiler.lower_rows import split_long_rows
     assert split_long_rows(32, 49152) and not split_long_rows(4096, 49152)

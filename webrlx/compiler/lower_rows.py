@@ -231,7 +231,22 @@ def wide_row_shape(L: EmitContext, rows: int, n: int) -> tuple[int, int] | None:
 
 SPLIT_ROW_MIN_N = 8192     # rows from this long may be split over workgroups, when
 SPLIT_ROW_MAX_WGS = 128    # one-workgroup-per-row would run fewer than this many workgroups
-SPLIT_ROW_CHUNK = 2048     # elements a workgroup of the split form takes
+SPLIT_ROW_CHUNK = 2048     # elements a workgroup of the split form takes, at least: doubled
+SPLIT_ROW_MAX_CHUNK = 16384   # (up to this) while rows x chunks > SPLIT_ROW_MAX_PIECES
+SPLIT_ROW_MAX_PIECES = 512
+
+
+def split_chunk(rows: int, n: int) -> int:
+    """Elements a workgroup of the split form takes. Every finish workgroup combines all of its
+    row's chunk results, so many small chunks cost rows x chunks^2 reads: H200 wall time of
+    softmax 32x49152 with chunks of 1024 / 2048 / 4096 / 8192: 55.6 / 26.3 / 20.9 / 28.2 us,
+    layer_norm 55.9 / 25.2 / 20.3 / 25.9; but 8x32768 and 1x49152 were fastest at 2048
+    (13.8 / 15.2 us; 17.7 / 18.7 at 4096): few workgroups leave SMs idle
+    (bench/split_chunk_probe.py, h200_split_chunk_probe_session10.json)."""
+    chunk = SPLIT_ROW_CHUNK
+    while rows * -(-n // chunk) > SPLIT_ROW_MAX_PIECES and chunk < SPLIT_ROW_MAX_CHUNK:
+        chunk *= 2
+    return chunk
 
 
 def split_long_rows(rows: int, n: int) -> bool:
@@ -249,10 +264,11 @@ def _emit_split_rows(L: EmitContext, node: Node, shader: str, rows: int, n: int,
     """The split form of a row op: `{shader}_parts` writes each chunk's two statistics to a
     [rows, nparts, 2] temp, `{shader}_finish` combines a row's and writes its chunk of out;
     both over a (nparts, rows) grid and the same uniform."""
-    nparts = -(-n // SPLIT_ROW_CHUNK)
-    L.check_loop(node, max(nparts, SPLIT_ROW_CHUNK // 256))   # (finish loops over nparts)
+    chunk = split_chunk(rows, n)
+    nparts = -(-n // chunk)
+    L.check_loop(node, max(nparts, chunk // 256))   # (finish loops over nparts)
     parts = L.temp((rows, nparts, 2), dt.float32)
-    params = {"rows": rows, "n": n, "chunk": SPLIT_ROW_CHUNK, "nparts": nparts, **params}
+    params = {"rows": rows, "n": n, "chunk": chunk, "nparts": nparts, **params}
     t = L.T(node.dtype)
     L.emit(kernel(f"{shader}_parts", T=t, **row_reduce_slots(L, 1)), {**reads, "parts": parts},
            params,
