@@ -19,13 +19,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let part = wid.x;
     let row = wid.y;
     let pb = row * p.nparts;
-    // every thread combines the row's few parts itself (nparts is small: n / chunk)
+    // every thread combines the row's few parts itself (nparts is small: lower_rows.split_chunk
+    // keeps rows x nparts <= 512), in one read of them: a running max, the sum rescaled when
+    // it grows (a part's max is never NaN; inf - inf makes the sum NaN, as numpy's row)
     var m = -3.4028234663852886e38;
-    for (var i = 0u; i < p.nparts; i++) { m = max(m, parts[pb + i].x); }
     var s = 0.0;
     for (var i = 0u; i < p.nparts; i++) {
         let q = parts[pb + i];
-        s += q.y * exp_(q.x - m);
+        if (q.x > m) {
+            s = s * exp_(m - q.x) + q.y;
+            m = q.x;
+        } else {
+            s += q.y * exp_(q.x - m);
+        }
     }
     let inv = 1.0 / s;
     let ls = log_(s);

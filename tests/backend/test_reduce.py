@@ -97,6 +97,24 @@ def test_softmax_of_long_rows_split_over_workgroups(backend, shape, axis, monkey
           rtol=1e-5, atol=1e-5)
 
 
+def test_softmax_of_long_rows_split_over_workgroups_keeps_nan_and_inf(backend, monkeypatch):
+    """The split form's chunk results combine as numpy: +inf in one chunk (inf - inf: the
+    row is NaN), a NaN, an all -inf row (NaN), a -inf among finite values."""
+    from webrlx.compiler import lower_rows
+    monkeypatch.setattr(lower_rows, "WIDE_ROWS", False)
+    monkeypatch.setattr(lower_rows, "SPLIT_ROW_MIN_N", 2000)
+    monkeypatch.setattr(lower_rows, "SPLIT_ROW_CHUNK", 1024)
+    x = rand(5, 5000, low=-5, high=5)
+    x[0, 3000] = np.inf
+    x[1, 10] = np.nan
+    x[2, :] = -np.inf
+    x[3, 4999] = -np.inf
+    x[4, 1500] = 60.0
+    with np.errstate(invalid="ignore"):
+        check(backend, lambda t: t.softmax(-1), lambda a: _softmax(a, -1), x, rtol=1e-5,
+              atol=1e-7)
+
+
 def test_split_chunks_grow_with_rows_times_chunks():
     from webrlx.compiler.lower_rows import split_chunk
     assert split_chunk(1, 49152) == 2048 and split_chunk(8, 32768) == 2048
