@@ -1,6 +1,7 @@
 // Workgroup row reductions (inserted through the ROW_REDUCE slot). The including kernel has
-// `const WG: u32` (256, or up to 1024 for reduce/softmax_regs' wide rows); a workgroup handles RPW rows with WG / RPW threads each (several
-// short rows per workgroup keep threads busy). Every thread must call these (barriers).
+// `const WG: u32` (256, or up to 1024 for reduce/softmax_regs' wide rows); a workgroup
+// handles RPW rows with WG / RPW threads each (several short rows per workgroup keep threads
+// busy). Every thread must call these (barriers).
 override RPW: u32 = 1u;
 var<workgroup> red: array<f32, WG>;
 
