@@ -116,7 +116,7 @@ def test_every_shader_renders_without_unknown_slots():
         if not name.startswith("common/"):
             out = render(name, T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0",
                          HIGHEST="1.0", SCALE="1.0", MAX="fmax_", MIN="fmin_", ISNAN="false",
-                         D4="8", KT="32", KD="256", VPT="4",
+                         D4="8", KT="32", KD="256", VPT="4", WG="256",
                          **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
                             wide_slots() if name == "matmul/matmul_wide" else tiled_slots(1)))
             assert "{{" not in out and "@compute" in out

@@ -151,7 +151,7 @@ def test_the_coverage_check_fails_when_a_rule_is_removed(table, monkeypatch):
 def test_every_shader_declares_a_checked_signature(name):
     slots = {"T": "f32", "C": "f32", "OUT": "f32", "ACC": "f32", "LOWEST": "0.0",
              "HIGHEST": "1.0", "SCALE": "1.0", "MAX": "fmax_", "MIN": "fmin_",
-             "ISNAN": "false", "D4": "8", "KT": "32", "KD": "256", "VPT": "4",
+             "ISNAN": "false", "D4": "8", "KT": "32", "KD": "256", "VPT": "4", "WG": "256",
              **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
                 wide_slots() if name == "matmul/matmul_wide" else tiled_slots(1))}
     text = open(next(PACKAGE.parent.glob(f"shaders/{name}.wgsl"))).read()
