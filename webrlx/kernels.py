@@ -70,6 +70,7 @@ def _builtin_slots() -> dict[str, str]:
             "QBLOCKS": raw_shader("common/qblocks"),
             "ROPE_TURN": raw_shader("common/rope_turn"),
             "REDUCE_OPS": raw_shader("common/reduce_ops"),
+            "ONLINE_SOFTMAX": raw_shader("common/online_softmax"),
             "QFUSED_IO": raw_shader("common/qfused_io"),
             "ATTENTION_IO": raw_shader("common/attention_io"),
             "KV_ATTENTION_IO": raw_shader("common/kv_attention_io"),
@@ -79,8 +80,8 @@ def _builtin_slots() -> dict[str, str]:
 def render(name: str, **slots: str) -> str:
     """Return shader `name` with every {{KEY}} replaced; the IEEE (NaN/inf), MATH (IEEE's
     helpers too, and `activate`), ROW_REDUCE, ROW_STATS, VEC4_IO, NCHW, QBLOCKS, ROPE_TURN,
-    REDUCE_OPS, QFUSED_IO, ATTENTION_IO, KV_ATTENTION_IO and KV_CHUNKS helpers are
-    built in."""
+    REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO, ATTENTION_IO, KV_ATTENTION_IO and KV_CHUNKS helpers
+    are built in."""
     slots = {**_builtin_slots(), **slots}
     text = raw_shader(name)
     missing = sorted({m for m in _SLOT.findall(text) if m not in slots})

@@ -19,6 +19,7 @@ override CAUSAL: bool = false;
 const WG: u32 = 256u;
 {{ROW_REDUCE}}
 {{IEEE}}
+{{ONLINE_SOFTMAX}}
 
 fn keep(row: u32, j: u32) -> bool {
     if (HAS_MASK && mask[(row / p.per_batch) * p.n + j] == 0) { return false; }
@@ -36,22 +37,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let scale = p.scale;
     // online max and sum in one read of the row (the sum rescaled when the max grows), then
     // the threads' (max, sum) pairs combined: two reads of x in all instead of three
-    var m = -3.4028234663852886e38;
-    var s = 0.0;
+    var ms = vec2<f32>(-3.4028234663852886e38, 0.0);
     for (var j = t; j < n; j += tpr) {
-        if (keep(row, j)) {
-            let v = f32(x[base + j]) * scale;
-            if (v > m) {
-                s = s * exp_(m - v) + 1.0;
-                m = v;
-            } else {
-                s += exp_(v - m);
-            }
-        }
+        if (keep(row, j)) { ms = online_add(ms, f32(x[base + j]) * scale, 1.0); }
     }
-    let mt = m;
-    m = reduce_max(lid, m);
-    s = reduce_sum(lid, s * exp_(mt - m));
+    let m = reduce_max(lid, ms.x);
+    let s = reduce_sum(lid, ms.y * exp_(ms.x - m));
     let inv = 1.0 / s;
     let ls = log_(s);
     for (var j = t; j < n; j += tpr) {

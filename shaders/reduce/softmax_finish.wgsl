@@ -13,6 +13,7 @@ struct Params { rows: u32, n: u32, chunk: u32, nparts: u32, scale: f32 }
 override LOG: bool = false;
 const WG: u32 = 256u;
 {{IEEE}}
+{{ONLINE_SOFTMAX}}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -22,17 +23,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // every thread combines the row's few parts itself (nparts is small: lower_rows.split_chunk
     // keeps rows x nparts <= 512), in one read of them: a running max, the sum rescaled when
     // it grows (a part's max is never NaN; inf - inf makes the sum NaN, as numpy's row)
-    var m = -3.4028234663852886e38;
-    var s = 0.0;
+    var ms = vec2<f32>(-3.4028234663852886e38, 0.0);
     for (var i = 0u; i < p.nparts; i++) {
         let q = parts[pb + i];
-        if (q.x > m) {
-            s = s * exp_(m - q.x) + q.y;
-            m = q.x;
-        } else {
-            s += q.y * exp_(q.x - m);
-        }
+        ms = online_add(ms, q.x, q.y);
     }
+    let m = ms.x;
+    let s = ms.y;
     let inv = 1.0 / s;
     let ls = log_(s);
     let j0 = part * p.chunk;

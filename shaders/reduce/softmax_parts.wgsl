@@ -17,6 +17,7 @@ struct Params { rows: u32, n: u32, chunk: u32, nparts: u32, scale: f32 }
 const WG: u32 = 256u;
 {{ROW_REDUCE}}
 {{IEEE}}
+{{ONLINE_SOFTMAX}}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -25,19 +26,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let j0 = part * p.chunk;
     let j1 = min(j0 + p.chunk, p.n);
     let base = row * p.n;
-    var m = -3.4028234663852886e38;
-    var s = 0.0;
+    var ms = vec2<f32>(-3.4028234663852886e38, 0.0);
     for (var j = j0 + lid; j < j1; j += WG) {
-        let v = f32(x[base + j]) * p.scale;
-        if (v > m) {                          // (NaN: never; its exp_ makes the sum NaN)
-            s = s * exp_(m - v) + 1.0;
-            m = v;
-        } else {
-            s += exp_(v - m);
-        }
+        ms = online_add(ms, f32(x[base + j]) * p.scale, 1.0);
     }
-    let mt = m;
-    m = reduce_max(lid, m);
-    s = reduce_sum(lid, s * exp_(mt - m));
+    let m = reduce_max(lid, ms.x);
+    let s = reduce_sum(lid, ms.y * exp_(ms.x - m));
     if (lid == 0u) { parts[row * p.nparts + part] = vec2<f32>(m, s); }
 }
