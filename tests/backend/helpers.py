@@ -84,7 +84,7 @@ def force_subgroup_rows(monkeypatch: Any, backend: Any) -> tuple[int, list[int]]
     default) and let the row kernels reduce with them; return the subgroup size (0: none, or
     unchecked as in the browser) and the list of rows-per-workgroup for which
     lower_rows.row_reduce_slots picked the subgroup helper."""
-    from webrlx.compiler import lower_attention, lower_rows
+    from webrlx.compiler import lower_rows
     size = 0 if backend.name == "reference" else backend.probe_subgroups()
     if backend.name != "reference":
         monkeypatch.setattr(backend.info, "subgroup_size", size)
@@ -96,8 +96,7 @@ def force_subgroup_rows(monkeypatch: Any, backend: Any) -> tuple[int, list[int]]
         if slots:
             picked.append(rpw)
         return slots
-    monkeypatch.setattr(lower_rows, "row_reduce_slots", spy)
-    monkeypatch.setattr(lower_attention, "row_reduce_slots", spy)
+    monkeypatch.setattr(lower_rows, "row_reduce_slots", spy)   # (attention's softmax too)
     return size, picked
 
 

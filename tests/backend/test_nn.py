@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import webrlx as wr
-from helpers import check, force_regs_rows, kernel_spy, rand
+from helpers import check, force_regs_rows, rand
 
 
 def _ln(x, w=None, b=None, eps=1e-5):
@@ -240,8 +240,7 @@ def test_attention_by_matmul_with_rows_in_registers(backend, lq, lk, causal, mon
     GPUs' pick for keys of 128..8192), forced on every backend for short rows."""
     from webrlx.compiler import lower_attention
     monkeypatch.setattr(lower_attention, "FORCE_PATH", "matmul")
-    force_regs_rows(monkeypatch, 4)
-    used = kernel_spy(monkeypatch, lower_attention)
+    used = force_regs_rows(monkeypatch, 4)       # (lower_rows.softmax_rows_kernel builds it)
     mask = np.ones((2, lk), np.int32)
     mask[1, lk // 2 + 1:] = 0
     check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),

@@ -11,7 +11,7 @@ from ..kernels import kernel
 from ..shape import strides_of
 from .emit import EmitContext
 from .lower_matmul import emit_matmul
-from .lower_rows import regs_row_shape, row_reduce_slots, rows_per_workgroup
+from .lower_rows import softmax_rows_kernel
 from .program import Buf
 from .registry import lowering
 
@@ -137,11 +137,8 @@ def _attention_by_matmul(L: EmitContext, node: Node, dims: tuple[int, int, int, 
     has_mask = len(node.inputs) == 4
     mask = L.buf(node.inputs[3]) if has_mask else L.dummy(1)
     probs = L.temp((b * h, lq, lk), dtype)
-    regs = regs_row_shape(L, lk)          # rows in registers (GPUs, lk % 4 == 0, 128..8192)
-    rows, rpw = b * h * lq, regs[0] if regs else rows_per_workgroup(lk)
-    k = kernel("reduce/softmax_regs", T=L.T(dtype), VPT=str(regs[1]), WG="256",
-               **row_reduce_slots(L, rpw)) if regs \
-        else kernel("reduce/softmax", T=L.T(dtype), **row_reduce_slots(L, rpw))
+    rows = b * h * lq
+    k, rpw = softmax_rows_kernel(L, dtype, lk)
     L.emit(k, {"x": scores, "mask": mask, "out": probs},
            {"rows": rows, "n": lk, "per_batch": h * lq, "lq": lq, "q_off": lk - lq,
             "scale": node.attrs["scale"]},

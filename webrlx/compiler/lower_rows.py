@@ -122,29 +122,36 @@ def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: floa
     reduce_rows(L, partial, out, rows, len(cols), scale, node.dtype, node)
 
 
-def _row_op(L: EmitContext, node: Node, shader: str, overrides: Mapping[str, Any],
-            params: Mapping[str, Any] | None = None, extra: Mapping[str, Buf] | None = None,
-            one_thread_per_row: bool = False, regs: tuple[int, int] | None = None,
-            wg: int = 256) -> Buf:
-    """Run a [rows, n] kernel over node.attrs['axis'] (moved last and back when needed):
-    one thread per row, or RPW rows per workgroup of wg threads (ROW_REDUCE kernels; wg is
-    256 but for reduce/softmax_regs' wide rows); `regs`: a register-row kernel's (RPW, VPT)
-    (regs_row_shape, wide_row_shape)."""
+def _row_op(L: EmitContext, node: Node, k: Kernel, rpw: int | None,
+            overrides: Mapping[str, Any], params: Mapping[str, Any] | None = None,
+            extra: Mapping[str, Buf] | None = None, wg: int = 256) -> Buf:
+    """Run the [rows, n] kernel k over node.attrs['axis'] (moved last and back when needed):
+    one thread per row (rpw None), or rpw rows per workgroup of wg threads (ROW_REDUCE
+    kernels; wg is 256 but for reduce/softmax_regs' wide rows)."""
     shape = L.shape(node.id)
     axis = node.attrs.get("axis", -1) % len(shape)
     buf, rows, n, perm = L.rows_last(node.inputs[0], (axis,))
     out = L.temp(shape, node.dtype)
-    rpw = regs[0] if regs else rows_per_workgroup(n)
-    k = kernel(shader, T=L.T(node.dtype), ACC="f32" if node.dtype.is_float else
-               node.dtype.wgsl, WG=str(wg), **({"VPT": str(regs[1])} if regs else {}),
-               **({} if one_thread_per_row else row_reduce_slots(L, rpw, wg)))
-    if not one_thread_per_row:
+    if rpw is not None:
         overrides = {**overrides, "RPW": rpw}
-    L.check_loop(node, -(-n // 8) if one_thread_per_row else -(-n // (wg // rpw)))
+    L.check_loop(node, -(-n // 8) if rpw is None else -(-n // (wg // rpw)))
     emit_rows(L, k, {"x": buf, **(extra or {}), "out": out}, ("x", "out"), rows, n,
-              params or {}, lambda nr: L.grid(nr) if one_thread_per_row else
+              params or {}, lambda nr: L.grid(nr) if rpw is None else
               L.grid(-(-nr // rpw), 1), overrides, node.op)
     return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
+
+
+def softmax_rows_kernel(L: EmitContext, dtype: dt.DType, n: int) -> tuple[Kernel, int]:
+    """The one-workgroup-per-RPW-rows softmax kernel for rows of n elements and its RPW:
+    reduce/softmax_regs (the row in registers, GPUs: regs_row_shape) or reduce/softmax (the
+    loop kernel). Softmax and attention's two-matmul form both take it."""
+    regs = regs_row_shape(L, n)
+    if regs is None:
+        rpw = rows_per_workgroup(n)
+        return kernel("reduce/softmax", T=L.T(dtype), **row_reduce_slots(L, rpw)), rpw
+    rpw, vpt = regs
+    return kernel("reduce/softmax_regs", T=L.T(dtype), VPT=str(vpt), WG="256",
+                  **row_reduce_slots(L, rpw)), rpw
 
 
 def emit_rows(L: EmitContext, k: Kernel, bindings: Mapping[str, Buf], row_major: tuple[str, ...],
@@ -284,28 +291,29 @@ def _softmax(L: EmitContext, node: Node) -> Buf:
     axis = node.attrs.get("axis", -1) % len(shape)
     n = shape[axis]
     fits = math.prod(shape) * L.itemsize(node.dtype) <= L.limit     # x and out: one binding
-    wide = wide_row_shape(L, math.prod(shape) // max(n, 1), n)
-    if wide is not None and WIDE_ROWS:
+    rows = math.prod(shape) // max(n, 1)
+    overrides = {"LOG": node.op == "log_softmax"}
+    params = {"per_batch": 1, "lq": 1, "q_off": 0, "scale": 1.0}
+    wide = wide_row_shape(L, rows, n) if WIDE_ROWS else None
+    if wide is not None:
         wg, vpt = wide
-        return _row_op(L, node, "reduce/softmax_regs", {"LOG": node.op == "log_softmax"},
-                       params={"per_batch": 1, "lq": 1, "q_off": 0, "scale": 1.0},
-                       extra={"mask": L.dummy(0)}, regs=(1, vpt), wg=wg)
-    if fits and split_long_rows(math.prod(shape) // max(n, 1), n):
+        k = kernel("reduce/softmax_regs", T=L.T(node.dtype), VPT=str(vpt), WG=str(wg),
+                   **row_reduce_slots(L, 1, wg))
+        return _row_op(L, node, k, 1, overrides, params, {"mask": L.dummy(0)}, wg=wg)
+    if fits and split_long_rows(rows, n):
         buf, rows, n, perm = L.rows_last(node.inputs[0], (axis,))
         out = L.temp(shape, node.dtype)
         _emit_split_rows(L, node, "reduce/softmax", rows, n, {"x": buf}, {}, out,
-                         {"scale": 1.0}, {}, {"LOG": node.op == "log_softmax"})
+                         {"scale": 1.0}, {}, overrides)
         return L.unpermute(out, perm, tuple(shape[a] for a in perm), node.dtype)
-    regs = regs_row_shape(L, n)      # the row in registers (GPUs): one read of x
-    return _row_op(L, node, "reduce/softmax_regs" if regs else "reduce/softmax",
-                   {"LOG": node.op == "log_softmax"},
-                   params={"per_batch": 1, "lq": 1, "q_off": 0, "scale": 1.0},
-                   extra={"mask": L.dummy(0)}, regs=regs)
+    k, rpw = softmax_rows_kernel(L, node.dtype, n)
+    return _row_op(L, node, k, rpw, overrides, params, {"mask": L.dummy(0)})
 
 
 @lowering("cumsum")
 def _cumsum(L: EmitContext, node: Node) -> Buf:
-    return _row_op(L, node, "scan/cumsum", {}, one_thread_per_row=True)
+    acc = "f32" if node.dtype.is_float else node.dtype.wgsl
+    return _row_op(L, node, kernel("scan/cumsum", T=L.T(node.dtype), ACC=acc), None, {})
 
 
 @lowering("layer_norm", "rms_norm")
