@@ -204,7 +204,17 @@ def _signature_text(name: str) -> str:
     return text
 
 
+# First line of a kernel the native backend compiles with every runtime check on (bounds
+# checks, loop bounding): user kernels. webrlx's own kernels run without them there
+# (backends/wgpu_native.SHADER_CHECKS; backends/base.RUNTIME_CHECKS_MARK is the same text).
+RUNTIME_CHECKS_MARK = "// webrlx: user kernel, runtime checks on\n"
+
+
 @functools.lru_cache(maxsize=256)
-def from_source(name: str, source: str) -> Kernel:
-    """Wrap WGSL text written elsewhere (a custom op, generated code) as a checked Kernel."""
+def from_source(name: str, source: str, trusted: bool = False) -> Kernel:
+    """Wrap WGSL text written elsewhere (a custom op, generated code) as a checked Kernel.
+    Untrusted (user) sources get RUNTIME_CHECKS_MARK: an out-of-bounds index there is clamped,
+    as wgpu does by default; trusted ones are webrlx's generated kernels."""
+    if not trusted and not source.startswith(RUNTIME_CHECKS_MARK):
+        source = RUNTIME_CHECKS_MARK + source
     return Kernel(name, source, parse_signature(name, source))

@@ -10,7 +10,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ..device_info import DeviceInfo, alloc_bytes
-from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
+from .base import RUNTIME_CHECKS_MARK, WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
 
 # Deferred submits: runs recorded into one open command encoder. A run that comes in a burst
 # (the last submit call ended under BURST_S ago) or while the GPU is still busy is appended to
@@ -32,6 +32,23 @@ MAX_HELD = 32
 HOLD_MAX_DISPATCHES = 16
 BURST_S = 50e-6
 HOLD_ALWAYS = False     # (tests) hold every run as in a burst: lavapipe's runs are too slow
+
+# Shader runtime checks (WGPUShaderRuntimeChecks flags: 1 bounds checks, 2 loop bounding) of
+# webrlx's own kernels, made through wgpuDeviceCreateShaderModuleTrusted; None: wgpu-py's
+# module, every check on. User kernels (kernels.from_source, base.RUNTIME_CHECKS_MARK) always
+# keep every check. WEBRLX_SHADER_CHECKS overrides it: "all" for None, else the flags.
+# Why none (H200, bench/shader_checks_probe.py --settings all,0,2,all,0,
+# bench/results/h200_shader_checks_probe_session11.json; ms, all -> 0): naga clamps every
+# workgroup-array index (min per shared-memory load in the matmul's inner loop) and counts
+# every loop's iterations, and the driver cannot take them out: f32 matmul 4096^3 5.51 ->
+# 4.21 (2048^3 0.753 -> 0.594), attention 1x12x2048x64 0.822 -> 0.614, layer_norm 4096^2
+# 0.073 -> 0.050-0.061, softmax 4096^2 0.076 -> 0.064. Bounds checks alone (1) gave 4.49 at
+# 4096^3, loop bounding alone (2) 5.14. Storage buffers stay guarded without them: wgpu-hal
+# turns on Vulkan's robustBufferAccess, and the kernels guard their own reads and writes.
+_SHADER_CHECKS_DEFAULT: int | None = 0
+_env_checks = os.environ.get("WEBRLX_SHADER_CHECKS", "")
+SHADER_CHECKS: int | None = (_SHADER_CHECKS_DEFAULT if not _env_checks else
+                             None if _env_checks == "all" else int(_env_checks))
 
 
 # wgpu-py spells the WebGPU feature "subgroups" as "subgroup".
@@ -142,7 +159,7 @@ class WgpuBackend(Backend):
             compute["constants"] = dict(overrides)
         self.check_alive("pipeline")
         try:
-            compute["module"] = self.device.create_shader_module(code=source)
+            compute["module"] = self._shader_module(source)
             return self.device.create_compute_pipeline(layout="auto", compute=compute)
         except self._wgpu.GPUError as e:   # same wording as the browser backend
             self._raise_if_lost("pipeline", e)
@@ -150,6 +167,28 @@ class WgpuBackend(Backend):
                            if line.startswith("//")), "")
             raise GPUError(f"pipeline '{entry}' ({header[:80]}): WGSL compilation failed: "
                            f"{e}") from e
+
+    def _shader_module(self, source: str) -> Any:
+        """A WGSL module: wgpu-py's (every runtime check on) for user kernels and with
+        SHADER_CHECKS None, else one made through wgpuDeviceCreateShaderModuleTrusted with
+        only the SHADER_CHECKS checks."""
+        trusted = SHADER_CHECKS is not None and not source.startswith(RUNTIME_CHECKS_MARK)
+        c = self._c_api() if trusted else None
+        if c is None or not hasattr(c[0], "wgpuDeviceCreateShaderModuleTrusted"):
+            return self.device.create_shader_module(code=source)
+        from wgpu.backends.wgpu_native import _api
+        lib, libf, ffi = c
+        src = _api.new_struct_p("WGPUShaderSourceWGSL *", code=_api.to_c_string_view(source))
+        src[0].chain.next = ffi.NULL
+        src[0].chain.sType = lib.WGPUSType_ShaderSourceWGSL
+        desc = _api.new_struct_p("WGPUShaderModuleDescriptor *",
+                                 nextInChain=ffi.cast("WGPUChainedStruct *", src),
+                                 label=_api.to_c_string_view(""))
+        handle = libf.wgpuDeviceCreateShaderModuleTrusted(self.device._internal, desc,
+                                                          SHADER_CHECKS)
+        if handle == ffi.NULL:
+            raise self._wgpu.GPUError("shader module creation failed")
+        return _api.GPUShaderModule("", handle, self.device)
 
     def prepare_pipelines(self, keys: Sequence[tuple[str, str, dict[str, float] | None]]
                           ) -> None:
