@@ -7,7 +7,8 @@ import pytest
 import webrlx as wr
 from webrlx.backends.base import DeviceInfo
 from webrlx.compiler.lower import lower
-from webrlx.compiler.lower_matmul import regs_slots, tiled_slots, wide_slots
+from webrlx.compiler.lower_matmul import (regs_slots, tiled_db_slots, tiled_slots,
+                                          wide_slots)
 from webrlx.compiler.memory import lifetimes, peak_live_bytes, plan_memory
 from webrlx.kernels import all_shaders, raw_shader, render
 
@@ -33,7 +34,7 @@ def test_lowering_kernel_counts():
     prog = lower(g, [y.id], {"b": 100}, INFO)
     assert [c.name for c in prog.calls] == ["matmul_vec4_64"] * 3   # relu: fused epilogue
     prog = lower(g, [y.id], {"b": 128 * 128}, BIG)
-    assert [c.name for c in prog.calls] == ["matmul_vec4"] * 3      # big: 128x128 tiles
+    assert [c.name for c in prog.calls] == ["matmul_vec4_db"] * 3   # big: 128x128 tiles (GPUs)
     # past a 1 MiB binding limit the same 4 MiB activations run in row ranges (split.py)
     prog = lower(g, [y.id], {"b": 128 * 128}, INFO)
     assert len(prog.calls) > 3 and all(c.windows for c in prog.calls)
@@ -118,7 +119,9 @@ def test_every_shader_renders_without_unknown_slots():
                          HIGHEST="1.0", SCALE="1.0", MAX="fmax_", MIN="fmin_", ISNAN="false",
                          D4="8", KT="32", KD="256", VPT="4", WG="256",
                          **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
-                            wide_slots() if name == "matmul/matmul_wide" else tiled_slots(1)))
+                            wide_slots() if name == "matmul/matmul_wide" else
+                            tiled_db_slots() if name == "matmul/matmul_tiled_db" else
+                            tiled_slots(1)))
             assert "{{" not in out and "@compute" in out
 
 

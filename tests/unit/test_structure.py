@@ -11,7 +11,8 @@ import pytest
 import webrlx as wr
 from webrlx import nn
 from webrlx.compiler.lower import LOWERINGS
-from webrlx.compiler.lower_matmul import regs_slots, tiled_slots, wide_slots
+from webrlx.compiler.lower_matmul import (regs_slots, tiled_db_slots, tiled_slots,
+                                          wide_slots)
 from webrlx.kernels import _builtin_slots
 from webrlx.graph import SOURCES as graph_sources
 from webrlx.kernels import all_shaders, kernel, parse_signature
@@ -153,7 +154,8 @@ def test_every_shader_declares_a_checked_signature(name):
              "HIGHEST": "1.0", "SCALE": "1.0", "MAX": "fmax_", "MIN": "fmin_",
              "ISNAN": "false", "D4": "8", "KT": "32", "KD": "256", "VPT": "4", "WG": "256",
              **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
-                wide_slots() if name == "matmul/matmul_wide" else tiled_slots(1))}
+                wide_slots() if name == "matmul/matmul_wide" else
+                tiled_db_slots() if name == "matmul/matmul_tiled_db" else tiled_slots(1))}
     text = open(next(PACKAGE.parent.glob(f"shaders/{name}.wgsl"))).read()
     # the slots of its includes and of the generated blocks count too
     text += "".join(v for k, v in _builtin_slots().items() if "{{" + k + "}}" in text)

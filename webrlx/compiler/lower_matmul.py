@@ -4,6 +4,7 @@ shape; attention's two-matmul form uses it too."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .. import dtype as dt
 from ..activations import ACTIVATIONS
@@ -168,8 +169,7 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
             return
         if L.info.software:              # one pipeline per tile size (matmul_vec4_io.wgsl)
             overrides = {"RUNTIME_EPILOGUE": True}
-        tiles = {r: Variant.of("matmul_vec4" if r == 2 else "matmul_vec4_64",
-                               kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(r)),
+        tiles = {r: Variant.of(*tile_kernel(t, acc_t, r, L.info.software),
                                (-(-n // (64 * r)), -(-m // (64 * r)), batch), overrides)
                  for r in (2, 1)}
         first = big_tile_first(m, n, batch, L.info.software)
@@ -200,7 +200,7 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
             variants.append(Variant.of("matmul_wide", kernel("matmul/matmul_wide", T=t,
                                                              C=acc_t, **wide_slots()),
                                        (-(-n // 256), -(-m // 128), batch), overrides))
-        L.emit(kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(first)), bindings,
+        L.emit(tile_kernel(t, acc_t, first, L.info.software)[1], bindings,
                params, pick.grid, overrides, name=pick.name, variants=variants,
                tune_key=tuned, windows=windows)
     else:
@@ -283,10 +283,10 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     parts = L.temp((pieces, m, n), dtype)
     params = {"M": m, "N": n, "K": k, "KL": kc, "a_off": 0, "b_off": 0, "a_bs": kc,
               "b_bs": kc * n, "c_off": 0, "bias_off": 0, "act": 0, "has_bias": 0}
-    L.emit(kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(r)),
-           {"A": a, "B": b, "bias": L.dummy(0), "C": parts}, params,
+    name, k_tiled = tile_kernel(t, acc_t, r, L.info.software)
+    L.emit(k_tiled, {"A": a, "B": b, "bias": L.dummy(0), "C": parts}, params,
            (-(-n // (64 * r)), -(-m // (64 * r)), pieces), {"HAS_BIAS": False, "ACT": 0},
-           name=f"matmul_vec4{'_64' if r == 1 else ''}[split-k {pieces}]")
+           name=f"{name}[split-k {pieces}]")
     _sum_parts(L, [(parts, z * m * n) for z in range(pieces)], bias, out, (m, n), dtype, act,
                "matmul split-K sum")
 
@@ -318,6 +318,40 @@ def big_tile_first(m: int, n: int, batch: int, software: bool) -> int:
     if software:
         return 2 if m >= 96 and n >= 128 else 1
     return 2 if -(-m // 128) * -(-n // 128) * batch >= BIG_GRID else 1
+
+
+# matmul/matmul_tiled_db (128x128 tiles, BK 16, double-buffered) in place of matmul_tiled's
+# 128 tiles: on GPUs (H200 f32 4096^3 3.27 against 4.05 ms; the shader's header). None: GPUs
+# only (SwiftShader compiles ~75 ms per KB of its 32 KB of tiles); tests force it everywhere.
+DB_TILES: bool | None = None
+
+
+def tile_kernel(t: str, acc_t: str, r: int, software: bool) -> tuple[str, Any]:
+    """(variant name, kernel) of the register-tiled vec4 matmul with R = r: 64x64 tiles
+    (matmul_vec4_64), or 128x128 ones: matmul_vec4_db where DB_TILES holds (by default on
+    GPUs), else matmul_vec4. One signature for all: variants of one call."""
+    if r == 1:
+        return "matmul_vec4_64", kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(1))
+    if (not software) if DB_TILES is None else DB_TILES:
+        return "matmul_vec4_db", kernel("matmul/matmul_tiled_db", T=t, C=acc_t,
+                                        **tiled_db_slots())
+    return "matmul_vec4", kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(2))
+
+
+def tiled_db_slots() -> dict[str, str]:
+    """The FMA block of matmul_tiled_db's step, its 16 k written out (each in its own block:
+    constant offsets into the tiles), and the store block (as matmul_tiled's at R = 2)."""
+    fmas = []
+    for k in range(16):
+        fmas += ["        {",
+                 f"            let a0 = As[cur + {k * 32}u + ty];",
+                 f"            let a1 = As[cur + {k * 32 + 16}u + ty];",
+                 f"            let b0 = Bs[cur + {k * 32}u + tx];",
+                 f"            let b1 = Bs[cur + {k * 32 + 16}u + tx];"]
+        fmas += [f"            acc[{(i * 4 + c) * 2 + j}] += a{i}.{'xyzw'[c]} * b{j};"
+                 for i in range(2) for c in range(4) for j in range(2)]
+        fmas.append("        }")
+    return {"FMAS": "\n".join(fmas), "STORES": tiled_slots(2)["STORES"]}
 
 
 def tiled_slots(r: int) -> dict[str, str]:
