@@ -252,3 +252,34 @@ def elementwise(expr: Expr, bindings: list[dt.DType], views: list[Strided], out:
     if f16:
         src = "enable f16;\n" + src
     return from_source("elementwise", src, trusted=True), dict(ix.fields)
+
+
+def copy_vec4(view: Strided, out: Strided, shape: tuple[int, ...]
+              ) -> tuple[Kernel, dict[str, int]] | None:
+    """A copy of 4-byte elements (a permute or slice of one buffer) as vec4 moves: the kernel
+    and its params, or None unless both views walk the last dim contiguously and every
+    stride, offset and that dim's length are multiples of 4. Why: a thread per element made
+    MiniLM's head splits (4096x384 f32 permutes) cost ~11 us each on an H200."""
+    if not shape or shape[-1] % 4 or view.strides[-1] != 1 or out.strides[-1] != 1:
+        return None
+    if any(v % 4 for v in (*view.strides[:-1], *out.strides[:-1], view.offset, out.offset)):
+        return None
+    shape4 = shape[:-1] + (shape[-1] // 4,)
+    quarter = [tuple(st // 4 if d < len(shape) - 1 else 1 for d, st in enumerate(v.strides))
+               for v in (view, out)]
+    mshape, mviews = merge_dims(shape4, quarter)
+    ix = _Indexer(mshape)
+    a_idx = ix.index("a0", mviews[0], view.offset // 4)
+    o_idx = ix.index("o", mviews[1], out.offset // 4)
+    src = "\n".join([
+        "// generated copy kernel: 4 elements (vec4<u32>) a thread; bindings = input, output,"
+        " params",
+        "override WG: u32 = 256;",
+        "struct Params { " + ", ".join(f"{f}: u32" for f in ix.fields) + " }",
+        "@group(0) @binding(0) var<storage, read_write> b0: array<vec4<u32>>;",
+        "@group(0) @binding(1) var<storage, read_write> b1: array<vec4<u32>>;",
+        "@group(0) @binding(2) var<uniform> p: Params;",
+        _ENTRY + "\n".join(ix.decomposition()),
+        f"    b1[{o_idx}] = b0[{a_idx}];", "}", ""])
+    return from_source("copy_vec4", src, trusted=True), dict(ix.fields)
+

@@ -17,6 +17,26 @@ def test_permute(backend, axes):
     check(backend, lambda t: t.permute(axes), lambda a: np.transpose(a, axes), rand(3, 4, 257))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_head_split_permutes_copy_as_vec4(backend, dtype):
+    """(B, L, H, D) -> (B, H, L, D) with D % 4 == 0, and a sliced view of it: bare copies of
+    4-byte elements the compiler moves as vec4 (codegen.copy_vec4); and one whose last dim
+    moves (a transpose) or whose slice starts off a multiple of 4, which stay per element."""
+    x = (rand(2, 6, 3, 8) * 100).astype(dtype)
+    g = wr.Graph()
+    t = g.input("x", x.shape, dtype)
+    outs = [t.permute(0, 2, 1, 3), t[:, 1:5, :, 4:8].permute(0, 2, 1, 3), t.permute(0, 3, 2, 1),
+            t[..., 1:5].permute(0, 2, 1, 3)]
+    exe = wr.compile(g, outputs=outs, device=backend)
+    got = exe.run({"x": x})
+    for a, b in zip(got, [x.transpose(0, 2, 1, 3), x[:, 1:5, :, 4:8].transpose(0, 2, 1, 3),
+                          x.transpose(0, 3, 2, 1), x[..., 1:5].transpose(0, 2, 1, 3)]):
+        np.testing.assert_array_equal(a, b)
+    if backend.name != "reference":
+        names = [c.name for c in exe.plan({}).program.calls]
+        assert names.count("copy_vec4[permute]") == 2, names
+
+
 def test_transpose_2d(backend):
     check(backend, lambda t: t.T, lambda a: a.T, rand(3, 5))
 

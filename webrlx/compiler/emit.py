@@ -28,6 +28,7 @@ from .registry import INLINES
 
 Leaf = tuple[Buf, dt.DType, int, tuple[int, ...]]   # buffer, dtype, offset, strides
 MAX_FUSED_BUFFERS = 8   # storage bindings of one fused kernel (Chromium allows 10 per stage)
+COPY_VEC4 = True        # bare copies of 4-byte elements as vec4 moves where the layout allows
 
 
 @dataclass
@@ -258,6 +259,14 @@ class EmitContext:
         ov = Strided(len(bufs), out_dtype, out_offset, out_strides)
         bindings = {f"b{k}": b for k, b in enumerate(bufs + [out])}
         if not self.over_limit(*bufs, out):
+            # a bare copy of 4-byte elements: vec4 moves where the layout allows
+            vec = (codegen.copy_vec4(views[0], ov, shape) if expr.op == "load" and len(views) == 1
+                   and self.itemsize(views[0].dtype) == 4 and self.itemsize(out_dtype) == 4
+                   and views[0].dtype == out_dtype and COPY_VEC4 else None)
+            if vec is not None:
+                self.emit(vec[0], bindings, vec[1], self.grid(math.prod(shape) // 4),
+                          name=f"copy_vec4[{name}]")
+                return
             kernel, params = codegen.elementwise(expr, dtypes, views, ov, shape, self.f16)
             self.emit(kernel, bindings, params, self.grid(math.prod(shape)),
                       name=f"elementwise[{name}]")
