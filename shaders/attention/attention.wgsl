@@ -31,9 +31,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let h = wid.y;
     let b = wid.z;
     let scale = p.scale;
-    let qb = b * p.q_b + h * p.q_h + i * p.q_i;
-    let kb = b * p.k_b + h * p.k_h;
-    let vb = b * p.v_b + h * p.v_h;
+    let qb = p.q_o + b * p.q_b + h * p.q_h + i * p.q_i;
+    let kb = p.k_o + b * p.k_b + h * p.k_h;
+    let vb = p.v_o + b * p.v_b + h * p.v_h;
     if (lid < p.D) { qs[lid] = f32(q[qb + lid]); }
     workgroupBarrier();
     let d = lid % p.D;           // this thread's output column

@@ -45,9 +45,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let h = wid.y;
     let i = wid.x * WG + lid;
     if (i >= p.Lq) { return; }
-    let qb = b * p.q_b + h * p.q_h + i * p.q_i;
-    let kb = b * p.k_b + h * p.k_h;
-    let vb = b * p.v_b + h * p.v_h;
+    let qb = p.q_o + b * p.q_b + h * p.q_h + i * p.q_i;
+    let kb = p.k_o + b * p.k_b + h * p.k_h;
+    let vb = p.v_o + b * p.v_b + h * p.v_h;
     var qr: array<vec4<f32>, D4>;
     var acc: array<vec4<f32>, D4>;
     for (var c = 0u; c < D4; c++) {

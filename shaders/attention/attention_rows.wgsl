@@ -33,9 +33,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let i = wid.x * BQ + lid / SPLIT;
     let d4 = DV4;
     let scale = p.scale;
-    let qb = b * p.q_b + h * p.q_h + i * p.q_i;
-    let kb = b * p.k_b + h * p.k_h;
-    let vb = b * p.v_b + h * p.v_h;
+    let qb = p.q_o + b * p.q_b + h * p.q_h + i * p.q_i;
+    let kb = p.k_o + b * p.k_b + h * p.k_h;
+    let vb = p.v_o + b * p.v_b + h * p.v_h;
     var qr: array<vec4<f32>, D4>;
     var acc: array<vec4<f32>, D4>;
     var m = -3.4028234663852886e38;

@@ -170,6 +170,32 @@ def test_attention_on_permuted_views(backend):
           rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("path", ["regs", "rows", "row", "matmul"])
+def test_attention_on_heads_of_one_fused_projection(backend, path, monkeypatch):
+    """q, k and v as head views of slices of one (B, L, 3H) projection (BERT's fused QKV):
+    the fused kernels read all three from the one buffer at their offsets, without copies."""
+    from webrlx.compiler import lower_attention
+    monkeypatch.setattr(lower_attention, "FORCE_PATH", path)
+
+    def heads(t, j):
+        return t[..., j * 32:(j + 1) * 32].reshape(2, 5, 4, 8).permute(0, 2, 1, 3)
+
+    def build(qkv):
+        return wr.nn.attention(*(heads(qkv, j) for j in range(3))).permute(0, 2, 1, 3)
+
+    def ref(qkv):
+        q, k, v = (qkv[..., j * 32:(j + 1) * 32].reshape(2, 5, 4, 8).transpose(0, 2, 1, 3)
+                   for j in range(3))
+        return _attn(q, k, v).transpose(0, 2, 1, 3)
+    x = rand(2, 5, 96)
+    check(backend, build, ref, x, rtol=1e-4, atol=1e-5)
+    if backend.name != "reference" and path != "matmul":
+        g = wr.Graph()
+        exe = wr.compile(g, outputs=[build(g.input("x", x.shape))], device=backend)
+        names = [c.name for c in exe.plan({}).program.calls]
+        assert names in (["attention_regs"], ["attention_rows"], ["attention"]), names
+
+
 @pytest.mark.parametrize("software", [False, True])     # key tiles of 32 or 16
 @pytest.mark.parametrize("threads", [64 * 12, 2 * 64 * 12, 4 * 64 * 12,   # 1, 2, 4, 8 per row
                                      8 * 64 * 12])

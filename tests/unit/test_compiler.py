@@ -229,3 +229,37 @@ def test_thin_f32_matmuls_split_k_on_gpus_only():
         "llvmpipe", "none", INFO.limits, INFO.features)).calls]
     assert gpu == ["matmul_vec4_64[split-k 4]", "elementwise[matmul split-K sum]"], gpu
     assert len(cpu) == 1 and cpu[0].startswith("matmul_regs"), cpu
+
+
+def test_reshape_strides_walks_views_as_numpy_does():
+    """lower_elementwise.reshape_strides: for random permuted and sliced views and new shapes,
+    strides exactly where numpy can reshape without a copy, walking the same elements."""
+    from webrlx.compiler.lower_elementwise import reshape_strides
+    rng = np.random.default_rng(0)
+    found = 0
+    for _ in range(400):
+        a = np.arange(int(np.prod(base := rng.integers(1, 5, size=rng.integers(1, 5)))))
+        a = a.reshape(base).transpose(rng.permutation(len(base)))
+        a = a[tuple(slice(0, max(1, n - int(rng.integers(0, 2)))) for n in a.shape)]
+        sizes = [f for f in (2, 3, 4) for _ in range(3) if rng.random() < 0.5]
+        new, rest = [], a.size
+        for f in sizes:
+            if rest % f == 0:
+                new.append(f)
+                rest //= f
+        new = tuple(int(v) for v in rng.permutation(new + [rest])) + ((1,) if rng.random() < 0.3
+                                                                       else ())
+        strides = tuple(s // a.itemsize for s in a.strides)
+        got = reshape_strides(a.shape, strides, new)
+        try:
+            view = a.view()
+            view.shape = new
+        except AttributeError:
+            assert got is None, (a.shape, strides, new, got)
+            continue
+        found += 1
+        assert got is not None, (a.shape, strides, new)
+        walked = np.lib.stride_tricks.as_strided(a, new, [s * a.itemsize for s in got])
+        np.testing.assert_array_equal(walked, a.reshape(new))
+    assert found > 200
+

@@ -168,12 +168,15 @@ class EmitContext:
     def emit(self, kernel: Kernel, bindings: Mapping[str, Buf], params: Mapping[str, Any],
              grid: tuple[int, int, int], overrides: Mapping[str, Any] | None = None, *,
              name: str | None = None, variants: Sequence[Variant] = (),
-             tune_key: str = "", windows: Mapping[str, split.Window] | None = None) -> None:
+             tune_key: str = "", windows: Mapping[str, split.Window] | None = None,
+             read_only: Sequence[str] = ()) -> None:
         """Append a call of kernel with named bindings and params (checked against what the
         shader declares); the last declared storage binding is the one it writes.
 
         Variants (other kernels with the same signature) let the autotuner pick by tune_key.
         windows: binding name -> the window of its buffer bound instead of the whole (split.py).
+        read_only: bindings the kernel only reads, which may share one buffer (e.g. attention's
+        q, k and v heads of one fused projection); any other buffer bound twice is copied.
         """
         overrides = dict(overrides or {})
         if "WG" in dict(kernel.sig.overrides) and "WG" not in overrides:
@@ -188,12 +191,12 @@ class EmitContext:
         writes = buffers[-1]
         if writes.nbytes == 0 or 0 in grid:
             return
-        seen: set[int] = set()
-        for i, b in enumerate(buffers):   # a buffer bound twice would alias: bind a copy
-            if b.id in seen:
-                buffers[i] = self.copy(b)
-            seen.add(b.id)
         names = kernel.sig.bindings
+        seen: dict[int, str] = {}
+        for i, b in enumerate(buffers):   # a buffer bound twice would alias: bind a copy
+            if b.id in seen and not (names[i] in read_only and seen[b.id] in read_only):
+                buffers[i] = self.copy(b)
+            seen.setdefault(b.id, names[i])
         self.calls.append(KernelCall(name or kernel.name, kernel.source, buffers, writes, words,
                                      grid, overrides, self.node, list(variants), tune_key,
                                      shader=kernel.name, args=dict(params),

@@ -68,15 +68,16 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> 
     return "rows"
 
 
-def _bhd_strides(L: EmitContext, node_id: int) -> tuple[Buf, tuple[int, int, int]]:
-    """(buffer, (batch, head, row) strides) of a (B, H, L, D) operand; views need no copy."""
+def _bhd_strides(L: EmitContext, node_id: int) -> tuple[Buf, int, tuple[int, int, int]]:
+    """(buffer, element offset, (batch, head, row) strides) of a (B, H, L, D) operand; views
+    (dim stride 1) need no copy."""
     lz = L.lazy.get(node_id)
     view = lz.view() if lz else None
-    if view is not None and view[2] == 0 and view[3][3] == 1:
+    if view is not None and view[3][3] == 1:
         del L.lazy[node_id]
-        return view[0], view[3][:3]
+        return view[0], view[2], view[3][:3]
     st = strides_of(L.shape(node_id))
-    return L.buf(node_id), st[:3]
+    return L.buf(node_id), 0, st[:3]
 
 
 @lowering("attention", inlines=True)
@@ -88,7 +89,7 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     path = attention_path(L, b, h, lq, lk, d)
     if path == "matmul":
         return _attention_by_matmul(L, node, (b, h, lq, lk, d))
-    (qb, qs), (kb, ks), (vb, vs) = (_bhd_strides(L, i) for i in node.inputs[:3])
+    (qb, qo, qs), (kb, ko, ks), (vb, vo, vs) = (_bhd_strides(L, i) for i in node.inputs[:3])
     has_mask = len(node.inputs) == 4
     mask = L.buf(node.inputs[3]) if has_mask else L.dummy(0)
     out = L.temp((b, h, lq, d), node.dtype)
@@ -100,13 +101,15 @@ def _attention(L: EmitContext, node: Node) -> Buf:
         os_ = (h * lq * d, lq * d, d)
     strides = {f"{t}_{s}": v for t, st in zip("qkvo", (qs, ks, vs, os_))
                for s, v in zip("bhi", st)}
+    strides.update(q_o=qo, k_o=ko, v_o=vo)
     if path == "regs":               # a thread per row, no workgroup memory (CPU adapters)
         L.emit(kernel("attention/attention_regs", T=L.T(node.dtype), D4=str(-(-d // 4))),
                {"q": qb, "k": kb, "v": vb, "mask": mask, "out": out},
                {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides},
                (-(-lq // L.wg), h, b),
                {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
-                "WG": L.wg, "FULL": d % 4 == 0}, name="attention_regs")
+                "WG": L.wg, "FULL": d % 4 == 0}, name="attention_regs",
+               read_only=("q", "k", "v"))
         return out
     rows = path == "rows"            # threads per row sharing K/V tiles (rows_attention_storage)
     shader = "attention/attention_rows" if rows else "attention/attention"
@@ -120,7 +123,7 @@ def _attention(L: EmitContext, node: Node) -> Buf:
            {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides}, grid,
            {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
             **({"DV4": -(-d // 4), "SPLIT": split} if rows else {})},
-           name="attention_rows" if rows else "attention")
+           name="attention_rows" if rows else "attention", read_only=("q", "k", "v"))
     return out
 
 

@@ -1,6 +1,7 @@
 """Lowering rules of elementwise ops and views. Both stay lazy while their single consumer
 inlines them, so chains of arithmetic, broadcasts, permutes, expands and slices fuse into one
-generated kernel (codegen.py); reshape aliases a contiguous buffer; concat writes each piece
+generated kernel (codegen.py); reshape aliases a materialized buffer and restrides a lazy
+view where it can; concat writes each piece
 through strides into one output."""
 from __future__ import annotations
 
@@ -39,9 +40,59 @@ def _clamp(L: EmitContext, node: Node) -> Buf:
     return out
 
 
-@lowering("reshape")
-def _reshape(L: EmitContext, node: Node) -> Buf:
-    return L.buf(node.inputs[0])
+@lowering("reshape", inlines=True)
+def _reshape(L: EmitContext, node: Node) -> Buf | None:
+    """A materialized input: the same buffer. A lazy one (a view, e.g. a head split of a slice
+    of a fused QKV projection, or an elementwise chain) stays lazy where every leaf's strides
+    can take the new shape without a copy (reshape_strides), else it is materialized."""
+    src = node.inputs[0]
+    lz = L.lazy.get(src)
+    if lz is not None:
+        new = L.shape(node.id)
+        strided = [reshape_strides(lz.shape, st, new) for _, _, _, st in lz.leaves]
+        if all(st is not None for st in strided):
+            L.lazy.pop(src)
+            leaves = [(b, d, off, st) for (b, d, off, _), st in zip(lz.leaves, strided)]
+            return L.settle(node.id, Lazy(lz.expr, leaves, new, node.dtype))
+    return L.buf(src)
+
+
+def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]
+                    ) -> tuple[int, ...] | None:
+    """Strides that walk a strided view of `shape` in row-major order as shape `new`, or None
+    when the view needs a copy (numpy's no-copy reshape rule): each run of old dims that
+    becomes a run of new dims must be contiguous within itself."""
+    old = [(n, st) for n, st in zip(shape, strides) if n != 1]
+    dims = [n for n in new]
+    if math.prod(shape) != math.prod(new):
+        return None
+    if math.prod(new) == 0:
+        return strides_of(new)
+    out = [0] * len(dims)
+    i = j = 0                       # next old dim, next new dim
+    while j < len(dims) and dims[j] == 1:
+        j += 1
+    while i < len(old) and j < len(dims):
+        i0, j0 = i, j
+        po, pn = old[i][0], dims[j]
+        while po != pn:             # grow the shorter side until both runs hold as many
+            if po < pn:
+                i += 1
+                po *= old[i][0]
+            else:
+                j += 1
+                pn *= dims[j]
+        for k in range(i0, i):      # the old run must be contiguous within itself
+            if old[k][1] != old[k + 1][1] * old[k + 1][0]:
+                return None
+        st = old[i][1]              # new dims of the run, innermost first
+        for k in range(j, j0 - 1, -1):
+            out[k] = st
+            st *= dims[k]
+        i, j = i + 1, j + 1
+        while j < len(dims) and dims[j] == 1:
+            j += 1
+    return tuple(out)
 
 
 def _restrided(L: EmitContext, node: Node, fn: Callable) -> Buf | None:
