@@ -174,6 +174,11 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                  for r in (2, 1)}
         first = big_tile_first(m, n, batch, L.info.software)
         pick, other = tiles[first], tiles[3 - first]
+        # 128x64 double-buffered tiles: more workgroups on mid-size shapes (GPUs)
+        db64 = [Variant.of("matmul_vec4_db64", kernel("matmul/matmul_tiled_db", T=t, C=acc_t,
+                                                      **tiled_db_slots(1)),
+                           (-(-n // 64), -(-m // 128), batch), overrides)] \
+            if db_tiles(L.info.software) else []
         # software adapters tune per row class (cpu_regs_shape's: under 64 rows, or more),
         # so every batch size of a class runs the same kernel: what
         # MiniLMEncoder.warm_up compiled for one sentence serves the rest
@@ -192,10 +197,11 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
             lead = regs[first_shape]
             L.emit(kernels[first_shape], bindings, params, lead.grid, lead.overrides,
                    name=lead.name,
-                   variants=[pick, other, *(v for v in regs.values() if v is not lead)],
+                   variants=[pick, other, *db64,
+                             *(v for v in regs.values() if v is not lead)],
                    tune_key=tuned, windows=windows)
             return
-        variants = [other]
+        variants = [other, *db64]
         if acc_t == "f16":               # half math: wide tiles too (matmul_wide.wgsl)
             variants.append(Variant.of("matmul_wide", kernel("matmul/matmul_wide", T=t,
                                                              C=acc_t, **wide_slots()),
@@ -321,9 +327,15 @@ def big_tile_first(m: int, n: int, batch: int, software: bool) -> int:
 
 
 # matmul/matmul_tiled_db (128x128 tiles, BK 16, double-buffered) in place of matmul_tiled's
-# 128 tiles: on GPUs (H200 f32 4096^3 3.27 against 4.05 ms; the shader's header). None: GPUs
-# only (SwiftShader compiles ~75 ms per KB of its 32 KB of tiles); tests force it everywhere.
+# 128 tiles, and its 128x64 form as one more variant for the autotuner: on GPUs (H200 f32
+# 4096^3 3.27 against 4.05 ms; the shader's header). None: GPUs only (SwiftShader compiles ~75
+# ms per KB of its 32 KB of tiles); tests force it everywhere.
 DB_TILES: bool | None = None
+
+
+def db_tiles(software: bool) -> bool:
+    """Whether the double-buffered matmul_tiled_db kernels run (DB_TILES; None: GPUs)."""
+    return (not software) if DB_TILES is None else DB_TILES
 
 
 def tile_kernel(t: str, acc_t: str, r: int, software: bool) -> tuple[str, Any]:
@@ -332,26 +344,31 @@ def tile_kernel(t: str, acc_t: str, r: int, software: bool) -> tuple[str, Any]:
     GPUs), else matmul_vec4. One signature for all: variants of one call."""
     if r == 1:
         return "matmul_vec4_64", kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(1))
-    if (not software) if DB_TILES is None else DB_TILES:
+    if db_tiles(software):
         return "matmul_vec4_db", kernel("matmul/matmul_tiled_db", T=t, C=acc_t,
                                         **tiled_db_slots())
     return "matmul_vec4", kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(2))
 
 
-def tiled_db_slots() -> dict[str, str]:
-    """The FMA block of matmul_tiled_db's step, its 16 k written out (each in its own block:
-    constant offsets into the tiles), and the store block (as matmul_tiled's at R = 2)."""
+def tiled_db_slots(rj: int = 2) -> dict[str, str]:
+    """matmul_tiled_db's slots for 128 x 64 rj tiles: RJ, the B tiles' size (BS), the FMA
+    block of a step with its 16 k written out (each in its own block: constant offsets into
+    the tiles) and the store block."""
     fmas = []
     for k in range(16):
         fmas += ["        {",
-                 f"            let a0 = As[cur + {k * 32}u + ty];",
-                 f"            let a1 = As[cur + {k * 32 + 16}u + ty];",
-                 f"            let b0 = Bs[cur + {k * 32}u + tx];",
-                 f"            let b1 = Bs[cur + {k * 32 + 16}u + tx];"]
-        fmas += [f"            acc[{(i * 4 + c) * 2 + j}] += a{i}.{'xyzw'[c]} * b{j};"
-                 for i in range(2) for c in range(4) for j in range(2)]
+                 f"            let a0 = As[ca + {k * 32}u + ty];",
+                 f"            let a1 = As[ca + {k * 32 + 16}u + ty];"]
+        fmas += [f"            let b{j} = Bs[cb + {k * 16 * rj + 16 * j}u + tx];"
+                 for j in range(rj)]
+        fmas += [f"            acc[{(i * 4 + c) * rj + j}] += a{i}.{'xyzw'[c]} * b{j};"
+                 for i in range(2) for c in range(4) for j in range(rj)]
         fmas.append("        }")
-    return {"FMAS": "\n".join(fmas), "STORES": tiled_slots(2)["STORES"]}
+    stores = [f"    store(wid.z, row0 + {64 * i + c}u + ty * 4u, col0 / 4u + {16 * j}u + tx, "
+              f"acc[{(i * 4 + c) * rj + j}]);" for i in range(2) for c in range(4)
+              for j in range(rj)]
+    return {"RJ": str(rj), "BS": str(2 * 16 * 16 * rj), "FMAS": "\n".join(fmas),
+            "STORES": "\n".join(stores)}
 
 
 def tiled_slots(r: int) -> dict[str, str]:
