@@ -45,6 +45,21 @@ def test_reduce_kernels_on_many_short_rows(backend, op, short, monkeypatch):
           rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("n", [65, 300, 1024, 1025])
+@pytest.mark.parametrize("op", sorted(REDUCE) + ["argmax"])
+def test_reduce_rows_shared_by_a_workgroup(backend, op, n):
+    """13 rows (not a multiple of the 8 a workgroup takes up to 1024 elements; one a
+    workgroup past that), each op as numpy, with a NaN and a tie."""
+    x = rand(13, n, low=0.5 if op == "prod" else -1, high=1.5 if op == "prod" else 1)
+    x[12, n - 1] = x[12, 0] = 3.0
+    x[5, n // 2] = np.nan
+    if op == "argmax":
+        check(backend, lambda t: t.argmax(axis=1), lambda a: np.argmax(a, axis=1), x)
+        return
+    check(backend, lambda t: getattr(t, op)(axis=1), lambda a: REDUCE[op](a, axis=1), x,
+          rtol=1e-4, atol=1e-5)
+
+
 def test_int_sum_and_max(backend):
     x = np.arange(-30, 30, dtype=np.int32).reshape(6, 10)
     check(backend, lambda t: t.sum(axis=1), lambda a: a.sum(axis=1).astype(np.int32), x)

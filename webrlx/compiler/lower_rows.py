@@ -69,7 +69,7 @@ def _reduce_kernel(L: EmitContext, x_dtype: dt.DType, node: Node, short: bool = 
     """reduce/reduce (a workgroup per row), or reduce/reduce_short (a thread per row)."""
     acc = "f32" if x_dtype.is_float else x_dtype.wgsl
     out_t = "i32" if node.op == "argmax" else L.T(node.dtype)
-    result = "acc" if short else "vals[0]"
+    result = "acc" if short else "vals[lid]"
     scale = f"{result} * p.scale" if acc == "f32" else result
     lo, hi = _LIMITS[acc]
     f = acc == "f32"
@@ -100,9 +100,10 @@ def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: floa
         for r0, r1 in ranges:
             wins, offs = L.place({"x": ("x_off", x, r0 * n, r1 * n, xs),
                                   "out": ("out_off", out, r0, r1, os)})
+            rpw = rows_per_workgroup(n)
             L.emit(k, {"x": x, "out": out}, {"rows": r1 - r0, "n": n, **offs, "scale": scale},
-                   L.grid(r1 - r0) if short else L.grid(r1 - r0, 1), op, name=name,
-                   windows=wins)
+                   L.grid(r1 - r0) if short else L.grid(-(-(r1 - r0) // rpw), 1),
+                   op if short else {**op, "RPW": rpw}, name=name, windows=wins)
         return
     # rows too long for one binding or one workgroup: column pieces, then their results
     cols = split.row_ranges(n, [xs], min(L.limit, ROW_RUN * xs + L.align + 16), L.align,
