@@ -2,8 +2,9 @@
 // be runs of SG consecutive local_invocation_index values (DeviceInfo.subgroup_size, found by
 // Backend.probe_subgroups). Same functions and contract as common/row_reduce: a workgroup of WG
 // threads handles RPW rows of WG / RPW threads each, and every thread calls them (barriers and
-// subgroup operations in uniform control flow). Needs (WG / RPW) % SG == 0: a row's threads are
-// whole subgroups (lower_rows.row_reduce_slots checks it).
+// subgroup operations in uniform control flow). Needs (WG / RPW) % SG == 0 (a row's threads are
+// whole subgroups) or SG % (WG / RPW) == 0 (several rows a subgroup: a subgroupShuffleXor
+// butterfly over the row's lanes; lower_rows.row_reduce_slots checks it).
 // Cost: a row of one subgroup (32 threads on NVIDIA: rows of up to 512 elements on GPUs) reduces
 // with one subgroup operation and no barrier, where the tree of common/row_reduce took
 // log2(32) + 2 = 7 workgroup barriers a reduction; a longer row adds its subgroups' partials
@@ -19,6 +20,11 @@ var<workgroup> red2: array<vec2<f32>, WG / SG>;
 
 fn reduce_sum(lid: u32, v: f32) -> f32 {
     let tpr = WG / RPW;
+    if (tpr < SG) {                  // rows of tpr lanes inside one subgroup
+        var r = v;
+        for (var m = tpr / 2u; m > 0u; m >>= 1u) { r = r + subgroupShuffleXor(r, m); }
+        return r;
+    }
     let s = subgroupAdd(v);
     if (tpr == SG) { return s; }
     if (lid % SG == 0u) { red[lid / SG] = s; }
@@ -33,6 +39,11 @@ fn reduce_sum(lid: u32, v: f32) -> f32 {
 
 fn reduce_max(lid: u32, v: f32) -> f32 {
     let tpr = WG / RPW;
+    if (tpr < SG) {                  // rows of tpr lanes inside one subgroup
+        var r = v;
+        for (var m = tpr / 2u; m > 0u; m >>= 1u) { r = max(r, subgroupShuffleXor(r, m)); }
+        return r;
+    }
     let s = subgroupMax(v);
     if (tpr == SG) { return s; }
     if (lid % SG == 0u) { red[lid / SG] = s; }
@@ -48,6 +59,11 @@ fn reduce_max(lid: u32, v: f32) -> f32 {
 // Two sums at once (layer_norm's sum(d^2) and sum(d)).
 fn reduce_sum2(lid: u32, v: vec2<f32>) -> vec2<f32> {
     let tpr = WG / RPW;
+    if (tpr < SG) {                  // rows of tpr lanes inside one subgroup
+        var r = v;
+        for (var m = tpr / 2u; m > 0u; m >>= 1u) { r = r + subgroupShuffleXor(r, m); }
+        return r;
+    }
     let s = subgroupAdd(v);
     if (tpr == SG) { return s; }
     if (lid % SG == 0u) { red2[lid / SG] = s; }

@@ -57,6 +57,28 @@ def test_softmax_and_norms_with_subgroup_reductions(backend, shape, regs, monkey
     _expect_subgroups(backend, size, picked)
 
 
+@pytest.mark.parametrize("n", [64, 48])
+def test_rows_narrower_than_a_subgroup(backend, n, monkeypatch):
+    """Rows of half a subgroup's lanes (a subgroupShuffleXor butterfly inside the subgroup;
+    rows of 64 take 16 lanes on GPUs by default), several rows a subgroup, as numpy."""
+    from webrlx.compiler import lower_rows
+    size, picked = force_subgroup_rows(monkeypatch, backend)
+    force_regs_rows(monkeypatch, 16)
+    monkeypatch.setattr(lower_rows, "REGS_ROW_TPR", max(size // 2, 4))
+    x = rand(37, n, low=-30, high=30)
+    x[3, 5] = np.inf
+    with np.errstate(invalid="ignore"):
+        check(backend, lambda t: t.softmax(-1), lambda a: _softmax(a, -1), x, rtol=1e-5,
+              atol=1e-7)
+    x[3, 5] = 1.0
+    check(backend, lambda x, r, w, b: wr.nn.layer_norm(x + r, w, b),
+          lambda x, r, w, b: _ln(x + r, w, b), x * 0.1 + 50, rand(37, n, seed=1),
+          rand(n, seed=2), rand(n, seed=3), rtol=1e-4, atol=1e-4)
+    _expect_subgroups(backend, size, picked)
+    if backend.name == "wgpu":
+        assert 256 // max(size // 2, 4) in picked, picked
+
+
 def test_softmax_with_subgroup_reductions_keeps_nan_and_inf(backend, monkeypatch):
     size, picked = force_subgroup_rows(monkeypatch, backend)
     force_regs_rows(monkeypatch)

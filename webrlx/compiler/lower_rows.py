@@ -43,7 +43,7 @@ def row_reduce_slots(L: EmitContext, rpw: int, wg: int = 256) -> dict[str, str]:
     operations where the device's subgroup layout was checked and a row is whole subgroups,
     else (no slots given) the workgroup-memory tree of common/row_reduce."""
     sg = L.info.subgroup_size
-    if SUBGROUP_ROWS and sg and (wg // rpw) % sg == 0:
+    if SUBGROUP_ROWS and sg and ((wg // rpw) % sg == 0 or sg % (wg // rpw) == 0):
         return {"ROW_REDUCE": raw_shader("common/row_reduce_subgroup"), "SG": str(sg)}
     return {}
 
@@ -185,19 +185,23 @@ def emit_rows(L: EmitContext, k: Kernel, bindings: Mapping[str, Buf], row_major:
 # 8.8 / 8.7, 4096x128 8.6 / 8.3 -> 7.3 / 7.4; attention's softmax at 12x512 keys 20.7 ->
 # 15.1. Software adapters keep the loop kernels (a 16-float register array there ran lavapipe
 # 1.8x and SwiftShader 1.3x slower); tests force these on every backend.
-REGS_ROW_MIN_N = 128
+REGS_ROW_MIN_N = 64
 REGS_ROW_MAX_VPT = 8
 REGS_ROWS_ON_SOFTWARE = False
 REGS_ROW_TPR: int | None = None   # (probe) threads a row, 32..256; None: the default
 
 
 def regs_rows_per_workgroup(n: int) -> int:
-    """Rows a register-row workgroup takes: 8 (32 threads each) up to 512 elements, 2 (128
-    threads, 2 vec4 each) up to 1024, else 1. H100 GPU time at 1024x1024 with 32 / 64 / 128
-    threads a row: softmax 11.6 / 9.3 / 8.8 us, layer_norm 10.7 / 8.8 / 8.7; at rows of 128,
-    384 and 512, 32 threads stayed fastest (bench/rows_probe.py --tpr 64,128,
-    h100_rows_probe_tpr_session9.json)."""
-    return 8 if n <= 512 else 2 if n <= 1024 else 1
+    """Rows a register-row workgroup takes: 16 (16 threads, one vec4 each) up to 64 elements,
+    8 (32 threads each) up to 512, 2 (128 threads, 2 vec4 each) up to 1024, else 1. H100 GPU
+    time at 1024x1024 with 32 / 64 / 128 threads a row: softmax 11.6 / 9.3 / 8.8 us,
+    layer_norm 10.7 / 8.8 / 8.7; at rows of 128, 384 and 512, 32 threads stayed fastest
+    (bench/rows_probe.py --tpr 64,128, h100_rows_probe_tpr_session9.json). Rows of 64 (H200,
+    262144 rows, ms a run, bench/row_lengths_probe.py --tpr ,16 --min-n 128,64,
+    h200_rows_tpr_session11.json): softmax 0.097 in the loop kernel, 0.078 here with 32
+    threads a row (half of them idle), 0.064 with 16 (torch 0.040); layer_norm 0.085 / 0.071 /
+    0.067."""
+    return 16 if n <= 64 else 8 if n <= 512 else 2 if n <= 1024 else 1
 
 
 def regs_row_shape(L: EmitContext, n: int) -> tuple[int, int] | None:
