@@ -36,6 +36,13 @@ class DeviceInfo:
         return int(self.limits.get(name, default))
 
     @property
+    def shared_read_bindings(self) -> bool:
+        """Whether one buffer may fill several read_write bindings of a dispatch that only
+        reads them (emit's read_only): wgpu-native allows it; the browser's WebGPU (Dawn)
+        rejects aliased writable bindings, so there the compiler binds copies."""
+        return self.backend.startswith("wgpu")
+
+    @property
     def max_workgroup_invocations(self) -> int:
         return self.limit("max-compute-invocations-per-workgroup", 256)
 

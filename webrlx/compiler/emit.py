@@ -175,8 +175,9 @@ class EmitContext:
 
         Variants (other kernels with the same signature) let the autotuner pick by tune_key.
         windows: binding name -> the window of its buffer bound instead of the whole (split.py).
-        read_only: bindings the kernel only reads, which may share one buffer (e.g. attention's
-        q, k and v heads of one fused projection); any other buffer bound twice is copied.
+        read_only: bindings the kernel only reads, which may share one buffer where the device
+        allows it (DeviceInfo.shared_read_bindings; e.g. attention's q, k and v heads of one
+        fused projection); any other buffer bound twice is copied.
         """
         overrides = dict(overrides or {})
         if "WG" in dict(kernel.sig.overrides) and "WG" not in overrides:
@@ -194,7 +195,8 @@ class EmitContext:
         names = kernel.sig.bindings
         seen: dict[int, str] = {}
         for i, b in enumerate(buffers):   # a buffer bound twice would alias: bind a copy
-            if b.id in seen and not (names[i] in read_only and seen[b.id] in read_only):
+            if b.id in seen and not (names[i] in read_only and seen[b.id] in read_only
+                                     and self.info.shared_read_bindings):
                 buffers[i] = self.copy(b)
             seen.setdefault(b.id, names[i])
         self.calls.append(KernelCall(name or kernel.name, kernel.source, buffers, writes, words,

@@ -68,12 +68,16 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> 
     return "rows"
 
 
-def _bhd_strides(L: EmitContext, node_id: int) -> tuple[Buf, int, tuple[int, int, int]]:
+def _bhd_strides(L: EmitContext, node_id: int, taken: set[int]
+                 ) -> tuple[Buf, int, tuple[int, int, int]]:
     """(buffer, element offset, (batch, head, row) strides) of a (B, H, L, D) operand; views
-    (dim stride 1) need no copy."""
+    (dim stride 1) need no copy, unless their buffer is in `taken` (an earlier operand's) and
+    the device rejects one buffer in several bindings (the browser): then a compact copy."""
     lz = L.lazy.get(node_id)
     view = lz.view() if lz else None
-    if view is not None and view[3][3] == 1:
+    if view is not None and view[3][3] == 1 and (L.info.shared_read_bindings
+                                                 or view[0].id not in taken):
+        taken.add(view[0].id)
         del L.lazy[node_id]
         return view[0], view[2], view[3][:3]
     st = strides_of(L.shape(node_id))
@@ -89,7 +93,9 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     path = attention_path(L, b, h, lq, lk, d)
     if path == "matmul":
         return _attention_by_matmul(L, node, (b, h, lq, lk, d))
-    (qb, qo, qs), (kb, ko, ks), (vb, vo, vs) = (_bhd_strides(L, i) for i in node.inputs[:3])
+    taken: set[int] = set()
+    (qb, qo, qs), (kb, ko, ks), (vb, vo, vs) = (_bhd_strides(L, i, taken)
+                                                for i in node.inputs[:3])
     has_mask = len(node.inputs) == 4
     mask = L.buf(node.inputs[3]) if has_mask else L.dummy(0)
     out = L.temp((b, h, lq, d), node.dtype)
