@@ -24,6 +24,8 @@
 // Chromium's SwiftShader compiles ~75 ms per KB of workgroup memory): the pipeline compiled
 // in 0.67 s instead of 1.0-1.3 s, but MiniLM ran 15-25% slower on SwiftShader (twice the
 // barriers), so it was dropped.
+// On GPUs the 128 tiles are matmul_tiled_db's (double-buffered, BK 16: 4096^3 f32 3.27 ms
+// against 4.05 on an H200); software adapters keep these (lower_matmul.tile_kernel).
 // {{T}} is the storage type, {{C}} the math type (f32, or f16 when accumulating in half).
 {{MATH}}
 {{VEC4_IO}}
