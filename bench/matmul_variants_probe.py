@@ -160,8 +160,8 @@ def main() -> None:
             bc = gdev.create_buffer(size=x.nbytes, usage=usage)
             bias = gdev.create_buffer(size=16 * n, usage=usage)
             params = np.array([n, n, n, 0, 0, 0, 0, 0, 0, 0, 0, n], np.uint32)
-            bp = gdev.create_buffer_with_data(data=params.tobytes(),
-                                              usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_SRC)
+            bp = gdev.create_buffer_with_data(
+                data=params.tobytes(), usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_SRC)
             row: dict = {}
             for name, (src, tm, tn) in variants(t, t).items():
                 if a.only and name not in a.only.split(","):

@@ -37,6 +37,28 @@ def test_head_split_permutes_copy_as_vec4(backend, dtype):
         assert names.count("copy_vec4[permute]") == 2, names
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_transposing_permutes_move_tiles(backend, dtype):
+    """Permutes that swap the last two dims (attention's K transposed, .T) of plain and
+    sliced views, with up to two batch dims left: index/transpose_tiles; three unmergeable
+    batch dims or a moved innermost dim elsewhere: the per-element kernel. All as numpy."""
+    x = (rand(2, 3, 40, 70) * 100).astype(dtype)
+    cases = [lambda a: a.transpose(0, 1, 3, 2),
+             lambda a: a[:, 1:, 5:37, 3:67].transpose(0, 1, 3, 2),
+             lambda a: a.transpose(1, 0, 3, 2), lambda a: a[0, 0].T,
+             lambda a: a.transpose(0, 3, 2, 1)]
+    g = wr.Graph()
+    t = g.input("x", x.shape, dtype)
+    outs = [t.permute(0, 1, 3, 2), t[:, 1:, 5:37, 3:67].permute(0, 1, 3, 2), t.permute(1, 0, 3, 2),
+            t[0, 0].T, t.permute(0, 3, 2, 1)]
+    exe = wr.compile(g, outputs=outs, device=backend)
+    for got, want in zip(exe.run({"x": x}), cases):
+        np.testing.assert_array_equal(got, want(x))
+    if backend.name != "reference":
+        names = [c.name for c in exe.plan({}).program.calls]
+        assert names.count("transpose[permute]") == 4, names
+
+
 def test_transpose_2d(backend):
     check(backend, lambda t: t.T, lambda a: a.T, rand(3, 5))
 

@@ -19,6 +19,7 @@ from .. import dtype as dt
 from ..codegen import Expr, Strided, grid_1d, storage_type
 from ..device_info import DeviceInfo
 from ..graph import Graph
+from .. import kernels as kernel_files
 from ..kernels import Kernel, KernelArgumentError
 from ..shape import broadcast_strides, strides_of
 from . import split
@@ -51,6 +52,27 @@ def _shift(e: Expr, k: int) -> Expr:
     if e.op == "load":
         return Expr("load", (e.args[0] + k,), e.dtype)
     return Expr(e.op, tuple(_shift(a, k) for a in e.args), e.dtype, e.attrs)
+
+
+def transpose_tiles(view: Strided, out: Strided, shape: tuple[int, ...]
+                    ) -> tuple[dict[str, int], tuple[int, int, int]] | None:
+    """(params, grid) of index/transpose_tiles for a bare copy whose out rows walk the input
+    contiguously and whose out columns do not (a transposing permute such as attention's K
+    transposed), written into contiguous out rows, with at most two batch dims left after
+    merging; None otherwise (the per-element kernel takes it)."""
+    if len(shape) < 2 or min(shape[-2:]) < 8 or view.strides[-2] != 1 or \
+            view.strides[-1] == 1 or out.strides[-1] != 1 or out.strides[-2] != shape[-1]:
+        return None
+    lead, (vs, os_) = codegen.merge_dims(shape[:-2], [view.strides[:-2], out.strides[:-2]])
+    if len(lead) > 2:
+        return None
+    if len(lead) == 1:
+        lead, vs, os_ = (1, lead[0]), (0, vs[0]), (0, os_[0])
+    rows, cols = shape[-2], shape[-1]
+    params = {"R": rows, "C": cols, "nb1": lead[1], "sr": 1, "sc": view.strides[-1],
+              "sb0": vs[0], "sb1": vs[1], "x_off": view.offset, "ob0": os_[0], "ob1": os_[1],
+              "o_off": out.offset}
+    return params, (-(-cols // 32), -(-rows // 32), lead[0] * lead[1])
 
 
 class EmitContext:
@@ -271,6 +293,13 @@ class EmitContext:
             if vec is not None:
                 self.emit(vec[0], bindings, vec[1], self.grid(math.prod(shape) // 4),
                           name=f"copy_vec4[{name}]")
+                return
+            tiles = transpose_tiles(views[0], ov, shape) if (
+                expr.op == "load" and len(views) == 1 and views[0].dtype == out_dtype
+                and self.itemsize(out_dtype) == 4 and COPY_VEC4) else None
+            if tiles is not None and tiles[1][2] <= self.max_dim:
+                self.emit(kernel_files.kernel("index/transpose_tiles"), {"x": bufs[0], "out": out},
+                          tiles[0], tiles[1], name=f"transpose[{name}]")
                 return
             kernel, params = codegen.elementwise(expr, dtypes, views, ov, shape, self.f16)
             self.emit(kernel, bindings, params, self.grid(math.prod(shape)),
