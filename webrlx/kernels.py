@@ -206,7 +206,7 @@ def _signature_text(name: str) -> str:
 
 # First line of a kernel the native backend compiles with every runtime check on (bounds
 # checks, loop bounding): user kernels. webrlx's own kernels run without them there
-# (backends/wgpu_native.SHADER_CHECKS; backends/base.RUNTIME_CHECKS_MARK is the same text).
+# (backends/wgpu_native.SHADER_CHECKS).
 RUNTIME_CHECKS_MARK = "// webrlx: user kernel, runtime checks on\n"
 
 

@@ -15,10 +15,6 @@ import numpy as np
 
 from ..device_info import DeviceInfo
 
-# A source that starts with this line is a user kernel: a backend that can drop the runtime
-# checks of webrlx's own kernels keeps them for it (webrlx/kernels.py writes it).
-RUNTIME_CHECKS_MARK = "// webrlx: user kernel, runtime checks on\n"
-
 
 class GPUError(RuntimeError):
     """The device rejected something (a shader, a pipeline, a command) or was lost."""

@@ -10,7 +10,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ..device_info import DeviceInfo, alloc_bytes
-from .base import RUNTIME_CHECKS_MARK, WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
+from ..kernels import RUNTIME_CHECKS_MARK
+from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
 
 # Deferred submits: runs recorded into one open command encoder. A run that comes in a burst
 # (the last submit call ended under BURST_S ago) or while the GPU is still busy is appended to
@@ -35,7 +36,7 @@ HOLD_ALWAYS = False     # (tests) hold every run as in a burst: lavapipe's runs 
 
 # Shader runtime checks (WGPUShaderRuntimeChecks flags: 1 bounds checks, 2 loop bounding) of
 # webrlx's own kernels, made through wgpuDeviceCreateShaderModuleTrusted; None: wgpu-py's
-# module, every check on. User kernels (kernels.from_source, base.RUNTIME_CHECKS_MARK) always
+# module, every check on. User kernels (kernels.from_source marks them: RUNTIME_CHECKS_MARK) always
 # keep every check. WEBRLX_SHADER_CHECKS overrides it: "all" for None, else the flags.
 # Why none (H200, bench/shader_checks_probe.py --settings all,0,2,all,0,
 # bench/results/h200_shader_checks_probe_session11.json; ms, all -> 0): naga clamps every
