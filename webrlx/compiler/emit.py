@@ -29,7 +29,7 @@ from .registry import INLINES
 
 Leaf = tuple[Buf, dt.DType, int, tuple[int, ...]]   # buffer, dtype, offset, strides
 MAX_FUSED_BUFFERS = 8   # storage bindings of one fused kernel (Chromium allows 10 per stage)
-COPY_VEC4 = True        # bare copies of 4-byte elements as vec4 moves where the layout allows
+LAYOUT_COPIES = True    # bare copies of 4-byte elements: vec4 moves or transposing tiles
 
 
 @dataclass
@@ -286,17 +286,16 @@ class EmitContext:
         ov = Strided(len(bufs), out_dtype, out_offset, out_strides)
         bindings = {f"b{k}": b for k, b in enumerate(bufs + [out])}
         if not self.over_limit(*bufs, out):
-            # a bare copy of 4-byte elements: vec4 moves where the layout allows
-            vec = (codegen.copy_vec4(views[0], ov, shape) if expr.op == "load" and len(views) == 1
-                   and self.itemsize(views[0].dtype) == 4 and self.itemsize(out_dtype) == 4
-                   and views[0].dtype == out_dtype and COPY_VEC4 else None)
+            # a bare copy of 4-byte elements: vec4 moves where the last dim stays contiguous,
+            # 32x32 tiles where the copy transposes it
+            bare = (LAYOUT_COPIES and expr.op == "load" and len(views) == 1
+                    and views[0].dtype == out_dtype and self.itemsize(out_dtype) == 4)
+            vec = codegen.copy_vec4(views[0], ov, shape) if bare else None
             if vec is not None:
                 self.emit(vec[0], bindings, vec[1], self.grid(math.prod(shape) // 4),
                           name=f"copy_vec4[{name}]")
                 return
-            tiles = transpose_tiles(views[0], ov, shape) if (
-                expr.op == "load" and len(views) == 1 and views[0].dtype == out_dtype
-                and self.itemsize(out_dtype) == 4 and COPY_VEC4) else None
+            tiles = transpose_tiles(views[0], ov, shape) if bare else None
             if tiles is not None and tiles[1][2] <= self.max_dim:
                 self.emit(kernel_files.kernel("index/transpose_tiles"), {"x": bufs[0], "out": out},
                           tiles[0], tiles[1], name=f"transpose[{name}]")

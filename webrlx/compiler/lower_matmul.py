@@ -350,51 +350,49 @@ def tile_kernel(t: str, acc_t: str, r: int, software: bool) -> tuple[str, Any]:
     return "matmul_vec4", kernel("matmul/matmul_tiled", T=t, C=acc_t, **tiled_slots(2))
 
 
+def _fma_block(ri: int, rj: int, a_at: Any, b_at: Any) -> list[str]:
+    """One k of a register-tiled matmul for ri blocks of 4 rows x rj column quads a thread:
+    a_i = As[a_at(i)], b_j = Bs[b_at(j)], acc[(i*4 + c)*rj + j] += a_i[c] * b_j."""
+    lines = [f"            let a{i} = As[{a_at(i)}];" for i in range(ri)]
+    lines += [f"            let b{j} = Bs[{b_at(j)}];" for j in range(rj)]
+    lines += [f"            acc[{(i * 4 + c) * rj + j}] += a{i}.{'xyzw'[c]} * b{j};"
+              for i in range(ri) for c in range(4) for j in range(rj)]
+    return lines
+
+
+def _store_block(ri: int, rj: int) -> str:
+    """The stores of _fma_block's accumulators: acc[(i*4 + c)*rj + j] is row i*64 + ty*4 + c,
+    column quad j*16 + tx of the tile."""
+    return "\n".join(f"    store(wid.z, row0 + {64 * i + c}u + ty * 4u, col0 / 4u + {16 * j}u + "
+                     f"tx, acc[{(i * 4 + c) * rj + j}]);"
+                     for i in range(ri) for c in range(4) for j in range(rj))
+
+
 def tiled_db_slots(rj: int = 2) -> dict[str, str]:
     """matmul_tiled_db's slots for 128 x 64 rj tiles: RJ, the B tiles' size (BS), the FMA
     block of a step with its 16 k written out (each in its own block: constant offsets into
     the tiles) and the store block."""
     fmas = []
     for k in range(16):
-        fmas += ["        {",
-                 f"            let a0 = As[ca + {k * 32}u + ty];",
-                 f"            let a1 = As[ca + {k * 32 + 16}u + ty];"]
-        fmas += [f"            let b{j} = Bs[cb + {k * 16 * rj + 16 * j}u + tx];"
-                 for j in range(rj)]
-        fmas += [f"            acc[{(i * 4 + c) * rj + j}] += a{i}.{'xyzw'[c]} * b{j};"
-                 for i in range(2) for c in range(4) for j in range(rj)]
-        fmas.append("        }")
-    stores = [f"    store(wid.z, row0 + {64 * i + c}u + ty * 4u, col0 / 4u + {16 * j}u + tx, "
-              f"acc[{(i * 4 + c) * rj + j}]);" for i in range(2) for c in range(4)
-              for j in range(rj)]
+        fmas += ["        {", *_fma_block(2, rj, lambda i: f"ca + {k * 32 + 16 * i}u + ty",
+                                          lambda j: f"cb + {k * 16 * rj + 16 * j}u + tx"),
+                 "        }"]
     return {"RJ": str(rj), "BS": str(2 * 16 * 16 * rj), "FMAS": "\n".join(fmas),
-            "STORES": "\n".join(stores)}
+            "STORES": _store_block(2, rj)}
 
 
 def tiled_slots(r: int) -> dict[str, str]:
-    """The unrolled FMA and store blocks of matmul_tiled for R x R blocks of 4x4 per thread:
-    acc[(i*4 + c)*R + j] accumulates rows i*64 + ty*4 + c, column quad j*16 + tx."""
-    fmas = [f"            let a{i} = As[k * Q + {16 * i}u + ty];" for i in range(r)]
-    fmas += [f"            let b{j} = Bs[k * Q + {16 * j}u + tx];" for j in range(r)]
-    fmas += [f"            acc[{(i * 4 + c) * r + j}] += a{i}.{'xyzw'[c]} * b{j};"
-             for i in range(r) for c in range(4) for j in range(r)]
-    stores = [f"    store(wid.z, row0 + {64 * i + c}u + ty * 4u, col0 / 4u + {16 * j}u + tx, "
-              f"acc[{(i * 4 + c) * r + j}]);" for i in range(r) for c in range(4)
-              for j in range(r)]
-    return {"R": str(r), "FMAS": "\n".join(fmas), "STORES": "\n".join(stores)}
+    """The unrolled FMA and store blocks of matmul_tiled for R x R blocks of 4x4 per thread."""
+    fmas = _fma_block(r, r, lambda i: f"k * Q + {16 * i}u + ty",
+                      lambda j: f"k * Q + {16 * j}u + tx")
+    return {"R": str(r), "FMAS": "\n".join(fmas), "STORES": _store_block(r, r)}
 
 
 def wide_slots() -> dict[str, str]:
-    """The unrolled FMA and store blocks of matmul_wide (8 rows x 4 column quads a thread):
-    acc[(i*4 + c)*4 + j] accumulates rows i*64 + ty*4 + c, column quad j*16 + tx."""
-    fmas = [f"            let a{i} = As[k * QA + {16 * i}u + ty];" for i in range(2)]
-    fmas += [f"            let b{j} = Bs[k * QB + {16 * j}u + tx];" for j in range(4)]
-    fmas += [f"            acc[{(i * 4 + c) * 4 + j}] += a{i}.{'xyzw'[c]} * b{j};"
-             for i in range(2) for c in range(4) for j in range(4)]
-    stores = [f"    store(wid.z, row0 + {64 * i + c}u + ty * 4u, col0 / 4u + {16 * j}u + tx, "
-              f"acc[{(i * 4 + c) * 4 + j}]);" for i in range(2) for c in range(4)
-              for j in range(4)]
-    return {"FMAS": "\n".join(fmas), "STORES": "\n".join(stores)}
+    """The unrolled FMA and store blocks of matmul_wide (8 rows x 4 column quads a thread)."""
+    fmas = _fma_block(2, 4, lambda i: f"k * QA + {16 * i}u + ty",
+                      lambda j: f"k * QB + {16 * j}u + tx")
+    return {"FMAS": "\n".join(fmas), "STORES": _store_block(2, 4)}
 
 
 def regs_slots(rr: int, cq: int) -> dict[str, str]:

@@ -97,10 +97,10 @@ def reduce_rows(L: EmitContext, x: Buf, out: Buf, rows: int, n: int, scale: floa
     if ranges is None and node.op == "argmax":   # (index bookkeeping across pieces: not yet;
         ranges = [(0, rows)]                     # over the limit, check_binding_limits says so)
     if ranges is not None:
+        rpw = rows_per_workgroup(n)
         for r0, r1 in ranges:
             wins, offs = L.place({"x": ("x_off", x, r0 * n, r1 * n, xs),
                                   "out": ("out_off", out, r0, r1, os)})
-            rpw = rows_per_workgroup(n)
             L.emit(k, {"x": x, "out": out}, {"rows": r1 - r0, "n": n, **offs, "scale": scale},
                    L.grid(r1 - r0) if short else L.grid(-(-(r1 - r0) // rpw), 1),
                    op if short else {**op, "RPW": rpw}, name=name, windows=wins)
