@@ -1,7 +1,10 @@
-"""Each attention path (lower_attention.FORCE_PATH: the two-matmul form, "rows", "row") at
-MiniLM's and the bench's shapes, with a padding mask: wall time per run (the bench's method),
-beside torch SDPA in the same run where CUDA is present. Prints JSON.
-    python bench/attention_paths_probe.py [--shapes 32x12x128x64,1x12x2048x64]"""
+"""Attention by path and kernel: each attention path (lower_attention.FORCE_PATH: the
+two-matmul form, "rows", "row") and, for the two-matmul form, each matmul variant forced
+(autotune.PREFER, "" the tuner's pick), with or without a padding mask: wall time per run (the
+bench's method) and the GPU time of every dispatch (timestamp queries), beside torch SDPA in
+the same run where CUDA is present. Prints JSON.
+    python bench/attention_paths_probe.py [--shapes 32x12x128x64,1x12x2048x64]
+        [--paths matmul,rows,row] [--prefer ,matmul_vec4_64,matmul_vec4_db] [--no-mask]"""
 from __future__ import annotations
 
 import argparse
@@ -16,42 +19,53 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import _ref_timer, time_executable  # noqa: E402
 from webrlx.compiler import lower_attention  # noqa: E402
+from webrlx.runtime import autotune  # noqa: E402
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", default="32x12x128x64,8x12x128x64,1x12x512x64,1x12x2048x64")
     p.add_argument("--paths", default="matmul,rows,row")
+    p.add_argument("--prefer", default="", help="matmul variants to force on the matmul path")
+    p.add_argument("--no-mask", action="store_true")
     a = p.parse_args()
     rng = np.random.default_rng(0)
-    out = {"device": wr.device().info.name, "cases": {}}
+    out = {"device": wr.device().info.name, "mask": not a.no_mask, "cases": {}}
     for shape in a.shapes.split(","):
         b, h, s, d = (int(v) for v in shape.split("x"))
-        q, k, v = (rng.standard_normal((b, h, s, d)).astype(np.float32) for _ in range(3))
-        mask = np.ones((b, s), np.int32)
-        mask[:, s - s // 4:] = 0
-        feeds = {"q": q, "k": k, "v": v, "m": mask}
+        arrays = [rng.standard_normal((b, h, s, d)).astype(np.float32) for _ in range(3)]
+        if not a.no_mask:
+            mask = np.ones((b, s), np.int32)
+            mask[:, s - s // 4:] = 0
+            arrays.append(mask)
+        feeds = dict(zip("qkvm", arrays))
         row: dict = {}
         for path in a.paths.split(","):
-            lower_attention.FORCE_PATH = path
-            g = wr.Graph()
-            ins = [g.input(n, (b, h, s, d)) for n in "qkv"]
-            m = g.input("m", (b, s), "int32")
-            try:
-                exe = wr.compile(g, outputs=[wr.nn.attention(*ins, mask=m)])
-                exe.run(feeds)
-                row[path] = round(time_executable(exe, feeds, 10, 5) * 1e3, 4)
-            except Exception as e:   # noqa: BLE001 - a path may not fit the shape
-                row[path] = str(e)[-200:]
-        lower_attention.FORCE_PATH = None
+            for prefer in (a.prefer.split(",") if path == "matmul" else [""]):
+                lower_attention.FORCE_PATH, autotune.PREFER = path, prefer or None
+                tag = path + (f" {prefer}" if prefer else "")
+                g = wr.Graph()
+                ins = [g.input(n, (b, h, s, d)) for n in "qkv"]
+                mask_in = None if a.no_mask else g.input("m", (b, s), "int32")
+                try:
+                    exe = wr.compile(g, outputs=[wr.nn.attention(*ins, mask=mask_in)])
+                    exe.run(feeds)
+                    prof = exe.profile(feeds, repeats=3)
+                    row[tag] = {"ms": round(time_executable(exe, feeds, 10, 5) * 1e3, 4),
+                                "gpu_ms": round(prof.total_ms, 4),
+                                "kernels": str(prof).splitlines()}
+                except Exception as e:   # noqa: BLE001 - a path may not fit the shape
+                    row[tag] = {"error": str(e)[-200:]}
+                print(shape, tag, row[tag].get("ms", row[tag].get("error")), file=sys.stderr,
+                      flush=True)
+        lower_attention.FORCE_PATH, autotune.PREFER = None, None
 
-        def torch_attn(q, k, v, m):
+        def torch_attn(q, k, v, m=None):
             import torch
-            return torch.nn.functional.scaled_dot_product_attention(
-                q, k, v, attn_mask=(m[:, None, None, :] != 0))
-        row["torch"] = _ref_timer(lambda *x: None, torch_attn, [q, k, v, mask], 10, 5,
-                                  "float32").get("ref_ms")
-        print(shape, row, file=sys.stderr, flush=True)
+            keep = None if m is None else (m[:, None, None, :] != 0)
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+        row["torch_ms"] = _ref_timer(lambda *x: None, torch_attn, arrays, 10, 5,
+                                     "float32").get("ref_ms")
         out["cases"][shape] = row
     print(json.dumps(out, indent=1))
 
