@@ -241,17 +241,24 @@ def elementwise(expr: Expr, bindings: list[dt.DType], views: list[Strided], out:
     ob = len(bindings)
     decls = [f"@group(0) @binding({k}) var<storage, read_write> b{k}: "
              f"array<{storage_type(d, f16)}>;" for k, d in enumerate([*bindings, out.dtype])]
-    decls.append(f"@group(0) @binding({ob + 1}) var<uniform> p: Params;")
-    src = "\n".join([
-        "// generated elementwise kernel: bindings = inputs, output, params; 1 thread/element",
-        "override WG: u32 = 256;",
-        "struct Params { " + ", ".join(f"{f}: u32" for f in ix.fields) + " }",
-        *decls, raw_shader("common/ieee"), raw_shader("common/math"),
-        _ENTRY + "\n".join(ix.decomposition() + body),
-        f"    b{ob}[{o_idx}] = {_store(out, result, f16)};", "}", ""])
+    src = _source("generated elementwise kernel: bindings = inputs, output, params; "
+                  "1 thread/element", ix, decls,
+                  [raw_shader("common/ieee"), raw_shader("common/math")],
+                  body + [f"    b{ob}[{o_idx}] = {_store(out, result, f16)};"])
     if f16:
         src = "enable f16;\n" + src
     return from_source("elementwise", src, trusted=True), dict(ix.fields)
+
+
+def _source(title: str, ix: _Indexer, decls: list[str], helpers: list[str],
+            body: list[str]) -> str:
+    """A generated one-thread-per-item kernel: Params from ix's fields, the storage decls and
+    the uniform after them, helper text, the entry point splitting i as ix needs, then body."""
+    return "\n".join([
+        f"// {title}", "override WG: u32 = 256;",
+        "struct Params { " + ", ".join(f"{f}: u32" for f in ix.fields) + " }",
+        *decls, f"@group(0) @binding({len(decls)}) var<uniform> p: Params;", *helpers,
+        _ENTRY + "\n".join(ix.decomposition() + body), "}", ""])
 
 
 def copy_vec4(view: Strided, out: Strided, shape: tuple[int, ...]
@@ -271,15 +278,9 @@ def copy_vec4(view: Strided, out: Strided, shape: tuple[int, ...]
     ix = _Indexer(mshape)
     a_idx = ix.index("a0", mviews[0], view.offset // 4)
     o_idx = ix.index("o", mviews[1], out.offset // 4)
-    src = "\n".join([
-        "// generated copy kernel: 4 elements (vec4<u32>) a thread; bindings = input, output,"
-        " params",
-        "override WG: u32 = 256;",
-        "struct Params { " + ", ".join(f"{f}: u32" for f in ix.fields) + " }",
-        "@group(0) @binding(0) var<storage, read_write> b0: array<vec4<u32>>;",
-        "@group(0) @binding(1) var<storage, read_write> b1: array<vec4<u32>>;",
-        "@group(0) @binding(2) var<uniform> p: Params;",
-        _ENTRY + "\n".join(ix.decomposition()),
-        f"    b1[{o_idx}] = b0[{a_idx}];", "}", ""])
+    decls = [f"@group(0) @binding({k}) var<storage, read_write> b{k}: array<vec4<u32>>;"
+             for k in range(2)]
+    src = _source("generated copy kernel: 4 elements (vec4<u32>) a thread; bindings = input, "
+                  "output, params", ix, decls, [], [f"    b1[{o_idx}] = b0[{a_idx}];"])
     return from_source("copy_vec4", src, trusted=True), dict(ix.fields)
 
