@@ -1,10 +1,10 @@
 """Attention by path and kernel: each attention path (lower_attention.FORCE_PATH: the
-two-matmul form, "rows", "row") and, for the two-matmul form, each matmul variant forced
+two-matmul form, "rows", "row", "flash") and, for the two-matmul form, each matmul variant forced
 (autotune.PREFER, "" the tuner's pick), with or without a padding mask: wall time per run (the
-bench's method) and the GPU time of every dispatch (timestamp queries), beside torch SDPA in
+bench's method), the largest error against numpy (float64) and the GPU time of every dispatch (timestamp queries), beside torch SDPA in
 the same run where CUDA is present. Prints JSON.
     python bench/attention_paths_probe.py [--shapes 32x12x128x64,1x12x2048x64]
-        [--paths matmul,rows,row] [--prefer ,matmul_vec4_64,matmul_vec4_db] [--no-mask]"""
+        [--paths matmul,rows,row,flash] [--prefer ,matmul_vec4_64,matmul_vec4_db] [--no-mask]"""
 from __future__ import annotations
 
 import argparse
@@ -22,12 +22,26 @@ from webrlx.compiler import lower_attention  # noqa: E402
 from webrlx.runtime import autotune  # noqa: E402
 
 
+def _reference(q, k, v, m=None):
+    """numpy attention in float64, per batch (the bench's masked keys: -inf)."""
+    out = np.empty(q.shape, np.float64)
+    for z in range(q.shape[0]):
+        s = q[z].astype(np.float64) @ np.swapaxes(k[z], -1, -2) / np.sqrt(q.shape[-1])
+        if m is not None:
+            s = s + np.where(m[z] != 0, 0, -np.inf)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        out[z] = (e / e.sum(-1, keepdims=True)) @ v[z]
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", default="32x12x128x64,8x12x128x64,1x12x512x64,1x12x2048x64")
     p.add_argument("--paths", default="matmul,rows,row")
     p.add_argument("--prefer", default="", help="matmul variants to force on the matmul path")
     p.add_argument("--no-mask", action="store_true")
+    p.add_argument("--flash", default="1:1", help="flash variants, rows quads:prefetch, "
+                   "e.g. 1:1,1:0,2:1 (lower_attention.FLASH_RQ, FLASH_PREFETCH)")
     a = p.parse_args()
     rng = np.random.default_rng(0)
     out = {"device": wr.device().info.name, "mask": not a.no_mask, "cases": {}}
@@ -39,20 +53,29 @@ def main() -> None:
             mask[:, s - s // 4:] = 0
             arrays.append(mask)
         feeds = dict(zip("qkvm", arrays))
+        want = _reference(*arrays)
         row: dict = {}
         for path in a.paths.split(","):
-            for prefer in (a.prefer.split(",") if path == "matmul" else [""]):
-                lower_attention.FORCE_PATH, autotune.PREFER = path, prefer or None
+            variants = a.prefer.split(",") if path == "matmul" else \
+                a.flash.split(",") if path == "flash" else [""]
+            for prefer in variants:
+                lower_attention.FORCE_PATH, autotune.PREFER = path, None
+                if path == "matmul":
+                    autotune.PREFER = prefer or None
+                if path == "flash":
+                    rq, pf = prefer.split(":")
+                    lower_attention.FLASH_RQ, lower_attention.FLASH_PREFETCH = int(rq), pf == "1"
                 tag = path + (f" {prefer}" if prefer else "")
                 g = wr.Graph()
                 ins = [g.input(n, (b, h, s, d)) for n in "qkv"]
                 mask_in = None if a.no_mask else g.input("m", (b, s), "int32")
                 try:
                     exe = wr.compile(g, outputs=[wr.nn.attention(*ins, mask=mask_in)])
-                    exe.run(feeds)
+                    got = exe.run(feeds)[0]
+                    err = float(np.abs(got - want).max())
                     prof = exe.profile(feeds, repeats=3)
                     row[tag] = {"ms": round(time_executable(exe, feeds, 10, 5) * 1e3, 4),
-                                "gpu_ms": round(prof.total_ms, 4),
+                                "gpu_ms": round(prof.total_ms, 4), "max_abs_err": err,
                                 "kernels": str(prof).splitlines()}
                 except Exception as e:   # noqa: BLE001 - a path may not fit the shape
                     row[tag] = {"error": str(e)[-200:]}

@@ -25,8 +25,11 @@ from webrlx.compiler.lower_matmul import tiled_slots, wide_slots  # noqa: E402
 from webrlx.kernels import _builtin_slots, kernel, raw_shader  # noqa: E402
 
 
-def generated(t: str, c: str, ri: int, rj: int, bk: int, double: bool, unroll: bool) -> str:
-    """A variant of matmul_tiled: tile (64 ri) x (64 rj), k step bk, 16x16 threads."""
+def generated(t: str, c: str, ri: int, rj: int, bk: int, double: bool, unroll: bool,
+              math: str = "mul") -> str:
+    """A variant of matmul_tiled: tile (64 ri) x (64 rj), k step bk, 16x16 threads. math:
+    "mul" (acc += a * b), "fma" (acc = fma(vec4(a), b, acc)), or "blk" (f16 math only: fma
+    into f16 accumulators within a step of bk, added into f32 ones after each step)."""
     tm, tn = 64 * ri, 64 * rj
     qa, qb = tm // 4, tn // 4
     na, nb = tm * bk // 4 // 256, bk * tn // 4 // 256      # vec4 loads a thread a step
@@ -46,6 +49,8 @@ def generated(t: str, c: str, ri: int, rj: int, bk: int, double: bool, unroll: b
              "    let a_base = (p.a_off + wid.z * p.a_bs) / 4u;",
              "    let b_base = (p.b_off + wid.z * p.b_bs) / 4u;",
              f"    var acc: array<vec4<{c}>, {4 * ri * rj}>;"]
+    if math == "blk":
+        lines.append(f"    var accf: array<vec4<f32>, {4 * ri * rj}>;")
     for u in range(na):
         lines += [f"    let la_row{u} = (tid + {256 * u}u) / {bk // 4}u;",
                   f"    let la_k{u} = ((tid + {256 * u}u) % {bk // 4}u) * 4u;",
@@ -77,11 +82,24 @@ def generated(t: str, c: str, ri: int, rj: int, bk: int, double: bool, unroll: b
                for i in range(ri)]
         out += [f"            let b{j} = Bs[{buf}rb + {k} * QB + {16 * j}u + tx];"
                 for j in range(rj)]
-        out += [f"            acc[{(i * 4 + e) * rj + j}] += a{i}.{'xyzw'[e]} * b{j};"
-                for i in range(ri) for e in range(4) for j in range(rj)]
+        if math == "mul":
+            out += [f"            acc[{(i * 4 + e) * rj + j}] += a{i}.{'xyzw'[e]} * b{j};"
+                    for i in range(ri) for e in range(4) for j in range(rj)]
+        else:
+            out += [f"            acc[{(i * 4 + e) * rj + j}] = fma(vec4<{c}>(a{i}.{'xyzw'[e]}), "
+                    f"b{j}, acc[{(i * 4 + e) * rj + j}]);"
+                    for i in range(ri) for e in range(4) for j in range(rj)]
         return out
 
-    def k_loop(buf: str) -> list[str]:
+    def k_loop_blk(buf: str) -> list[str]:
+        body = k_loop_plain(buf)
+        if math != "blk":
+            return body
+        n = 4 * ri * rj
+        return ([f"        for (var z = 0u; z < {n}u; z++) {{ acc[z] = vec4<{c}>(0); }}"] + body
+                + [f"        for (var z = 0u; z < {n}u; z++) {{ accf[z] += vec4<f32>(acc[z]); }}"])
+
+    def k_loop_plain(buf: str) -> list[str]:
         if unroll:
             return [line for k in range(bk)
                     for line in ("        {", *fmas(f"{k}u", buf), "        }")]
@@ -95,16 +113,17 @@ def generated(t: str, c: str, ri: int, rj: int, bk: int, double: bool, unroll: b
                   f"        let ra = cur * {size_a}u;", f"        let rb = cur * {size_b}u;",
                   f"        let wa = (cur ^ 1u) * {size_a}u;",
                   f"        let wb = (cur ^ 1u) * {size_b}u;",
-                  *loads("k0"), *k_loop(""),
+                  *loads("k0"), *k_loop_blk(""),
                   *[s.replace("[sa", "[wa").replace("[sb", "[wb") for s in store_tiles("")],
                   "        workgroupBarrier();", "    }"]
     else:
         lines += ["    let sa = 0u;", "    let sb = 0u;", "    let ra = 0u;", "    let rb = 0u;",
                   "    for (var k0 = 0u; k0 < p.KL; k0 += BK) {", *store_tiles(""),
-                  "        workgroupBarrier();", *loads("k0"), *k_loop(""),
+                  "        workgroupBarrier();", *loads("k0"), *k_loop_blk(""),
                   "        workgroupBarrier();", "    }"]
+    final = "vec4<" + c + ">(accf[{}])" if math == "blk" else "acc[{}]"
     lines += [f"    store(wid.z, row0 + {64 * i + e}u + ty * 4u, col0 / 4u + {16 * j}u + tx, "
-              f"acc[{(i * 4 + e) * rj + j}]);" for i in range(ri) for e in range(4)
+              + final.format((i * 4 + e) * rj + j) + ");" for i in range(ri) for e in range(4)
               for j in range(rj)]
     lines.append("}")
     head = raw_shader("common/matmul_vec4_io")
@@ -132,6 +151,12 @@ def variants(t: str, c: str) -> dict[str, tuple[str, int, int]]:
         name = (f"gen{64 * ri}x{64 * rj}_bk{bk}" + ("_db" if double else "")
                 + ("_unrolled" if unroll else ""))
         out[name] = (generated(t, c, ri, rj, bk, double, unroll), 64 * ri, 64 * rj)
+    # the math of the shipped double-buffered shape: explicit fma, and (f16) f16 sums within a
+    # step added into f32 ones
+    for math in ("fma",) + (("blk",) if c == "f16" else ()):
+        for ri, rj in ((2, 2), (2, 4)):
+            out[f"gen{64 * ri}x{64 * rj}_bk16_db_{math}"] = (
+                generated(t, c, ri, rj, 16, True, True, math), 64 * ri, 64 * rj)
     return out
 
 

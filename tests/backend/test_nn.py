@@ -171,7 +171,7 @@ def test_attention_on_permuted_views(backend):
 
 
 @pytest.mark.parametrize("shared", [True, False])     # one buffer in 3 bindings, or copies
-@pytest.mark.parametrize("path", ["regs", "rows", "row", "matmul"])
+@pytest.mark.parametrize("path", ["regs", "rows", "row", "flash", "matmul"])
 def test_attention_on_heads_of_one_fused_projection(backend, path, shared, monkeypatch):
     """q, k and v as head views of slices of one (B, L, 3H) projection (BERT's fused QKV):
     the fused kernels read all three from the one buffer at their offsets, without copies,
@@ -199,7 +199,8 @@ def test_attention_on_heads_of_one_fused_projection(backend, path, shared, monke
         g = wr.Graph()
         exe = wr.compile(g, outputs=[build(g.input("x", x.shape))], device=backend)
         names = [c.name for c in exe.plan({}).program.calls]
-        assert names[-1] in ("attention_regs", "attention_rows", "attention"), names
+        assert names[-1] in ("attention_regs", "attention_rows", "attention",
+                             "attention_flash"), names
         assert len(names) == (1 if backend.info.shared_read_bindings else 3), names
 
 
@@ -232,7 +233,7 @@ def test_attention_by_matmul(backend, lq, lk, causal, monkeypatch):
           rand(2, 3, lk, 32, seed=1), rand(2, 3, lk, 32, seed=2), mask, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("path", ["row", "rows", "regs", "matmul"])
+@pytest.mark.parametrize("path", ["row", "rows", "regs", "flash", "matmul"])
 @pytest.mark.parametrize("lq,lk,causal", [(1, 40, False), (12, 12, False), (6, 70, True),
                                           (70, 70, True)])
 def test_attention_each_kernel(backend, path, lq, lk, causal, monkeypatch):
@@ -244,6 +245,26 @@ def test_attention_each_kernel(backend, path, lq, lk, causal, monkeypatch):
     check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
           lambda q, k, v, m: _attn(q, k, v, mask=m, causal=causal), rand(3, 4, lq, 32),
           rand(3, 4, lk, 32, seed=1), rand(3, 4, lk, 32, seed=2), mask, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("subgroups", [True, False])
+@pytest.mark.parametrize("d,lq,lk,causal", [(4, 64, 64, False), (8, 130, 200, True),
+                                            (16, 65, 129, False), (32, 129, 190, False),
+                                            (32, 100, 300, True)])
+def test_flash_attention_tiles(backend, d, lq, lk, causal, subgroups, monkeypatch):
+    """attention_flash (64 query rows x 64-key tiles, online softmax) on every backend: head
+    dims 4..32 (keys split 16..2 ways in P V), partial query and key tiles, padding masks
+    that blank whole tiles, causal rows, the row max and sum over subgroups (where the device
+    has them in runs of 16+) or workgroup memory."""
+    from webrlx.compiler import lower_attention
+    monkeypatch.setattr(lower_attention, "FORCE_PATH", "flash")
+    monkeypatch.setattr(lower_attention, "FLASH_SUBGROUPS", subgroups)
+    mask = np.ones((2, lk), np.int32)
+    mask[1, 10:] = 0                   # row 1: keys 10.. masked (whole tiles of them)
+    check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
+          lambda q, k, v, m: _attn(q, k, v, mask=m, causal=causal), rand(2, 3, lq, d) * 3,
+          rand(2, 3, lk, d, seed=1) * 3, rand(2, 3, lk, d, seed=2), mask, rtol=1e-4,
+          atol=1e-5)
 
 
 @pytest.mark.parametrize("rows,n,min_n", [(3, 2048, None), (2, 8188, None), (4, 4100, None),

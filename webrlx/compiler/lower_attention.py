@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ..graph import Node
-from ..kernels import kernel
+from ..kernels import kernel, raw_shader
 from ..shape import strides_of
 from .emit import EmitContext
 from .lower_matmul import emit_matmul
@@ -26,11 +26,29 @@ def rows_attention_storage(d: int, kt: int = 32) -> int:
     return 2 * kt * -(-d // 4) * 16 + kt * 4 + 2 * 64 * 4
 
 
+def flash_attention_storage(d: int) -> int:
+    """Workgroup bytes of attention_flash at head dim d: Q and V tiles of 64 x d, and K/P."""
+    return 2 * 64 * d * 4 + 16384
+
+
+def flash_fits(L: EmitContext, d: int) -> bool:
+    """attention_flash takes head dims 4, 8, 16, 32 and 64 (16 threads cover a row's column
+    quads, split over keys) whose tiles fit the adapter's workgroup memory."""
+    return d % 4 == 0 and 16 % (d // 4) == 0 and L.info.limit(
+        "max-compute-workgroup-storage-size", 16384) >= flash_attention_storage(d)
+
+
 ATTENTION_THREADS = 8192   # split a row's keys over threads until about this many run (few rows)
 MATMUL_ATTENTION_ROWS = 64  # q and kv lengths from which the two-matmul form is used
 SOFTWARE_ROWS_MIN_HEADS = 48  # on CPU adapters, batch x heads from which "rows" beats matmul
 SOFTWARE_REGS_MAX_ROWS = 4 * 12 * 128  # on CPU adapters, "regs" below this many query rows
-FORCE_PATH: str | None = None  # "row", "rows", "regs" or "matmul": probes, tests
+# attention_flash's row max and sum over subgroup shuffles where the device's subgroups were
+# checked to be runs of 16+ consecutive threads (else through workgroup memory); tests turn it
+# off or force a probed size
+FLASH_SUBGROUPS = True
+FLASH_RQ = 1                # attention_flash's row quads a thread (1: 256 threads, 2: 128)
+FLASH_PREFETCH = True       # its next K/V tile loaded into registers during this one
+FORCE_PATH: str | None = None  # "row", "rows", "regs", "flash" or "matmul": probes, tests
 
 
 def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> str:
@@ -57,6 +75,8 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> 
     if FORCE_PATH is not None:
         if FORCE_PATH == "rows" and not rows_ok:
             raise ValueError("attention: the rows kernel does not fit this shape or adapter")
+        if FORCE_PATH == "flash" and not flash_fits(L, d):
+            raise ValueError("attention: the flash kernel does not fit this shape or adapter")
         return FORCE_PATH
     if software and (b * h * lq < SOFTWARE_REGS_MAX_ROWS or not rows_ok):
         return "regs"
@@ -108,6 +128,19 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     strides = {f"{t}_{s}": v for t, st in zip("qkvo", (qs, ks, vs, os_))
                for s, v in zip("bhi", st)}
     strides.update(q_o=qo, k_o=ko, v_o=vo)
+    if path == "flash":              # register-tiled Q x K/V tiles, online softmax (GPUs)
+        sg = L.info.subgroup_size
+        rows = raw_shader("common/flash_rows_subgroup" if FLASH_SUBGROUPS and sg >= 16
+                          else "common/flash_rows")
+        L.emit(kernel("attention/attention_flash", T=L.T(node.dtype), D=str(d), ROW_TILES=rows,
+                      RQ=str(FLASH_RQ)),
+               {"q": qb, "k": kb, "v": vb, "mask": mask, "out": out},
+               {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides},
+               (-(-lq // 64), h, b),
+               {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
+                "PREFETCH": FLASH_PREFETCH},
+               name="attention_flash", read_only=("q", "k", "v"))
+        return out
     if path == "regs":               # a thread per row, no workgroup memory (CPU adapters)
         L.emit(kernel("attention/attention_regs", T=L.T(node.dtype), D4=str(-(-d // 4))),
                {"q": qb, "k": kb, "v": vb, "mask": mask, "out": out},

@@ -1,0 +1,221 @@
+// Flash attention for GPUs, register-tiled: out[b,h,i,:] = softmax(q[b,h,i,:] . k[b,h]^T * scale
+// + mask) @ v[b,h], no score matrix in memory. A workgroup of 16x16 threads owns BQ = 64 query
+// rows of one (batch, head) and walks the keys in tiles of BKV = 64:
+//   S = Q K^T    thread (tx, ty): rows ty*4 + (0..3) x keys tx*4 + (0..3), a 4x4 block, from
+//                Qs [D][16 row quads] (scaled once) and the K tile [D][16 key quads]
+//   online softmax: the tile's row max over a row's 16 threads (ROW_TILES: subgroup shuffles
+//                where the device's subgroups were checked, else through workgroup memory),
+//                O and the per-thread partial sums rescaled by exp(m_old - m_new)
+//   O += P V     P [64 keys][16 row quads] takes the K tile's place; thread: rows ty*4 + (0..3)
+//                x column quad tx % DQ, keys split KS = 16 / DQ ways (D 32: two halves),
+//                the key halves' partial rows summed at the end
+// The next tile's K and V are loaded into registers while this tile computes.
+// q/k/v/out are read through (batch, head, row) strides (common/attention_io: views such as
+// the heads of one fused QKV projection need no copy; the output may be (B, L, H, D)).
+// Head dim D in 4, 8, 16, 32, 64. Workgroup memory: Qs 64 D x 4 B, KP 16 KB, Vs 64 D x 4 B:
+// 32 KB at D 32, 48 KB at D 64 (the lowering checks the adapter's limit).
+// Limits: 2 vec4 workgroup loads per 16 FMAs in both products (one of them a broadcast), 4
+// barriers a key tile, and the exp of the scores; the K tile's loads read 16 B of 64 rows
+// (half of each 32 B sector) so that its transposed writes into workgroup memory are
+// conflict-free.
+// bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
+// 4 out, 5 params. grid: (ceil(Lq / 64), H, B).
+{{ATTENTION_IO}}
+const BQ: u32 = 64u;              // query rows a workgroup
+const RQ: u32 = {{RQ}}u;           // row quads a thread: 1 (256 threads) or 2 (128)
+const TY: u32 = 16u / RQ;         // threads along y; thread (tx, ty) owns row quads ty + TY i
+const NT: u32 = 16u * TY;         // threads
+const BKV: u32 = 64u;             // keys a tile
+const D: u32 = {{D}}u;            // head dim
+const DQ: u32 = D / 4u;           // column quads of a row of the output
+const KS: u32 = 16u / DQ;         // ways the keys of a tile are split in O += P V
+const KPS: u32 = BKV / KS;        // keys of a tile per split
+const NL: u32 = (D * 16u + NT - 1u) / NT;  // vec4s of K (and of V) a thread loads a tile
+// PREFETCH: the next tile's K and V are loaded into registers while this tile computes
+// (else loaded after it, holding no registers through the products)
+override PREFETCH: bool = true;
+const NEG: f32 = -3.4028234663852886e38;
+var<workgroup> Qs: array<vec4<f32>, D * 16u>;  // [D][row quad]: rows 4 rq .. 4 rq + 3, scaled
+var<workgroup> KP: array<vec4<f32>, 1024>;     // K tile [D][key quad], then P [key][row quad]
+var<workgroup> Vs: array<vec4<f32>, D * 16u>;  // V tile [key][column quad]
+{{ROW_TILES}}
+
+// K tile quad u of thread lid, keys from t0: (key, dim quad) with the key fastest
+fn k_quad(kb: u32, t0: u32, e: u32) -> vec4<f32> {
+    let j = e % BKV;
+    let c = (e / BKV) * 4u;
+    if (e >= D * 16u || t0 + j >= p.Lk) { return vec4<f32>(0.0); }
+    let o = kb + (t0 + j) * p.k_i + c;
+    return vec4<f32>(f32(k[o]), f32(k[o + 1u]), f32(k[o + 2u]), f32(k[o + 3u]));
+}
+
+// V tile quad: (key, dim quad) with the dim quad fastest (coalesced, stored as is)
+fn v_quad(vb: u32, t0: u32, e: u32) -> vec4<f32> {
+    let j = e / DQ;
+    let c = (e % DQ) * 4u;
+    if (e >= D * 16u || t0 + j >= p.Lk) { return vec4<f32>(0.0); }
+    let o = vb + (t0 + j) * p.v_i + c;
+    return vec4<f32>(f32(v[o]), f32(v[o + 1u]), f32(v[o + 2u]), f32(v[o + 3u]));
+}
+
+fn put_kv(e: u32, kq: vec4<f32>, vq: vec4<f32>) {
+    if (e >= D * 16u) { return; }
+    let j = e % BKV;
+    let c = (e / BKV) * 4u;
+    KP[c * 16u + j / 4u][j % 4u] = kq.x;           // consecutive keys: consecutive words
+    KP[(c + 1u) * 16u + j / 4u][j % 4u] = kq.y;
+    KP[(c + 2u) * 16u + j / 4u][j % 4u] = kq.z;
+    KP[(c + 3u) * 16u + j / 4u][j % 4u] = kq.w;
+    Vs[e] = vq;
+}
+
+@compute @workgroup_size(16, TY)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let tx = l3.x;
+    let ty = l3.y;
+    let b = wid.z;
+    let h = wid.y;
+    let r0 = wid.x * BQ;
+    let qb = p.q_o + b * p.q_b + h * p.q_h;
+    let kb = p.k_o + b * p.k_b + h * p.k_h;
+    let vb = p.v_o + b * p.v_b + h * p.v_h;
+    // Q, scaled, transposed into Qs: consecutive threads take consecutive rows
+    for (var e = lid; e < BQ * D; e += NT) {
+        let row = e % BQ;
+        let d = e / BQ;
+        var x = 0.0;
+        if (r0 + row < p.Lq) { x = f32(q[qb + (r0 + row) * p.q_i + d]) * p.scale; }
+        Qs[d * 16u + row / 4u][row % 4u] = x;
+    }
+    // causal: the workgroup needs the keys its last row sees
+    let kv_end = key_end(min(r0 + BQ, p.Lq) - 1u);
+    var kr: array<vec4<f32>, NL>;
+    var vr: array<vec4<f32>, NL>;
+    for (var u = 0u; u < NL; u++) {
+        put_kv(lid + NT * u, k_quad(kb, 0u, lid + NT * u), v_quad(vb, 0u, lid + NT * u));
+    }
+    workgroupBarrier();
+    var m: array<vec4<f32>, RQ>;            // running max of row quad ty + TY i
+    var l: array<vec4<f32>, RQ>;            // this thread's part of their running sums
+    var o: array<vec4<f32>, 4u * RQ>;       // O rows (ty + TY i)*4 + r, column quad tx % DQ
+    for (var i = 0u; i < RQ; i++) { m[i] = vec4<f32>(NEG); }
+    let dq = tx % DQ;
+    let ks = tx / DQ;
+    for (var t0 = 0u; t0 < kv_end; t0 += BKV) {
+        let more = t0 + BKV < kv_end;
+        if (PREFETCH && more) {
+            for (var u = 0u; u < NL; u++) {
+                kr[u] = k_quad(kb, t0 + BKV, lid + NT * u);
+                vr[u] = v_quad(vb, t0 + BKV, lid + NT * u);
+            }
+        }
+        // s[4i + r][c]: row (ty + TY i)*4 + r, key t0 + tx*4 + c (zeroed explicitly: naga
+        // declares a loop body's vars once, so a bare `var` there keeps the last iteration's)
+        var s: array<vec4<f32>, 4u * RQ>;
+        for (var z = 0u; z < 4u * RQ; z++) { s[z] = vec4<f32>(0.0); }
+        for (var d = 0u; d < D; d++) {
+            let kv = KP[d * 16u + tx];
+            for (var i = 0u; i < RQ; i++) {
+                let qv = Qs[d * 16u + ty + TY * i];
+                s[4u * i] += qv.x * kv;
+                s[4u * i + 1u] += qv.y * kv;
+                s[4u * i + 2u] += qv.z * kv;
+                s[4u * i + 3u] += qv.w * kv;
+            }
+        }
+        // keys this thread's columns stand for: in range and not masked (causal: per row)
+        var keep = vec4<bool>(false);
+        for (var c = 0u; c < 4u; c++) {
+            let key = t0 + tx * 4u + c;
+            keep[c] = key < p.Lk && (!HAS_MASK || mask[b * p.Lk + min(key, p.Lk - 1u)] != 0);
+        }
+        var mx: array<vec4<f32>, RQ>;
+        for (var i = 0u; i < RQ; i++) {
+            mx[i] = vec4<f32>(NEG);
+            for (var r = 0u; r < 4u; r++) {
+                let end = key_end(r0 + (ty + TY * i) * 4u + r);
+                for (var c = 0u; c < 4u; c++) {
+                    let ok = keep[c] && t0 + tx * 4u + c < end;
+                    s[4u * i + r][c] = select(NEG, s[4u * i + r][c], ok);
+                    mx[i][r] = max(mx[i][r], s[4u * i + r][c]);
+                }
+            }
+        }
+        workgroupBarrier();                 // every read of the K tile done: KP takes P
+        for (var i = 0u; i < RQ; i++) {
+            let m_new = max(m[i], rows_max(ty + TY * i, tx, mx[i]));
+            let corr = exp(m[i] - m_new);
+            m[i] = m_new;
+            l[i] *= corr;
+            for (var r = 0u; r < 4u; r++) {
+                let z = 4u * i + r;
+                o[z] *= corr[r];
+                let pr = select(vec4<f32>(0.0), exp(s[z] - m_new[r]), s[z] > vec4<f32>(NEG));
+                s[z] = pr;
+                l[i][r] += pr.x + pr.y + pr.z + pr.w;
+            }
+        }
+        for (var i = 0u; i < RQ; i++) {
+            for (var c = 0u; c < 4u; c++) {
+                KP[(tx * 4u + c) * 16u + ty + TY * i] = vec4<f32>(s[4u * i][c], s[4u * i + 1u][c],
+                                                                 s[4u * i + 2u][c], s[4u * i + 3u][c]);
+            }
+        }
+        workgroupBarrier();
+        for (var jj = 0u; jj < KPS; jj++) {
+            let j = ks * KPS + jj;
+            let vv = Vs[j * DQ + dq];
+            for (var i = 0u; i < RQ; i++) {
+                let pv = KP[j * 16u + ty + TY * i];
+                o[4u * i] += pv.x * vv;
+                o[4u * i + 1u] += pv.y * vv;
+                o[4u * i + 2u] += pv.z * vv;
+                o[4u * i + 3u] += pv.w * vv;
+            }
+        }
+        workgroupBarrier();
+        if (more) {
+            for (var u = 0u; u < NL; u++) {
+                let e = lid + NT * u;
+                if (PREFETCH) {
+                    put_kv(e, kr[u], vr[u]);
+                } else {
+                    put_kv(e, k_quad(kb, t0 + BKV, e), v_quad(vb, t0 + BKV, e));
+                }
+            }
+            workgroupBarrier();
+        }
+    }
+    var lt: array<vec4<f32>, RQ>;
+    for (var i = 0u; i < RQ; i++) { lt[i] = rows_sum(ty + TY * i, tx, l[i]); }
+    // the key splits' partial rows: splits 1.. hand theirs over through KP, split 0 adds
+    if (KS > 1u) {
+        if (ks > 0u) {
+            for (var z = 0u; z < 4u * RQ; z++) {
+                let row = (ty + TY * (z / 4u)) * 4u + z % 4u;
+                KP[((ks - 1u) * BQ + row) * DQ + dq] = o[z];
+            }
+        }
+        workgroupBarrier();
+        if (ks == 0u) {
+            for (var w = 1u; w < KS; w++) {
+                for (var z = 0u; z < 4u * RQ; z++) {
+                    let row = (ty + TY * (z / 4u)) * 4u + z % 4u;
+                    o[z] += KP[((w - 1u) * BQ + row) * DQ + dq];
+                }
+            }
+        }
+    }
+    if (ks == 0u) {
+        for (var z = 0u; z < 4u * RQ; z++) {
+            let i = r0 + (ty + TY * (z / 4u)) * 4u + z % 4u;
+            let sum = lt[z / 4u][z % 4u];
+            if (i < p.Lq) {
+                let inv = select(1.0 / sum, 0.0, sum == 0.0);
+                let ob = b * p.o_b + h * p.o_h + i * p.o_i + dq * 4u;
+                for (var x = 0u; x < 4u; x++) { out[ob + x] = {{T}}(o[z][x] * inv); }
+            }
+        }
+    }
+}
