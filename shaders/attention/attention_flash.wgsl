@@ -18,6 +18,14 @@
 // barriers a key tile, and the exp of the scores; the K tile's loads read 16 B of 64 rows
 // (half of each 32 B sector) so that its transposed writes into workgroup memory are
 // conflict-free.
+// H200, GPU ms by timestamps (bench/attention_paths_probe.py --paths matmul,flash --flash
+// 1:1,1:0,2:1,2:0; bench/results/h200_attention_flash_session12.json), the two-matmul path /
+// this / this without the register prefetch / 2 row quads a thread (128 threads) / both:
+//   32x12x128x32 masked  0.088 / 0.077 / 0.077 / 0.084 / 0.089
+//   1x12x512x64          0.065 / 0.067 / 0.071 / 0.073 / 0.082
+//   1x12x2048x64         0.553 / 0.701 / 0.758 / 0.747 / 0.873   (~18 TFLOP/s here)
+// so GPUs run it for short sequences only (lower_attention.FLASH_MAX_KEYS); the long ones
+// stay with the matmuls, which reach ~29 TFLOP/s a product.
 // bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
 // 4 out, 5 params. grid: (ceil(Lq / 64), H, B).
 {{ATTENTION_IO}}
