@@ -117,7 +117,8 @@ def test_every_shader_renders_without_unknown_slots():
         if not name.startswith("common/"):
             out = render(name, T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0",
                          HIGHEST="1.0", SCALE="1.0", MAX="fmax_", MIN="fmin_", ISNAN="false",
-                         D4="8", KT="32", KD="256", VPT="4", WG="256",
+                         D4="8", KT="32", KD="256", VPT="4", WG="256", D="32", RQ="1",
+                         ROW_TILES=raw_shader("common/flash_rows"),
                          **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
                             wide_slots() if name == "matmul/matmul_wide" else
                             tiled_db_slots() if name == "matmul/matmul_tiled_db" else
@@ -263,3 +264,25 @@ def test_reshape_strides_walks_views_as_numpy_does():
         np.testing.assert_array_equal(walked, a.reshape(new))
     assert found > 200
 
+
+
+def test_gpus_pick_flash_attention_for_short_sequences():
+    """attention_path: GPUs take attention_flash for 64.. FLASH_MAX_KEYS keys at head dim 64
+    (twice as many at 32) where its tiles fit the workgroup memory, the two matmuls beyond;
+    software adapters never take it."""
+    from types import SimpleNamespace
+    from webrlx.compiler.lower_attention import attention_path
+
+    def ctx(software: bool, storage: int) -> SimpleNamespace:
+        return SimpleNamespace(info=SimpleNamespace(
+            software=software, max_binding_size=1 << 30,
+            limit=lambda name, default: storage if "workgroup-storage" in name else default))
+    gpu = ctx(False, 49152)
+    assert attention_path(gpu, 32, 12, 128, 128, 32) == "flash"      # MiniLM, batch 32
+    assert attention_path(gpu, 1, 12, 128, 128, 64) == "flash"
+    assert attention_path(gpu, 4, 12, 256, 256, 32) == "flash"
+    assert attention_path(gpu, 1, 12, 256, 256, 64) == "matmul"
+    assert attention_path(gpu, 1, 12, 2048, 2048, 64) == "matmul"
+    assert attention_path(gpu, 1, 12, 128, 128, 48) == "matmul"       # 16 % (48 / 4) != 0
+    assert attention_path(ctx(False, 32768), 1, 12, 128, 128, 64) == "matmul"   # 48 KB
+    assert attention_path(ctx(True, 49152), 32, 12, 128, 128, 32) != "flash"

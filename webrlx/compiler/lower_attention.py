@@ -46,12 +46,15 @@ SOFTWARE_REGS_MAX_ROWS = 4 * 12 * 128  # on CPU adapters, "regs" below this many
 # checked to be runs of 16+ consecutive threads (else through workgroup memory); tests turn it
 # off or force a probed size
 FLASH_SUBGROUPS = True
-# GPUs: attention_flash where queries and keys are at most this many (and at least
-# MATMUL_ATTENTION_ROWS); longer ones take the two matmuls, which run faster there. H200, GPU
-# ms by timestamps, matmul path / flash (bench/attention_paths_probe.py,
-# bench/results/h200_attention_flash_session12.json): 32x12x128x32 masked 0.088 / 0.077;
-# 1x12x128x64 0.032 / 0.024; 1x12x512x64 0.065 / 0.067; 1x12x2048x64 0.553 / 0.701.
-FLASH_MAX_KEYS = 256
+# GPUs: attention_flash where queries and keys are at most this many at head dim 64 (twice as
+# many at 32: the bound is on keys x head dim), and at least MATMUL_ATTENTION_ROWS; longer
+# ones take the two matmuls, which run faster there. H200, GPU ms by timestamps, matmul path /
+# flash (bench/attention_paths_probe.py, bench/results/h200_attention_flash_session12*.json):
+# 32x12x128x32 masked 0.088 / 0.077; 1x12x128x64 0.032 / 0.024; 4x12x256x32 (wall) 0.052 /
+# 0.048; 1x12x256x64 (wall) 0.034 / 0.040; 1x12x512x64 0.065 / 0.067; 1x12x2048x64 0.553 /
+# 0.701. MiniLM end to end (bench/flash_minilm_ab.py): 1x128 0.69 -> 0.60 ms, 32x128 3.43 ->
+# 3.38 ms.
+FLASH_MAX_KEYS = 128
 FLASH_RQ = 1                # attention_flash's row quads a thread (1: 256 threads, 2: 128)
 FLASH_PREFETCH = True       # its next K/V tile loaded into registers during this one
 FORCE_PATH: str | None = None  # "row", "rows", "regs", "flash" or "matmul": probes, tests
@@ -87,8 +90,8 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> 
         return FORCE_PATH
     if software and (b * h * lq < SOFTWARE_REGS_MAX_ROWS or not rows_ok):
         return "regs"
-    if not software and MATMUL_ATTENTION_ROWS <= min(lq, lk) and max(lq, lk) <= FLASH_MAX_KEYS \
-            and flash_fits(L, d):
+    if not software and MATMUL_ATTENTION_ROWS <= min(lq, lk) \
+            and max(lq, lk) * d <= FLASH_MAX_KEYS * 64 and flash_fits(L, d):
         return "flash"
     if min(lq, lk) >= MATMUL_ATTENTION_ROWS and b * h * lq * lk * 4 <= L.info.max_binding_size \
             and (not software or not rows_ok or b * h < SOFTWARE_ROWS_MIN_HEADS):
