@@ -202,6 +202,11 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                    tune_key=tuned, windows=windows)
             return
         variants = [other, *db64]
+        # f16 math runs at the f32 rate on the H200 under Vulkan (bench/f16_alu_probe.py: 65
+        # TFLOP/s for f32 vec4, f16 vec4 and f16 vec2 fma alike; no paired HFMA2), so an f16
+        # matmul gains only its halved loads: 1.2x webrlx's f32 at 4096^3. Explicit fma()
+        # changed nothing, and f16 sums within a k step added into f32 ones cost 13%
+        # (bench/matmul_variants_probe.py, h200_matmul_variants_f16_fma_session12.json).
         if acc_t == "f16":               # half math: wide tiles too (matmul_wide.wgsl)
             variants.append(Variant.of("matmul_wide", kernel("matmul/matmul_wide", T=t,
                                                              C=acc_t, **wide_slots()),
