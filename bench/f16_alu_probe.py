@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import webrlx as wr  # noqa: E402
+from dispatch_timer import seconds_per_dispatch  # noqa: E402
 
 CHAINS = 16    # independent accumulators a thread: enough to hide the FMA latency
 
@@ -74,17 +74,7 @@ def main() -> None:
             {"binding": 0, "resource": {"buffer": out_buf, "offset": 0, "size": out_buf.size}}])
 
         def go(runs: int) -> float:
-            enc = gdev.create_command_encoder()
-            cp = enc.begin_compute_pass()
-            cp.set_pipeline(pipe)
-            cp.set_bind_group(0, group)
-            for _ in range(runs):
-                cp.dispatch_workgroups(a.groups)
-            cp.end()
-            t0 = time.perf_counter()
-            gdev.queue.submit([enc.finish()])
-            gdev.queue.read_buffer(out_buf, 0, 16)
-            return (time.perf_counter() - t0) / runs
+            return seconds_per_dispatch(gdev, pipe, group, (a.groups,), runs, out_buf)
         go(1)
         sec = min(go(5) for _ in range(3))
         fmas = a.groups * 256 * a.iters * CHAINS * width

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import webrlx as wr  # noqa: E402
 from webrlx.compiler.lower_matmul import tiled_slots, wide_slots  # noqa: E402
 from webrlx.kernels import _builtin_slots, kernel, raw_shader  # noqa: E402
+from dispatch_timer import seconds_per_dispatch  # noqa: E402
 
 
 def generated(t: str, c: str, ri: int, rj: int, bk: int, double: bool, unroll: bool,
@@ -204,17 +205,7 @@ def main() -> None:
                 grid = (-(-n // tn), -(-n // tm), 1)
 
                 def go(runs: int) -> float:
-                    enc = gdev.create_command_encoder()
-                    cp = enc.begin_compute_pass()
-                    cp.set_pipeline(pipe)
-                    cp.set_bind_group(0, group)
-                    for _ in range(runs):
-                        cp.dispatch_workgroups(*grid)
-                    cp.end()
-                    t0 = time.perf_counter()
-                    gdev.queue.submit([enc.finish()])
-                    gdev.queue.read_buffer(bp, 0, 16)
-                    return (time.perf_counter() - t0) / runs
+                    return seconds_per_dispatch(gdev, pipe, group, grid, runs, bp)
                 go(2)
                 ms = min(go(a.runs) for _ in range(3)) * 1e3
                 got = np.frombuffer(gdev.queue.read_buffer(bc), dtype).reshape(n, n)
