@@ -4,7 +4,8 @@ two-matmul form, "rows", "row", "flash") and, for the two-matmul form, each matm
 bench's method), the largest error against numpy (float64) and the GPU time of every dispatch (timestamp queries), beside torch SDPA in
 the same run where CUDA is present. Prints JSON.
     python bench/attention_paths_probe.py [--shapes 32x12x128x64,1x12x2048x64]
-        [--paths matmul,rows,row,flash] [--prefer ,matmul_vec4_64,matmul_vec4_db] [--no-mask]"""
+        [--paths matmul,rows,row,flash] [--prefer ,matmul_vec4_64,matmul_vec4_db] [--no-mask]
+        [--split ,1,2,4] [--flash 1:1,2:1]"""
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import _ref_timer, time_executable  # noqa: E402
-from webrlx.compiler import lower_attention  # noqa: E402
+from webrlx.compiler import lower_attention, lower_matmul  # noqa: E402
 from webrlx.runtime import autotune  # noqa: E402
 
 
@@ -40,6 +41,10 @@ def main() -> None:
     p.add_argument("--paths", default="matmul,rows,row")
     p.add_argument("--prefer", default="", help="matmul variants to force on the matmul path")
     p.add_argument("--no-mask", action="store_true")
+    p.add_argument("--split", default="", help="K pieces of the batched P V product on the "
+                   "matmul path (lower_matmul.SPLIT_K_BATCHED; '' its rule), e.g. ,1,2,4")
+    p.add_argument("--db64", default="1", help="batched pieces in 128x64 tiles: 1, 0 or both "
+                   "(lower_matmul.SPLIT_K_BATCHED_DB64)")
     p.add_argument("--flash", default="1:1", help="flash variants, rows quads:prefetch, "
                    "e.g. 1:1,1:0,2:1 (lower_attention.FLASH_RQ, FLASH_PREFETCH)")
     a = p.parse_args()
@@ -56,12 +61,18 @@ def main() -> None:
         want = _reference(*arrays)
         row: dict = {}
         for path in a.paths.split(","):
-            variants = a.prefer.split(",") if path == "matmul" else \
+            variants = list(dict.fromkeys(
+                f"{pr}/{sp}/{db}" if sp else pr for pr in a.prefer.split(",")
+                for sp in a.split.split(",") for db in a.db64.split(","))) \
+                if path == "matmul" else \
                 a.flash.split(",") if path == "flash" else [""]
             for prefer in variants:
                 lower_attention.FORCE_PATH, autotune.PREFER = path, None
                 if path == "matmul":
-                    autotune.PREFER = prefer or None
+                    pr, sp, db = (prefer.split("/") + ["", "1"])[:3]
+                    autotune.PREFER = pr or None
+                    lower_matmul.SPLIT_K_BATCHED = int(sp) if sp else None
+                    lower_matmul.SPLIT_K_BATCHED_DB64 = db != "0"
                 if path == "flash":
                     rq, pf = prefer.split(":")
                     lower_attention.FLASH_RQ, lower_attention.FLASH_PREFETCH = int(rq), pf == "1"
@@ -82,6 +93,7 @@ def main() -> None:
                 print(shape, tag, row[tag].get("ms", row[tag].get("error")), file=sys.stderr,
                       flush=True)
         lower_attention.FORCE_PATH, autotune.PREFER = None, None
+        lower_matmul.SPLIT_K_BATCHED, lower_matmul.SPLIT_K_BATCHED_DB64 = None, True
 
         def torch_attn(q, k, v, m=None):
             import torch

@@ -185,7 +185,7 @@ def main() -> None:
             bb = gdev.create_buffer_with_data(data=w.tobytes(), usage=usage)
             bc = gdev.create_buffer(size=x.nbytes, usage=usage)
             bias = gdev.create_buffer(size=16 * n, usage=usage)
-            params = np.array([n, n, n, 0, 0, 0, 0, 0, 0, 0, 0, n], np.uint32)
+            params = np.array([n, n, n, 0, 0, 0, 0, 0, 0, 0, 0, n, 1, 0, 0, 0], np.uint32)   # ZS 1
             bp = gdev.create_buffer_with_data(
                 data=params.tobytes(), usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_SRC)
             row: dict = {}

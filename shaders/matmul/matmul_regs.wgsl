@@ -28,8 +28,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let row0 = wid.y * RR;
     let K4 = p.K / 4u;
     let N4 = p.N / 4u;
-    let a_base = (p.a_off + wid.z * p.a_bs) / 4u;
-    let b_base = (p.b_off + wid.z * p.b_bs) / 4u + min(c4, N4 - CQ);
+    let a_base = a_base_of(wid.z);
+    let b_base = b_base_of(wid.z) + min(c4, N4 - CQ);
 {{ACCS}}
 {{ROWS}}
     if (c4 < N4) {

@@ -46,8 +46,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let col0 = wid.x * TM;
     let K4 = p.K / 4u;
     let N4 = p.N / 4u;
-    let a_base = (p.a_off + wid.z * p.a_bs) / 4u;
-    let b_base = (p.b_off + wid.z * p.b_bs) / 4u;
+    let a_base = a_base_of(wid.z);
+    let b_base = b_base_of(wid.z);
     // this thread's loads: A row, k quad; B k row, column quad
     let la_row = tid / (BK / 4u);
     let la_k = (tid % (BK / 4u)) * 4u;

@@ -41,8 +41,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let col0 = wid.x * 64u * RJ;
     let K4 = p.K / 4u;
     let N4 = p.N / 4u;
-    let a_base = (p.a_off + wid.z * p.a_bs) / 4u;
-    let b_base = (p.b_off + wid.z * p.b_bs) / 4u;
+    let a_base = a_base_of(wid.z);
+    let b_base = b_base_of(wid.z);
     // this thread's loads: A rows tid / 4 and 64 + tid / 4 at k quad tid % 4; B k row tid / QB
     // (and 8 + that when RJ is 2) at column quad tid % QB
     let la_row = tid / 4u;

@@ -6,7 +6,10 @@ import math
 import numpy as np
 import pytest
 
+import webrlx as wr
+
 from helpers import check, rand
+from test_nn import _attn
 
 from webrlx.activations import ACTIVATIONS
 
@@ -156,6 +159,42 @@ def test_gemv_k_loop_unrolled_and_not(backend, m, k, n, unroll, monkeypatch):
           rtol=1e-4, atol=1e-4)
     check(backend, lambda x, w: x @ w, np.matmul, rand(m, k), rand(k, n, seed=1), rtol=1e-4,
           atol=1e-4)
+
+
+@pytest.mark.parametrize("pieces", [2, 4])
+def test_split_k_of_batched_products_on_gpus(backend, pieces, monkeypatch):
+    """Batched f32 matmuls with K cut into pieces (lower_matmul.split_k_batched, forced): one
+    dispatch over batch x pieces (the kernels' ZS), then a sum over each batch's pieces; both
+    operands batched, A broadcast over B's batch, and attention's two products."""
+    from webrlx.compiler import lower_attention, lower_matmul
+    from webrlx.device_info import DeviceInfo
+    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
+    monkeypatch.setattr(lower_matmul, "SPLIT_K_BATCHED", pieces)
+    check(backend, lambda x, w: x @ w, np.matmul, rand(3, 40, 256), rand(3, 256, 12, seed=1),
+          rtol=1e-4, atol=1e-4)
+    check(backend, lambda x, w: x @ w, np.matmul, rand(40, 128), rand(3, 128, 20, seed=1),
+          rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(lower_attention, "FORCE_PATH", "matmul")
+    check(backend, lambda q, k, v: wr.nn.attention(q, k, v), _attn, rand(2, 3, 70, 64),
+          rand(2, 3, 128, 64, seed=1), rand(2, 3, 128, 64, seed=2), rtol=1e-4, atol=1e-5)
+    if backend.name != "reference":
+        g = wr.Graph()
+        x, w = g.input("x", (3, 40, 256)), g.input("w", (3, 256, 12))
+        exe = wr.compile(g, outputs=[x @ w], device=backend)
+        names = [c.name for c in exe.plan({}).program.calls]
+        assert names[0].endswith(f"[split-k {pieces}]") and len(names) == 2, names
+
+
+def test_split_k_of_batched_products_picks():
+    """split_k_batched: batched products with K >= 1024 whose 64x64 tiles give under 512
+    workgroups (attention's P V at 2048 keys: 384) double their pieces until they reach it."""
+    from webrlx.compiler.lower_matmul import split_k_batched
+    assert split_k_batched(2048, 64, 2048, 12, 1 << 30) == 2
+    assert split_k_batched(512, 64, 4096, 4, 1 << 30) == 8        # (SPLIT_K_MAX)
+    assert split_k_batched(2048, 64, 512, 12, 1 << 30) == 1        # K too short
+    assert split_k_batched(2048, 64, 2048, 1, 1 << 30) == 1        # not batched
+    assert split_k_batched(2048, 2048, 2048, 12, 1 << 30) == 1     # workgroups enough
+    assert split_k_batched(2048, 64, 2048, 12, 1 << 22) == 1       # parts over a binding
 
 
 def test_split_k_with_big_tiles_picks():

@@ -109,10 +109,13 @@ def _row_pieces(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
 
 
 def _sum_parts(L: EmitContext, parts: list[tuple[Buf, int]], bias: Buf | None, out: Buf,
-               mn: tuple[int, int], dtype: dt.DType, act: str, what: str) -> None:
-    """out = act(sum(parts) + bias); parts are (buffer, element offset) of [m, n] products,
-    at most MAX_FUSED_BUFFERS - 2 distinct buffers per kernel (several parts may share one)."""
+               mn: tuple[int, int], dtype: dt.DType, act: str, what: str,
+               stride: int | None = None) -> None:
+    """out = act(sum(parts) + bias); parts are (buffer, element offset) of [m, n] products
+    whose rows lie `stride` elements apart (n: contiguous), at most MAX_FUSED_BUFFERS - 2
+    distinct buffers per kernel (several parts may share one)."""
     m, n = mn
+    stride = n if stride is None else stride
     group = MAX_FUSED_BUFFERS - 2
     acc: Buf | None = None
     parts = list(parts)
@@ -123,7 +126,7 @@ def _sum_parts(L: EmitContext, parts: list[tuple[Buf, int]], bias: Buf | None, o
             held.add(parts[0][0])
             take.append(parts.pop(0))
         reads = ([(acc, 0)] if acc is not None else []) + take
-        leaves = [(p, dtype, off, (n, 1)) for p, off in reads]
+        leaves = [(p, dtype, off, (n if p is acc else stride, 1)) for p, off in reads]
         expr = Expr("load", (0,), dtype)
         for i in range(1, len(leaves)):
             expr = Expr("add", (expr, Expr("load", (i,), dtype)), dtype)
@@ -148,7 +151,7 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     t = L.T(dtype)
     overrides = {"HAS_BIAS": bias is not None, "ACT": ACTIVATIONS[act].code}
     params = {"M": m, "N": n, "K": k, "a_off": 0, "b_off": 0, "a_bs": batch_strides[0],
-              "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0, **offsets}
+              "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0, "ZS": 1, **offsets}
     bindings = {"A": a, "B": b, "bias": bias if bias is not None else L.dummy(0), "C": out}
     if n % 4 == 0 and m <= GEMV_ROWS:
         L.emit(kernel("matmul/gemv", T=t), bindings, params,
@@ -164,8 +167,11 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
             pieces = split_k(m, n, k, batch, L.limit)
             if pieces == 1:
                 pieces, r = split_k_big(m, n, k, batch, L.limit), 2
+            if pieces == 1 and bias is None and act == "none":
+                pieces, r = split_k_batched(m, n, k, batch, L.limit), 1
         if pieces > 1:
-            _split_k(L, a, b, bias, out, (m, n, k), pieces, dtype, acc_t, act, r)
+            _split_k(L, a, b, bias, out, (m, n, k, batch), batch_strides, pieces, dtype, acc_t,
+                     act, r)
             return
         if L.info.software:              # one pipeline per tile size (matmul_vec4_io.wgsl)
             overrides = {"RUNTIME_EPILOGUE": True}
@@ -282,24 +288,65 @@ def split_k_big(m: int, n: int, k: int, batch: int, max_binding: int) -> int:
     return pieces
 
 
+# K pieces for batched f32 matmuls with thin outputs and long K on GPUs (split_k_batched):
+# attention's P V (2048 queries x 64 dims over 2048 keys, 12 heads) had 192 workgroups of
+# 128x64 tiles, each summing all 2048 keys. SPLIT_K_BATCHED forces a count (probes, tests);
+# 0 or 1 turns it off.
+SPLIT_K_BATCHED: int | None = None
+SPLIT_K_BATCHED_DB64 = True      # batched pieces in 128x64 double-buffered tiles (GPUs)
+SPLIT_K_BATCHED_MIN_K = 1024      # K from which batched products are split
+SPLIT_K_BATCHED_WGS = 512         # until 64x64 tiles give about this many workgroups
+
+
+def split_k_batched(m: int, n: int, k: int, batch: int, max_binding: int) -> int:
+    """K pieces for a batched matmul (1 = none): where K >= SPLIT_K_BATCHED_MIN_K and 64x64
+    tiles give fewer than SPLIT_K_BATCHED_WGS workgroups, doubling while under that, each
+    piece a multiple of 16 long, at most SPLIT_K_MAX, the stacked partial products within one
+    binding."""
+    if batch == 1:
+        return 1
+    if SPLIT_K_BATCHED is not None:
+        ok = k % (16 * max(SPLIT_K_BATCHED, 1)) == 0 \
+            and SPLIT_K_BATCHED * batch * m * n * 4 <= max_binding
+        return SPLIT_K_BATCHED if ok and SPLIT_K_BATCHED > 1 else 1
+    wgs = -(-n // 64) * -(-m // 64) * batch
+    if k < SPLIT_K_BATCHED_MIN_K:
+        return 1
+    pieces = 1
+    while (pieces * 2 <= SPLIT_K_MAX and wgs * pieces < SPLIT_K_BATCHED_WGS
+           and k % (pieces * 2 * 16) == 0 and pieces * 2 * batch * m * n * 4 <= max_binding):
+        pieces *= 2
+    return pieces
+
+
 def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
-             mnk: tuple[int, int, int], pieces: int, dtype: dt.DType, acc_t: str,
-             act: str, r: int = 1) -> None:
-    """out = act(sum_z A[:, z kc:(z+1) kc] @ B[z kc:(z+1) kc] + bias): one tiled dispatch whose
-    batch index z is the K piece (partial products stacked in a temp), then _sum_parts adding
-    them, the bias and the activation in one elementwise kernel."""
-    m, n, k = mnk
+             mnkb: tuple[int, int, int, int], batch_strides: tuple[int, int], pieces: int,
+             dtype: dt.DType, acc_t: str, act: str, r: int = 1) -> None:
+    """out[z] = act(sum_p A[z][:, p kc:(p+1) kc] @ B[z][p kc:(p+1) kc] + bias): one tiled
+    dispatch over batch x pieces (grid z = batch * pieces + p: the kernel's ZS), partial
+    products stacked in a temp, then _sum_parts adding them, the bias and the activation in
+    one elementwise kernel (batched: neither bias nor activation)."""
+    m, n, k, batch = mnkb
     kc = k // pieces
     t = L.T(dtype)
-    parts = L.temp((pieces, m, n), dtype)
-    params = {"M": m, "N": n, "K": k, "KL": kc, "a_off": 0, "b_off": 0, "a_bs": kc,
-              "b_bs": kc * n, "c_off": 0, "bias_off": 0, "act": 0, "has_bias": 0}
+    parts = L.temp((batch * pieces, m, n), dtype)
+    params = {"M": m, "N": n, "K": k, "KL": kc, "a_off": 0, "b_off": 0,
+              "a_bs": batch_strides[0], "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0,
+              "act": 0, "has_bias": 0, "ZS": pieces}
     name, k_tiled = tile_kernel(t, acc_t, r, L.info.software)
-    L.emit(k_tiled, {"A": a, "B": b, "bias": L.dummy(0), "C": parts}, params,
-           (-(-n // (64 * r)), -(-m // (64 * r)), pieces), {"HAS_BIAS": False, "ACT": 0},
-           name=f"{name}[split-k {pieces}]")
-    _sum_parts(L, [(parts, z * m * n) for z in range(pieces)], bias, out, (m, n), dtype, act,
-               "matmul split-K sum")
+    grid = (-(-n // (64 * r)), -(-m // (64 * r)), batch * pieces)
+    if batch > 1 and SPLIT_K_BATCHED_DB64 and db_tiles(L.info.software):    # 128x64 tiles
+        name = "matmul_vec4_db64"
+        k_tiled = kernel("matmul/matmul_tiled_db", T=t, C=acc_t, **tiled_db_slots(1))
+        grid = (-(-n // 64), -(-m // 128), batch * pieces)
+    L.emit(k_tiled, {"A": a, "B": b, "bias": L.dummy(0), "C": parts}, params, grid,
+           {"HAS_BIAS": False, "ACT": 0}, name=f"{name}[split-k {pieces}]")
+    if batch == 1:
+        _sum_parts(L, [(parts, z * m * n) for z in range(pieces)], bias, out, (m, n), dtype,
+                   act, "matmul split-K sum")
+    else:                         # rows of the sum: batches; parts[z * pieces + p]
+        _sum_parts(L, [(parts, z * m * n) for z in range(pieces)], None, out,
+                   (batch, m * n), dtype, "none", "matmul split-K sum", pieces * m * n)
 
 
 # column quads per workgroup of matmul/gemv.wgsl (1, 2, 4 or 8; the rest of its 256 threads
