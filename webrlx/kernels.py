@@ -73,6 +73,7 @@ def _builtin_slots() -> dict[str, str]:
             "ONLINE_SOFTMAX": raw_shader("common/online_softmax"),
             "QFUSED_IO": raw_shader("common/qfused_io"),
             "ATTENTION_IO": raw_shader("common/attention_io"),
+            "QKV": "{{T}}",             # attention_io's element (attention_flash: vec4)
             "KV_ATTENTION_IO": raw_shader("common/kv_attention_io"),
             "KV_CHUNKS": raw_shader("common/kv_chunks")}
 
@@ -87,7 +88,7 @@ def render(name: str, **slots: str) -> str:
     missing = sorted({m for m in _SLOT.findall(text) if m not in slots})
     if missing:
         raise KeyError(f"shader {name!r}: no value for slots {missing}")
-    for _ in range(2):                        # shared helpers may hold {{T}} slots themselves
+    for _ in range(3):                        # shared helpers may hold {{T}} slots themselves
         text = _SLOT.sub(lambda m: slots.get(m.group(1), m.group(0)), text)
     left = sorted(set(_SLOT.findall(text)))
     if left:

@@ -10,7 +10,8 @@
 //                x column quad tx % DQ, keys split KS = 16 / DQ ways (D 32: two halves),
 //                the key halves' partial rows summed at the end
 // The next tile's K and V are loaded into registers while this tile computes.
-// q/k/v/out are read through (batch, head, row) strides (common/attention_io: views such as
+// q/k/v/out are vec4 arrays (offsets and strides multiples of 4, which the lowering checks),
+// read through (batch, head, row) strides (common/attention_io: views such as
 // the heads of one fused QKV projection need no copy; the output may be (B, L, H, D)).
 // Head dim D in 4, 8, 16, 32, 64. Workgroup memory: Qs 64 D x 4 B, KP 16 KB, Vs 64 D x 4 B:
 // 32 KB at D 32, 48 KB at D 64 (the lowering checks the adapter's limit).
@@ -48,22 +49,21 @@ var<workgroup> KP: array<vec4<f32>, 1024>;     // K tile [D][key quad], then P [
 var<workgroup> Vs: array<vec4<f32>, D * 16u>;  // V tile [key][column quad]
 {{ROW_TILES}}
 
-// K tile quad u of thread lid, keys from t0: (key, dim quad) with the key fastest
+// K tile quad e, keys from t0: (key, dim quad) with the key fastest, so that the transposed
+// writes into KP are conflict-free (the loads read 16 B of 32 rows a warp)
 fn k_quad(kb: u32, t0: u32, e: u32) -> vec4<f32> {
     let j = e % BKV;
-    let c = (e / BKV) * 4u;
+    let c = e / BKV;
     if (e >= D * 16u || t0 + j >= p.Lk) { return vec4<f32>(0.0); }
-    let o = kb + (t0 + j) * p.k_i + c;
-    return vec4<f32>(f32(k[o]), f32(k[o + 1u]), f32(k[o + 2u]), f32(k[o + 3u]));
+    return vec4<f32>(k[(kb + (t0 + j) * p.k_i) / 4u + c]);
 }
 
 // V tile quad: (key, dim quad) with the dim quad fastest (coalesced, stored as is)
 fn v_quad(vb: u32, t0: u32, e: u32) -> vec4<f32> {
     let j = e / DQ;
-    let c = (e % DQ) * 4u;
+    let c = e % DQ;
     if (e >= D * 16u || t0 + j >= p.Lk) { return vec4<f32>(0.0); }
-    let o = vb + (t0 + j) * p.v_i + c;
-    return vec4<f32>(f32(v[o]), f32(v[o + 1u]), f32(v[o + 2u]), f32(v[o + 3u]));
+    return vec4<f32>(v[(vb + (t0 + j) * p.v_i) / 4u + c]);
 }
 
 fn put_kv(e: u32, kq: vec4<f32>, vq: vec4<f32>) {
@@ -89,12 +89,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
     let kb = p.k_o + b * p.k_b + h * p.k_h;
     let vb = p.v_o + b * p.v_b + h * p.v_h;
     // Q, scaled, transposed into Qs: consecutive threads take consecutive rows
-    for (var e = lid; e < BQ * D; e += NT) {
+    for (var e = lid; e < BQ * DQ; e += NT) {
         let row = e % BQ;
-        let d = e / BQ;
-        var x = 0.0;
-        if (r0 + row < p.Lq) { x = f32(q[qb + (r0 + row) * p.q_i + d]) * p.scale; }
-        Qs[d * 16u + row / 4u][row % 4u] = x;
+        let c = e / BQ;
+        var x = vec4<f32>(0.0);
+        if (r0 + row < p.Lq) { x = vec4<f32>(q[(qb + (r0 + row) * p.q_i) / 4u + c]) * p.scale; }
+        for (var z = 0u; z < 4u; z++) { Qs[(4u * c + z) * 16u + row / 4u][row % 4u] = x[z]; }
     }
     // causal: the workgroup needs the keys its last row sees
     let kv_end = key_end(min(r0 + BQ, p.Lq) - 1u);
@@ -165,9 +165,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
             }
         }
         for (var i = 0u; i < RQ; i++) {
+            // P [key][row quad ^ (key / 4)]: the swizzle spreads a warp's 16 keys tx*4 + c
+            // over the banks (2-way, not 16-way, conflicts)
             for (var c = 0u; c < 4u; c++) {
-                KP[(tx * 4u + c) * 16u + ty + TY * i] = vec4<f32>(s[4u * i][c], s[4u * i + 1u][c],
-                                                                 s[4u * i + 2u][c], s[4u * i + 3u][c]);
+                KP[(tx * 4u + c) * 16u + ((ty + TY * i) ^ tx)] = vec4<f32>(
+                    s[4u * i][c], s[4u * i + 1u][c], s[4u * i + 2u][c], s[4u * i + 3u][c]);
             }
         }
         workgroupBarrier();
@@ -175,7 +177,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
             let j = ks * KPS + jj;
             let vv = Vs[j * DQ + dq];
             for (var i = 0u; i < RQ; i++) {
-                let pv = KP[j * 16u + ty + TY * i];
+                let pv = KP[j * 16u + ((ty + TY * i) ^ (j / 4u))];
                 o[4u * i] += pv.x * vv;
                 o[4u * i + 1u] += pv.y * vv;
                 o[4u * i + 2u] += pv.z * vv;
@@ -221,8 +223,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
             let sum = lt[z / 4u][z % 4u];
             if (i < p.Lq) {
                 let inv = select(1.0 / sum, 0.0, sum == 0.0);
-                let ob = b * p.o_b + h * p.o_h + i * p.o_i + dq * 4u;
-                for (var x = 0u; x < 4u; x++) { out[ob + x] = {{T}}(o[z][x] * inv); }
+                out[(b * p.o_b + h * p.o_h + i * p.o_i) / 4u + dq] = vec4<{{T}}>(o[z] * inv);
             }
         }
     }

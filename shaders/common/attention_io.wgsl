@@ -3,15 +3,17 @@
 // offsets q_o, k_o, v_o through (batch, head, row) strides (dim stride 1; views such as the
 // heads of one fused QKV projection need no copy), 3 mask [B, Lk] i32 (0 = masked; a dummy when
 // HAS_MASK is false), 4 out, 5 params; causal: query i sees keys up to i + (Lk - Lq).
+// The arrays' element (the QKV slot) is the storage type T, or a vec4 of it (attention_flash:
+// offsets and strides then stay in elements, all multiples of 4).
 struct Params { Lq: u32, Lk: u32, D: u32, scale: f32,
                 q_b: u32, q_h: u32, q_i: u32, k_b: u32, k_h: u32, k_i: u32,
                 v_b: u32, v_h: u32, v_i: u32, o_b: u32, o_h: u32, o_i: u32,
                 q_o: u32, k_o: u32, v_o: u32 }
-@group(0) @binding(0) var<storage, read_write> q: array<{{T}}>;
-@group(0) @binding(1) var<storage, read_write> k: array<{{T}}>;
-@group(0) @binding(2) var<storage, read_write> v: array<{{T}}>;
+@group(0) @binding(0) var<storage, read_write> q: array<{{QKV}}>;
+@group(0) @binding(1) var<storage, read_write> k: array<{{QKV}}>;
+@group(0) @binding(2) var<storage, read_write> v: array<{{QKV}}>;
 @group(0) @binding(3) var<storage, read_write> mask: array<i32>;
-@group(0) @binding(4) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(4) var<storage, read_write> out: array<{{QKV}}>;
 @group(0) @binding(5) var<uniform> p: Params;
 
 override HAS_MASK: bool = false;

@@ -117,6 +117,17 @@ def _bhd_strides(L: EmitContext, node_id: int, taken: set[int]
     return L.buf(node_id), 0, st[:3]
 
 
+def _vec4_view(L: EmitContext, node_id: int) -> bool:
+    """Whether _bhd_strides would give node_id's operand at an offset and (batch, head, row)
+    strides that are all multiples of 4 (a view read in place, or a compact buffer of a head
+    dim that is a multiple of 4); looks without taking the view."""
+    lz = L.lazy.get(node_id)
+    view = lz.view() if lz else None
+    if view is None or view[3][3] != 1:
+        return L.shape(node_id)[3] % 4 == 0
+    return view[2] % 4 == 0 and all(x % 4 == 0 for x in view[3][:3])
+
+
 @lowering("attention", inlines=True)
 def _attention(L: EmitContext, node: Node) -> Buf:
     b, h, lq, d = L.shape(node.inputs[0])
@@ -124,6 +135,9 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     if d > 256:
         raise ValueError(f"attention: head dim {d} > 256 is not supported")
     path = attention_path(L, b, h, lq, lk, d)
+    if path == "flash" and FORCE_PATH is None \
+            and not all(_vec4_view(L, i) for i in node.inputs[:3]):
+        path = "matmul"              # (attention_flash reads vec4s)
     if path == "matmul":
         return _attention_by_matmul(L, node, (b, h, lq, lk, d))
     taken: set[int] = set()
@@ -145,8 +159,11 @@ def _attention(L: EmitContext, node: Node) -> Buf:
         sg = L.info.subgroup_size
         rows = raw_shader("common/flash_rows_subgroup" if FLASH_SUBGROUPS and sg >= 16
                           else "common/flash_rows")
+        if any(x % 4 for x in strides.values()):
+            raise ValueError("attention: the flash kernel reads q, k and v as vec4: their "
+                             f"offsets and strides must be multiples of 4 (got {strides})")
         L.emit(kernel("attention/attention_flash", T=L.T(node.dtype), D=str(d), ROW_TILES=rows,
-                      RQ=str(FLASH_RQ)),
+                      RQ=str(FLASH_RQ), QKV=f"vec4<{L.T(node.dtype)}>"),
                {"q": qb, "k": kb, "v": vb, "mask": mask, "out": out},
                {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides},
                (-(-lq // 64), h, b),

@@ -151,7 +151,7 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     t = L.T(dtype)
     overrides = {"HAS_BIAS": bias is not None, "ACT": ACTIVATIONS[act].code}
     params = {"M": m, "N": n, "K": k, "a_off": 0, "b_off": 0, "a_bs": batch_strides[0],
-              "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0, "ZS": 1, **offsets}
+              "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0, **offsets}
     bindings = {"A": a, "B": b, "bias": bias if bias is not None else L.dummy(0), "C": out}
     if n % 4 == 0 and m <= GEMV_ROWS:
         L.emit(kernel("matmul/gemv", T=t), bindings, params,
@@ -160,7 +160,7 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                 "UNROLL": gemv_unroll(L.info.software)},
                name="gemv", windows=windows)
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4: 128 or 64 square tiles
-        params.update(act=overrides["ACT"], has_bias=int(overrides["HAS_BIAS"]), KL=k)
+        params.update(act=overrides["ACT"], has_bias=int(overrides["HAS_BIAS"]), KL=k, ZS=1)
         # K pieces (GPUs, f32, whole buffers): 64x64 tiles for thin shapes, else 128x128 ones
         pieces, r = 1, 1
         if not L.info.software and dtype == dt.float32 and not windows and not offsets:
