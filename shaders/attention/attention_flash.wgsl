@@ -49,13 +49,18 @@ var<workgroup> KP: array<vec4<f32>, 1024>;     // K tile [D][key quad], then P [
 var<workgroup> Vs: array<vec4<f32>, D * 16u>;  // V tile [key][column quad]
 {{ROW_TILES}}
 
-// K tile quad e, keys from t0: (key, dim quad) with the key fastest, so that the transposed
-// writes into KP are conflict-free (the loads read 16 B of 32 rows a warp)
+// K tile quad e: key j and dim quad c, KW quads of one key side by side (a 32 B sector), then
+// the next key: the loads use whole sectors and the transposed writes into KP conflict at
+// most KW ways (keys one word apart)
+const KW: u32 = min(2u, DQ);
+fn k_pos(e: u32) -> vec2<u32> {
+    return vec2<u32>((e / KW) % BKV, (e / (KW * BKV)) * KW + e % KW);
+}
+
 fn k_quad(kb: u32, t0: u32, e: u32) -> vec4<f32> {
-    let j = e % BKV;
-    let c = e / BKV;
-    if (e >= D * 16u || t0 + j >= p.Lk) { return vec4<f32>(0.0); }
-    return vec4<f32>(k[(kb + (t0 + j) * p.k_i) / 4u + c]);
+    let jc = k_pos(e);
+    if (e >= D * 16u || t0 + jc.x >= p.Lk) { return vec4<f32>(0.0); }
+    return vec4<f32>(k[(kb + (t0 + jc.x) * p.k_i) / 4u + jc.y]);
 }
 
 // V tile quad: (key, dim quad) with the dim quad fastest (coalesced, stored as is)
@@ -68,9 +73,10 @@ fn v_quad(vb: u32, t0: u32, e: u32) -> vec4<f32> {
 
 fn put_kv(e: u32, kq: vec4<f32>, vq: vec4<f32>) {
     if (e >= D * 16u) { return; }
-    let j = e % BKV;
-    let c = (e / BKV) * 4u;
-    KP[c * 16u + j / 4u][j % 4u] = kq.x;           // consecutive keys: consecutive words
+    let jc = k_pos(e);
+    let j = jc.x;
+    let c = jc.y * 4u;
+    KP[c * 16u + j / 4u][j % 4u] = kq.x;
     KP[(c + 1u) * 16u + j / 4u][j % 4u] = kq.y;
     KP[(c + 2u) * 16u + j / 4u][j % 4u] = kq.z;
     KP[(c + 3u) * 16u + j / 4u][j % 4u] = kq.w;

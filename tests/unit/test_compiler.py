@@ -280,8 +280,9 @@ def test_gpus_pick_flash_attention_for_short_sequences():
     gpu = ctx(False, 49152)
     assert attention_path(gpu, 32, 12, 128, 128, 32) == "flash"      # MiniLM, batch 32
     assert attention_path(gpu, 1, 12, 128, 128, 64) == "flash"
-    assert attention_path(gpu, 4, 12, 256, 256, 32) == "flash"
-    assert attention_path(gpu, 1, 12, 256, 256, 64) == "matmul"
+    assert attention_path(gpu, 4, 12, 1024, 1024, 32) == "flash"
+    assert attention_path(gpu, 1, 12, 512, 512, 64) == "flash"
+    assert attention_path(gpu, 1, 12, 1024, 1024, 64) == "matmul"
     assert attention_path(gpu, 1, 12, 2048, 2048, 64) == "matmul"
     assert attention_path(gpu, 1, 12, 128, 128, 48) == "matmul"       # 16 % (48 / 4) != 0
     assert attention_path(ctx(False, 32768), 1, 12, 128, 128, 64) == "matmul"   # 48 KB

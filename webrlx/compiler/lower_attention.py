@@ -10,7 +10,7 @@ from ..graph import Node
 from ..kernels import kernel, raw_shader
 from ..shape import strides_of
 from .emit import EmitContext
-from .lower_matmul import emit_matmul
+from .lower_matmul import db_tiles, emit_matmul, emit_matmul_bt
 from .lower_rows import softmax_rows_kernel
 from .program import Buf
 from .registry import lowering
@@ -50,13 +50,16 @@ FLASH_SUBGROUPS = True
 # many at 32: the bound is on keys x head dim), and at least MATMUL_ATTENTION_ROWS; longer
 # ones take the two matmuls, which run faster there. H200, GPU ms by timestamps, matmul path /
 # flash (bench/attention_paths_probe.py, bench/results/h200_attention_flash_session12*.json):
-# 32x12x128x32 masked 0.088 / 0.077; 1x12x128x64 0.032 / 0.024; 4x12x256x32 (wall) 0.052 /
-# 0.048; 1x12x256x64 (wall) 0.034 / 0.040; 1x12x512x64 0.065 / 0.067; 1x12x2048x64 0.553 /
-# 0.701. MiniLM end to end (bench/flash_minilm_ab.py): 1x128 0.69 -> 0.60 ms, 32x128 3.43 ->
-# 3.38 ms.
-FLASH_MAX_KEYS = 128
+# since its vec4 loads (h200_attention_flash_session12_v4.json): 32x12x128x32 masked 0.090 /
+# 0.055; 1x12x128x64 masked 0.031 / 0.018; 1x12x512x64 0.065 / 0.049; 1x12x1024x64 0.173 /
+# 0.173; 4x12x1024x64 0.524 / 0.542; 1x12x2048x64 0.530 / 0.499 (wall: a tie); 2x12x2048x64
+# 0.991 / 1.037; 8x12x1024x64 0.999 / 1.060; 1x12x4096x64 1.931 / 2.026.
+FLASH_MAX_KEYS = 512
 FLASH_RQ = 1                # attention_flash's row quads a thread (1: 256 threads, 2: 128)
 FLASH_PREFETCH = True       # its next K/V tile loaded into registers during this one
+# the two-matmul form's q k^T reads k untransposed (matmul_tiled_db's B_T) where the
+# double-buffered tiles run (GPUs); False: k is transposed into a copy first
+MATMUL_BT = True
 FORCE_PATH: str | None = None  # "row", "rows", "regs", "flash" or "matmul": probes, tests
 
 
@@ -202,10 +205,14 @@ def _attention_by_matmul(L: EmitContext, node: Node, dims: tuple[int, int, int, 
     q_id, k_id, v_id = node.inputs[:3]
     dtype = node.dtype
     q = L.buf(q_id)                                  # (b, h, lq, d), a view is copied once
-    kt = L.permuted(k_id, (0, 1, 3, 2))              # (b, h, d, lk)
-    v = L.buf(v_id)                                  # (b, h, lk, d)
     scores = L.temp((b * h, lq, lk), dtype)
-    emit_matmul(L, q, kt, None, scores, (lq, lk, d, b * h), (lq * d, d * lk), dtype, "f32")
+    if db_tiles(L.info.software) and MATMUL_BT and d % 4 == 0 and lk % 4 == 0:
+        k = L.buf(k_id)                              # (b, h, lk, d): read as B^T
+        emit_matmul_bt(L, q, k, scores, (lq, lk, d, b * h), (lq * d, lk * d), dtype, "f32")
+    else:
+        kt = L.permuted(k_id, (0, 1, 3, 2))          # (b, h, d, lk)
+        emit_matmul(L, q, kt, None, scores, (lq, lk, d, b * h), (lq * d, d * lk), dtype, "f32")
+    v = L.buf(v_id)                                  # (b, h, lk, d)
     has_mask = len(node.inputs) == 4
     mask = L.buf(node.inputs[3]) if has_mask else L.dummy(1)
     probs = L.temp((b * h, lq, lk), dtype)
