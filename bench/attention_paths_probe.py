@@ -43,14 +43,11 @@ def main() -> None:
     p.add_argument("--no-mask", action="store_true")
     p.add_argument("--split", default="", help="K pieces of the batched P V product on the "
                    "matmul path (lower_matmul.SPLIT_K_BATCHED; '' its rule), e.g. ,1,2,4")
-    p.add_argument("--no-bt", action="store_true", help="the matmul path's k transposed into a "
-                   "copy (lower_attention.MATMUL_BT off)")
     p.add_argument("--db64", default="1", help="batched pieces in 128x64 tiles: 1, 0 or both "
                    "(lower_matmul.SPLIT_K_BATCHED_DB64)")
     p.add_argument("--flash", default="1:1", help="flash variants, rows quads:prefetch, "
                    "e.g. 1:1,1:0,2:1 (lower_attention.FLASH_RQ, FLASH_PREFETCH)")
     a = p.parse_args()
-    lower_attention.MATMUL_BT = not a.no_bt
     rng = np.random.default_rng(0)
     out = {"device": wr.device().info.name, "mask": not a.no_mask, "cases": {}}
     for shape in a.shapes.split(","):

@@ -18,8 +18,6 @@
 // 3.45 / 0.480; 256x128 3.29 / 0.446; 64x64 tiles BK 16 / 32 double-buffered 4.52 / 5.50 at
 // 4096^3 (matmul_tiled's 64 tiles stay the pick for small grids, 1024^3: 0.085 ms).
 // Not on software adapters: SwiftShader compiles ~75 ms per KB of workgroup memory (32 KB).
-// B_T: B is given transposed, [N, K] row-major (attention's q k^T reads k as it is, no
-// transposing copy): its tile is loaded and stored like A's. Not with K pieces (ZS 1).
 // {{T}} is the storage type, {{C}} the math type (f32, or f16 when accumulating in half).
 {{MATH}}
 {{VEC4_IO}}
@@ -33,7 +31,6 @@ const TILE_A: u32 = 512u;         // vec4s per A buffer: BK x QA
 const TILE_B: u32 = 16u * QB;     // vec4s per B buffer: BK x QB
 var<workgroup> As: array<vec4<{{C}}>, 1024>;         // [buffer][k][m / 4]
 var<workgroup> Bs: array<vec4<{{C}}>, {{BS}}>;      // [buffer][k][n / 4]
-override B_T: bool = false;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -56,9 +53,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var acc: array<vec4<{{C}}>, 8u * RJ>;
     var va0 = load_a(a_base, row0 + la_row, la_k, K4);
     var va1 = load_a(a_base, row0 + 64u + la_row, la_k, K4);
-    var vb0 = load_bb(b_base, 0u, lb_k, c4, N4, col0 + la_row, la_k, K4);
+    var vb0 = load_b(b_base, lb_k, c4, N4);
     var vb1 = vec4<{{C}}>(0);
-    if (RJ == 2u) { vb1 = load_bb(b_base, 8u, lb_k, c4, N4, col0 + 64u + la_row, la_k, K4); }
+    if (RJ == 2u) { vb1 = load_b(b_base, 8u + lb_k, c4, N4); }
     // the first tiles into buffer 0
     put_tiles(0u, 0u, la_row, la_k, lb_k, lb_c, va0, va1, vb0, vb1);
     workgroupBarrier();
@@ -69,10 +66,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         let kn = k0 + BK;
         va0 = load_a(a_base, row0 + la_row, kn + la_k, K4);
         va1 = load_a(a_base, row0 + 64u + la_row, kn + la_k, K4);
-        vb0 = load_bb(b_base, kn, lb_k, c4, N4, col0 + la_row, kn + la_k, K4);
-        if (RJ == 2u) {
-            vb1 = load_bb(b_base, kn + 8u, lb_k, c4, N4, col0 + 64u + la_row, kn + la_k, K4);
-        }
+        vb0 = load_b(b_base, kn + lb_k, c4, N4);
+        if (RJ == 2u) { vb1 = load_b(b_base, kn + 8u + lb_k, c4, N4); }
 {{FMAS}}
         // the next step's tiles into the other buffer: every thread passed the last barrier
         // after its reads of it
@@ -96,31 +91,6 @@ fn put_tiles(ba: u32, bb: u32, la_row: u32, la_k: u32, lb_k: u32, lb_c: u32, va0
     As[a0 + QA + 16u][r] = va1.y;
     As[a0 + 2u * QA + 16u][r] = va1.z;
     As[a0 + 3u * QA + 16u][r] = va1.w;
-    if (B_T) {                    // as A: Bs[k][n / 4][n % 4], columns la_row (+ 64)
-        let b0 = bb + la_k * QB + q;
-        Bs[b0][r] = vb0.x;
-        Bs[b0 + QB][r] = vb0.y;
-        Bs[b0 + 2u * QB][r] = vb0.z;
-        Bs[b0 + 3u * QB][r] = vb0.w;
-        if (RJ == 2u) {
-            Bs[b0 + 16u][r] = vb1.x;
-            Bs[b0 + QB + 16u][r] = vb1.y;
-            Bs[b0 + 2u * QB + 16u][r] = vb1.z;
-            Bs[b0 + 3u * QB + 16u][r] = vb1.w;
-        }
-        return;
-    }
     Bs[bb + lb_k * QB + lb_c] = vb0;
     if (RJ == 2u) { Bs[bb + (lb_k + 8u) * QB + lb_c] = vb1; }
-}
-
-// B's vec4 for this thread's tile slot: row k0 + lb_k at column quad c4 of B [K, N], or under
-// B_T 4 k from kt at column n of B [N, K] (the A-like mapping)
-fn load_bb(base: u32, k0: u32, lb_k: u32, c4: u32, N4: u32, n: u32, kt: u32,
-           K4: u32) -> vec4<{{C}}> {
-    if (B_T) {
-        if (n < p.N && kt < p.K) { return vec4<{{C}}>(B[base + n * K4 + kt / 4u]); }
-        return vec4<{{C}}>(0);
-    }
-    return load_b(base, k0 + lb_k, c4, N4);
 }

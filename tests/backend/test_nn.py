@@ -301,30 +301,3 @@ def test_attention_by_matmul_with_rows_in_registers(backend, lq, lk, causal, mon
           lambda q, k, v, m: _attn(q, k, v, mask=m, causal=causal), rand(2, 3, lq, 32),
           rand(2, 3, lk, 32, seed=1), rand(2, 3, lk, 32, seed=2), mask, rtol=1e-4, atol=1e-5)
     assert backend.name == "reference" or used == ["reduce/softmax_regs"]
-
-
-@pytest.mark.parametrize("prefer", [None, "matmul_vec4_db64"])
-@pytest.mark.parametrize("bt", [True, False])
-def test_attention_by_matmul_reads_k_untransposed(backend, bt, prefer, monkeypatch):
-    """The two-matmul form's q k^T with k read as B^T by matmul_tiled_db (B_T, both tile
-    widths), forced on every backend, or k transposed into a copy first: masked, causal, keys
-    over a tile's width."""
-    from webrlx.compiler import lower_attention, lower_matmul
-    from webrlx.runtime import autotune
-    monkeypatch.setattr(lower_attention, "FORCE_PATH", "matmul")
-    monkeypatch.setattr(lower_attention, "MATMUL_BT", bt)
-    monkeypatch.setattr(lower_matmul, "DB_TILES", True)
-    monkeypatch.setattr(autotune, "PREFER", prefer)
-    mask = np.ones((2, 132), np.int32)
-    mask[1, 50:] = 0
-    for causal in (False, True):
-        check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
-              lambda q, k, v, m: _attn(q, k, v, mask=m, causal=causal), rand(2, 3, 100, 32),
-              rand(2, 3, 132, 32, seed=1), rand(2, 3, 132, 32, seed=2), mask, rtol=1e-4,
-              atol=1e-5)
-    if backend.name != "reference":
-        g = wr.Graph()
-        ins = [g.input(n, (2, 3, 100 if n == "q" else 132, 32)) for n in "qkv"]
-        exe = wr.compile(g, outputs=[wr.nn.attention(*ins)], device=backend)
-        names = [c.name for c in exe.plan({}).program.calls]
-        assert ("matmul_vec4_db[b^T]" in names) == bt, names

@@ -349,26 +349,6 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                    (batch, m * n), dtype, "none", "matmul split-K sum", pieces * m * n)
 
 
-def emit_matmul_bt(L: EmitContext, a: Buf, b: Buf, out: Buf, mnkb: tuple[int, int, int, int],
-                   batch_strides: tuple[int, int], dtype: dt.DType, acc_t: str) -> None:
-    """out[z] = a[z] @ b[z]^T with b [N, K] row-major (matmul_tiled_db's B_T, GPUs: no
-    transposing copy of b); K % 4 == 0 and N % 4 == 0. 128x128 tiles, or 128x64 ones for
-    the autotuner to try."""
-    m, n, k, batch = mnkb
-    t = L.T(dtype)
-    params = {"M": m, "N": n, "K": k, "a_off": 0, "b_off": 0, "a_bs": batch_strides[0],
-              "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0, "act": 0, "has_bias": 0,
-              "KL": k, "ZS": 1}
-    overrides = {"HAS_BIAS": False, "ACT": 0, "B_T": True}
-    db64 = Variant.of("matmul_vec4_db64", kernel("matmul/matmul_tiled_db", T=t, C=acc_t,
-                                                 **tiled_db_slots(1)),
-                      (-(-n // 64), -(-m // 128), batch), overrides)
-    L.emit(kernel("matmul/matmul_tiled_db", T=t, C=acc_t, **tiled_db_slots()),
-           {"A": a, "B": b, "bias": L.dummy(0), "C": out}, params,
-           (-(-n // 128), -(-m // 128), batch), overrides, name="matmul_vec4_db[b^T]",
-           variants=[db64], tune_key=f"matmul^T {acc_t}/{t} {m}x{n}x{k}x{batch}")
-
-
 # column quads per workgroup of matmul/gemv.wgsl (1, 2, 4 or 8; the rest of its 256 threads
 # split K). H100, f32, us for quads 1 / 2 / 4 / 8 (bench/gemv_probe.py): 1x4096x4096
 # 82 / 65 / 61 / 88; 1x4096x16384 299 / 182 / 164 / 174; 1x384x1536 60 / 60 / 37 / 38 (torch 25,
