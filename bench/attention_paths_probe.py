@@ -45,8 +45,9 @@ def main() -> None:
                    "matmul path (lower_matmul.SPLIT_K_BATCHED; '' its rule), e.g. ,1,2,4")
     p.add_argument("--db64", default="1", help="batched pieces in 128x64 tiles: 1, 0 or both "
                    "(lower_matmul.SPLIT_K_BATCHED_DB64)")
-    p.add_argument("--flash", default="1:1", help="flash variants, rows quads:prefetch, "
-                   "e.g. 1:1,1:0,2:1 (lower_attention.FLASH_RQ, FLASH_PREFETCH)")
+    p.add_argument("--flash", default="1:1", help="flash variants, row quads:prefetch[:key "
+                   "chunks], e.g. 1:1,1:0,2:1,1:1:2 (lower_attention.FLASH_RQ, FLASH_PREFETCH, "
+                   "FLASH_SPLITS; no chunk count: its rule)")
     a = p.parse_args()
     rng = np.random.default_rng(0)
     out = {"device": wr.device().info.name, "mask": not a.no_mask, "cases": {}}
@@ -74,8 +75,9 @@ def main() -> None:
                     lower_matmul.SPLIT_K_BATCHED = int(sp) if sp else None
                     lower_matmul.SPLIT_K_BATCHED_DB64 = db != "0"
                 if path == "flash":
-                    rq, pf = prefer.split(":")
+                    rq, pf, sp = (prefer.split(":") + [""])[:3]
                     lower_attention.FLASH_RQ, lower_attention.FLASH_PREFETCH = int(rq), pf == "1"
+                    lower_attention.FLASH_SPLITS = int(sp) if sp else None
                 tag = path + (f" {prefer}" if prefer else "")
                 g = wr.Graph()
                 ins = [g.input(n, (b, h, s, d)) for n in "qkv"]
@@ -94,6 +96,8 @@ def main() -> None:
                       flush=True)
         lower_attention.FORCE_PATH, autotune.PREFER = None, None
         lower_matmul.SPLIT_K_BATCHED, lower_matmul.SPLIT_K_BATCHED_DB64 = None, True
+        lower_attention.FLASH_RQ, lower_attention.FLASH_PREFETCH = 1, True
+        lower_attention.FLASH_SPLITS = None
 
         def torch_attn(q, k, v, m=None):
             import torch

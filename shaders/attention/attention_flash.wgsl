@@ -43,6 +43,11 @@ const NL: u32 = (D * 16u + NT - 1u) / NT;  // vec4s of K (and of V) a thread loa
 // PREFETCH: the next tile's K and V are loaded into registers while this tile computes
 // (else loaded after it, holding no registers through the products)
 override PREFETCH: bool = true;
+// SPLITS > 1: the keys are cut into SPLITS chunks (whole tiles), one workgroup each (grid x
+// = query tiles x SPLITS): more workgroups where one per query tile leaves SMs idle. Each
+// writes its rows' unnormalized output and (max, sum) into `out`, then [SPLITS][B H Lq]
+// [DQ + 1] vec4 (f32), which attention/flash_combine merges.
+override SPLITS: u32 = 1u;
 const NEG: f32 = -3.4028234663852886e38;
 var<workgroup> Qs: array<vec4<f32>, D * 16u>;  // [D][row quad]: rows 4 rq .. 4 rq + 3, scaled
 var<workgroup> KP: array<vec4<f32>, 1024>;     // K tile [D][key quad], then P [key][row quad]
@@ -85,12 +90,13 @@ fn put_kv(e: u32, kq: vec4<f32>, vq: vec4<f32>) {
 
 @compute @workgroup_size(16, TY)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+        @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3<u32>) {
     let tx = l3.x;
     let ty = l3.y;
     let b = wid.z;
     let h = wid.y;
-    let r0 = wid.x * BQ;
+    let sp = wid.x % SPLITS;                // this workgroup's key chunk
+    let r0 = (wid.x / SPLITS) * BQ;
     let qb = p.q_o + b * p.q_b + h * p.q_h;
     let kb = p.k_o + b * p.k_b + h * p.k_h;
     let vb = p.v_o + b * p.v_b + h * p.v_h;
@@ -102,12 +108,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
         if (r0 + row < p.Lq) { x = vec4<f32>(q[(qb + (r0 + row) * p.q_i) / 4u + c]) * p.scale; }
         for (var z = 0u; z < 4u; z++) { Qs[(4u * c + z) * 16u + row / 4u][row % 4u] = x[z]; }
     }
-    // causal: the workgroup needs the keys its last row sees
-    let kv_end = key_end(min(r0 + BQ, p.Lq) - 1u);
+    // causal: the workgroup needs the keys its last row sees; SPLITS: those of its chunk
+    let chunk = ((p.Lk + SPLITS - 1u) / SPLITS + BKV - 1u) / BKV * BKV;
+    let k_lo = sp * chunk;
+    let kv_end = min(key_end(min(r0 + BQ, p.Lq) - 1u), k_lo + chunk);
     var kr: array<vec4<f32>, NL>;
     var vr: array<vec4<f32>, NL>;
     for (var u = 0u; u < NL; u++) {
-        put_kv(lid + NT * u, k_quad(kb, 0u, lid + NT * u), v_quad(vb, 0u, lid + NT * u));
+        put_kv(lid + NT * u, k_quad(kb, k_lo, lid + NT * u), v_quad(vb, k_lo, lid + NT * u));
     }
     workgroupBarrier();
     var m: array<vec4<f32>, RQ>;            // running max of row quad ty + TY i
@@ -116,7 +124,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
     for (var i = 0u; i < RQ; i++) { m[i] = vec4<f32>(NEG); }
     let dq = tx % DQ;
     let ks = tx / DQ;
-    for (var t0 = 0u; t0 < kv_end; t0 += BKV) {
+    for (var t0 = k_lo; t0 < kv_end; t0 += BKV) {
         let more = t0 + BKV < kv_end;
         if (PREFETCH && more) {
             for (var u = 0u; u < NL; u++) {
@@ -223,7 +231,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
             }
         }
     }
-    if (ks == 0u) {
+    if (ks == 0u && SPLITS > 1u) {           // partial rows and their (max, sum)
+        let rows = nwg.z * nwg.y * p.Lq;
+        for (var z = 0u; z < 4u * RQ; z++) {
+            let i = r0 + (ty + TY * (z / 4u)) * 4u + z % 4u;
+            if (i < p.Lq) {
+                let at = (sp * rows + (b * nwg.y + h) * p.Lq + i) * (DQ + 1u);
+                out[at + dq] = vec4<{{T}}>(o[z]);
+                if (dq == 0u) {
+                    out[at + DQ] = vec4<{{T}}>(m[z / 4u][z % 4u], lt[z / 4u][z % 4u], 0.0, 0.0);
+                }
+            }
+        }
+    }
+    if (ks == 0u && SPLITS == 1u) {
         for (var z = 0u; z < 4u * RQ; z++) {
             let i = r0 + (ty + TY * (z / 4u)) * 4u + z % 4u;
             let sum = lt[z / 4u][z % 4u];

@@ -267,6 +267,42 @@ def test_flash_attention_tiles(backend, d, lq, lk, causal, subgroups, monkeypatc
           atol=1e-5)
 
 
+@pytest.mark.parametrize("splits", [2, 3])
+def test_flash_attention_key_chunks(backend, splits, monkeypatch):
+    """attention_flash with the keys cut into chunks, one workgroup each (SPLITS), merged by
+    attention/flash_combine: causal rows whose later chunks hold no keys, a batch whose mask
+    blanks whole chunks, partial last tiles, the output permuted to (B, L, H, D)."""
+    from webrlx.compiler import lower_attention
+    monkeypatch.setattr(lower_attention, "FORCE_PATH", "flash")
+    monkeypatch.setattr(lower_attention, "FLASH_SPLITS", splits)
+    mask = np.ones((2, 300), np.int32)
+    mask[1, 40:] = 0
+    for causal in (False, True):
+        check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
+              lambda q, k, v, m: _attn(q, k, v, mask=m, causal=causal), rand(2, 3, 130, 32),
+              rand(2, 3, 300, 32, seed=1) * 2, rand(2, 3, 300, 32, seed=2), mask, rtol=1e-4,
+              atol=1e-5)
+    check(backend, lambda q, k, v: wr.nn.attention(q, k, v).permute(0, 2, 1, 3),
+          lambda q, k, v: _attn(q, k, v).transpose(0, 2, 1, 3), rand(1, 2, 70, 16),
+          rand(1, 2, 200, 16, seed=1), rand(1, 2, 200, 16, seed=2), rtol=1e-4, atol=1e-5)
+    if backend.name != "reference":
+        g = wr.Graph()
+        ins = [g.input(n, (1, 2, 70 if n == "q" else 200, 16)) for n in "qkv"]
+        exe = wr.compile(g, outputs=[wr.nn.attention(*ins)], device=backend)
+        names = [c.name for c in exe.plan({}).program.calls]
+        assert names == [f"attention_flash[{splits} key chunks]", "flash_combine"], names
+
+
+def test_flash_attention_key_chunk_counts():
+    """flash_splits: key chunks double while batch x heads x query tiles x chunks stay under
+    FLASH_SPLIT_WGS and each chunk keeps FLASH_SPLIT_MIN_KEYS keys (at most 8)."""
+    from webrlx.compiler.lower_attention import flash_splits
+    assert flash_splits(1, 12, 2048, 2048) == 2          # 384 workgroups -> 768
+    assert flash_splits(1, 12, 512, 512) == 1            # chunks would be too short
+    assert flash_splits(32, 12, 128, 128) == 1           # MiniLM: 768 workgroups already
+    assert flash_splits(1, 1, 64, 8192) == 8
+
+
 @pytest.mark.parametrize("rows,n,min_n", [(3, 2048, None), (2, 8188, None), (4, 4100, None),
                                           (9, 1000, 4), (5, 64, 4)])
 def test_norms_with_rows_in_registers(backend, rows, n, min_n, monkeypatch):

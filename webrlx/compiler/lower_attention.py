@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from .. import dtype as dt
 from ..graph import Node
 from ..kernels import kernel, raw_shader
 from ..shape import strides_of
@@ -55,6 +56,25 @@ FLASH_SUBGROUPS = True
 # 0.173; 4x12x1024x64 0.524 / 0.542; 1x12x2048x64 0.530 / 0.499 (wall: a tie); 2x12x2048x64
 # 0.991 / 1.037; 8x12x1024x64 0.999 / 1.060; 1x12x4096x64 1.931 / 2.026.
 FLASH_MAX_KEYS = 512
+# attention_flash's key chunks (SPLITS): doubled while the workgroups (batch x heads x query
+# tiles x chunks) stay under FLASH_SPLIT_WGS and each chunk keeps FLASH_SPLIT_MIN_KEYS keys.
+# FLASH_SPLITS forces a count (probes, tests).
+FLASH_SPLIT_WGS = 512
+FLASH_SPLIT_MIN_KEYS = 512
+FLASH_SPLITS: int | None = None
+
+
+def flash_splits(b: int, h: int, lq: int, lk: int) -> int:
+    """Key chunks of attention_flash for this shape (1: none)."""
+    if FLASH_SPLITS is not None:
+        return max(1, FLASH_SPLITS)
+    wgs, splits = b * h * -(-lq // 64), 1
+    while wgs * splits < FLASH_SPLIT_WGS and lk // (splits * 2) >= FLASH_SPLIT_MIN_KEYS \
+            and splits < 8:
+        splits *= 2
+    return splits
+
+
 FLASH_RQ = 1                # attention_flash's row quads a thread (1: 256 threads, 2: 128)
 FLASH_PREFETCH = True       # its next K/V tile loaded into registers during this one
 FORCE_PATH: str | None = None  # "row", "rows", "regs", "flash" or "matmul": probes, tests
@@ -162,14 +182,25 @@ def _attention(L: EmitContext, node: Node) -> Buf:
         if any(x % 4 for x in strides.values()):
             raise ValueError("attention: the flash kernel reads q, k and v as vec4: their "
                              f"offsets and strides must be multiples of 4 (got {strides})")
+        splits = flash_splits(b, h, lq, lk) if node.dtype == dt.float32 else 1
+        part = L.temp((splits * b * h * lq * (d // 4 + 1) * 4,), dt.float32) \
+            if splits > 1 else out
         L.emit(kernel("attention/attention_flash", T=L.T(node.dtype), D=str(d), ROW_TILES=rows,
                       RQ=str(FLASH_RQ), QKV=f"vec4<{L.T(node.dtype)}>"),
-               {"q": qb, "k": kb, "v": vb, "mask": mask, "out": out},
+               {"q": qb, "k": kb, "v": vb, "mask": mask, "out": part},
                {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides},
-               (-(-lq // 64), h, b),
+               (-(-lq // 64) * splits, h, b),
                {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
-                "PREFETCH": FLASH_PREFETCH},
-               name="attention_flash", read_only=("q", "k", "v"))
+                "PREFETCH": FLASH_PREFETCH, "SPLITS": splits},
+               name="attention_flash" + (f"[{splits} key chunks]" if splits > 1 else ""),
+               read_only=("q", "k", "v"))
+        if splits > 1:
+            rows_n = b * h * lq
+            L.emit(kernel("attention/flash_combine", T=L.T(node.dtype)),
+                   {"part": part, "out": out},
+                   {"rows": rows_n, "Lq": lq, "H": h, "D4": d // 4, "splits": splits,
+                    "o_b": os_[0], "o_h": os_[1], "o_i": os_[2]},
+                   L.grid(rows_n * (d // 4), 256), {"WG": 256}, name="flash_combine")
         return out
     if path == "regs":               # a thread per row, no workgroup memory (CPU adapters)
         L.emit(kernel("attention/attention_regs", T=L.T(node.dtype), D4=str(-(-d // 4))),
