@@ -297,7 +297,8 @@ def test_flash_attention_key_chunk_counts():
     """flash_splits: key chunks double while batch x heads x query tiles x chunks stay under
     FLASH_SPLIT_WGS and each chunk keeps FLASH_SPLIT_MIN_KEYS keys (at most 8)."""
     from webrlx.compiler.lower_attention import flash_splits
-    assert flash_splits(1, 12, 2048, 2048) == 2          # 384 workgroups -> 768
+    assert flash_splits(1, 12, 1024, 1024) == 2          # 192 workgroups -> 384
+    assert flash_splits(1, 12, 2048, 2048) == 1          # 384 already
     assert flash_splits(1, 12, 512, 512) == 1            # chunks would be too short
     assert flash_splits(32, 12, 128, 128) == 1           # MiniLM: 768 workgroups already
     assert flash_splits(1, 1, 64, 8192) == 8

@@ -268,8 +268,8 @@ def test_reshape_strides_walks_views_as_numpy_does():
 
 def test_gpus_pick_flash_attention_for_short_sequences():
     """attention_path: GPUs take attention_flash for 64.. FLASH_MAX_KEYS keys at head dim 64
-    (twice as many at 32) where its tiles fit the workgroup memory, the two matmuls beyond;
-    software adapters never take it."""
+    (twice as many at 32), up to FLASH_LONG_MAX_KEYS with few query tiles, where its tiles
+    fit the workgroup memory, the two matmuls beyond; software adapters never take it."""
     from types import SimpleNamespace
     from webrlx.compiler.lower_attention import attention_path
 
@@ -282,8 +282,10 @@ def test_gpus_pick_flash_attention_for_short_sequences():
     assert attention_path(gpu, 1, 12, 128, 128, 64) == "flash"
     assert attention_path(gpu, 4, 12, 1024, 1024, 32) == "flash"
     assert attention_path(gpu, 1, 12, 512, 512, 64) == "flash"
-    assert attention_path(gpu, 1, 12, 1024, 1024, 64) == "matmul"
-    assert attention_path(gpu, 1, 12, 2048, 2048, 64) == "matmul"
+    assert attention_path(gpu, 1, 12, 1024, 1024, 64) == "flash"     # 192 query tiles
+    assert attention_path(gpu, 1, 12, 2048, 2048, 64) == "flash"     # 384
+    assert attention_path(gpu, 4, 12, 1024, 1024, 64) == "matmul"    # 768
+    assert attention_path(gpu, 1, 12, 4096, 4096, 64) == "matmul"
     assert attention_path(gpu, 1, 12, 128, 128, 48) == "matmul"       # 16 % (48 / 4) != 0
     assert attention_path(ctx(False, 32768), 1, 12, 128, 128, 64) == "matmul"   # 48 KB
     assert attention_path(ctx(True, 49152), 32, 12, 128, 128, 32) != "flash"

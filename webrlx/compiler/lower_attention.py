@@ -47,19 +47,26 @@ SOFTWARE_REGS_MAX_ROWS = 4 * 12 * 128  # on CPU adapters, "regs" below this many
 # checked to be runs of 16+ consecutive threads (else through workgroup memory); tests turn it
 # off or force a probed size
 FLASH_SUBGROUPS = True
-# GPUs: attention_flash where queries and keys are at most this many at head dim 64 (twice as
-# many at 32: the bound is on keys x head dim), and at least MATMUL_ATTENTION_ROWS; longer
-# ones take the two matmuls, which run faster there. H200, GPU ms by timestamps, matmul path /
+# GPUs: attention_flash where queries and keys are at most FLASH_MAX_KEYS at head dim 64
+# (twice as many at 32: the bound is on keys x head dim), and at least MATMUL_ATTENTION_ROWS;
+# longer ones take the two matmuls, which run faster there, unless the rule below holds. H200, GPU ms by timestamps, matmul path /
 # flash (bench/attention_paths_probe.py, bench/results/h200_attention_flash_session12*.json):
 # since its vec4 loads (h200_attention_flash_session12_v4.json): 32x12x128x32 masked 0.090 /
 # 0.055; 1x12x128x64 masked 0.031 / 0.018; 1x12x512x64 0.065 / 0.049; 1x12x1024x64 0.173 /
 # 0.173; 4x12x1024x64 0.524 / 0.542; 1x12x2048x64 0.530 / 0.499 (wall: a tie); 2x12x2048x64
 # 0.991 / 1.037; 8x12x1024x64 0.999 / 1.060; 1x12x4096x64 1.931 / 2.026.
+# With key chunks (below), up to FLASH_LONG_MAX_KEYS while the query tiles (batch x heads x
+# tiles) are at most FLASH_LONG_MAX_WGS: wall ms 1x12x1024x64 0.171 / 0.154 (2 chunks),
+# 1x12x2048x64 0.568 / 0.565, but 4x12x1024x64 0.575 / 0.639, 2x12x2048x64 1.042 / 1.116
+# (h200_attention_flash_splits_session12.json).
 FLASH_MAX_KEYS = 512
+FLASH_LONG_MAX_KEYS = 2048
+FLASH_LONG_MAX_WGS = 384
 # attention_flash's key chunks (SPLITS): doubled while the workgroups (batch x heads x query
 # tiles x chunks) stay under FLASH_SPLIT_WGS and each chunk keeps FLASH_SPLIT_MIN_KEYS keys.
 # FLASH_SPLITS forces a count (probes, tests).
-FLASH_SPLIT_WGS = 512
+FLASH_SPLIT_WGS = 256      # 1x12x1024x64: 192 query tiles, 2 chunks 0.172 -> 0.145 ms GPU;
+                           # 1x12x2048x64: 384, 2 chunks 0.496 -> 0.546 (so none)
 FLASH_SPLIT_MIN_KEYS = 512
 FLASH_SPLITS: int | None = None
 
@@ -110,8 +117,10 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> 
         return FORCE_PATH
     if software and (b * h * lq < SOFTWARE_REGS_MAX_ROWS or not rows_ok):
         return "regs"
-    if not software and MATMUL_ATTENTION_ROWS <= min(lq, lk) \
-            and max(lq, lk) * d <= FLASH_MAX_KEYS * 64 and flash_fits(L, d):
+    keys = max(lq, lk) * d // 64               # (keys at head dim 64)
+    if not software and MATMUL_ATTENTION_ROWS <= min(lq, lk) and flash_fits(L, d) and (
+            keys <= FLASH_MAX_KEYS or (keys <= FLASH_LONG_MAX_KEYS
+                                       and b * h * -(-lq // 64) <= FLASH_LONG_MAX_WGS)):
         return "flash"
     if min(lq, lk) >= MATMUL_ATTENTION_ROWS and b * h * lq * lk * 4 <= L.info.max_binding_size \
             and (not software or not rows_ok or b * h < SOFTWARE_ROWS_MIN_HEADS):
