@@ -15,20 +15,22 @@
 // the heads of one fused QKV projection need no copy; the output may be (B, L, H, D)).
 // Head dim D in 4, 8, 16, 32, 64. Workgroup memory: Qs 64 D x 4 B, KP 16 KB, Vs 64 D x 4 B:
 // 32 KB at D 32, 48 KB at D 64 (the lowering checks the adapter's limit).
-// Limits: 2 vec4 workgroup loads per 16 FMAs in both products (one of them a broadcast), 4
-// barriers a key tile, and the exp of the scores; the K tile's loads read 16 B of 64 rows
-// (half of each 32 B sector) so that its transposed writes into workgroup memory are
-// conflict-free.
-// H200, GPU ms by timestamps (bench/attention_paths_probe.py --paths matmul,flash --flash
-// 1:1,1:0,2:1,2:0; bench/results/h200_attention_flash_session12.json), the two-matmul path /
-// this / this without the register prefetch / 2 row quads a thread (128 threads) / both:
-//   32x12x128x32 masked  0.088 / 0.077 / 0.077 / 0.084 / 0.089
-//   1x12x512x64          0.065 / 0.067 / 0.071 / 0.073 / 0.082
-//   1x12x2048x64         0.553 / 0.701 / 0.758 / 0.747 / 0.873   (~18 TFLOP/s here)
-// so GPUs run it for short sequences only (lower_attention.FLASH_MAX_KEYS); the long ones
-// stay with the matmuls, which reach ~29 TFLOP/s a product.
+// Limits: the workgroup-memory / L1 pipe, which serves both the tiles' reads (2 vec4 loads
+// per 16 FMAs in both products, one of them a broadcast) and the global loads, beside 4
+// barriers a key tile. What each step gave (H200, GPU ms by timestamps, matmul path / this;
+// bench/attention_paths_probe.py, bench/results/h200_attention_flash_session12*.json):
+//   first form (scalar q/k/v loads, K read a key per thread, P stored unswizzled):
+//     32x12x128x32 masked 0.088 / 0.077, 1x12x512x64 0.065 / 0.067, 1x12x2048x64 0.553 /
+//     0.701 (~18 TFLOP/s); without the register prefetch 0.758, 2 row quads a thread (128
+//     threads, 8x4 blocks) 0.747, both 0.873: slower, so neither kept
+//   vec4 loads and stores (QKV slot) and P swizzled (2-way, not 16-way, bank conflicts):
+//     0.090 / 0.056, 0.065 / 0.049, 0.530 / 0.516
+//   K loaded two quads of a key side by side (whole 32 B sectors): 2048: 0.530 / 0.499
+//   key chunks (SPLITS) where query tiles are few: 1x12x1024x64 0.172 -> 0.145 with 2;
+//     at 1x12x2048x64 (384 tiles) 2 chunks cost 0.496 -> 0.546
+// The rule of which shapes take it (lower_attention.attention_path) holds the comparison.
 // bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
-// 4 out, 5 params. grid: (ceil(Lq / 64), H, B).
+// 4 out (or the chunks' partials), 5 params. grid: (ceil(Lq / 64) x SPLITS, H, B).
 {{ATTENTION_IO}}
 const BQ: u32 = 64u;              // query rows a workgroup
 const RQ: u32 = {{RQ}}u;           // row quads a thread: 1 (256 threads) or 2 (128)
