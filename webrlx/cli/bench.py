@@ -3,7 +3,7 @@
 
 Method: webrlx runs a compiled executable with inputs already on the device; `iters` runs are
 submitted back to back and synchronized once at the end (a 4-byte readback), `iters` doubled
-until a batch takes 5 ms; the time per run is the median over `repeats` such batches, after a
+until a batch takes 20 ms; the time per run is the median over `repeats` such batches, after a
 warm-up. torch: the op in a loop, then
 torch.cuda.synchronize(), same batching. numpy: the op in a loop.
 """
@@ -17,16 +17,18 @@ from typing import Any, Callable
 import numpy as np
 
 import webrlx as wr
+from webrlx.backends.base import Copy
 
 
-MIN_BATCH_S = 0.005   # grow a batch until it runs this long: one sync's cost stays < ~5% of it
+MIN_BATCH_S = 0.02    # grow a batch until it runs this long: one sync's cost stays < ~2% of it
 
 
 def _time(fn: Callable[[], Any], sync: Callable[[], Any], iters: int, repeats: int) -> float:
     """Seconds per call of fn: the median over `repeats` batches of back-to-back calls ended
     by one sync. A batch has at least `iters` calls, more (doubling, up to 4096) until it takes
     MIN_BATCH_S: with 10 calls of a 15 us kernel, the one readback that ends the batch was half
-    of the figure (H100, bench/submit_probe.py)."""
+    of the figure (H100, bench/submit_probe.py), and natively a 4-byte readback costs ~0.4 ms
+    (H200, wgpu-py's read_buffer), 8% of a 5 ms batch."""
     fn()
     sync()
     while iters < 4096:
@@ -56,8 +58,14 @@ def time_executable(exe: wr.Executable, feeds: dict[str, np.ndarray], iters: int
         return _time(lambda: exe.run(feeds), lambda: None, iters, repeats)
     backend = plan.backend
 
+    # the batch's end: 4 bytes of the first output copied and read back (queue order makes it
+    # wait for every run). The whole output copied there (as before) cost 1.3 ms at 64 MB on
+    # an H200 (its staging buffer is host memory), a quarter of a 5 ms batch.
+    first = plan.copies[0]
+    probe = Copy(first.src, first.src_offset, first.dst, first.dst_offset, min(4, first.nbytes))
+
     def sync() -> None:
-        backend.submit([], plan.copies[:1])
+        backend.submit([], [probe])
         backend.read_buffer(plan.staging, 0, 4)
     return _time(lambda: backend.submit(plan.dispatches), sync, iters, repeats)
 
