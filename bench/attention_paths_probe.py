@@ -1,8 +1,9 @@
 """Attention by path and kernel: each attention path (lower_attention.FORCE_PATH: the
-two-matmul form, "rows", "row", "flash") and, for the two-matmul form, each matmul variant forced
-(autotune.PREFER, "" the tuner's pick), with or without a padding mask: wall time per run (the
-bench's method), the largest error against numpy (float64) and the GPU time of every dispatch (timestamp queries), beside torch SDPA in
-the same run where CUDA is present. Prints JSON.
+two-matmul form, "rows", "row", "flash") and, for the two-matmul form, each matmul variant
+forced (autotune.PREFER, "" the tuner's pick), with or without a padding mask: wall time per
+run (the bench's method), the largest error against numpy (float64) and the GPU time of every
+dispatch (timestamp queries), beside torch SDPA in the same run where CUDA is present. Prints
+JSON.
     python bench/attention_paths_probe.py [--shapes 32x12x128x64,1x12x2048x64]
         [--paths matmul,rows,row,flash] [--prefer ,matmul_vec4_64,matmul_vec4_db] [--no-mask]
         [--split ,1,2,4] [--flash 1:1,2:1]"""

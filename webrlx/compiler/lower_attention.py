@@ -49,9 +49,10 @@ SOFTWARE_REGS_MAX_ROWS = 4 * 12 * 128  # on CPU adapters, "regs" below this many
 FLASH_SUBGROUPS = True
 # GPUs: attention_flash where queries and keys are at most FLASH_MAX_KEYS at head dim 64
 # (twice as many at 32: the bound is on keys x head dim), and at least MATMUL_ATTENTION_ROWS;
-# longer ones take the two matmuls, which run faster there, unless the rule below holds. H200, GPU ms by timestamps, matmul path /
-# flash (bench/attention_paths_probe.py, bench/results/h200_attention_flash_session12*.json):
-# since its vec4 loads (h200_attention_flash_session12_v4.json): 32x12x128x32 masked 0.090 /
+# longer ones take the two matmuls, which run faster there, unless the rule below holds.
+# H200, GPU ms by timestamps, matmul path / flash (bench/attention_paths_probe.py,
+# bench/results/h200_attention_flash_session12*.json), since its vec4 loads
+# (h200_attention_flash_session12_v4.json): 32x12x128x32 masked 0.090 /
 # 0.055; 1x12x128x64 masked 0.031 / 0.018; 1x12x512x64 0.065 / 0.049; 1x12x1024x64 0.173 /
 # 0.173; 4x12x1024x64 0.524 / 0.542; 1x12x2048x64 0.530 / 0.499 (wall: a tie); 2x12x2048x64
 # 0.991 / 1.037; 8x12x1024x64 0.999 / 1.060; 1x12x4096x64 1.931 / 2.026.
@@ -87,12 +88,14 @@ FLASH_PREFETCH = True       # its next K/V tile loaded into registers during thi
 FORCE_PATH: str | None = None  # "row", "rows", "regs", "flash" or "matmul": probes, tests
 
 
-def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> str:
+def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int,
+                   flash_ok: bool = True) -> str:
     """Which attention kernel runs: "matmul" (two tiled matmuls around a softmax), "rows"
     (attention_rows.wgsl: query rows share K/V tiles), "regs" (attention_regs.wgsl: a thread
     per query row, no workgroup memory), "row" (attention.wgsl: a 256-thread workgroup per
     query row, for a few query rows over many keys on a GPU) or "flash" (attention_flash.wgsl:
-    register-tiled 64-row query tiles over 64-key tiles, GPUs, up to FLASH_MAX_KEYS).
+    register-tiled 64-row query tiles over 64-key tiles, GPUs, up to FLASH_MAX_KEYS; flash_ok
+    False leaves it out).
 
     Measured with bench/attention_probe.py (masked, head dim 32, ms; lavapipe / SwiftShader),
     after the register-only matmuls (matmul_regs) came to CPU adapters:
@@ -118,9 +121,10 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int) -> 
     if software and (b * h * lq < SOFTWARE_REGS_MAX_ROWS or not rows_ok):
         return "regs"
     keys = max(lq, lk) * d // 64               # (keys at head dim 64)
-    if not software and MATMUL_ATTENTION_ROWS <= min(lq, lk) and flash_fits(L, d) and (
-            keys <= FLASH_MAX_KEYS or (keys <= FLASH_LONG_MAX_KEYS
-                                       and b * h * -(-lq // 64) <= FLASH_LONG_MAX_WGS)):
+    short = keys <= FLASH_MAX_KEYS or (keys <= FLASH_LONG_MAX_KEYS
+                                       and b * h * -(-lq // 64) <= FLASH_LONG_MAX_WGS)
+    if flash_ok and short and not software and MATMUL_ATTENTION_ROWS <= min(lq, lk) \
+            and flash_fits(L, d):
         return "flash"
     if min(lq, lk) >= MATMUL_ATTENTION_ROWS and b * h * lq * lk * 4 <= L.info.max_binding_size \
             and (not software or not rows_ok or b * h < SOFTWARE_ROWS_MIN_HEADS):
@@ -166,7 +170,7 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     path = attention_path(L, b, h, lq, lk, d)
     if path == "flash" and FORCE_PATH is None \
             and not all(_vec4_view(L, i) for i in node.inputs[:3]):
-        path = "matmul"              # (attention_flash reads vec4s)
+        path = attention_path(L, b, h, lq, lk, d, flash_ok=False)   # (flash reads vec4s)
     if path == "matmul":
         return _attention_by_matmul(L, node, (b, h, lq, lk, d))
     taken: set[int] = set()
