@@ -6,7 +6,7 @@ dispatch (timestamp queries), beside torch SDPA in the same run where CUDA is pr
 JSON.
     python bench/attention_paths_probe.py [--shapes 32x12x128x64,1x12x2048x64]
         [--paths matmul,rows,row,flash] [--prefer ,matmul_vec4_64,matmul_vec4_db] [--no-mask]
-        [--split ,1,2,4] [--flash 1:1,2:1]"""
+        [--split ,1,2,4] [--flash ,1,2]"""
 from __future__ import annotations
 
 import argparse
@@ -44,11 +44,8 @@ def main() -> None:
     p.add_argument("--no-mask", action="store_true")
     p.add_argument("--split", default="", help="K pieces of the batched P V product on the "
                    "matmul path (lower_matmul.SPLIT_K_BATCHED; '' its rule), e.g. ,1,2,4")
-    p.add_argument("--db64", default="1", help="batched pieces in 128x64 tiles: 1, 0 or both "
-                   "(lower_matmul.SPLIT_K_BATCHED_DB64)")
-    p.add_argument("--flash", default="1:1", help="flash variants, row quads:prefetch[:key "
-                   "chunks], e.g. 1:1,1:0,2:1,1:1:2 (lower_attention.FLASH_RQ, FLASH_PREFETCH, "
-                   "FLASH_SPLITS; no chunk count: its rule)")
+    p.add_argument("--flash", default="", help="key chunks of the flash kernel, e.g. ,1,2,4 "
+                   "(lower_attention.FLASH_SPLITS; '' its rule)")
     a = p.parse_args()
     rng = np.random.default_rng(0)
     out = {"device": wr.device().info.name, "mask": not a.no_mask, "cases": {}}
@@ -64,21 +61,18 @@ def main() -> None:
         row: dict = {}
         for path in a.paths.split(","):
             variants = list(dict.fromkeys(
-                f"{pr}/{sp}/{db}" if sp else pr for pr in a.prefer.split(",")
-                for sp in a.split.split(",") for db in a.db64.split(","))) \
+                f"{pr}/{sp}" if sp else pr for pr in a.prefer.split(",")
+                for sp in a.split.split(","))) \
                 if path == "matmul" else \
                 a.flash.split(",") if path == "flash" else [""]
             for prefer in variants:
                 lower_attention.FORCE_PATH, autotune.PREFER = path, None
                 if path == "matmul":
-                    pr, sp, db = (prefer.split("/") + ["", "1"])[:3]
+                    pr, _, sp = prefer.partition("/")
                     autotune.PREFER = pr or None
                     lower_matmul.SPLIT_K_BATCHED = int(sp) if sp else None
-                    lower_matmul.SPLIT_K_BATCHED_DB64 = db != "0"
                 if path == "flash":
-                    rq, pf, sp = (prefer.split(":") + [""])[:3]
-                    lower_attention.FLASH_RQ, lower_attention.FLASH_PREFETCH = int(rq), pf == "1"
-                    lower_attention.FLASH_SPLITS = int(sp) if sp else None
+                    lower_attention.FLASH_SPLITS = int(prefer) if prefer else None
                 tag = path + (f" {prefer}" if prefer else "")
                 g = wr.Graph()
                 ins = [g.input(n, (b, h, s, d)) for n in "qkv"]
@@ -96,9 +90,7 @@ def main() -> None:
                 print(shape, tag, row[tag].get("ms", row[tag].get("error")), file=sys.stderr,
                       flush=True)
         lower_attention.FORCE_PATH, autotune.PREFER = None, None
-        lower_matmul.SPLIT_K_BATCHED, lower_matmul.SPLIT_K_BATCHED_DB64 = None, True
-        lower_attention.FLASH_RQ, lower_attention.FLASH_PREFETCH = 1, True
-        lower_attention.FLASH_SPLITS = None
+        lower_matmul.SPLIT_K_BATCHED, lower_attention.FLASH_SPLITS = None, None
 
         def torch_attn(q, k, v, m=None):
             import torch

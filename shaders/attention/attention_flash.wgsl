@@ -33,18 +33,13 @@
 // 4 out (or the chunks' partials), 5 params. grid: (ceil(Lq / 64) x SPLITS, H, B).
 {{ATTENTION_IO}}
 const BQ: u32 = 64u;              // query rows a workgroup
-const RQ: u32 = {{RQ}}u;           // row quads a thread: 1 (256 threads) or 2 (128)
-const TY: u32 = 16u / RQ;         // threads along y; thread (tx, ty) owns row quads ty + TY i
-const NT: u32 = 16u * TY;         // threads
+const NT: u32 = 256u;             // threads (16 x 16)
 const BKV: u32 = 64u;             // keys a tile
 const D: u32 = {{D}}u;            // head dim
 const DQ: u32 = D / 4u;           // column quads of a row of the output
 const KS: u32 = 16u / DQ;         // ways the keys of a tile are split in O += P V
 const KPS: u32 = BKV / KS;        // keys of a tile per split
 const NL: u32 = (D * 16u + NT - 1u) / NT;  // vec4s of K (and of V) a thread loads a tile
-// PREFETCH: the next tile's K and V are loaded into registers while this tile computes
-// (else loaded after it, holding no registers through the products)
-override PREFETCH: bool = true;
 // SPLITS > 1: the keys are cut into SPLITS chunks (whole tiles), one workgroup each (grid x
 // = query tiles x SPLITS): more workgroups where one per query tile leaves SMs idle. Each
 // writes its rows' unnormalized output and (max, sum) into `out`, then [SPLITS][B H Lq]
@@ -90,11 +85,11 @@ fn put_kv(e: u32, kq: vec4<f32>, vq: vec4<f32>) {
     Vs[e] = vq;
 }
 
-@compute @workgroup_size(16, TY)
+@compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3: vec3<u32>,
         @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3<u32>) {
     let tx = l3.x;
-    let ty = l3.y;
+    let ty = l3.y;                          // this thread's row quad: rows ty*4 + (0..3)
     let b = wid.z;
     let h = wid.y;
     let sp = wid.x % SPLITS;                // this workgroup's key chunk
@@ -120,33 +115,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
         put_kv(lid + NT * u, k_quad(kb, k_lo, lid + NT * u), v_quad(vb, k_lo, lid + NT * u));
     }
     workgroupBarrier();
-    var m: array<vec4<f32>, RQ>;            // running max of row quad ty + TY i
-    var l: array<vec4<f32>, RQ>;            // this thread's part of their running sums
-    var o: array<vec4<f32>, 4u * RQ>;       // O rows (ty + TY i)*4 + r, column quad tx % DQ
-    for (var i = 0u; i < RQ; i++) { m[i] = vec4<f32>(NEG); }
+    var m = vec4<f32>(NEG);                 // running max of rows ty*4 + (0..3)
+    var l = vec4<f32>(0.0);                 // this thread's part of their running sums
+    var o: array<vec4<f32>, 4>;             // O rows ty*4 + r, column quad tx % DQ (this split)
     let dq = tx % DQ;
     let ks = tx / DQ;
     for (var t0 = k_lo; t0 < kv_end; t0 += BKV) {
         let more = t0 + BKV < kv_end;
-        if (PREFETCH && more) {
+        if (more) {                         // the next tile, into registers
             for (var u = 0u; u < NL; u++) {
                 kr[u] = k_quad(kb, t0 + BKV, lid + NT * u);
                 vr[u] = v_quad(vb, t0 + BKV, lid + NT * u);
             }
         }
-        // s[4i + r][c]: row (ty + TY i)*4 + r, key t0 + tx*4 + c (zeroed explicitly: naga
-        // declares a loop body's vars once, so a bare `var` there keeps the last iteration's)
-        var s: array<vec4<f32>, 4u * RQ>;
-        for (var z = 0u; z < 4u * RQ; z++) { s[z] = vec4<f32>(0.0); }
+        // s[r][c]: row ty*4 + r, key t0 + tx*4 + c (zeroed explicitly: naga declares a loop
+        // body's vars once, so a bare `var` there keeps the last iteration's value)
+        var s = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0),
+                                    vec4<f32>(0.0));
         for (var d = 0u; d < D; d++) {
+            let qv = Qs[d * 16u + ty];
             let kv = KP[d * 16u + tx];
-            for (var i = 0u; i < RQ; i++) {
-                let qv = Qs[d * 16u + ty + TY * i];
-                s[4u * i] += qv.x * kv;
-                s[4u * i + 1u] += qv.y * kv;
-                s[4u * i + 2u] += qv.z * kv;
-                s[4u * i + 3u] += qv.w * kv;
-            }
+            s[0] += qv.x * kv;
+            s[1] += qv.y * kv;
+            s[2] += qv.z * kv;
+            s[3] += qv.w * kv;
         }
         // keys this thread's columns stand for: in range and not masked (causal: per row)
         var keep = vec4<bool>(false);
@@ -154,106 +146,73 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
             let key = t0 + tx * 4u + c;
             keep[c] = key < p.Lk && (!HAS_MASK || mask[b * p.Lk + min(key, p.Lk - 1u)] != 0);
         }
-        var mx: array<vec4<f32>, RQ>;
-        for (var i = 0u; i < RQ; i++) {
-            mx[i] = vec4<f32>(NEG);
-            for (var r = 0u; r < 4u; r++) {
-                let end = key_end(r0 + (ty + TY * i) * 4u + r);
-                for (var c = 0u; c < 4u; c++) {
-                    let ok = keep[c] && t0 + tx * 4u + c < end;
-                    s[4u * i + r][c] = select(NEG, s[4u * i + r][c], ok);
-                    mx[i][r] = max(mx[i][r], s[4u * i + r][c]);
-                }
+        var mx = vec4<f32>(NEG);
+        for (var r = 0u; r < 4u; r++) {
+            let end = key_end(r0 + ty * 4u + r);
+            for (var c = 0u; c < 4u; c++) {
+                let ok = keep[c] && t0 + tx * 4u + c < end;
+                s[r][c] = select(NEG, s[r][c], ok);
+                mx[r] = max(mx[r], s[r][c]);
             }
         }
         workgroupBarrier();                 // every read of the K tile done: KP takes P
-        for (var i = 0u; i < RQ; i++) {
-            let m_new = max(m[i], rows_max(ty + TY * i, tx, mx[i]));
-            let corr = exp(m[i] - m_new);
-            m[i] = m_new;
-            l[i] *= corr;
-            for (var r = 0u; r < 4u; r++) {
-                let z = 4u * i + r;
-                o[z] *= corr[r];
-                let pr = select(vec4<f32>(0.0), exp(s[z] - m_new[r]), s[z] > vec4<f32>(NEG));
-                s[z] = pr;
-                l[i][r] += pr.x + pr.y + pr.z + pr.w;
-            }
+        let m_new = max(m, rows_max(ty, tx, mx));
+        let corr = exp(m - m_new);
+        m = m_new;
+        l *= corr;
+        for (var r = 0u; r < 4u; r++) {
+            o[r] *= corr[r];
+            let pr = select(vec4<f32>(0.0), exp(s[r] - m_new[r]), s[r] > vec4<f32>(NEG));
+            s[r] = pr;
+            l[r] += pr.x + pr.y + pr.z + pr.w;
         }
-        for (var i = 0u; i < RQ; i++) {
-            // P [key][row quad ^ (key / 4)]: the swizzle spreads a warp's 16 keys tx*4 + c
-            // over the banks (2-way, not 16-way, conflicts)
-            for (var c = 0u; c < 4u; c++) {
-                KP[(tx * 4u + c) * 16u + ((ty + TY * i) ^ tx)] = vec4<f32>(
-                    s[4u * i][c], s[4u * i + 1u][c], s[4u * i + 2u][c], s[4u * i + 3u][c]);
-            }
+        // P [key][row quad ^ (key / 4)]: the swizzle spreads a warp's 16 keys tx*4 + c over
+        // the banks (2-way, not 16-way, conflicts)
+        for (var c = 0u; c < 4u; c++) {
+            KP[(tx * 4u + c) * 16u + (ty ^ tx)] = vec4<f32>(s[0][c], s[1][c], s[2][c], s[3][c]);
         }
         workgroupBarrier();
         for (var jj = 0u; jj < KPS; jj++) {
             let j = ks * KPS + jj;
+            let pv = KP[j * 16u + (ty ^ (j / 4u))];
             let vv = Vs[j * DQ + dq];
-            for (var i = 0u; i < RQ; i++) {
-                let pv = KP[j * 16u + ((ty + TY * i) ^ (j / 4u))];
-                o[4u * i] += pv.x * vv;
-                o[4u * i + 1u] += pv.y * vv;
-                o[4u * i + 2u] += pv.z * vv;
-                o[4u * i + 3u] += pv.w * vv;
-            }
+            o[0] += pv.x * vv;
+            o[1] += pv.y * vv;
+            o[2] += pv.z * vv;
+            o[3] += pv.w * vv;
         }
         workgroupBarrier();
         if (more) {
-            for (var u = 0u; u < NL; u++) {
-                let e = lid + NT * u;
-                if (PREFETCH) {
-                    put_kv(e, kr[u], vr[u]);
-                } else {
-                    put_kv(e, k_quad(kb, t0 + BKV, e), v_quad(vb, t0 + BKV, e));
-                }
-            }
+            for (var u = 0u; u < NL; u++) { put_kv(lid + NT * u, kr[u], vr[u]); }
             workgroupBarrier();
         }
     }
-    var lt: array<vec4<f32>, RQ>;
-    for (var i = 0u; i < RQ; i++) { lt[i] = rows_sum(ty + TY * i, tx, l[i]); }
+    let lt = rows_sum(ty, tx, l);
     // the key splits' partial rows: splits 1.. hand theirs over through KP, split 0 adds
     if (KS > 1u) {
         if (ks > 0u) {
-            for (var z = 0u; z < 4u * RQ; z++) {
-                let row = (ty + TY * (z / 4u)) * 4u + z % 4u;
-                KP[((ks - 1u) * BQ + row) * DQ + dq] = o[z];
-            }
+            for (var r = 0u; r < 4u; r++) { KP[((ks - 1u) * BQ + ty * 4u + r) * DQ + dq] = o[r]; }
         }
         workgroupBarrier();
         if (ks == 0u) {
             for (var w = 1u; w < KS; w++) {
-                for (var z = 0u; z < 4u * RQ; z++) {
-                    let row = (ty + TY * (z / 4u)) * 4u + z % 4u;
-                    o[z] += KP[((w - 1u) * BQ + row) * DQ + dq];
+                for (var r = 0u; r < 4u; r++) {
+                    o[r] += KP[((w - 1u) * BQ + ty * 4u + r) * DQ + dq];
                 }
             }
         }
     }
-    if (ks == 0u && SPLITS > 1u) {           // partial rows and their (max, sum)
-        let rows = nwg.z * nwg.y * p.Lq;
-        for (var z = 0u; z < 4u * RQ; z++) {
-            let i = r0 + (ty + TY * (z / 4u)) * 4u + z % 4u;
-            if (i < p.Lq) {
-                let at = (sp * rows + (b * nwg.y + h) * p.Lq + i) * (DQ + 1u);
-                out[at + dq] = vec4<{{T}}>(o[z]);
-                if (dq == 0u) {
-                    out[at + DQ] = vec4<{{T}}>(m[z / 4u][z % 4u], lt[z / 4u][z % 4u], 0.0, 0.0);
-                }
-            }
-        }
-    }
-    if (ks == 0u && SPLITS == 1u) {
-        for (var z = 0u; z < 4u * RQ; z++) {
-            let i = r0 + (ty + TY * (z / 4u)) * 4u + z % 4u;
-            let sum = lt[z / 4u][z % 4u];
-            if (i < p.Lq) {
-                let inv = select(1.0 / sum, 0.0, sum == 0.0);
-                out[(b * p.o_b + h * p.o_h + i * p.o_i) / 4u + dq] = vec4<{{T}}>(o[z] * inv);
-            }
+    if (ks != 0u) { return; }
+    for (var r = 0u; r < 4u; r++) {
+        let i = r0 + ty * 4u + r;
+        if (i >= p.Lq) { continue; }
+        if (SPLITS > 1u) {                  // the partial row and its (max, sum)
+            let at = (sp * nwg.z * nwg.y * p.Lq + (b * nwg.y + h) * p.Lq + i) * (DQ + 1u);
+            out[at + dq] = vec4<{{T}}>(o[r]);
+            if (dq == 0u) { out[at + DQ] = vec4<{{T}}>(m[r], lt[r], 0.0, 0.0); }
+        } else {
+            let inv = select(1.0 / lt[r], 0.0, lt[r] == 0.0);
+            out[(b * p.o_b + h * p.o_h + i * p.o_i) / 4u + dq] = vec4<{{T}}>(o[r] * inv);
         }
     }
 }

@@ -117,7 +117,7 @@ def test_every_shader_renders_without_unknown_slots():
         if not name.startswith("common/"):
             out = render(name, T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0",
                          HIGHEST="1.0", SCALE="1.0", MAX="fmax_", MIN="fmin_", ISNAN="false",
-                         D4="8", KT="32", KD="256", VPT="4", WG="256", D="32", RQ="1",
+                         D4="8", KT="32", KD="256", VPT="4", WG="256", D="32",
                          ROW_TILES=raw_shader("common/flash_rows"),
                          **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
                             wide_slots() if name == "matmul/matmul_wide" else

@@ -69,7 +69,7 @@ def transpose_tiles(view: Strided, out: Strided, shape: tuple[int, ...]
     if len(lead) == 1:
         lead, vs, os_ = (1, lead[0]), (0, vs[0]), (0, os_[0])
     rows, cols = shape[-2], shape[-1]
-    params = {"R": rows, "C": cols, "nb1": lead[1], "sr": 1, "sc": view.strides[-1],
+    params = {"R": rows, "C": cols, "nb1": lead[1], "sc": view.strides[-1],
               "sb0": vs[0], "sb1": vs[1], "x_off": view.offset, "ob0": os_[0], "ob1": os_[1],
               "o_off": out.offset}
     return params, (-(-cols // 32), -(-rows // 32), lead[0] * lead[1])

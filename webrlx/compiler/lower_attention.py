@@ -5,6 +5,7 @@ binding, two tiled matmuls around a masked softmax, which run at matmul speed.""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .. import dtype as dt
 from ..graph import Node
@@ -83,8 +84,6 @@ def flash_splits(b: int, h: int, lq: int, lk: int) -> int:
     return splits
 
 
-FLASH_RQ = 1                # attention_flash's row quads a thread (1: 256 threads, 2: 128)
-FLASH_PREFETCH = True       # its next K/V tile loaded into registers during this one
 FORCE_PATH: str | None = None  # "row", "rows", "regs", "flash" or "matmul": probes, tests
 
 
@@ -134,15 +133,21 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int,
     return "rows"
 
 
+def _head_view(L: EmitContext, node_id: int) -> Any:
+    """The lazy view of a (B, H, L, D) operand that the fused kernels can read in place (dim
+    stride 1): (buffer, ..., element offset, strides), or None."""
+    lz = L.lazy.get(node_id)
+    view = lz.view() if lz else None
+    return view if view is not None and view[3][3] == 1 else None
+
+
 def _bhd_strides(L: EmitContext, node_id: int, taken: set[int]
                  ) -> tuple[Buf, int, tuple[int, int, int]]:
     """(buffer, element offset, (batch, head, row) strides) of a (B, H, L, D) operand; views
     (dim stride 1) need no copy, unless their buffer is in `taken` (an earlier operand's) and
     the device rejects one buffer in several bindings (the browser): then a compact copy."""
-    lz = L.lazy.get(node_id)
-    view = lz.view() if lz else None
-    if view is not None and view[3][3] == 1 and (L.info.shared_read_bindings
-                                                 or view[0].id not in taken):
+    view = _head_view(L, node_id)
+    if view is not None and (L.info.shared_read_bindings or view[0].id not in taken):
         taken.add(view[0].id)
         del L.lazy[node_id]
         return view[0], view[2], view[3][:3]
@@ -154,9 +159,8 @@ def _vec4_view(L: EmitContext, node_id: int) -> bool:
     """Whether _bhd_strides would give node_id's operand at an offset and (batch, head, row)
     strides that are all multiples of 4 (a view read in place, or a compact buffer of a head
     dim that is a multiple of 4); looks without taking the view."""
-    lz = L.lazy.get(node_id)
-    view = lz.view() if lz else None
-    if view is None or view[3][3] != 1:
+    view = _head_view(L, node_id)
+    if view is None:
         return L.shape(node_id)[3] % 4 == 0
     return view[2] % 4 == 0 and all(x % 4 == 0 for x in view[3][:3])
 
@@ -188,6 +192,10 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     strides = {f"{t}_{s}": v for t, st in zip("qkvo", (qs, ks, vs, os_))
                for s, v in zip("bhi", st)}
     strides.update(q_o=qo, k_o=ko, v_o=vo)
+    # what every fused kernel takes: q, k, v, mask, out; shapes, scale and strides; masking
+    qkv = {"q": qb, "k": kb, "v": vb, "mask": mask}
+    args = {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides}
+    masking = {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False))}
     if path == "flash":              # register-tiled Q x K/V tiles, online softmax (GPUs)
         sg = L.info.subgroup_size
         rows = raw_shader("common/flash_rows_subgroup" if FLASH_SUBGROUPS and sg >= 16
@@ -199,12 +207,9 @@ def _attention(L: EmitContext, node: Node) -> Buf:
         part = L.temp((splits * b * h * lq * (d // 4 + 1) * 4,), dt.float32) \
             if splits > 1 else out
         L.emit(kernel("attention/attention_flash", T=L.T(node.dtype), D=str(d), ROW_TILES=rows,
-                      RQ=str(FLASH_RQ), QKV=f"vec4<{L.T(node.dtype)}>"),
-               {"q": qb, "k": kb, "v": vb, "mask": mask, "out": part},
-               {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides},
-               (-(-lq // 64) * splits, h, b),
-               {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
-                "PREFETCH": FLASH_PREFETCH, "SPLITS": splits},
+                      QKV=f"vec4<{L.T(node.dtype)}>"),
+               {**qkv, "out": part}, args, (-(-lq // 64) * splits, h, b),
+               {**masking, "SPLITS": splits},
                name="attention_flash" + (f"[{splits} key chunks]" if splits > 1 else ""),
                read_only=("q", "k", "v"))
         if splits > 1:
@@ -217,11 +222,8 @@ def _attention(L: EmitContext, node: Node) -> Buf:
         return out
     if path == "regs":               # a thread per row, no workgroup memory (CPU adapters)
         L.emit(kernel("attention/attention_regs", T=L.T(node.dtype), D4=str(-(-d // 4))),
-               {"q": qb, "k": kb, "v": vb, "mask": mask, "out": out},
-               {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides},
-               (-(-lq // L.wg), h, b),
-               {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
-                "WG": L.wg, "FULL": d % 4 == 0}, name="attention_regs",
+               {**qkv, "out": out}, args, (-(-lq // L.wg), h, b),
+               {**masking, "WG": L.wg, "FULL": d % 4 == 0}, name="attention_regs",
                read_only=("q", "k", "v"))
         return out
     rows = path == "rows"            # threads per row sharing K/V tiles (rows_attention_storage)
@@ -231,11 +233,8 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     grid = (-(-lq // (64 // split)), h, b) if rows else (lq, h, b)
     kt = rows_kt(L.info.software)
     slots = {"D4": str(-(-d // 4)), "KT": str(kt), "KD": str(kt * -(-d // 4))} if rows else {}
-    L.emit(kernel(shader, T=L.T(node.dtype), **slots), {"q": qb, "k": kb, "v": vb, "mask": mask,
-                                                "out": out},
-           {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides}, grid,
-           {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
-            **({"DV4": -(-d // 4), "SPLIT": split} if rows else {})},
+    L.emit(kernel(shader, T=L.T(node.dtype), **slots), {**qkv, "out": out}, args, grid,
+           {**masking, **({"DV4": -(-d // 4), "SPLIT": split} if rows else {})},
            name="attention_rows" if rows else "attention", read_only=("q", "k", "v"))
     return out
 

@@ -253,9 +253,16 @@ def split_k(m: int, n: int, k: int, batch: int, max_binding: int) -> int:
     wgs = -(-n // 64) * -(-m // 64) * batch
     if batch != 1 or wgs >= SPLIT_K_BELOW or k < SPLIT_K_MIN_K:
         return 1
+    return _double_pieces(k, m * n * 4, max_binding, lambda p: wgs * p * 2 <= 2 * SPLIT_K_BELOW)
+
+
+def _double_pieces(k: int, part_bytes: int, max_binding: int, more: Any) -> int:
+    """K pieces doubled from 1 while more(pieces) holds (the split rules' workgroup targets),
+    up to SPLIT_K_MAX, each piece a multiple of 16 long (the tiles' K step), and the stacked
+    partial products (part_bytes each) within one binding."""
     pieces = 1
-    while (pieces * 2 <= SPLIT_K_MAX and wgs * pieces * 2 <= 2 * SPLIT_K_BELOW
-           and k % (pieces * 2 * 16) == 0 and pieces * 2 * m * n * 4 <= max_binding):
+    while (pieces * 2 <= SPLIT_K_MAX and more(pieces) and k % (pieces * 2 * 16) == 0
+           and pieces * 2 * part_bytes <= max_binding):
         pieces *= 2
     return pieces
 
@@ -281,19 +288,15 @@ def split_k_big(m: int, n: int, k: int, batch: int, max_binding: int) -> int:
         return SPLIT_K_BIG if ok and SPLIT_K_BIG > 1 else 1
     if batch != 1 or wgs >= BIG_GRID or k < 2 * SPLIT_K_MIN_K:
         return 1
-    pieces = 1
-    while (pieces * 2 <= SPLIT_K_MAX and wgs * pieces < 2 * BIG_GRID
-           and k % (pieces * 2 * 16) == 0 and pieces * 2 * m * n * 4 <= max_binding):
-        pieces *= 2
-    return pieces
+    return _double_pieces(k, m * n * 4, max_binding, lambda p: wgs * p < 2 * BIG_GRID)
 
 
 # K pieces for batched f32 matmuls with thin outputs and long K on GPUs (split_k_batched):
 # attention's P V (2048 queries x 64 dims over 2048 keys, 12 heads) had 192 workgroups of
-# 128x64 tiles, each summing all 2048 keys. SPLIT_K_BATCHED forces a count (probes, tests);
-# 0 or 1 turns it off.
+# 128x64 tiles, each summing all 2048 keys: 0.227 ms; in 2 pieces of the same tiles 0.190 +
+# 0.010 for the sum (H200, h200_attention_split_pv_session12.json; in 64x64 tiles the pieces
+# gained nothing). SPLIT_K_BATCHED forces a count (probes, tests); 0 or 1 turns it off.
 SPLIT_K_BATCHED: int | None = None
-SPLIT_K_BATCHED_DB64 = True      # batched pieces in 128x64 double-buffered tiles (GPUs)
 SPLIT_K_BATCHED_MIN_K = 1024      # K from which batched products are split
 SPLIT_K_BATCHED_WGS = 512         # until 64x64 tiles give about this many workgroups
 
@@ -312,11 +315,8 @@ def split_k_batched(m: int, n: int, k: int, batch: int, max_binding: int) -> int
     wgs = -(-n // 64) * -(-m // 64) * batch
     if k < SPLIT_K_BATCHED_MIN_K:
         return 1
-    pieces = 1
-    while (pieces * 2 <= SPLIT_K_MAX and wgs * pieces < SPLIT_K_BATCHED_WGS
-           and k % (pieces * 2 * 16) == 0 and pieces * 2 * batch * m * n * 4 <= max_binding):
-        pieces *= 2
-    return pieces
+    return _double_pieces(k, batch * m * n * 4, max_binding,
+                          lambda p: wgs * p < SPLIT_K_BATCHED_WGS)
 
 
 def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
@@ -333,12 +333,13 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     params = {"M": m, "N": n, "K": k, "KL": kc, "a_off": 0, "b_off": 0,
               "a_bs": batch_strides[0], "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0,
               "act": 0, "has_bias": 0, "ZS": pieces}
-    name, k_tiled = tile_kernel(t, acc_t, r, L.info.software)
-    grid = (-(-n // (64 * r)), -(-m // (64 * r)), batch * pieces)
-    if batch > 1 and SPLIT_K_BATCHED_DB64 and db_tiles(L.info.software):    # 128x64 tiles
+    if batch > 1 and db_tiles(L.info.software):       # 128x64 double-buffered tiles
         name = "matmul_vec4_db64"
         k_tiled = kernel("matmul/matmul_tiled_db", T=t, C=acc_t, **tiled_db_slots(1))
         grid = (-(-n // 64), -(-m // 128), batch * pieces)
+    else:
+        name, k_tiled = tile_kernel(t, acc_t, r, L.info.software)
+        grid = (-(-n // (64 * r)), -(-m // (64 * r)), batch * pieces)
     L.emit(k_tiled, {"A": a, "B": b, "bias": L.dummy(0), "C": parts}, params, grid,
            {"HAS_BIAS": False, "ACT": 0}, name=f"{name}[split-k {pieces}]")
     if batch == 1:
