@@ -11,7 +11,8 @@
 // stay in registers: the same code as loops over i, j < R ran 15x slower at 4096^3 on an H100
 // (NVIDIA's compiler did not unroll them and spilled acc). Next tile's global loads are held in
 // registers during the FMAs.
-// Tried on an H100 (bench/tiled_probe.py, bench/results/h100_tiled_long_k_session9.json): twice
+// Tried on an H100 (bench/tiled_probe.py,
+// bench/results/2026-11-25-h100-tiled-probe-long-k.json): twice
 // the k per step (BK 16 for 128 tiles, 32 for 64 tiles: 16 KB of tiles, half the barriers per
 // FMA, two loads a thread a step held in a 2-entry register array) ran no faster than the
 // same generic code at the default step (4096^3 5.82 vs 5.99 ms of GPU time, 2048^3 0.754 vs
@@ -19,7 +20,7 @@
 // this file (4096^3 6.2 ms a run against 5.5): barriers are not what bounds it. Dropped.
 // Also tried: the FMA block as fma() builtins instead of `acc += a * b` (in case the driver
 // left them unfused): the same to 0.3% at 1024^3-4096^3, f32 and f16
-// (bench/results/h100_tiled_fma_session9.json). The driver contracts them already.
+// (bench/results/2026-11-25-h100-tiled-probe-fma.json). The driver contracts them already.
 // Tried for software adapters: half the K step (BK 8 / R, 4 KB of tiles instead of 8, since
 // Chromium's SwiftShader compiles ~75 ms per KB of workgroup memory): the pipeline compiled
 // in 0.67 s instead of 1.0-1.3 s, but MiniLM ran 15-25% slower on SwiftShader (twice the

@@ -39,7 +39,7 @@ HOLD_ALWAYS = False     # (tests) hold every run as in a burst: lavapipe's runs 
 # module, every check on. User kernels (kernels.from_source marks them: RUNTIME_CHECKS_MARK) always
 # keep every check. WEBRLX_SHADER_CHECKS overrides it: "all" for None, else the flags.
 # Why none (H200, bench/shader_checks_probe.py --settings all,0,2,all,0,
-# bench/results/h200_shader_checks_probe_session11.json; ms, all -> 0): naga clamps every
+# bench/results/2026-11-26-h200-shader-checks-probe.json; ms, all -> 0): naga clamps every
 # workgroup-array index (min per shared-memory load in the matmul's inner loop) and counts
 # every loop's iterations, and the driver cannot take them out: f32 matmul 4096^3 5.51 ->
 # 4.21 (2048^3 0.753 -> 0.594), attention 1x12x2048x64 0.822 -> 0.614, layer_norm 4096^2

@@ -52,15 +52,15 @@ FLASH_SUBGROUPS = True
 # (twice as many at 32: the bound is on keys x head dim), and at least MATMUL_ATTENTION_ROWS;
 # longer ones take the two matmuls, which run faster there, unless the rule below holds.
 # H200, GPU ms by timestamps, matmul path / flash (bench/attention_paths_probe.py,
-# bench/results/h200_attention_flash_session12*.json), since its vec4 loads
-# (h200_attention_flash_session12_v4.json): 32x12x128x32 masked 0.090 /
+# bench/results/2026-11-26-h200-attention-flash-*.json), since its vec4 loads
+# (2026-11-26-h200-attention-flash-v4.json): 32x12x128x32 masked 0.090 /
 # 0.055; 1x12x128x64 masked 0.031 / 0.018; 1x12x512x64 0.065 / 0.049; 1x12x1024x64 0.173 /
 # 0.173; 4x12x1024x64 0.524 / 0.542; 1x12x2048x64 0.530 / 0.499 (wall: a tie); 2x12x2048x64
 # 0.991 / 1.037; 8x12x1024x64 0.999 / 1.060; 1x12x4096x64 1.931 / 2.026.
 # With key chunks (below), up to FLASH_LONG_MAX_KEYS while the query tiles (batch x heads x
 # tiles) are at most FLASH_LONG_MAX_WGS: wall ms 1x12x1024x64 0.171 / 0.154 (2 chunks),
 # 1x12x2048x64 0.568 / 0.565, but 4x12x1024x64 0.575 / 0.639, 2x12x2048x64 1.042 / 1.116
-# (h200_attention_flash_splits_session12.json).
+# (2026-11-26-h200-attention-flash-splits.json).
 FLASH_MAX_KEYS = 512
 FLASH_LONG_MAX_KEYS = 2048
 FLASH_LONG_MAX_WGS = 384

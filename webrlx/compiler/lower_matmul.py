@@ -212,7 +212,7 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
         # TFLOP/s for f32 vec4, f16 vec4 and f16 vec2 fma alike; no paired HFMA2), so an f16
         # matmul gains only its halved loads: 1.2x webrlx's f32 at 4096^3. Explicit fma()
         # changed nothing, and f16 sums within a k step added into f32 ones cost 13%
-        # (bench/matmul_variants_probe.py, h200_matmul_variants_f16_fma_session12.json).
+        # (bench/matmul_variants_probe.py, 2026-11-26-h200-matmul-variants-probe-f16.json).
         if acc_t == "f16":               # half math: wide tiles too (matmul_wide.wgsl)
             variants.append(Variant.of("matmul_wide", kernel("matmul/matmul_wide", T=t,
                                                              C=acc_t, **wide_slots()),
@@ -294,7 +294,7 @@ def split_k_big(m: int, n: int, k: int, batch: int, max_binding: int) -> int:
 # K pieces for batched f32 matmuls with thin outputs and long K on GPUs (split_k_batched):
 # attention's P V (2048 queries x 64 dims over 2048 keys, 12 heads) had 192 workgroups of
 # 128x64 tiles, each summing all 2048 keys: 0.227 ms; in 2 pieces of the same tiles 0.190 +
-# 0.010 for the sum (H200, h200_attention_split_pv_session12.json; in 64x64 tiles the pieces
+# 0.010 for the sum (H200, 2026-11-26-h200-attention-split-pv.json; in 64x64 tiles the pieces
 # gained nothing). SPLIT_K_BATCHED forces a count (probes, tests); 0 or 1 turns it off.
 SPLIT_K_BATCHED: int | None = None
 SPLIT_K_BATCHED_MIN_K = 1024      # K from which batched products are split

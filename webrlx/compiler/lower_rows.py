@@ -196,9 +196,9 @@ def regs_rows_per_workgroup(n: int) -> int:
     8 (32 threads each) up to 512, 2 (128 threads, 2 vec4 each) up to 1024, else 1. H100 GPU
     time at 1024x1024 with 32 / 64 / 128 threads a row: softmax 11.6 / 9.3 / 8.8 us,
     layer_norm 10.7 / 8.8 / 8.7; at rows of 128, 384 and 512, 32 threads stayed fastest
-    (bench/rows_probe.py --tpr 64,128, h100_rows_probe_tpr_session9.json). Rows of 64 (H200,
+    (bench/rows_probe.py --tpr 64,128, 2026-11-25-h100-rows-probe-tpr.json). Rows of 64 (H200,
     262144 rows, ms a run, bench/row_lengths_probe.py --tpr ,16 --min-n 128,64,
-    h200_rows_tpr_session11.json): softmax 0.097 in the loop kernel, 0.078 here with 32
+    2026-11-26-h200-row-lengths-probe-tpr.json): softmax 0.097 in the loop kernel, 0.078 here with 32
     threads a row (half of them idle), 0.064 with 16 (torch 0.040); layer_norm 0.085 / 0.071 /
     0.067."""
     return 16 if n <= 64 else 8 if n <= 512 else 2 if n <= 1024 else 1
@@ -254,7 +254,7 @@ def split_chunk(rows: int, n: int) -> int:
     softmax 32x49152 with chunks of 1024 / 2048 / 4096 / 8192: 55.6 / 26.3 / 20.9 / 28.2 us,
     layer_norm 55.9 / 25.2 / 20.3 / 25.9; but 8x32768 and 1x49152 were fastest at 2048
     (13.8 / 15.2 us; 17.7 / 18.7 at 4096): few workgroups leave SMs idle
-    (bench/split_chunk_probe.py, h200_split_chunk_probe_session10.json)."""
+    (bench/split_chunk_probe.py, 2026-11-26-h200-split-chunk-probe.json)."""
     chunk = SPLIT_ROW_CHUNK
     while rows * -(-n // chunk) > SPLIT_ROW_MAX_PIECES and chunk < SPLIT_ROW_MAX_CHUNK:
         chunk *= 2
