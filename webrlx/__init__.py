@@ -6,10 +6,10 @@ from .backends.auto import device, device_async
 from .backends.base import DeviceLostError, GPUError
 from .compiler.memory import BindingLimitError
 from .dtype import bool_, float16, float32, int32, uint32
+from .optim import train_step
 from .runtime.device_tensor import DeviceTensor, StaleTensorError
 from .runtime.executable import Executable, InputError, compile
 from .shape import ShapeError
-from .optim import train_step
 from .tensor import Graph, Tensor, concat, where
 
 __version__ = "0.1.0"

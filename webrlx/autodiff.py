@@ -10,7 +10,7 @@ graph. Broadcasting ops sum their gradients back over the broadcast axes (`unbro
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import functools
 import numbers
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import dtype as dt
 
@@ -42,7 +43,7 @@ def shader_dir() -> Path:
     raise FileNotFoundError("webrlx: shaders/ not found next to the package; reinstall webrlx")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def raw_shader(name: str) -> str:
     """Return the text of shaders/<name>.wgsl (name like "matmul/matmul")."""
     path = shader_dir() / f"{name}.wgsl"
@@ -57,7 +58,7 @@ def all_shaders() -> list[str]:
                   for p in shader_dir().rglob("*.wgsl"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _builtin_slots() -> dict[str, str]:
     from .activations import wgsl_activate
     ieee = raw_shader("common/ieee")
@@ -184,7 +185,7 @@ def _same_names(kernel_name: str, what: str, got: set[str], want: tuple[str, ...
             (f"; unknown {extra}" if extra else ""))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _file_signature(name: str, source: str) -> Signature:
     return parse_signature(name, source)
 
@@ -195,7 +196,7 @@ def kernel(name: str, **slots: str) -> Kernel:
     return Kernel(name, source, _file_signature(name, _signature_text(name)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _signature_text(name: str) -> str:
     """The shader with helper slots filled and type slots set to f32: enough to read names."""
     text = raw_shader(name)

@@ -3,13 +3,22 @@ in ops_decoder.py, registered here). Reference and lowering rules live
 in backends/reference.py (REFERENCE) and compiler/lower.py (LOWERINGS), keyed the same way."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from . import dtype as dt
 from . import ops_decoder
-from .shape import (Dim, Shape, ShapeError, broadcast_shapes, mul_dims, normalize_axes,
-                    normalize_axis, numel)
+from .shape import (
+    Dim,
+    Shape,
+    ShapeError,
+    broadcast_shapes,
+    mul_dims,
+    normalize_axes,
+    normalize_axis,
+    numel,
+)
 
 Infer = Callable[[list[Shape], list[dt.DType], dict[str, Any]], tuple[Shape, dt.DType]]
 

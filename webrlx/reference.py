@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 import warnings
 import weakref
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Iterable, Mapping, Union
+from collections.abc import Iterable, Mapping
+from typing import Union
 
 Dim = Union[int, str]
 Shape = tuple[Dim, ...]

@@ -2,7 +2,8 @@
 numpy-like methods record nodes in the graph IR (graph.py)."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

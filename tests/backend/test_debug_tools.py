@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers import rand, run_coroutine
 
 import webrlx as wr

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import rand
 
 import webrlx as wr
 from webrlx import nn
-
-from helpers import rand
 
 
 def _rope_np(x: np.ndarray, p0: int, base: float, interleaved: bool) -> np.ndarray:

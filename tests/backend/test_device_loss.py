@@ -8,10 +8,10 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import run_coroutine
 
 import webrlx as wr
 from webrlx.backends import auto
-from helpers import run_coroutine
 
 
 def _private_gpu():

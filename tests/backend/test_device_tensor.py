@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import rand, run_coroutine
 
 import webrlx as wr
-from helpers import rand, run_coroutine
 
 
 def _step(device):

@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 import pytest
+from helpers import check, rand
 
 import webrlx as wr
-from helpers import check, rand
 
 SHAPES = [((3,), (3,)), ((1,), (257,)), ((2, 3), (3,)), ((4, 1, 5), (3, 1)), ((1000,), ()),
           ((2, 1), (1, 3))]

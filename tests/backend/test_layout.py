@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import check, rand
 
 import webrlx as wr
-from helpers import check, rand
 
 
 def test_reshape(backend):

@@ -5,12 +5,10 @@ import math
 
 import numpy as np
 import pytest
-
-import webrlx as wr
-
 from helpers import check, rand
 from test_nn import _attn
 
+import webrlx as wr
 from webrlx.activations import ACTIVATIONS
 
 SHAPES = [((1, 1), (1, 1)), ((3, 5), (5, 7)), ((64, 64), (64, 64)), ((65, 17), (17, 130)),

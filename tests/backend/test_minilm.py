@@ -123,6 +123,7 @@ def test_varied_inputs_keep_plans_and_memory_bounded(encoder, reference):
     results stay right."""
     import os
     import sys
+
     from helpers import rss_mb
     full = os.environ.get("WEBRLX_SOAK") == "1"
     calls = 10 if sys.platform == "emscripten" else 60

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
-
-import webrlx as wr
 from helpers import rand
 from test_nn import _conv, _pool
+
+import webrlx as wr
 
 
 def test_mlp_two_layers(backend):

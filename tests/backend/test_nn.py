@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import check, force_regs_rows, rand
 
 import webrlx as wr
-from helpers import check, force_regs_rows, rand
 
 
 def _ln(x, w=None, b=None, eps=1e-5):

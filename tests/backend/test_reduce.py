@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers import check, force_regs_rows, rand
 
 import webrlx as wr

@@ -7,9 +7,9 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import rand, run_coroutine
 
 import webrlx as wr
-from helpers import rand, run_coroutine
 
 
 def _mlp_exe(device):

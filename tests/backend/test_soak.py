@@ -11,9 +11,10 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import rand
+from helpers import rss_mb as _rss_mb
 
 import webrlx as wr
-from helpers import rand, rss_mb as _rss_mb
 
 FULL = os.environ.get("WEBRLX_SOAK") == "1"
 BROWSER = sys.platform == "emscripten"

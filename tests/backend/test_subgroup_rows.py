@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import webrlx as wr
 from helpers import check, force_regs_rows, force_subgroup_rows, rand
 from test_grad import _norm_fd
 from test_nn import _attn, _ln
 from test_reduce import _softmax
+
+import webrlx as wr
 
 
 def _expect_subgroups(backend, size: int, picked: list[int]) -> None:

@@ -1,6 +1,6 @@
 """Drive webrlx in headless Chromium: the static server, the browser, and a booted Pyodide.
 
-Shared by tests/browser/conftest.py and bench/ffi_overhead.py. Needs apt `chromium` and pip
+Shared by tests/browser/conftest.py and bench/probes/ffi_overhead.py. Needs apt `chromium` and pip
 `playwright` (never `playwright install`: Debian's /usr/bin/chromium is used).
 """
 from __future__ import annotations
@@ -9,8 +9,9 @@ import contextlib
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from webrlx.cli.serve import default_routes, make_server, page_config
 from webrlx.cli.web_assets import WebAssets

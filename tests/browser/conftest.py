@@ -5,12 +5,13 @@ inside each (browser_suite). Assets are built on first use (cached; see webrlx.c
 from __future__ import annotations
 
 import functools
-import os
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import browser_harness
 import pytest

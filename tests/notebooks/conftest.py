@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import lite_driver
 import pytest
 from notebook_check import NOTEBOOKS, ROOT
 
 from webrlx.cli.lite import build_site
-
 
 # Notebooks whose JupyterLite run is a long model run (SmolLM2 through SwiftShader: about 10
 # minutes on a 2-core box): opt-in with WEBRLX_BROWSER_LLM=1, as the browser suite's SmolLM2

@@ -10,14 +10,20 @@ import subprocess
 import sys
 import threading
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from webrlx.cli import lite, serve
-from webrlx.cli.serve import (LITE_PORT, SERVE_PORT, PortInUseError, make_server, pages,
-                              serve_forever)
+from webrlx.cli.serve import (
+    LITE_PORT,
+    SERVE_PORT,
+    PortInUseError,
+    make_server,
+    pages,
+    serve_forever,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -168,11 +174,11 @@ def test_python_m_webrlx_help_lists_the_subcommands():
 
 
 def test_cooperative_matrix_probe_reports_why_it_cannot_be_used():
-    """bench/coop_matrix_probe.py (run after each wgpu-py upgrade) prints its JSON verdict on
+    """bench/probes/coop_matrix_probe.py (run after each wgpu-py upgrade) prints its JSON verdict on
     any adapter; lavapipe has no cooperative matrices, so it must say so and why."""
     import json
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, str(root / "bench" / "coop_matrix_probe.py")],
+    proc = subprocess.run([sys.executable, str(root / "bench" / "probes" / "coop_matrix_probe.py")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)

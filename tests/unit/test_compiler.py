@@ -7,8 +7,7 @@ import pytest
 import webrlx as wr
 from webrlx.backends.base import DeviceInfo
 from webrlx.compiler.lower import lower
-from webrlx.compiler.lower_matmul import (regs_slots, tiled_db_slots, tiled_slots,
-                                          wide_slots)
+from webrlx.compiler.lower_matmul import regs_slots, tiled_db_slots, tiled_slots, wide_slots
 from webrlx.compiler.memory import lifetimes, peak_live_bytes, plan_memory
 from webrlx.kernels import all_shaders, raw_shader, render
 
@@ -271,6 +270,7 @@ def test_gpus_pick_flash_attention_for_short_sequences():
     (twice as many at 32), up to FLASH_LONG_MAX_KEYS with few query tiles, where its tiles
     fit the workgroup memory, the two matmuls beyond; software adapters never take it."""
     from types import SimpleNamespace
+
     from webrlx.compiler.lower_attention import attention_path
 
     def ctx(software: bool, storage: int) -> SimpleNamespace:

@@ -11,11 +11,9 @@ import pytest
 import webrlx as wr
 from webrlx import nn
 from webrlx.compiler.lower import LOWERINGS
-from webrlx.compiler.lower_matmul import (regs_slots, tiled_db_slots, tiled_slots,
-                                          wide_slots)
-from webrlx.kernels import _builtin_slots, raw_shader
+from webrlx.compiler.lower_matmul import regs_slots, tiled_db_slots, tiled_slots, wide_slots
 from webrlx.graph import SOURCES as graph_sources
-from webrlx.kernels import all_shaders, kernel, parse_signature
+from webrlx.kernels import _builtin_slots, all_shaders, kernel, parse_signature, raw_shader
 from webrlx.ops import OPS
 from webrlx.reference import REFERENCE
 from webrlx.tensor import Tensor

@@ -8,8 +8,9 @@ from __future__ import annotations
 import abc
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..device_info import DeviceInfo, alloc_bytes
-from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, DeviceLostError, GPUError
+from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
 
 IN_PYODIDE = "_pyodide_core" in sys.modules
 if IN_PYODIDE:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 import webrlx as wr
 from webrlx.backends.base import Copy
-
 
 MIN_BATCH_S = 0.02    # grow a batch until it runs this long: one sync's cost stays < ~2% of it
 
@@ -27,7 +27,7 @@ def _time(fn: Callable[[], Any], sync: Callable[[], Any], iters: int, repeats: i
     """Seconds per call of fn: the median over `repeats` batches of back-to-back calls ended
     by one sync. A batch has at least `iters` calls, more (doubling, up to 4096) until it takes
     MIN_BATCH_S: with 10 calls of a 15 us kernel, the one readback that ends the batch was half
-    of the figure (H100, bench/submit_probe.py), and natively a 4-byte readback costs ~0.4 ms
+    of the figure (H100, bench/probes/submit_probe.py), and natively a 4-byte readback costs ~0.4 ms
     (H200, wgpu-py's read_buffer), 8% of a 5 ms batch."""
     fn()
     sync()

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -146,6 +145,7 @@ def run_native(ids: dict[str, list[list[int]]], repeats: int, timeout: float,
 def run_pyodide(ctx: Any, url: str, mode: str, config: dict, ids: dict, repeats: int,
                 warm_up: bool = True) -> dict:
     import browser_harness
+
     from webrlx.models.assets import MINILM_FILES
     t = time.perf_counter()
     py = browser_harness.BrowserPython(ctx, url, mode, config)
@@ -248,6 +248,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     sys.path.insert(0, str(ROOT / "tests" / "browser"))
     import browser_harness
+
     from webrlx.cli.serve import page_config
     from webrlx.cli.web_assets import build
     from webrlx.models.assets import minilm_dir

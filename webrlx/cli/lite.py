@@ -39,10 +39,15 @@ from typing import Any, TextIO
 
 from .. import __version__
 from ..models.assets import MINILM_FILES, minilm_dir, smollm2_gguf
-from .serve import (LITE_PORT, PORT_HELP, PortInUseError, base_url, make_server,
-                    serve_forever)
-from .web_assets import (WHEEL_SOURCE, WHEEL_SOURCE_DIR, WebAssets, build, checkout_root,
-                         with_depends)
+from .serve import LITE_PORT, PORT_HELP, PortInUseError, base_url, make_server, serve_forever
+from .web_assets import (
+    WHEEL_SOURCE,
+    WHEEL_SOURCE_DIR,
+    WebAssets,
+    build,
+    checkout_root,
+    with_depends,
+)
 
 JUPYTERLITE = {"jupyterlite-core": "0.5.1", "jupyterlite-pyodide-kernel": "0.5.2"}
 # What the kernel loads from the Pyodide lock at start (ipython and ssl pull in the rest).

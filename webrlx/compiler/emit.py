@@ -9,23 +9,23 @@ kernel that takes strides (attention) without a copy.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from .. import codegen
 from .. import dtype as dt
+from .. import kernels as kernel_files
 from ..codegen import Expr, Strided, grid_1d, storage_type
 from ..device_info import DeviceInfo
 from ..graph import Graph
-from .. import kernels as kernel_files
 from ..kernels import Kernel, KernelArgumentError
 from ..shape import broadcast_strides, strides_of
 from . import split
 from .fuse import Fusions
 from .program import Buf, KernelCall, Variant
-from .registry import INLINES
 
 Leaf = tuple[Buf, dt.DType, int, tuple[int, ...]]   # buffer, dtype, offset, strides
 MAX_FUSED_BUFFERS = 8   # storage bindings of one fused kernel (Chromium allows 10 per stage)
@@ -80,7 +80,7 @@ class EmitContext:
 
     def __init__(self, graph: Graph, shapes: Mapping[int, tuple[int, ...]], info: DeviceInfo,
                  consumers: Mapping[int, list[int]], outputs: set[int], fusions: Fusions,
-                 fuse_ops: bool = True) -> None:
+                 fuse_ops: bool = True, inlines: Collection[str] = frozenset()) -> None:
         self.graph = graph
         self.shapes = shapes
         self.info = info
@@ -96,6 +96,7 @@ class EmitContext:
         self.outputs = outputs
         self.fusions = fusions                   # pattern fusions found on the graph
         self.fuse_ops = fuse_ops                 # False: no value stays lazy
+        self.inlines = inlines                   # ops whose lowering reads lazy inputs
         self.prelowered: dict[int, Buf] = {}     # node id -> value another lowering produced
         self.calls: list[KernelCall] = []
         self.values: dict[int, Buf] = {}
@@ -161,7 +162,7 @@ class EmitContext:
         users = self.consumers.get(node_id, [])
         if not self.fuse_ops or node_id in self.outputs or len(users) != 1:
             return False
-        return self.graph.nodes[users[0]].op in INLINES
+        return self.graph.nodes[users[0]].op in self.inlines
 
     def settle(self, node_id: int, lz: Lazy) -> Buf | None:
         """Keep lz lazy when the node is fusable; otherwise materialize it now."""

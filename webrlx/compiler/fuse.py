@@ -8,8 +8,8 @@ Each pattern is one function over a node; find_fusions runs them all.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..activations import activation_of
 from ..graph import SOURCES, Graph, Node
@@ -37,7 +37,7 @@ class QGemv:
 # rows up to which a qmatmul runs as a GEMV (lower_quant), so it can fuse. 128-token prefill of
 # SmolLM2 on an H100: 46 ms with the tiled kernel past 64 rows (its 210 calls 37 ms of GPU
 # time), 18 ms with the fused GEMVs at 128 and 256; on lavapipe 6.3 s vs 6.8 s
-# (bench/prefill_probe.py, bench/results/2026-11-23-h100-prefill-probe.json)
+# (bench/probes/prefill_probe.py, bench/results/2026-11-23-h100-prefill-probe.json)
 GEMV_MAX_M = 256
 
 

@@ -7,14 +7,23 @@ lowering (emit.py).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from ..device_info import DeviceInfo
 from ..graph import SOURCES, Graph, Node
-from . import (fuse, lower_attention, lower_conv, lower_elementwise, lower_index,
-               lower_matmul, lower_quant, lower_rows, lower_sample)
-from . import lower_decoder  # -- decoder
+from . import (
+    fuse,
+    lower_attention,
+    lower_conv,
+    lower_decoder,
+    lower_elementwise,
+    lower_index,
+    lower_matmul,
+    lower_quant,
+    lower_rows,
+    lower_sample,
+)
 from .emit import EmitContext
 from .memory import BindingLimitError
 from .program import Buf, Output, Program
@@ -89,7 +98,7 @@ def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: Device
     """
     graph.verify()
     a = _analyze(graph, outputs, env, fuse_ops)
-    L = EmitContext(graph, a.shapes, info, a.users, set(outputs), a.fusions, fuse_ops)
+    L = EmitContext(graph, a.shapes, info, a.users, set(outputs), a.fusions, fuse_ops, INLINES)
     program = Program([], [], {}, {}, [], {})
     # sources first: a fused epilogue may read a param declared after its matmul
     order = sorted(graph.nodes, key=lambda n: (n.op not in SOURCES and n.id not in a.folded,

@@ -17,6 +17,7 @@ from .lower_rows import softmax_rows_kernel
 from .program import Buf
 from .registry import lowering
 
+
 def rows_kt(software: bool) -> int:
     """Keys per tile of attention_rows.wgsl: 16 on software adapters (half the workgroup
     memory, which Chromium's SwiftShader compiles at ~75 ms per KB), else 32."""
@@ -51,7 +52,7 @@ FLASH_SUBGROUPS = True
 # GPUs: attention_flash where queries and keys are at most FLASH_MAX_KEYS at head dim 64
 # (twice as many at 32: the bound is on keys x head dim), and at least MATMUL_ATTENTION_ROWS;
 # longer ones take the two matmuls, which run faster there, unless the rule below holds.
-# H200, GPU ms by timestamps, matmul path / flash (bench/attention_paths_probe.py,
+# H200, GPU ms by timestamps, matmul path / flash (bench/probes/attention_paths_probe.py,
 # bench/results/2026-11-26-h200-attention-flash-*.json), since its vec4 loads
 # (2026-11-26-h200-attention-flash-v4.json): 32x12x128x32 masked 0.090 /
 # 0.055; 1x12x128x64 masked 0.031 / 0.018; 1x12x512x64 0.065 / 0.049; 1x12x1024x64 0.173 /
@@ -96,7 +97,7 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int,
     register-tiled 64-row query tiles over 64-key tiles, GPUs, up to FLASH_MAX_KEYS; flash_ok
     False leaves it out).
 
-    Measured with bench/attention_probe.py (masked, head dim 32, ms; lavapipe / SwiftShader),
+    Measured with bench/probes/attention_probe.py (masked, head dim 32, ms; lavapipe / SwiftShader),
     after the register-only matmuls (matmul_regs) came to CPU adapters:
       3x12x12:   rows 3.1 / 9.8    regs 2.4 / 2.2    matmul 4.0 / 34
       1x12x128:  rows 19 / 73      regs 8.4 / 42     matmul 11.3 / 64

@@ -6,7 +6,7 @@ through strides into one output."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from ..codegen import Expr
 from ..graph import Node

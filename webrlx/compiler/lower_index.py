@@ -5,8 +5,8 @@ import math
 
 from ..codegen import Expr
 from ..graph import Node
-from ..shape import strides_of
 from ..kernels import kernel
+from ..shape import strides_of
 from . import split
 from .emit import EmitContext
 from .program import Buf

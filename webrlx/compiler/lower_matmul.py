@@ -8,9 +8,9 @@ from typing import Any
 
 from .. import dtype as dt
 from ..activations import ACTIVATIONS
+from ..codegen import Expr
 from ..graph import Node
 from ..kernels import kernel
-from ..codegen import Expr
 from ..shape import strides_of
 from . import split
 from .emit import MAX_FUSED_BUFFERS, EmitContext
@@ -208,11 +208,11 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                    tune_key=tuned, windows=windows)
             return
         variants = [other, *db64]
-        # f16 math runs at the f32 rate on the H200 under Vulkan (bench/f16_alu_probe.py: 65
+        # f16 math runs at the f32 rate on the H200 under Vulkan (bench/probes/f16_alu_probe.py: 65
         # TFLOP/s for f32 vec4, f16 vec4 and f16 vec2 fma alike; no paired HFMA2), so an f16
         # matmul gains only its halved loads: 1.2x webrlx's f32 at 4096^3. Explicit fma()
         # changed nothing, and f16 sums within a k step added into f32 ones cost 13%
-        # (bench/matmul_variants_probe.py, 2026-11-26-h200-matmul-variants-probe-f16.json).
+        # (bench/probes/matmul_variants_probe.py, 2026-11-26-h200-matmul-variants-probe-f16.json).
         if acc_t == "f16":               # half math: wide tiles too (matmul_wide.wgsl)
             variants.append(Variant.of("matmul_wide", kernel("matmul/matmul_wide", T=t,
                                                              C=acc_t, **wide_slots()),
@@ -227,7 +227,7 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
 
 # matmul/matmul_regs's (rows, column quads) a thread, on software adapters: the default there
 # (cpu_regs_shape), the tiled kernels its variants. SwiftShader / lavapipe ms, 2-core box,
-# bench/cpu_matmul_probe.py, tiled 64 / tiled 128 / regs 8x2 / 16x2:
+# bench/probes/cpu_matmul_probe.py, tiled 64 / tiled 128 / regs 8x2 / 16x2:
 #   36x384x1536:  47 / 61 / 14.5 / 16.6   and lavapipe 13.0 / 13.8 / 3.3 / 4.5
 #   128x384x1536: 90 / 59 / 37.7 / 34.8   and lavapipe 25.5 / 14.1 / 8.4 / 6.9
 # (4x1 / 8x1 / 4x2 / 8x4 / 12x2 / 16x1 measured within 15% of these, or slower; bounds checks
@@ -270,7 +270,7 @@ def _double_pieces(k: int, part_bytes: int, max_binding: int, more: Any) -> int:
 # K pieces for mid-size f32 matmuls on GPUs with 128x128 tiles (split_k_big): where those
 # tiles give fewer than BIG_GRID workgroups (1024^3: 64 on an H100's 132 SMs) and 64x64 tiles
 # are too many for split_k. H100, us per run for 64x64 tiles / 128 tiles in 2, 4, 8 pieces
-# (bench/split_k_probe.py): 1024^3 146 / 132 / 117 / 129; 4096x1536x384 (MxKxN, MiniLM's FFN
+# (bench/probes/split_k_probe.py): 1024^3 146 / 132 / 117 / 129; 4096x1536x384 (MxKxN, MiniLM's FFN
 # down at 32x128) 285 / 301 / 251 / 258; 4096x384x384 85 / 95 / 117 / 107 (K too short: left
 # alone); 2048^3 (256 big tiles, no split) 726 / 747 / 854 / 781. So: at least 2 x BIG_GRID
 # workgroups, K of at least 2 x SPLIT_K_MIN_K.
@@ -351,12 +351,12 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
 
 
 # column quads per workgroup of matmul/gemv.wgsl (1, 2, 4 or 8; the rest of its 256 threads
-# split K). H100, f32, us for quads 1 / 2 / 4 / 8 (bench/gemv_probe.py): 1x4096x4096
+# split K). H100, f32, us for quads 1 / 2 / 4 / 8 (bench/probes/gemv_probe.py): 1x4096x4096
 # 82 / 65 / 61 / 88; 1x4096x16384 299 / 182 / 164 / 174; 1x384x1536 60 / 60 / 37 / 38 (torch 25,
 # 89, 13). Fewer quads mean more workgroups but longer reductions.
 GEMV_QUADS = 4
 # matmul/gemv's K loop four steps at a time, four loads of B in flight a thread (UNROLL): on
-# GPUs. H100 1x4096x4096, GPU time (bench/gemv_probe.py): 43.5 -> 29.5 us (1.5 -> 2.3 TB/s).
+# GPUs. H100 1x4096x4096, GPU time (bench/probes/gemv_probe.py): 43.5 -> 29.5 us (1.5 -> 2.3 TB/s).
 # Cutting K into pieces over more workgroups (up to 16x, a second kernel summing them) gave
 # nothing without it (42-55 us) and little with it (36-42 us); at 1x384x1536 the extra
 # dispatch doubled the wall time. None of those kept.
@@ -373,7 +373,7 @@ def big_tile_first(m: int, n: int, batch: int, software: bool) -> int:
     128x128 (8x8 per thread), 1 for 64x64. GPUs: 128 tiles only when they still give BIG_GRID
     workgroups. Software adapters (a few CPU cores): 128 tiles once m >= 96 and n >= 128, what
     the tuner picked on SwiftShader for all 19 MiniLM shapes timed and on llvmpipe for 15 of 19
-    (the rest near ties; bench/make_tune_tables.py)."""
+    (the rest near ties; tools/make_tune_tables.py)."""
     if software:
         return 2 if m >= 96 and n >= 128 else 1
     return 2 if -(-m // 128) * -(-n // 128) * batch >= BIG_GRID else 1

@@ -8,8 +8,8 @@ from typing import Any
 from .. import quant
 from ..graph import Node
 from ..kernels import Kernel, kernel
-from .emit import EmitContext
 from . import fuse
+from .emit import EmitContext
 from .fuse import QGemv
 from .lower_decoder import cpu_adapter, rope_freq
 from .lower_matmul import BIG_GRID
@@ -126,7 +126,7 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
 def tile_rg(m: int, n: int) -> int:
     """quant/qmatmul_fused.wgsl's default row quads per tile: the tallest tile that still
     gives >= 256 workgroups (of 256 threads), else the smallest. On an H100 at M = 128
-    (bench/qmatmul_fused_probe.py, us, tile1 / tile2 / tile4): q 576x576 26 / 30 / 40,
+    (bench/probes/qmatmul_fused_probe.py, us, tile1 / tile2 / tile4): q 576x576 26 / 30 / 40,
     gate+up 2x1536x576 67 / 62 / 64, down 576x1536 41 / 58 / -, o 21 / 27 / 40."""
     fit = [rg for rg in TILE_RG if -(-n // 64) * -(-m // (4 * rg)) >= 256]
     return max(fit, default=TILE_RG[0])

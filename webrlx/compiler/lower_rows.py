@@ -3,7 +3,8 @@ last (one copy when needed), runs a [rows, n] kernel, and moves the result back.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .. import dtype as dt
 from ..graph import Node
@@ -179,7 +180,7 @@ def emit_rows(L: EmitContext, k: Kernel, bindings: Mapping[str, Buf], row_major:
 
 # rows held in registers (reduce/softmax_regs, norm/layer_norm_regs): on GPUs, rows of
 # REGS_ROW_MIN_N to 4 * REGS_ROW_MAX_VPT * 256 elements with n % 4 == 0 (VPT vec4 a thread).
-# H100 GPU time, loop kernels -> these (bench/submit_gap_probe.py, bench/rows_probe.py):
+# H100 GPU time, loop kernels -> these (bench/probes/submit_gap_probe.py, bench/probes/rows_probe.py):
 # softmax 4096x4096 85 -> 60 us, layer_norm 4096x4096 85 -> 57, softmax / layer_norm 4096x384
 # 14.1 / 13.6 -> 10.4 / 9.3, 6144x512 19.9 / 18.4 -> 14.6 / 12.6, 1024x1024 19.6 / 17.5 ->
 # 8.8 / 8.7, 4096x128 8.6 / 8.3 -> 7.3 / 7.4; attention's softmax at 12x512 keys 20.7 ->
@@ -196,8 +197,8 @@ def regs_rows_per_workgroup(n: int) -> int:
     8 (32 threads each) up to 512, 2 (128 threads, 2 vec4 each) up to 1024, else 1. H100 GPU
     time at 1024x1024 with 32 / 64 / 128 threads a row: softmax 11.6 / 9.3 / 8.8 us,
     layer_norm 10.7 / 8.8 / 8.7; at rows of 128, 384 and 512, 32 threads stayed fastest
-    (bench/rows_probe.py --tpr 64,128, 2026-11-25-h100-rows-probe-tpr.json). Rows of 64 (H200,
-    262144 rows, ms a run, bench/row_lengths_probe.py --tpr ,16 --min-n 128,64,
+    (bench/probes/rows_probe.py --tpr 64,128, 2026-11-25-h100-rows-probe-tpr.json). Rows of 64 (H200,
+    262144 rows, ms a run, bench/probes/row_lengths_probe.py --tpr ,16 --min-n 128,64,
     2026-11-26-h200-row-lengths-probe-tpr.json): softmax 0.097 in the loop kernel, 0.078 here with 32
     threads a row (half of them idle), 0.064 with 16 (torch 0.040); layer_norm 0.085 / 0.071 /
     0.067."""
@@ -220,7 +221,7 @@ def regs_row_shape(L: EmitContext, n: int) -> tuple[int, int] | None:
 # wide rows in registers (reduce/softmax_regs with up to 1024 threads a workgroup, one row
 # each): softmax rows of 8193 to 4 * WIDE_ROW_MAX_VPT * 1024 elements on GPUs, n % 4 == 0, at
 # least WIDE_ROW_MIN_ROWS rows; x is read once and out written once. H200 wall time per run,
-# split form or loop kernel -> wide (bench/wide_rows_probe.py, torch in brackets): 64x16384
+# split form or loop kernel -> wide (bench/probes/wide_rows_probe.py, torch in brackets): 64x16384
 # 17.0 -> 12.9 us (10.5), 256x12288 33.4 -> 20.1 (10.5); but with few rows, one SM a row is
 # slower than the split form's chunks over many SMs: 32x49152 26.2 -> 28.2 (15.3), 8x32768
 # 15.5 -> 19.9, 1x49152 18.8 -> 26.9 (13.5), so those keep the split form.
@@ -254,7 +255,7 @@ def split_chunk(rows: int, n: int) -> int:
     softmax 32x49152 with chunks of 1024 / 2048 / 4096 / 8192: 55.6 / 26.3 / 20.9 / 28.2 us,
     layer_norm 55.9 / 25.2 / 20.3 / 25.9; but 8x32768 and 1x49152 were fastest at 2048
     (13.8 / 15.2 us; 17.7 / 18.7 at 4096): few workgroups leave SMs idle
-    (bench/split_chunk_probe.py, 2026-11-26-h200-split-chunk-probe.json)."""
+    (bench/probes/split_chunk_probe.py, 2026-11-26-h200-split-chunk-probe.json)."""
     chunk = SPLIT_ROW_CHUNK
     while rows * -(-n // chunk) > SPLIT_ROW_MAX_PIECES and chunk < SPLIT_ROW_MAX_CHUNK:
         chunk *= 2

@@ -6,7 +6,8 @@ stays lazy and fuses into the consumer's kernel; INLINES is derived from the reg
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..graph import Node

@@ -1,13 +1,13 @@
 """Graph-level passes: bind symbolic shapes, drop dead nodes, fold constants."""
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
-from ..reference import evaluate
 from ..graph import Graph
 from ..ops import OPS
+from ..reference import evaluate
 from ..shape import ShapeError, bind, eval_dim
 
 FOLD_LIMIT = 1 << 16   # fold constant subgraphs whose result has at most this many elements

@@ -19,11 +19,11 @@ memory.check_binding_limits names them before anything is created.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
-from ..device_info import alloc_bytes
 from ..codegen import merge_dims
+from ..device_info import alloc_bytes
 from .memory import BindingLimitError
 
 MAX_PIECES = 4096   # dispatches one kernel may be split into before it is called too big

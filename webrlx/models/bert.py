@@ -5,8 +5,9 @@ Graph inputs: input_ids, attention_mask, token_type_ids (batch, seq) int32 and p
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

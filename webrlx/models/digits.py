@@ -4,7 +4,8 @@ ReLU + 2x2 max pool, conv 3x3 (16) + ReLU + 2x2 max pool, dense 64 -> 10; "mlp":
 ReLU. Softmax cross-entropy; `split()` is the fixed train/test split the tests use."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -21,8 +21,9 @@ the same q.k products (the same permutation applies to q and k), hence the same 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Generator, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

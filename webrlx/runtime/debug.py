@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from .. import dtype as dt
 from ..backends.base import Copy
 from ..graph import Graph, Node
-from .engines import GpuEngine
+from .engines import GpuEngine, ReferenceEngine
 from .plan import Plan
 from .steps import ReadRequest, Steps, no_reads
-
-if TYPE_CHECKING:
-    from .executable import Executable
 
 
 class ValidationError(AssertionError):
@@ -163,12 +161,12 @@ def walk_kernels(graph: Graph, plan: Plan, before: list[Copy],
             return
 
 
-def _reference_values(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str, int],
+def _reference_values(engine: GpuEngine, params: Mapping[str, np.ndarray],
+                      arrays: Mapping[str, Any], env: Mapping[str, int],
                       states: Mapping[str, np.ndarray]) -> dict[int, np.ndarray]:
     """Every node's numpy value, with the params and (the device's current) states."""
-    from .engines import ReferenceEngine
-    ref = ReferenceEngine(exe.graph, exe.outputs, exe.fuse, None)
-    for name, arr in exe._params.items():
+    ref = ReferenceEngine(engine.graph, engine.outputs, engine.fuse, None)
+    for name, arr in params.items():
         ref.set_param(name, arr)
     ref.states.update(states)
     return ref.values(arrays, env, keep_all=True)
@@ -199,18 +197,19 @@ def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float
     return float(err[at]), tuple(int(a) for a in at)
 
 
-def validate_steps(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str, int],
-                   rtol: float = 2e-3, atol: float = 1e-4) -> Steps[ValidationReport]:
-    """Steps of validate(): see Executable.validate."""
-    engine = exe.engine
-    device = exe.device.info.name
+def validate_steps(engine: Any, params: Mapping[str, np.ndarray], device: str,
+                   arrays: Mapping[str, Any], env: Mapping[str, int], rtol: float = 2e-3,
+                   atol: float = 1e-4) -> Steps[ValidationReport]:
+    """Steps of validate() on engine, holding params, of the device named device: see
+    Executable.validate."""
     if not isinstance(engine, GpuEngine):   # the reference device is the oracle itself
         engine.values(arrays, env, keep_all=True)
         return (yield from no_reads(ValidationReport(0, None, device)))
     states = {}
-    for name in exe.graph.states:            # the reference starts where the device is
+    graph = engine.graph
+    for name in graph.states:                # the reference starts where the device is
         states[name] = yield from engine.read_state(name)
-    want = _reference_values(exe, arrays, env, states)
+    want = _reference_values(engine, params, arrays, env, states)
     plan, before = engine.prepare(arrays, env)
     report = ValidationReport(0, None, device)
 
@@ -222,23 +221,22 @@ def validate_steps(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str,
             report.checked += 1
             return False
         err, at = bad
-        report.first = Divergence(exe.graph.nodes[nid], tuple(got.shape),
+        report.first = Divergence(graph.nodes[nid], tuple(got.shape),
                                   plan.program.calls[i].name, i, err, at,
                                   float(got[at]) if at else float("nan"),
                                   float(want[nid][at]) if at else float("nan"),
-                                  _where(exe.graph, nid))
+                                  _where(graph, nid))
         return True
-    yield from walk_kernels(exe.graph, plan, before, visit)
+    yield from walk_kernels(graph, plan, before, visit)
     return report
 
 
-def check_finite_steps(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str, int]
+def check_finite_steps(engine: Any, arrays: Mapping[str, Any], env: Mapping[str, int]
                        ) -> Steps[NonFinite | None]:
-    """Steps of check_finite(): see Executable.check_finite. On a GPU it walks an unfused twin
-    of the executable (one kernel per node), so the op that makes the first NaN/Inf is named
-    exactly, not the fused kernel it would be part of."""
-    engine = exe.unfused_twin().engine
-    g = exe.graph
+    """Steps of check_finite() on engine: see Executable.check_finite. On a GPU the caller
+    passes the engine of an unfused twin (one kernel per node), so the op that makes the first
+    NaN/Inf is named exactly, not the fused kernel it would be part of."""
+    g = engine.graph
     for name, arr in arrays.items():          # a fed NaN is found at its input
         value = np.asarray(arr.numpy() if hasattr(arr, "numpy") else arr)
         if value.dtype.kind == "f" and not np.isfinite(value).all():
@@ -258,7 +256,7 @@ def check_finite_steps(exe: Executable, arrays: Mapping[str, Any], env: Mapping[
             found.append(_non_finite(g, nid, plan.program.calls[i].name, got))
             return True
         return False
-    yield from walk_kernels(exe.graph, plan, before, visit)
+    yield from walk_kernels(g, plan, before, visit)
     return found[0] if found else None
 
 
@@ -270,13 +268,11 @@ def _non_finite(g: Graph, nid: int, kernel: str, value: np.ndarray) -> NonFinite
                      _where(g, nid))
 
 
-def profile_steps(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str, int],
+def profile_steps(engine: Any, device: str, arrays: Mapping[str, Any], env: Mapping[str, int],
                   repeats: int = 3) -> Steps[Profile]:
-    """Steps of profile(): see Executable.profile."""
-    engine = exe.engine
-    device = exe.device.info.name
+    """Steps of profile() on engine, of the device named device: see Executable.profile."""
     if not isinstance(engine, GpuEngine):
-        return (yield from no_reads(_profile_reference(exe, engine, arrays, env, device)))
+        return (yield from no_reads(_profile_reference(engine, arrays, env, device)))
     plan, before = engine.prepare(arrays, env)
     backend = plan.backend
     calls = plan.program.calls
@@ -306,13 +302,13 @@ def profile_steps(exe: Executable, arrays: Mapping[str, Any], env: Mapping[str, 
                 best[i] = min(best[i], max(0.0, ms - empty))
         source = "host"
     rows = [{"index": i, "kernel": plan.ran[i], "node": c.node,
-             "op": exe.graph.nodes[c.node].op if c.node >= 0 else "", "grid": c.grid,
+             "op": engine.graph.nodes[c.node].op if c.node >= 0 else "", "grid": c.grid,
              "ms": best[i]} for i, c in enumerate(calls)]
     return Profile(rows, source, device)
 
 
-def _profile_reference(exe: Executable, engine: Any, arrays: Mapping[str, Any],
-                       env: Mapping[str, int], device: str) -> Profile:
+def _profile_reference(engine: Any, arrays: Mapping[str, Any], env: Mapping[str, int],
+                       device: str) -> Profile:
     t0 = time.perf_counter()
     engine.values(arrays, env, keep_all=True)
     ms = (time.perf_counter() - t0) * 1e3
@@ -320,16 +316,15 @@ def _profile_reference(exe: Executable, engine: Any, arrays: Mapping[str, Any],
                      "grid": (), "ms": ms}], "numpy", device)
 
 
-def dump(exe: Executable, directory: Path, env: Mapping[str, int]) -> list[Path]:
-    """Write each kernel of the plan for env as NNN_<name>.wgsl with a header, and
-    schedule.txt; return the paths written."""
-    plan = exe.plan(env)
+def dump(graph: Graph, plan: Plan, directory: Path) -> list[Path]:
+    """Write each kernel of graph's plan as NNN_<name>.wgsl with a header, and schedule.txt;
+    return the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for i, c in enumerate(plan.program.calls):
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in c.name)
         path = directory / f"{i:03d}_{safe}.wgsl"
-        node = exe.graph.nodes[c.node] if c.node >= 0 else None
+        node = graph.nodes[c.node] if c.node >= 0 else None
         binds = ", ".join(f"{n}=#{b.id} ({b.kind}, {b.nbytes} B)"
                           for n, b in zip(c.binding_names, c.buffers))
         header = [f"// webrlx dump: call {i} '{c.name}' (shader {c.shader or '-'})",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,6 @@ from .device_tensor import DeviceTensor
 from .feeds import InputError
 from .plan import Plan, write_padded
 from .steps import ReadRequest, Steps, no_reads
-
 
 DEFAULT_MAX_PLANS = 16   # compiled plans an engine keeps (LRU); each holds its own memory
 

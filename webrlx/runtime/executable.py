@@ -4,8 +4,9 @@ device's engine (engines.py); run and run_async share one body (steps.py). The d
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -156,7 +157,7 @@ class Executable:
     def _run(self, feeds: Mapping[str, Any], keep: bool) -> Steps[list[Any]]:
         arrays, env = self.check_feeds(feeds)
         if os.environ.get("WEBRLX_VALIDATE") == "1":
-            report = yield from debug.validate_steps(self, arrays, env)
+            report = yield from self._validate_steps(arrays, env)
             report.raise_if_diverged()
         return (yield from self.engine.run(arrays, env, keep))
 
@@ -202,14 +203,14 @@ class Executable:
             rtol, atol: a value diverges where |got - want| > atol * scale + rtol * |want|,
                 scale = max(1, max |want|) of that node; integers must match exactly.
         """
-        steps = debug.validate_steps(self, *self.check_feeds(feeds), rtol, atol)
+        steps = self._validate_steps(*self.check_feeds(feeds), rtol, atol)
         return drive(steps, self.device.lock)
 
     async def validate_async(self, feeds: Mapping[str, Any], rtol: float = 2e-3,
                              atol: float = 1e-4) -> debug.ValidationReport:
         """Async form of validate()."""
         await self._device_async()
-        steps = debug.validate_steps(self, *self.check_feeds(feeds), rtol, atol)
+        steps = self._validate_steps(*self.check_feeds(feeds), rtol, atol)
         return await drive_async(steps, self.device)
 
     def check_finite(self, feeds: Mapping[str, Any]) -> debug.NonFinite | None:
@@ -217,31 +218,46 @@ class Executable:
 
         A fed input holding NaN/Inf is reported as that input. On a GPU the graph runs
         unfused (unfused_twin), one kernel per node, so the op is named exactly."""
-        steps = debug.check_finite_steps(self, *self.check_feeds(feeds))
+        steps = self._check_finite_steps(*self.check_feeds(feeds))
         return drive(steps, self.device.lock)
 
     async def check_finite_async(self, feeds: Mapping[str, Any]) -> debug.NonFinite | None:
         """Async form of check_finite()."""
         await self._device_async()
-        steps = debug.check_finite_steps(self, *self.check_feeds(feeds))
+        steps = self._check_finite_steps(*self.check_feeds(feeds))
         return await drive_async(steps, self.device)
 
     def profile(self, feeds: Mapping[str, Any], repeats: int = 3) -> debug.Profile:
         """Return per-kernel GPU time (timestamp queries; host-timed dispatches where the
         device has none) as a table: str() of it prints one line per kernel."""
-        steps = debug.profile_steps(self, *self.check_feeds(feeds), repeats)
+        steps = self._profile_steps(*self.check_feeds(feeds), repeats)
         return drive(steps, self.device.lock)
 
     async def profile_async(self, feeds: Mapping[str, Any], repeats: int = 3) -> debug.Profile:
         """Async form of profile()."""
         await self._device_async()
-        steps = debug.profile_steps(self, *self.check_feeds(feeds), repeats)
+        steps = self._profile_steps(*self.check_feeds(feeds), repeats)
         return await drive_async(steps, self.device)
+
+    # the engine is made inside the steps: under the device's lock, as for run()
+    def _validate_steps(self, arrays: dict[str, Any], env: dict[str, int], rtol: float = 2e-3,
+                        atol: float = 1e-4) -> Steps[debug.ValidationReport]:
+        return (yield from debug.validate_steps(self.engine, self._params, self.device.info.name,
+                                                arrays, env, rtol, atol))
+
+    def _check_finite_steps(self, arrays: dict[str, Any], env: dict[str, int]
+                            ) -> Steps[debug.NonFinite | None]:
+        return (yield from debug.check_finite_steps(self.unfused_twin().engine, arrays, env))
+
+    def _profile_steps(self, arrays: dict[str, Any], env: dict[str, int], repeats: int
+                       ) -> Steps[debug.Profile]:
+        return (yield from debug.profile_steps(self.engine, self.device.info.name, arrays, env,
+                                               repeats))
 
     def dump(self, directory: str | os.PathLike[str], **dims: int) -> list[Path]:
         """Write each kernel's final WGSL, with its overrides, params, bindings and grid in a
         header, plus schedule.txt, for a binding of the symbolic dims; return the paths."""
-        return debug.dump(self, Path(directory), self._binding(dims, "dump()"))
+        return debug.dump(self.graph, self.plan(self._binding(dims, "dump()")), Path(directory))
 
     def schedule(self, **dims: int) -> str:
         """Return the dispatch list and memory plan for a binding of the symbolic dims."""

@@ -2,7 +2,8 @@
 bind the symbolic dims, or raise an InputError that names the input and the fix."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..backends.base import Backend, Copy, Dispatch
-from ..dtype import storage_np
 from ..compiler.memory import check_binding_limits, plan_memory
 from ..compiler.program import Program
+from ..dtype import storage_np
 from . import autotune
 from .device_tensor import DeviceTensor, HandleSlot
 

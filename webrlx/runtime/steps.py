@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Generator, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 

@@ -5,7 +5,8 @@ Natively this module only imports (for collecting node ids); the fixtures need `
 from __future__ import annotations
 
 import gc
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
