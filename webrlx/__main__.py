@@ -1,4 +1,4 @@
-"""Command line: `python -m webrlx info | demo | chat | generate | serve | bench | lite`."""
+"""Command line: `python -m webrlx info | demo | chat | generate | serve | bench | lite | dawn`."""
 from __future__ import annotations
 
 import argparse
@@ -95,9 +95,14 @@ def cmd_generate(rest: list[str]) -> int:
     return main_generate(rest)
 
 
+def cmd_dawn(rest: list[str]) -> int:
+    from webrlx.cli.dawn import main_dawn
+    return main_dawn(rest)
+
+
 # Subcommands with their own options, in webrlx/cli/ (apart from the runtime's layers).
 PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench, "lite": cmd_lite, "chat": cmd_chat,
-                "generate": cmd_generate}
+                "generate": cmd_generate, "dawn": cmd_dawn}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("bench", help="benchmarks as JSON (bench --help)")
     sub.add_parser("chat", help="chat with SmolLM2 in the terminal, streamed (chat --help)")
     sub.add_parser("generate", help="one SmolLM2 completion of a prompt (generate --help)")
+    sub.add_parser("dawn", help="run python, pytest or bench in Pyodide over Dawn in Node "
+                   "(dawn --help)")
     sub.add_parser("lite", help=f"build and serve the JupyterLite notebooks site on port "
                    f"{LITE_PORT} (lite --help)")
     args = parser.parse_args(argv)

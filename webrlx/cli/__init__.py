@@ -5,4 +5,5 @@ serve       `python -m webrlx serve`: web/ pages, the local Pyodide and the whee
 lite        `python -m webrlx lite`: build and serve the JupyterLite site for notebooks/
 bench       `python -m webrlx bench`: benchmarks printed as JSON
 web_assets  `python -m webrlx.cli.web_assets`: build the offline Pyodide and wheels under build/
+dawn        `python -m webrlx dawn`: python, pytest or bench in Pyodide over Dawn in Node
 """
