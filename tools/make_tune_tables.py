@@ -4,7 +4,7 @@ ICD Debian's chromium ships: Chromium's own software WebGPU) and on llvmpipe, wi
 tune cache, and store what the tuner picked. The browser does not time variants on a page's
 critical path; it reads this table for adapters of these families (webrlx/runtime/autotune.py).
 
-    python bench/make_tune_tables.py            # a few minutes on a 2-core machine
+    python tools/make_tune_tables.py            # a few minutes on a 2-core machine
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ forced (autotune.PREFER, "" the tuner's pick), with or without a padding mask: w
 run (the bench's method), the largest error against numpy (float64) and the GPU time of every
 dispatch (timestamp queries), beside torch SDPA in the same run where CUDA is present. Prints
 JSON.
-    python bench/attention_paths_probe.py [--shapes 32x12x128x64,1x12x2048x64]
+    python bench/probes/attention_paths_probe.py [--shapes 32x12x128x64,1x12x2048x64]
         [--paths matmul,rows,row,flash] [--prefer ,matmul_vec4_64,matmul_vec4_db] [--no-mask]
         [--split ,1,2,4] [--flash ,1,2]"""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import _ref_timer, time_executable  # noqa: E402

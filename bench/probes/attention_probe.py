@@ -1,8 +1,8 @@
 """Time the three attention kernels (lower_attention.attention_path: "row", "rows", "matmul")
 on MiniLM-like shapes on the current adapter, to pick between them by shape. Prints JSON.
 
-    python bench/attention_probe.py [--iters 5] [--repeats 3]
-    VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python bench/attention_probe.py
+    python bench/probes/attention_probe.py [--iters 5] [--repeats 3]
+    VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python bench/probes/attention_probe.py
 
 Each case is a masked (batch, 12 heads, lq | lk, 32) attention, as MiniLM runs it; the run is timed on
 the device with inputs uploaded once (webrlx.cli.bench.time_executable)."""
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import time_executable  # noqa: E402

@@ -1,6 +1,6 @@
 """Probe: a tensor past the adapter's real maxStorageBufferBindingSize (not a lowered one)
 runs through windows (compiler/split.py). Prints JSON: limits, sizes, results vs expected,
-seconds. Usage: python bench/big_tensor_probe.py [elements]"""
+seconds. Usage: python bench/probes/big_tensor_probe.py [elements]"""
 from __future__ import annotations
 
 import json

@@ -1,6 +1,6 @@
 """First-run pipeline compilation, one by one against a thread pool (the wgpu backend's
 prepare_pipelines): a graph of ~25 distinct kernels, compiled in a fresh process each time.
-Prints JSON.   python bench/compile_probe.py   (set __GL_SHADER_DISK_CACHE=0 on NVIDIA)"""
+Prints JSON.   python bench/probes/compile_probe.py   (set __GL_SHADER_DISK_CACHE=0 on NVIDIA)"""
 from __future__ import annotations
 
 import json

@@ -5,7 +5,7 @@ wgpu-native 29 implements), does it match numpy, and how fast is it beside webrl
 matmul at the same size. Run it after each wgpu-py upgrade: when it says "usable", a matmul
 variant on cooperative matrices is worth writing. Prints JSON; exits 0 whatever it finds.
 
-    python bench/coop_matrix_probe.py [--n 2048]
+    python bench/probes/coop_matrix_probe.py [--n 2048]
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 FEATURE = "cooperative-matrix"
 

@@ -3,23 +3,22 @@ the tiled kernel webrlx runs there against register-only forms without workgroup
 (no barriers; Chromium's SwiftShader also compiles a pipeline ~75 ms per KB of workgroup
 memory). Prints JSON: ms per matmul, best of --repeats, each checked against numpy.
 
-    VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python bench/cpu_matmul_probe.py
+    VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python
+    bench/probes/cpu_matmul_probe.py
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import time_executable  # noqa: E402
-from webrlx.kernels import kernel  # noqa: E402
 from webrlx.runtime import autotune  # noqa: E402
 
 SHAPES = [(36, 384, 1536), (36, 1536, 384), (36, 384, 384), (128, 384, 1536), (128, 1536, 384),

@@ -1,5 +1,5 @@
 """Probe: SmolLM2 decode and prefill speed of the webrlx on sys.path (for A/B runs of two
-trees on one GPU: PYTHONPATH=<tree> python bench/decode_probe.py): decode tokens/s over 128
+trees on one GPU: PYTHONPATH=<tree> python bench/probes/decode_probe.py): decode tokens/s over 128
 new tokens (best of 3), the prefill of 128 tokens (best of 5), and both plans' GPU profiles
 by the variant each kernel ran. Prints one JSON line."""
 from __future__ import annotations

@@ -4,9 +4,9 @@ Tells whether the driver pairs f16 math (HFMA2 on NVIDIA: twice the f32 rate) or
 the f32 rate, which caps every f16 matmul at roughly its f32 speed.
 Forms: f32 vec4 fma; f16 vec4 fma; f16 vec2 fma; f16 vec4 fma of a broadcast scalar (the
 matmul's a.x * b); and the same as `+= s * v` (multiply and add, left to the driver to fuse).
-H200 (wgpu-native over Vulkan, bench/results/h200_f16_alu_probe_session12.json): every form
+H200 (wgpu-native over Vulkan, bench/results/2026-11-26-h200-f16-alu-probe.json): every form
 63-66 TFLOP/s, f16 vec2 fma included: f16 math runs at the f32 rate there.
-    python bench/f16_alu_probe.py [--iters 4096] [--groups 4096]"""
+    python bench/probes/f16_alu_probe.py [--iters 4096] [--groups 4096]"""
 from __future__ import annotations
 
 import argparse
@@ -14,12 +14,11 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from dispatch_timer import seconds_per_dispatch  # noqa: E402
 
 import webrlx as wr  # noqa: E402
-from dispatch_timer import seconds_per_dispatch  # noqa: E402
 
 CHAINS = 16    # independent accumulators a thread: enough to hide the FMA latency
 

@@ -1,7 +1,7 @@
 """Per-dispatch and per-readback host cost of webrlx natively (wgpu-py) and in the browser
 (Pyodide + navigator.gpu in headless Chromium, main thread and Web Worker). Prints JSON.
 
-    python bench/ffi_overhead.py [--repeats 50] [--out results.json]
+    python bench/probes/ffi_overhead.py [--repeats 50] [--out results.json]
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests" / "browser")]
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "bench" / "probes"), str(ROOT / "tests" / "browser")]
 
 import browser_harness
 import ffi_workload
@@ -24,7 +24,7 @@ from webrlx.cli.web_assets import build
 def in_browser(repeats: int) -> dict[str, dict]:
     """Run ffi_workload.measure inside Pyodide in headless Chromium, in each mode."""
     assets = build(ROOT, tests=False)
-    source = (ROOT / "bench" / "ffi_workload.py").read_text()
+    source = (ROOT / "bench" / "probes" / "ffi_workload.py").read_text()
     call = f"import json\njson.dumps(await measure(repeats={repeats}))"
     results = {}
     with browser_harness.web_server(assets) as url, browser_harness.chromium() as context:

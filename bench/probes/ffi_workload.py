@@ -1,6 +1,6 @@
 """Host-side costs of one webrlx run, measured the same way natively and inside Pyodide.
 
-bench/ffi_overhead.py runs this file natively and sends its source to the browser.
+bench/probes/ffi_overhead.py runs this file natively and sends its source to the browser.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ lower_attention.FLASH_MAX_KEYS at 0 (the two-matmul form) and at its default, al
 `--rounds` times, each a fresh encoder through the bench's minilm cases (sentence-transformers
 on torch CUDA beside it where present), plus the largest difference between the two paths'
 embeddings of the same sentences. Prints JSON.
-    python bench/flash_minilm_ab.py [--rounds 2]"""
+    python bench/probes/flash_minilm_ab.py [--rounds 2]"""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from webrlx.cli.bench import minilm_cases  # noqa: E402
 from webrlx.compiler import lower_attention  # noqa: E402

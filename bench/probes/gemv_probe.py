@@ -1,7 +1,7 @@
 """GEMV rows x K @ K x N (f32) at each column-quads setting of matmul/gemv.wgsl, with its K
 loop unrolled and not (lower_matmul.GEMV_UNROLL): wall time per run and GPU time (timestamp
 queries), beside torch where CUDA is present. Prints JSON.
-    python bench/gemv_probe.py [--n 4096] [--k 4096] [--rows 1] [--quads 1,2,4,8]"""
+    python bench/probes/gemv_probe.py [--n 4096] [--k 4096] [--rows 1] [--quads 1,2,4,8]"""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import _ref_timer, time_executable  # noqa: E402

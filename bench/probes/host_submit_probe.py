@@ -2,7 +2,7 @@
 back, one sync), the host time of the submit loop alone, and the parts of one submit
 (encode + finish, queue submit) timed apart; with deferred submits off and on, with a few
 MAX_HELD. Prints JSON.
-    python bench/host_submit_probe.py"""
+    python bench/probes/host_submit_probe.py"""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.backends import wgpu_native as wn  # noqa: E402

@@ -7,7 +7,7 @@ Each kernel runs `--runs` times in one command encoder, timed on the wall clock 
 warm-up; torch's time (CUDA, TF32 off) for the same product in the same run where present.
 Prints JSON. Modules are made without runtime checks (the backend's default,
 wgpu_native.SHADER_CHECKS).
-    python bench/matmul_variants_probe.py [--sizes 2048,4096] [--dtypes float32,float16]"""
+    python bench/probes/matmul_variants_probe.py [--sizes 2048,4096] [--dtypes float32,float16]"""
 from __future__ import annotations
 
 import argparse
@@ -18,12 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from dispatch_timer import seconds_per_dispatch  # noqa: E402
 
 import webrlx as wr  # noqa: E402
 from webrlx.compiler.lower_matmul import tiled_slots, wide_slots  # noqa: E402
 from webrlx.kernels import _builtin_slots, kernel, raw_shader  # noqa: E402
-from dispatch_timer import seconds_per_dispatch  # noqa: E402
 
 
 def generated(t: str, c: str, ri: int, rj: int, bk: int, double: bool, unroll: bool,

@@ -1,6 +1,6 @@
 """Probe: cached_attention of a prefill (SmolLM2's heads: 9 query / 3 kv heads, head dim 64)
 alone, GPU time per kernel (timestamp queries) under the lowering's knobs, to pick them.
-Prints JSON. Usage: python bench/prefill_attention_probe.py [S ...]
+Prints JSON. Usage: python bench/probes/prefill_attention_probe.py [S ...]
 
 Knobs (webrlx/compiler/lower_decoder.py): PREFILL_KERNEL (attn_flash or attn_prefill),
 WORKGROUP_TARGET (how many key chunks nsplit cuts, merged by attn_combine), PREFILL_PAD
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.compiler import lower_decoder  # noqa: E402

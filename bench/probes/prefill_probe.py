@@ -1,6 +1,7 @@
 """Probe: SmolLM2 prefill of 128 tokens under GEMV_MAX_M (rows up to which qmatmuls run as
 fused GEMVs instead of the tiled kernel): wall ms of prefill + first token, and the prefill
-plan's GPU profile (top kernels). Prints JSON. Usage: python bench/prefill_probe.py [M ...]"""
+plan's GPU profile (top kernels). Prints JSON. Usage: python bench/probes/prefill_probe.py [M
+...]"""
 from __future__ import annotations
 
 import json

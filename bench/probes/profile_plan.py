@@ -1,7 +1,7 @@
 """Per-kernel GPU time of a compiled MiniLM run with `Executable.profile` (timestamp queries
 where the adapter has them, host-timed dispatches otherwise), as JSON.
 
-    python bench/profile_plan.py [--model DIR] [--batch 1] [--seq 128]
+    python bench/probes/profile_plan.py [--model DIR] [--batch 1] [--seq 128]
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from webrlx.models import minilm  # noqa: E402
 

@@ -1,10 +1,14 @@
 """Probe: L = 20 chained Q4_1 GEMVs (N = K) as one executable, the autotuner free to pick:
 GPU us per GEMV (timestamp queries) and the variant that ran. Prints one JSON line.
-Usage: python bench/qgemv_chain_probe.py M N (e.g. 1 576, 128 1536)."""
-import json, sys
+Usage: python bench/probes/qgemv_chain_probe.py M N (e.g. 1 576, 128 1536)."""
+import json
+import sys
+
 import numpy as np
+
 import webrlx as wr
 from webrlx import nn, quant
+
 m, n = int(sys.argv[1]), int(sys.argv[2]); k = n; L = 20
 rng = np.random.default_rng(0)
 raws = [quant.quantize(rng.standard_normal((n, k)).astype(np.float32) * 0.03, "q4_1") for _ in range(L)]

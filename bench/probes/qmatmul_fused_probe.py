@@ -1,7 +1,7 @@
 """Probe: SmolLM2's fused prefill projections (128 rows by default) under every kernel the
 lowering offers for them (quant/qgemv_fused.wgsl's GEMV shapes, quant/qmatmul_fused.wgsl's
 tiles), GPU microseconds from timestamp queries, each variant forced by autotune.PREFER.
-Prints JSON. Usage: python bench/qmatmul_fused_probe.py [M]"""
+Prints JSON. Usage: python bench/probes/qmatmul_fused_probe.py [M]"""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx import nn, quant  # noqa: E402

@@ -1,7 +1,7 @@
 """Row ops over the row lengths the GPU-speed issue names (64-8192), at a fixed element count
 (rows x length = --elements): softmax, layer_norm, rms_norm and a row sum, webrlx beside torch
 CUDA (numpy elsewhere) in the same run, the bench's method (bench._case). Prints JSON.
-    python bench/row_lengths_probe.py [--lengths 64,128,...,8192] [--elements 16777216]
+    python bench/probes/row_lengths_probe.py [--lengths 64,128,...,8192] [--elements 16777216]
         [--ops softmax,layer_norm] [--tpr ,32,64,128] [--min-n 128,64]
 (--tpr: threads a row of the register-row kernels, lower_rows.REGS_ROW_TPR, "" the default;
 --min-n: lower_rows.REGS_ROW_MIN_N, the shortest row they take: each combination is timed)"""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import _case  # noqa: E402

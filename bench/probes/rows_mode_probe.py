@@ -4,7 +4,7 @@ buffer of `--spacers` MB (a different size each trial moves where the input and 
 wall time per run (the bench's method, --repeat times) and GPU time by timestamp queries for
 every trial.
 Prints JSON.
-    python bench/rows_mode_probe.py [--shape 16384x1024] [--trials 12] [--spacers 0,1,3,7]"""
+    python bench/probes/rows_mode_probe.py [--shape 16384x1024] [--trials 12] [--spacers 0,1,3,7]"""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import time_executable  # noqa: E402

@@ -1,7 +1,7 @@
 """Row ops and attention at each REGS_ROW_MIN_N (lower_rows: rows from this length run the
 register-row kernels on GPUs): wall time per run and the GPU time of each kernel (timestamp
 queries), to pick the threshold. Prints JSON.
-    python bench/rows_probe.py [--min-n 1025,128]"""
+    python bench/probes/rows_probe.py [--min-n 1025,128]"""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import time_executable  # noqa: E402

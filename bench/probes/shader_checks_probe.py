@@ -3,7 +3,8 @@ WEBRLX_SHADER_CHECKS (wgpu_native.SHADER_CHECKS: "all" wgpu's default module, ev
 else the WGPUShaderRuntimeChecks flags of a trusted module: 1 bounds checks, 2 loop bounding,
 0 none), each in its own process with torch in the same run. Prints JSON: per setting, the
 bench's cases (webrlx ms, torch ms, ratio).
-    python bench/shader_checks_probe.py [--settings all,1,0] [--only matmul,f16,rows,attention]"""
+    python bench/probes/shader_checks_probe.py [--settings all,1,0]
+        [--only matmul,f16,rows,attention]"""
 from __future__ import annotations
 
 import argparse

@@ -1,7 +1,8 @@
 """Probe: SmolLM2 on a CPU adapter (lavapipe; SwiftShader with
 VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json) under one quantized-GEMV shape,
 autotuner off: the prefill of 32 tokens and the decode ms per step (best of 3). Usage:
-python bench/smollm2_cpu_probe.py TPRxRPT (e.g. 4x1, the old default, or 1x8, the new one)."""
+python bench/probes/smollm2_cpu_probe.py TPRxRPT (e.g. 4x1, the old default, or 1x8, the new
+one)."""
 from __future__ import annotations
 
 import sys

@@ -1,7 +1,7 @@
 """The split form of softmax / layer_norm over few long rows at several chunk sizes
 (lower_rows.SPLIT_ROW_CHUNK, elements a workgroup takes): wall time per run (the bench's
 method) and GPU time, torch in the same run. Prints JSON.
-    python bench/split_chunk_probe.py [--chunks 1024,2048,4096,8192,16384]"""
+    python bench/probes/split_chunk_probe.py [--chunks 1024,2048,4096,8192,16384]"""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import _ref_timer, time_executable  # noqa: E402

@@ -1,7 +1,7 @@
 """f32 matmuls at each K-piece setting of 128x128 tiles (lower_matmul.SPLIT_K_BIG: 0 = off,
 default = split_k_big's pick, or a forced count): wall time per run and GPU time (timestamp
 queries), beside torch where CUDA is present. Prints JSON.
-    python bench/split_k_probe.py [--shapes 1024x1024x1024,4096x1536x384] [--pieces 0,2,4]
+    python bench/probes/split_k_probe.py [--shapes 1024x1024x1024,4096x1536x384] [--pieces 0,2,4]
 (shapes are MxKxN)"""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import _ref_timer, time_executable  # noqa: E402

@@ -2,7 +2,7 @@
 wall time per run (the bench's method: runs back to back, one sync) and, per subgroup setting,
 the GPU time of its kernels (timestamp queries); torch's time in the same run where CUDA is
 present. Prints JSON.
-    python bench/subgroup_defer_probe.py"""
+    python bench/probes/subgroup_defer_probe.py"""
 from __future__ import annotations
 
 import json
@@ -11,12 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.backends import wgpu_native  # noqa: E402
 from webrlx.cli.bench import _ref_timer, time_executable  # noqa: E402
-from webrlx.compiler import lower_rows  # noqa: E402
 
 
 def _torch_attention(q, k, v):

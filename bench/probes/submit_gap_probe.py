@@ -6,7 +6,7 @@ cost; between the third and the second, per-dispatch cost inside a pass. `timeli
 the run N times, each submit with its own timestamped pass: the GPU's idle gap between one
 submit's end and the next one's start, beside the host's time per submit. Prints JSON.
 
-    python bench/submit_gap_probe.py [--repeat 16] [--only CASE]
+    python bench/probes/submit_gap_probe.py [--repeat 16] [--only CASE]
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import _ref_timer, _time, time_executable  # noqa: E402

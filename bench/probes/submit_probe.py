@@ -2,7 +2,7 @@
 recording, finish, queue.submit) timed on its own, beside the kernel's GPU time (timestamp
 queries) and the time per run when runs are submitted back to back. Prints JSON.
 
-    python bench/submit_probe.py [--n 400]
+    python bench/probes/submit_probe.py [--n 400]
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """f32 (or f16) matmuls with each register-tiled kernel forced (autotune.PREFER, names given
 with --kernels; a name the lowering does not offer runs its default): wall time per run and
 GPU time (timestamp queries), torch beside where CUDA is present. Prints JSON.
-    python bench/tiled_probe.py [--shapes 1024x1024x1024,...] [--dtype float32]
+    python bench/probes/tiled_probe.py [--shapes 1024x1024x1024,...] [--dtype float32]
 (shapes are MxKxN; the 128-tile split-K is turned off so each kernel runs whole)"""
 from __future__ import annotations
 
@@ -12,13 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import _ref_timer, time_executable  # noqa: E402
 from webrlx.compiler import lower_matmul  # noqa: E402
 from webrlx.runtime import autotune  # noqa: E402
-
 
 
 def main() -> None:

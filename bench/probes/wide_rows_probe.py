@@ -1,7 +1,7 @@
 """Softmax of few long rows: the wide register form (one workgroup of up to 1024 threads a
 row, lower_rows.wide_row_shape) against the split form (softmax_parts + softmax_finish), wall
 time per run (the bench's method) and GPU time, torch in the same run. Prints JSON.
-    python bench/wide_rows_probe.py"""
+    python bench/probes/wide_rows_probe.py"""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import webrlx as wr  # noqa: E402
 from webrlx.cli.bench import _ref_timer, time_executable  # noqa: E402

@@ -18,7 +18,7 @@
 // Limits: the workgroup-memory / L1 pipe, which serves both the tiles' reads (2 vec4 loads
 // per 16 FMAs in both products, one of them a broadcast) and the global loads, beside 4
 // barriers a key tile. What each step gave (H200, GPU ms by timestamps, matmul path / this;
-// bench/attention_paths_probe.py, bench/results/2026-11-26-h200-attention-flash-*.json):
+// bench/probes/attention_paths_probe.py, bench/results/2026-11-26-h200-attention-flash-*.json):
 //   first form (scalar q/k/v loads, K read a key per thread, P stored unswizzled):
 //     32x12x128x32 masked 0.088 / 0.077, 1x12x512x64 0.065 / 0.067, 1x12x2048x64 0.553 /
 //     0.701 (~18 TFLOP/s); without the register prefetch 0.758, 2 row quads a thread (128

@@ -9,7 +9,8 @@
 // with one subgroup operation and no barrier, where the tree of common/row_reduce took
 // log2(32) + 2 = 7 workgroup barriers a reduction; a longer row adds its subgroups' partials
 // through workgroup memory behind 2 barriers.
-// Measured (H200, GPU time by timestamp queries, tree -> subgroups; bench/subgroup_defer_probe.py,
+// Measured (H200, GPU time by timestamp queries, tree -> subgroups;
+// bench/probes/subgroup_defer_probe.py,
 // bench/results/2026-11-26-h200-subgroup-defer-probe.json): softmax 4096x384 9.8 -> 8.5 us,
 // 4096x128 7.2 -> 6.0, 6144x512 13.6 -> 12.1, 4096x4096 55.2 -> 53.1; layer_norm 4096x384 9.2
 // -> 8.1, 6144x512 12.7 -> 10.9, 1024x1024 8.5 -> 7.5 (rows of 2048+ elements: within noise).

@@ -11,11 +11,11 @@
 // Why: attn_prefill's one-item-per-thread-group form runs each key's q.k as one long chain
 // per thread, and at SmolLM2's shapes (9 heads / 3 kv heads, D 64) took 63 us at S = 128 and
 // 310 us at 512 on an H100 (~1 TFLOP/s), whatever its SPLIT or chunking
-// (bench/prefill_attention_probe.py). Here both phases are small register-tiled matmuls over
+// (bench/probes/prefill_attention_probe.py). Here both phases are small register-tiled matmuls over
 // workgroup memory with every read broadcast or conflict-free: Q and K rows are padded to 17
 // vec4 (8 rows read at once land on distinct banks), P rows to 33 floats, and V is read so the
 // 4 quarters of an item read 4 consecutive vec4 (a thread owns d4 = 4 c + qd).
-// Measured (H100, bench/prefill_attention_probe.py, SmolLM2's heads, us with the combine):
+// Measured (H100, bench/probes/prefill_attention_probe.py, SmolLM2's heads, us with the combine):
 // S 128: 24.5 (attn_prefill 63-73); 512: 99 (286-318); 2048: 959-1034 (2830-4067), ~5
 // TFLOP/s at 2048: the scores phase reads 6 vec4 from workgroup memory per 8 dot4s; a larger
 // register tile (4 items x 4 keys) is the next thing to try. Fewer key chunks (one, no

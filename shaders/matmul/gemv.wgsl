@@ -7,12 +7,12 @@
 // a 4096x4096 B at 0.5-0.76 TB/s: 128 workgroups, 8 warps an SM, each thread waiting on one
 // load at a time. QUADS = 4 (256 workgroups at N = 4096) read it at 1.5 TB/s of GPU time
 // (43.5 us; torch 25 us wall). UNROLL (GPUs' default) issues four loads of B a thread before
-// their FMAs: 29.5 us, 2.3 TB/s (bench/gemv_probe.py). (An older 4x unroll with 8 quads was
+// their FMAs: 29.5 us, 2.3 TB/s (bench/probes/gemv_probe.py). (An older 4x unroll with 8 quads was
 // slower, 88 -> 129 us.) Tried and dropped: cutting K into up to 16 pieces over more
 // workgroups plus a summing kernel (42-55 us without UNROLL, 36-42 us with it), and 16-64
 // quads (one warp a 512-byte row run) with pieces: no better than 4 quads.
 // The wall time per run is then bound by the ~17 us the GPU idles between two submits on
-// wgpu-native/Vulkan (bench/submit_gap_probe.py's timeline), not by this kernel.
+// wgpu-native/Vulkan (bench/probes/submit_gap_probe.py's timeline), not by this kernel.
 {{MATH}}
 struct Params { M: u32, N: u32, K: u32, a_off: u32, b_off: u32, a_bs: u32, b_bs: u32,
                 c_off: u32, bias_off: u32 }

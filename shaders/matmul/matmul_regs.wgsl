@@ -14,7 +14,7 @@
 // accumulators stay in registers) share each B load among RR rows and each A load among
 // CQ quads. Loads inside the K loop are unguarded (rows past M read row M - 1, never
 // stored; k < KL <= K), so the loop has no branches.
-// Measured (bench/cpu_matmul_probe.py): see lower_matmul.CPU_REGS.
+// Measured (bench/probes/cpu_matmul_probe.py): see lower_matmul.CPU_REGS.
 {{MATH}}
 {{VEC4_IO}}
 

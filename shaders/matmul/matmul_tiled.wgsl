@@ -11,7 +11,7 @@
 // stay in registers: the same code as loops over i, j < R ran 15x slower at 4096^3 on an H100
 // (NVIDIA's compiler did not unroll them and spilled acc). Next tile's global loads are held in
 // registers during the FMAs.
-// Tried on an H100 (bench/tiled_probe.py,
+// Tried on an H100 (bench/probes/tiled_probe.py,
 // bench/results/2026-11-25-h100-tiled-probe-long-k.json): twice
 // the k per step (BK 16 for 128 tiles, 32 for 64 tiles: 16 KB of tiles, half the barriers per
 // FMA, two loads a thread a step held in a 2-entry register array) ran no faster than the

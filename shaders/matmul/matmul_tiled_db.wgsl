@@ -11,7 +11,7 @@
 // written out by the lowering (the FMAS slot: constant offsets into the tiles).
 // Limits: shared-memory loads (4 a k for 64 FMAs) and latency at 2 workgroups an SM (32 KB of
 // tiles in f32). H200, ms at 4096^3 / 2048^3 f32, without shader runtime checks
-// (bench/matmul_variants_probe.py,
+// (bench/probes/matmul_variants_probe.py,
 // bench/results/2026-11-26-h200-matmul-variants-probe-f32.json):
 // this 3.27 / 0.458 (torch 2.69 / 0.343); matmul_tiled's 128 tiles 4.05 / 0.548; the same
 // with its k loop written out 3.86 / 0.519; BK 16 single-buffered 3.47 / 0.462; BK 32

@@ -10,7 +10,7 @@
 // loads a step (4 for 64 FMAs) bound both. Here a step takes 6 loads for 128 FMAs; f16
 // accumulators (32 vec4<f16>) fit the registers f32's 64 accumulators of matmul_tiled take.
 // Offered on GPUs for f16 math only (lower_matmul: the autotuner times it beside the others).
-// H100 f16, ms a run (bench/tiled_probe.py --dtype float16,
+// H100 f16, ms a run (bench/probes/tiled_probe.py --dtype float16,
 // bench/results/2026-11-25-h100-tiled-probe-wide-f16.json):
 // 4096^3 3.27 against matmul_tiled's 3.57 (42 TFLOP/s; f32 takes 5.5: 1.68x), 2048^3 0.51 /
 // 0.55; 1024^3 0.26 / 0.12 (64 big tiles: too few; the tuner keeps 64x64 tiles there).

@@ -6,7 +6,7 @@
 // bindings: 0 x, 1 r, 2 w, 3 b (vec4; dummies when HAS_RES / HAS_W / HAS_B are false), 4 out,
 // 5 params. grid: RPW rows per workgroup, WG / RPW threads a row, VPT vec4 a thread (a
 // template constant: n <= 4 * VPT * WG / RPW).
-// Limits (H100, bench/submit_gap_probe.py): norm/layer_norm took 85 us of GPU time at
+// Limits (H100, bench/probes/submit_gap_probe.py): norm/layer_norm took 85 us of GPU time at
 // 4096x4096, reading x three times with one scalar load in flight per thread. An earlier try
 // kept 16 scalars a thread in an array indexed by a loop over n (a dynamic index): it spilled
 // and ran slower. Here the array has a constant size and constant-bound loops, in vec4.

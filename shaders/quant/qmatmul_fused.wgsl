@@ -17,10 +17,11 @@
 // gives 256 threads per 4 RG x 64 tile without a second pass. No workgroup tiles: the x
 // loads of a warp hit 2 addresses (broadcast) and the weight words are read once per row
 // quad from L1/L2; the workgroup memory is the 4 KiB reduction buffer.
-// Measured on an H100 (bench/qmatmul_fused_probe.py, 128 rows, us; GEMV's best shape first):
+// Measured on an H100 (bench/probes/qmatmul_fused_probe.py, 128 rows, us; GEMV's best shape first):
 // q 576x576 + norm + rope 48.5 -> 26.1 (RG 1); gate+up 2 x 1536x576 + swiglu 101.7 -> 62.2
 // (RG 2); down 576x1536 + res 56.0 -> 40.9 (RG 1); o 32.9 -> 21.3 (RG 1). A 128-token prefill
-// went from 14.5 to 8.5 ms of GPU time (bench/prefill_probe.py). Taller tiles (RG 4, 8) lose:
+// went from 14.5 to 8.5 ms of GPU time (bench/probes/prefill_probe.py). Taller tiles (RG 4, 8)
+// lose:
 // fewer workgroups. Limits: the k / v projections (N = 192: 3 column tiles) stay
 // latency-bound at ~25 us, where the GEMV is as fast; per thread the x loads (8 vec4 a unit,
 // broadcast in a warp) and the dequantization of 4 weight rows. On lavapipe the GEMV's CPU

@@ -7,7 +7,8 @@
 // The result is multiplied by `scale` (1/n for mean) for float sums. x_off and out_off (elements)
 // place a piece of a tensor bound through a window (compiler/split.py).
 // Why RPW: with a workgroup per row, rows of 128 summed at 0.15x torch's speed on an H200
-// (131072 rows: 232 us against 35; bench/row_lengths_probe.py); lower_rows.rows_per_workgroup
+// (131072 rows: 232 us against 35; bench/probes/row_lengths_probe.py);
+// lower_rows.rows_per_workgroup
 // gives 8 rows of 32 threads up to 1024 elements.
 struct Params { rows: u32, n: u32, x_off: u32, out_off: u32, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> x: array<{{T}}>;

@@ -9,7 +9,8 @@
 // i = row % lq) are left out and written as 0 — here they hold -inf, which the max ignores
 // and the sum takes as 0 — the max ignores NaN (v > m), NaN and inf propagate through exp_ /
 // log_ as there.
-// Limits (H100, bench/submit_gap_probe.py): reduce/softmax took 85 us of GPU time at 4096x4096
+// Limits (H100, bench/probes/submit_gap_probe.py): reduce/softmax took 85 us of GPU time at
+// 4096x4096
 // (1.5 TB/s): each thread's loop issued one scalar load, waited for it, then updated the
 // online max — 16 dependent round trips per pass. Here a thread issues its VPT vec4 loads
 // back to back (a constant-bound loop over a constant-size array: unrolled, in registers):

@@ -19,7 +19,8 @@ from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, GPUError
 # the open encoder (its dispatches to the open compute pass) and not submitted; the encoder is
 # finished and submitted once MAX_HELD runs are in it, or when anything needs them done or
 # ordered: a read, a write, a release, a timed submit (flush()). A lone run on an idle GPU is
-# submitted at once. Why (H200, bench/probes/host_submit_probe.py, bench/probes/subgroup_defer_probe.py): a
+# submitted at once. Why (H200, bench/probes/host_submit_probe.py,
+# bench/probes/subgroup_defer_probe.py): a
 # run that makes its own encoder, pass and command buffer costs ~20 us of host time in
 # wgpu-native whatever its kernel does, and the GPU idles ~17 us between two submits
 # (bench/probes/submit_gap_probe.py): a 9 us softmax ran 22 us a run back to back. Holding finished
@@ -196,8 +197,8 @@ class WgpuBackend(Backend):
                           ) -> None:
         """Compile a plan's new pipelines on a thread pool: wgpu-native compiles with the GIL
         released, Vulkan pipeline creation is thread-safe, and wgpu-py captures errors per
-        thread. bench/probes/compile_probe.py (25 distinct kernels, first run): H100 host 1.09 / 0.84 s
-        one by one -> 0.60 / 0.47 s pooled; this 2-core box 0.75 / 0.52 -> 0.48 s."""
+        thread. bench/probes/compile_probe.py (25 distinct kernels, first run): H100 host
+        1.09 / 0.84 s one by one -> 0.60 / 0.47 s pooled; this 2-core box 0.75 / 0.52 -> 0.48 s."""
         todo: dict[tuple, tuple[str, str, dict[str, float]]] = {}
         for source, entry, overrides in keys:
             overrides = overrides or {}
@@ -232,7 +233,8 @@ class WgpuBackend(Backend):
     # -- the hot path: one run's submit straight on wgpu-native's C API -------------------
     # wgpu-py builds a descriptor struct, a label and a wrapper object per encoder, pass and
     # command buffer, and wraps every call in error capture: on an H100 host a one-kernel run
-    # cost ~98 us of host time per submit against 5-47 us of GPU time (bench/probes/submit_probe.py).
+    # cost ~98 us of host time per submit against 5-47 us of GPU time
+    # (bench/probes/submit_probe.py).
     # Recording (pipelines, bind groups, dispatches, copies) uses the raw C calls: WebGPU
     # reports an encoding error at finish(), which, like creating the encoder and submitting,
     # goes through wgpu-py's error-capturing wrappers (libf), so errors and device loss still

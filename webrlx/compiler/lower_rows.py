@@ -180,7 +180,8 @@ def emit_rows(L: EmitContext, k: Kernel, bindings: Mapping[str, Buf], row_major:
 
 # rows held in registers (reduce/softmax_regs, norm/layer_norm_regs): on GPUs, rows of
 # REGS_ROW_MIN_N to 4 * REGS_ROW_MAX_VPT * 256 elements with n % 4 == 0 (VPT vec4 a thread).
-# H100 GPU time, loop kernels -> these (bench/probes/submit_gap_probe.py, bench/probes/rows_probe.py):
+# H100 GPU time, loop kernels -> these (bench/probes/submit_gap_probe.py,
+# bench/probes/rows_probe.py):
 # softmax 4096x4096 85 -> 60 us, layer_norm 4096x4096 85 -> 57, softmax / layer_norm 4096x384
 # 14.1 / 13.6 -> 10.4 / 9.3, 6144x512 19.9 / 18.4 -> 14.6 / 12.6, 1024x1024 19.6 / 17.5 ->
 # 8.8 / 8.7, 4096x128 8.6 / 8.3 -> 7.3 / 7.4; attention's softmax at 12x512 keys 20.7 ->
@@ -197,11 +198,11 @@ def regs_rows_per_workgroup(n: int) -> int:
     8 (32 threads each) up to 512, 2 (128 threads, 2 vec4 each) up to 1024, else 1. H100 GPU
     time at 1024x1024 with 32 / 64 / 128 threads a row: softmax 11.6 / 9.3 / 8.8 us,
     layer_norm 10.7 / 8.8 / 8.7; at rows of 128, 384 and 512, 32 threads stayed fastest
-    (bench/probes/rows_probe.py --tpr 64,128, 2026-11-25-h100-rows-probe-tpr.json). Rows of 64 (H200,
-    262144 rows, ms a run, bench/probes/row_lengths_probe.py --tpr ,16 --min-n 128,64,
-    2026-11-26-h200-row-lengths-probe-tpr.json): softmax 0.097 in the loop kernel, 0.078 here with 32
-    threads a row (half of them idle), 0.064 with 16 (torch 0.040); layer_norm 0.085 / 0.071 /
-    0.067."""
+    (bench/probes/rows_probe.py --tpr 64,128, 2026-11-25-h100-rows-probe-tpr.json). Rows of 64
+    (H200, 262144 rows, ms a run, bench/probes/row_lengths_probe.py --tpr ,16 --min-n 128,64,
+    2026-11-26-h200-row-lengths-probe-tpr.json): softmax 0.097 in the loop kernel, 0.078 here
+    with 32 threads a row (half of them idle), 0.064 with 16 (torch 0.040); layer_norm 0.085 /
+    0.071 / 0.067."""
     return 16 if n <= 64 else 8 if n <= 512 else 2 if n <= 1024 else 1
 
 
