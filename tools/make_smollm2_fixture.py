@@ -4,7 +4,8 @@
 For each prompt: the prompt's token ids, the last-position logits, and 32 greedy tokens
 (argmax each step, EOS included and not stopped at). Regenerate with
 
-    pip install torch==2.13.0 transformers gguf && HF_HUB_OFFLINE=1 python tools/make_smollm2_fixture.py
+    pip install torch==2.13.0 transformers gguf
+    HF_HUB_OFFLINE=1 python tools/make_smollm2_fixture.py
 """
 from __future__ import annotations
 

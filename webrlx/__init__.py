@@ -14,5 +14,6 @@ from .tensor import Graph, Tensor, concat, where
 
 __version__ = "0.1.0"
 __all__ = ["Graph", "Tensor", "Executable", "compile", "device", "device_async", "concat",
-           "where", "nn", "optim", "grad", "GradError", "train_step", "GPUError", "DeviceLostError", "BindingLimitError", "DeviceTensor", "StaleTensorError", "InputError", "ShapeError", "float32", "float16", "int32", "uint32",
-           "bool_"]
+           "where", "nn", "optim", "grad", "GradError", "train_step", "GPUError", "DeviceLostError",
+           "BindingLimitError", "DeviceTensor", "StaleTensorError", "InputError", "ShapeError",
+           "float32", "float16", "int32", "uint32", "bool_"]

@@ -63,7 +63,8 @@ _UNARY = {
     "rsqrt": "inverseSqrt({0})", "sin": "sin({0})", "cos": "cos({0})", "erf": "erf_({0})",
     "relu": "max({0}, {t}(0))",                     # integer relu (float: the activation)
 }
-_F32_ONLY = {"erf", "exp", "log"}   # helpers in common/ieee and common/math are f32 (activations: webrlx/activations.py)
+# helpers in common/ieee and common/math are f32 (activations: webrlx/activations.py)
+_F32_ONLY = {"erf", "exp", "log"}
 _BINARY = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
            "div": "({0} / {1})", "maximum": "max({0}, {1})", "minimum": "min({0}, {1})"}
 _FLOAT_BINARY = {"maximum": "fmax_", "minimum": "fmin_"}   # NaN propagates (common/ieee)

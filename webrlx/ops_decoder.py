@@ -1,7 +1,7 @@
 """Shape/dtype rules of the language-model ops, which ops.py registers into OPS from RULES:
 quantized matmul and gather over raw GGUF blocks, rope, the KV cache write (in place),
-attention over the cache and sampling. Reference and lowering rules live with the others (backends/reference.py,
-compiler/lower_decoder.py, compiler/lower_quant.py)."""
+attention over the cache and sampling. Reference and lowering rules live with the others
+(backends/reference.py, compiler/lower_decoder.py, compiler/lower_quant.py)."""
 from __future__ import annotations
 
 from typing import Any
@@ -15,10 +15,11 @@ def _quant_weight(op: str, shape: Shape, dtype: dt.DType, attrs: dict[str, Any])
     from . import quant
     fmt, n, k = attrs["format"], attrs["n"], attrs["k"]
     if fmt not in quant.FORMATS:
-        raise ShapeError(f"{op}: format must be one of {quant.FORMATS}, got {fmt!r}")
-    if not isinstance(n, int) or not isinstance(k, int) or n < 1 or k < 1 or k % quant.BLOCK:
-        raise ShapeError(f"{op}: needs n >= 1 and k a positive multiple of {quant.BLOCK} "
-                         f"(whole blocks), got n={n}, k={k}")
+        raise ShapeError(f"{op}: format must be one of {tuple(quant.FORMATS)}, got {fmt!r}")
+    block = quant.FORMATS[fmt].block
+    if not isinstance(n, int) or not isinstance(k, int) or n < 1 or k < 1 or k % block:
+        raise ShapeError(f"{op}: needs n >= 1 and k a positive multiple of {block} "
+                         f"(whole {fmt} blocks), got n={n}, k={k}")
     want = quant.nwords(fmt, n, k)
     if dtype != dt.uint32 or tuple(shape) != (want,):
         raise ShapeError(f"{op}: w must hold the raw {fmt} blocks of an ({n}, {k}) weight as "

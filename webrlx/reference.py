@@ -210,7 +210,8 @@ def _conv2d_grad_weight(xs, at):
             for j in range(kw):
                 ys, xs_ = _conv_taps(at, oh, ow, i, j)
                 dw[k * og:(k + 1) * og, :, i, j] = np.einsum(
-                    "nohw,nchw->oc", dy[:, k * og:(k + 1) * og], xp[:, k * cg:(k + 1) * cg, ys, xs_])
+                    "nohw,nchw->oc", dy[:, k * og:(k + 1) * og],
+                    xp[:, k * cg:(k + 1) * cg, ys, xs_])
     return dw
 
 

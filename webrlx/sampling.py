@@ -65,7 +65,7 @@ def kept_weights(logits: np.ndarray, seen: np.ndarray, fparams: np.ndarray,
     """Steps 1 and 3: (kept mask, w with zeros outside it) for a temperature > 0."""
     temperature, top_p, rp = (float(v) for v in np.asarray(fparams, np.float32)[:3])
     top_k = int(iparams[0])
-    l = penalized(logits, seen, rp)
+    l = penalized(logits, seen, rp)  # noqa: E741 - the docstring's name for it
     n = l.size
     keys = order_keys(l)
     kept = np.ones(n, bool)

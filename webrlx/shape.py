@@ -7,9 +7,8 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Mapping
-from typing import Union
 
-Dim = Union[int, str]
+Dim = int | str
 Shape = tuple[Dim, ...]
 
 

@@ -278,8 +278,8 @@ def test_flash_attention_key_chunks(backend, splits, monkeypatch):
     mask = np.ones((2, 300), np.int32)
     mask[1, 40:] = 0
     for causal in (False, True):
-        check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
-              lambda q, k, v, m: _attn(q, k, v, mask=m, causal=causal), rand(2, 3, 130, 32),
+        check(backend, lambda q, k, v, m, c=causal: wr.nn.attention(q, k, v, mask=m, causal=c),
+              lambda q, k, v, m, c=causal: _attn(q, k, v, mask=m, causal=c), rand(2, 3, 130, 32),
               rand(2, 3, 300, 32, seed=1) * 2, rand(2, 3, 300, 32, seed=2), mask, rtol=1e-4,
               atol=1e-5)
     check(backend, lambda q, k, v: wr.nn.attention(q, k, v).permute(0, 2, 1, 3),

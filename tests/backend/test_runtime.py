@@ -166,7 +166,8 @@ def test_invalid_kernel_raises_gpu_error():
     gpu = wr.device("gpu")
     with pytest.raises(wr.GPUError, match=r"pipeline 'main' \(a broken kernel\): WGSL "
                                           r"compilation failed"):
-        gpu.pipeline("// a broken kernel\n@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }")
+        gpu.pipeline("// a broken kernel\n"
+                     "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }")
     exe, wv = _mlp_exe(gpu)                       # the device is still usable afterwards
     exe.set_params({"w": wv})
     np.testing.assert_allclose(exe.run({"x": rand(2, 8)})[0], _ref(rand(2, 8), wv), rtol=1e-5)

@@ -35,7 +35,8 @@ def test_minilm_page_embeds_and_searches(chromium: Any, web_server: str) -> None
                                "document.querySelector('#results li') && !document.querySelector"
                                "('#results li').textContent.includes('guitar')",
                                timeout=120_000)
-        new_hits = page.eval_on_selector_all("#results li", "items => items.map(i => i.textContent)")
+        new_hits = page.eval_on_selector_all("#results li",
+                                             "items => items.map(i => i.textContent)")
     finally:
         page.close()
     assert status.startswith("Ready on") and "navigator.gpu" in status, status

@@ -98,8 +98,9 @@ HAND_PICKED = [
 WORDS = [
     "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "WebGPU", "tokenizer",
     "unbelievably", "antidisestablishmentarianism", "Transformers", "GPU", "iPhone", "McDonald's",
-    "naïve", "café", "Über", "Ångström", "façade", "Straße", "Σίσυφος", "Москва", "東京", "北京大学",
-    "日本語のテキスト", "한국어", "مرحبا", "שלום", "हिन्दी", "ภาษาไทย", "ｆｕｌｌｗｉｄｔｈ", "ﬁne",
+    "naïve", "café", "Über", "Ångström", "façade", "Straße", "Σίσυφος", "Москва", "東京",
+    "北京大学", "日本語のテキスト", "한국어", "مرحبا", "שלום", "हिन्दी", "ภาษาไทย",
+    "ｆｕｌｌｗｉｄｔｈ", "ﬁne",
     "😀", "👍🏽", "👨‍👩‍👧", "🥰", "❤️", "🤗", "🇩🇪", "∑", "√2", "≈", "3.14159", "1,000,000", "42",
     "2024-01-01", "$100", "€50", "£3", "50%", "x²", "½", "007", "1234567890", "e-mail",
     "state-of-the-art", "don't", "it's", "C++", "node.js", "user@example.com", "def", "return",

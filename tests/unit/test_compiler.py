@@ -186,7 +186,8 @@ def test_workgroup_size_follows_the_adapter_limit():
 
 def test_f16_is_enabled_only_for_f16_code():
     assert "enable f16;" not in render("matmul/matmul_tiled", T="f32", C="f32", **tiled_slots(2))
-    assert render("matmul/matmul_tiled", T="f16", C="f32", **tiled_slots(2)).startswith("enable f16;")
+    assert render("matmul/matmul_tiled", T="f16", C="f32",
+                  **tiled_slots(2)).startswith("enable f16;")
 
 
 def test_the_default_matmul_tile_by_adapter_kind():

@@ -3,6 +3,7 @@ SmolLM2 file and on small files written here byte by byte, valid and broken.
 """
 
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 
 import gguf  # the reference: a missing package fails the module rather than skipping it
@@ -42,7 +43,7 @@ def kv(key: str | bytes, vtype: int, value) -> bytes:
     return enc_str(key) + struct.pack("<I", vtype) + enc_value(vtype, value)
 
 
-def tinfo(name: str, dims: list[int], code: int, offset: int) -> bytes:
+def tinfo(name: str, dims: Sequence[int], code: int, offset: int) -> bytes:
     """A tensor info; dims in GGUF order (fastest first)."""
     return (enc_str(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
             + struct.pack("<IQ", code, offset))
@@ -90,8 +91,8 @@ def sample(alignment: int = 32) -> bytes:
     return build(kvs, infos, data, alignment=alignment)
 
 
-def one_tensor(dims: list[int] = [32, 1], code: int = 0, offset: int = 0,
-               data: bytes | None = None, extra: list[bytes] = []) -> bytes:
+def one_tensor(dims: Sequence[int] = (32, 1), code: int = 0, offset: int = 0,
+               data: bytes | None = None, extra: Sequence[bytes] = ()) -> bytes:
     kvs = [kv("general.architecture", 8, "toy"), *extra]
     return build(kvs, [tinfo("w", dims, code, offset)], b"\0" * 128 if data is None else data)
 

@@ -100,7 +100,7 @@ class Backend(abc.ABC):
             self.lost = "destroyed"
             self._destroy()
 
-    def _destroy(self) -> None:
+    def _destroy(self) -> None:  # noqa: B027 - optional hook: a backend may hold nothing to free
         """Destroy the underlying device object."""
 
     def check_alive(self, where: str) -> None:
@@ -138,7 +138,7 @@ class Backend(abc.ABC):
     def _queue_submit(self, command_buffer: Any) -> None:
         """Submit one finished command buffer to the queue."""
 
-    def flush(self) -> None:
+    def flush(self) -> None:  # noqa: B027 - optional: only a deferring backend holds submits
         """Hand every held-back command buffer to the queue (see WgpuBackend's deferred
         submits); a no-op where submits are never held."""
 

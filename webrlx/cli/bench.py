@@ -206,7 +206,7 @@ def row_op_cases(iters: int, repeats: int, quick: bool) -> list[dict]:
 
         def torch_ln(t):
             import torch
-            return torch.nn.functional.layer_norm(t, (shape[1],), eps=1e-5)
+            return torch.nn.functional.layer_norm(t, (shape[1],), eps=1e-5)  # noqa: B023 - used now
         rows.append(_case(f"layer_norm {shape[0]}x{shape[1]}",
                           lambda t: wr.nn.layer_norm(t, eps=1e-5), [x], np_ln, torch_ln, 0,
                           iters, repeats))
@@ -261,7 +261,8 @@ def minilm_cases(iters: int, repeats: int, quick: bool) -> list[dict]:
             inp = {k: torch.from_numpy(feeds[k].astype(np.int64)).cuda()
                    for k in ("input_ids", "attention_mask", "token_type_ids")}
             with torch.inference_mode():
-                sec = _time(lambda: st(inp), torch.cuda.synchronize, iters, repeats)
+                sec = _time(lambda: st(inp), torch.cuda.synchronize,  # noqa: B023 - used now
+                            iters, repeats)
             row.update({"reference": f"sentence-transformers torch {torch.__version__} cuda "
                                      f"eager", "ref_ms": sec * 1e3,
                         "ratio_vs_ref": sec * 1e3 / row["webrlx_ms"]})

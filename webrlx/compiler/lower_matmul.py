@@ -427,8 +427,8 @@ def tiled_db_slots(rj: int = 2) -> dict[str, str]:
     the tiles) and the store block."""
     fmas = []
     for k in range(16):
-        fmas += ["        {", *_fma_block(2, rj, lambda i: f"ca + {k * 32 + 16 * i}u + ty",
-                                          lambda j: f"cb + {k * 16 * rj + 16 * j}u + tx"),
+        fmas += ["        {", *_fma_block(2, rj, lambda i, k=k: f"ca + {k * 32 + 16 * i}u + ty",
+                                          lambda j, k=k: f"cb + {k * 16 * rj + 16 * j}u + tx"),
                  "        }"]
     return {"RJ": str(rj), "BS": str(2 * 16 * 16 * rj), "FMAS": "\n".join(fmas),
             "STORES": _store_block(2, rj)}

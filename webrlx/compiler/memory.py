@@ -93,7 +93,7 @@ def plan_memory(program: Program, align: int, capacity: int) -> None:
     for buf in sorted(temps, key=lambda b: (-b.nbytes, b.id)):
         size = _aligned(buf.nbytes, align)
         first, last = life[buf.id]
-        clashes = sorted((o, e) for o, e, f, l in placed if f <= last and first <= l)
+        clashes = sorted((o, e) for o, e, f, la in placed if f <= last and first <= la)
         off = 0
         for o, e in clashes:
             off = _fit(off, size, capacity)

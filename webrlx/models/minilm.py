@@ -48,7 +48,8 @@ class MiniLMEncoder:
             ids[i, :len(r)] = r
             mask[i, :len(r)] = 1
         return {"input_ids": ids, "attention_mask": mask,
-                "token_type_ids": np.zeros_like(ids), "position_ids": np.arange(seq, dtype=np.int32)}
+                "token_type_ids": np.zeros_like(ids),
+                "position_ids": np.arange(seq, dtype=np.int32)}
 
     def _batches(self, texts: Sequence[str], batch_size: int
                  ) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:

@@ -65,4 +65,4 @@ async def drive_async(steps: Steps[T], device: Any) -> T:
 def no_reads(value: T) -> Steps[T]:
     """Steps that need no readback and return value."""
     return value
-    yield  # noqa: unreachable - makes this a generator
+    yield  # unreachable: makes this a generator
