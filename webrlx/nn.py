@@ -88,7 +88,8 @@ def qlinear(x: Tensor, w: Tensor, format: str, n: int, k: int, bias: Tensor | No
         w: uint32 param holding the raw blocks, row-major (n rows of k // 32 blocks), packed
             with webrlx.quant.words; dequantized inside the kernel, math in float32.
         format: "q4_1" or "q8_0".
-        n, k: the weight's shape (GGUF dims [k, n]); k % 32 == 0.
+        n: the weight's rows (GGUF dims are [k, n]).
+        k: the weight's columns; k % 32 == 0.
         bias: optional float32 (n,).
     """
     extra = [bias] if bias is not None else []
@@ -102,7 +103,8 @@ def qembedding(ids: Tensor, w: Tensor, format: str, n: int, k: int) -> Tensor:
         ids: int32 ids in [0, n).
         w: uint32 param holding the table's raw GGUF blocks (webrlx.quant.words).
         format: "q4_1" or "q8_0".
-        n, k: the table's shape (vocabulary, dim); k % 32 == 0.
+        n: the table's rows (the vocabulary).
+        k: the table's columns (the dim); k % 32 == 0.
     """
     return w._op("qgather", ids, format=str(format), n=int(n), k=int(k))
 
@@ -195,7 +197,8 @@ def cached_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, pos: Tensor,
 
     Args:
         q: float32 (batch, seq, heads, head_dim) (rope's layout), head_dim % 4 == 0, <= 128.
-        k_cache, v_cache: float32 (batch, kv_heads, capacity, head_dim); heads % kv_heads == 0.
+        k_cache: float32 (batch, kv_heads, capacity, head_dim); heads % kv_heads == 0.
+        v_cache: float32, the same shape as k_cache.
         pos: int32 (1,): the position of query row 0.
         scale: defaults to 1 / sqrt(head_dim).
     Returns: float32 (batch, seq, heads, head_dim): reshape to (batch, seq, heads * head_dim)

@@ -311,7 +311,8 @@ class BPETokenizer:
 
         Args:
             text: the text.
-            add_bos, add_eos: prepend BOS / append EOS; None follows the GGUF metadata.
+            add_bos: prepend BOS; None follows the GGUF metadata.
+            add_eos: append EOS; None follows the GGUF metadata.
         """
         out: list[int] = []
         if self.add_bos if add_bos is None else add_bos:

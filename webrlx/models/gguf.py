@@ -394,8 +394,8 @@ def load(source: str | os.PathLike[str] | bytes | bytearray | memoryview,
         progress: called as progress(done_bytes, total_bytes) while the file is read.
 
     Raises:
-        GGUFError (a ValueError) naming the file and the problem: not GGUF, unsupported
-        version, truncated, or corrupt.
+        GGUFError: (a ValueError) naming the file and the problem: not GGUF, unsupported
+            version, truncated, or corrupt.
     """
     if isinstance(source, (str, os.PathLike)):
         where = os.fspath(source)

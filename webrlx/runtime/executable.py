@@ -200,8 +200,9 @@ class Executable:
 
         Args:
             feeds: as for run().
-            rtol, atol: a value diverges where |got - want| > atol * scale + rtol * |want|,
+            rtol: a value diverges where |got - want| > atol * scale + rtol * |want|,
                 scale = max(1, max |want|) of that node; integers must match exactly.
+            atol: the absolute part of that bound.
         """
         steps = self._validate_steps(*self.check_feeds(feeds), rtol, atol)
         return drive(steps, self.device.lock)
