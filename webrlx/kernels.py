@@ -69,6 +69,7 @@ def _builtin_slots() -> dict[str, str]:
             "VEC4_IO": raw_shader("common/matmul_vec4_io"),
             "NCHW": raw_shader("common/nchw"),
             "QBLOCKS": raw_shader("common/qblocks"),
+            "QFORMATS": raw_shader("common/qformats"),
             "ROPE_TURN": raw_shader("common/rope_turn"),
             "REDUCE_OPS": raw_shader("common/reduce_ops"),
             "ONLINE_SOFTMAX": raw_shader("common/online_softmax"),
@@ -81,9 +82,9 @@ def _builtin_slots() -> dict[str, str]:
 
 def render(name: str, **slots: str) -> str:
     """Return shader `name` with every {{KEY}} replaced; the IEEE (NaN/inf), MATH (IEEE's
-    helpers too, and `activate`), ROW_REDUCE, ROW_STATS, VEC4_IO, NCHW, QBLOCKS, ROPE_TURN,
-    REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO, ATTENTION_IO, KV_ATTENTION_IO and KV_CHUNKS helpers
-    are built in."""
+    helpers too, and `activate`), ROW_REDUCE, ROW_STATS, VEC4_IO, NCHW, QBLOCKS, QFORMATS,
+    ROPE_TURN, REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO, ATTENTION_IO, KV_ATTENTION_IO and
+    KV_CHUNKS helpers are built in."""
     slots = {**_builtin_slots(), **slots}
     text = raw_shader(name)
     missing = sorted({m for m in _SLOT.findall(text) if m not in slots})

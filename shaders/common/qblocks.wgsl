@@ -1,25 +1,29 @@
 // GGUF block decoding and row dots shared by the quantized GEMVs (quant/qgemv,
-// quant/qgemv_fused): a "unit" is 8 weights of one block of weight row n, dequantized in
-// registers. The including shader declares `wword(i, second)` (word i of the blocks; second:
-// the second weight of a fused kernel, a constant at each call), `x_vec(r, k4)`
-// (x row r's k4-th vec4, as f32), `p.M`, `p.K`, `p.nw`, the Q8_0, ROWS, RPT and RQ overrides and RPW.
+// quant/qgemv_fused, quant/qmatmul_fused): a "unit" is 8 weights of one block of weight row n,
+// dequantized in registers: Q4_1 and Q8_0 by their own paths here (OWN), every other format
+// of common/qformats.wgsl by its deq8. The including shader declares `wword(i, second)` (word
+// i of the blocks; second: the second weight of a fused kernel, a constant at each call),
+// `x_vec(r, k4)` (x row r's k4-th vec4, as f32), `p.M`, `p.K`, `p.nw`, the ROWS, RPT and RQ
+// overrides and RPW.
 // 8 weights of a block: d * q + m at k0..k0+3 (lo) and k1..k1+3 (hi) (unit_k)
 struct Unit { lo: vec4<f32>, hi: vec4<f32>, d: f32, m: f32 }
 
-// shifts by constants throughout: CPU adapters (lavapipe, SwiftShader) run lanes as SIMD and
-// scalarize a vec4 shifted by per-component amounts
-fn int8x4(q: u32) -> vec4<f32> {
-    let v = bitcast<i32>(q);
-    return vec4<f32>(f32((v << 24u) >> 24u), f32((v << 16u) >> 24u), f32((v << 8u) >> 24u),
-                     f32(v >> 24u));
-}
+{{QFORMATS}}
 
 // unit u (0 .. K/8) of weight row n (of the second weight if `second`)
 fn load_unit(n: u32, u: u32, second: bool) -> Unit {
+    var r: Unit;
+    if (!OWN) {                                       // deq8: 8 consecutive weights, d folded in
+        let v = deq8(n * (p.K / QK) + u / (QK / 8u), u % (QK / 8u), second);
+        r.lo = v[0];
+        r.hi = v[1];
+        r.d = 1.0;
+        r.m = 0.0;
+        return r;
+    }
     let kb = u >> 2u;
     let part = u & 3u;
     let b = n * (p.K >> 5u) + kb;
-    var r: Unit;
     if (Q8_0) {
         let start = b * 34u;                          // bytes
         r.d = unpack2x16float(wword(start / 4u, second) >> ((start & 2u) * 8u)).x;
@@ -65,6 +69,7 @@ fn slot_r(r0: u32, slot: u32) -> u32 {
 
 // where unit u's 8 weights sit in a row: k0..k0+3 and k1..k1+3 (as load_unit's k0, k1)
 fn unit_k(u: u32) -> vec2<u32> {
+    if (!OWN) { return vec2<u32>(u * 8u, u * 8u + 4u); }
     let k0 = (u >> 2u) * 32u + (u & 3u) * select(4u, 8u, Q8_0);
     return vec2<u32>(k0, k0 + select(16u, 4u, Q8_0));
 }
@@ -96,6 +101,6 @@ fn dot_rows(q: Unit, v: XUnit, valid: u32) -> vec4<f32> {
     if (ROWS > 2u && valid > 2u) { a.z = dot(q.lo, v.a2) + dot(q.hi, v.b2); }
     if (ROWS > 3u && valid > 3u) { a.w = dot(q.lo, v.a3) + dot(q.hi, v.b3); }
     a *= q.d;
-    if (!Q8_0) { a += q.m * v.s; }
+    if (OWN && !Q8_0) { a += q.m * v.s; }
     return a;
 }

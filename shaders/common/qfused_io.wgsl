@@ -13,7 +13,6 @@ struct Params { M: u32, N: u32, K: u32, nw: u32, eps: f32, hd: u32, S: u32, T: u
 @group(0) @binding(7) var<storage, read_write> out: array<f32>;
 @group(0) @binding(8) var<uniform> p: Params;
 
-override Q8_0: bool = false;      // false: Q4_1
 override NORM: bool = false;
 override SWIGLU: bool = false;
 override RES: bool = false;

@@ -44,7 +44,6 @@ struct Params { M: u32, N: u32, K: u32, nw: u32 }
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-override Q8_0: bool = false;      // false: Q4_1
 override HAS_BIAS: bool = false;
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4 (M when M <= 4)
 override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32

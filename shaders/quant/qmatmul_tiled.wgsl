@@ -1,6 +1,8 @@
 // quantized matmul for prefill (M > 4): out[M, N] = x[M, K] @ dequant(w)[N, K]^T (+ bias[N]).
-// w: raw GGUF blocks of an (N, K) weight as u32 words (Q4_1 or Q8_0, see quant/qgemv.wgsl),
-// x f32 or f16 (vec4: K % 32 == 0), out f32, math f32; M and N are free (edges masked).
+// w: raw GGUF blocks of an (N, K) weight as u32 words: Q4_1 or Q8_0 by this kernel's own
+// decoding (OWN, see quant/qgemv.wgsl), any other format of common/qformats.wgsl by its deq8
+// (no prefetch of raw words there); x f32 or f16 (vec4: K % QK == 0), out f32, math f32;
+// M and N are free (edges masked).
 // bindings: 0 x, 1 w, 2 bias [N] (a dummy when HAS_BIAS is false), 3 out, 4 params.
 // One source, two tile sizes ({{R}}), as matmul/matmul_tiled.wgsl: R = 1 -> 64x64 tiles, 4x4
 // outputs a thread, a K step of one block (BK 32); R = 2 -> 128x128 tiles, 8x8 a thread, half
@@ -27,7 +29,6 @@ struct Params { M: u32, N: u32, K: u32, nw: u32 }
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-override Q8_0: bool = false;      // false: Q4_1
 override HAS_BIAS: bool = false;
 const R: u32 = {{R}}u;
 const TM: u32 = 64u * R;          // tile rows = tile columns
@@ -37,13 +38,8 @@ const WT: u32 = 4u / R;           // threads per weight row in a step
 var<workgroup> Xs: array<vec4<f32>, 512>;   // [k][m / 4]: BK x Q
 var<workgroup> Ws: array<vec4<f32>, 512>;   // [k][n / 4]: BK x Q
 
-fn bytes4(v: u32) -> vec4<f32> {
-    return vec4<f32>((vec4<u32>(v) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u));
-}
-
-fn int8x4(q: u32) -> vec4<f32> {
-    return vec4<f32>((vec4<i32>(bitcast<i32>(q)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
-}
+fn wword(i: u32, second: bool) -> u32 { return w[i]; }
+{{QFORMATS}}
 
 // the raw words of weights 8j..8j+7 of block b: Q4_1: (d m, the two nibble words whose low
 // (j < 2) or high nibbles they are); Q8_0: (the word holding d, three words holding the
@@ -94,17 +90,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let wn = tid / WT;
     let wj = tid % WT;
     let w_ok = col0 + wn < p.N;
-    let wb = min(col0 + wn, p.N - 1u) * (p.K / 32u);    // first block of the weight row
+    let wb = min(col0 + wn, p.N - 1u) * (p.K / QK);     // first block of the weight row
     var acc: array<vec4<f32>, 4u * R * R>;
     var xa = load_x(row0 + xm, xq);
     var xb = load_x(row0 + xm + TM / 2u, xq);
-    var raw = load_raw(wb, wj);
+    var raw = vec4<u32>(0u);
+    if (OWN) { raw = load_raw(wb, wj); }
     for (var s = 0u; s < steps; s++) {
         for (var c = 0u; c < 4u; c++) {
             Xs[(xq * 4u + c) * Q + xm / 4u][xm % 4u] = xa[c];
             Xs[(xq * 4u + c) * Q + (xm + TM / 2u) / 4u][xm % 4u] = xb[c];
         }
-        var v = dequant(raw, wb + s / R, wj + (s % R) * WT);
+        var v: array<vec4<f32>, 2>;
+        if (OWN) {
+            v = dequant(raw, wb + s / R, wj + (s % R) * WT);
+        } else {                                     // unit u of the row: 8 weights
+            let u = s * (BK / 8u) + wj;
+            v = deq8(wb + u / (QK / 8u), u % (QK / 8u), false);
+        }
         if (!w_ok) { v = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0)); }
         for (var c = 0u; c < 4u; c++) {
             Ws[(wj * 8u + c) * Q + wn / 4u][wn % 4u] = v[0][c];
@@ -115,7 +118,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             let t = s + 1u;
             xa = load_x(row0 + xm, t * (BK / 4u) + xq);
             xb = load_x(row0 + xm + TM / 2u, t * (BK / 4u) + xq);
-            raw = load_raw(wb + t / R, wj + (t % R) * WT);
+            if (OWN) { raw = load_raw(wb + t / R, wj + (t % R) * WT); }
         }
         for (var k = 0u; k < BK; k++) {
             var a: array<vec4<f32>, R>;

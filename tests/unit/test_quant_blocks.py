@@ -1,5 +1,6 @@
-"""webrlx.quant: block dequantization checked against the gguf package (ggml's Python twin),
-quantizers bit-exact with gguf's ports of ggml's reference quantizers, round-trip error."""
+"""webrlx.quant: the block-format table and each row's dequantization checked against the gguf
+package (ggml's Python twin), quantizers bit-exact with gguf's ports of ggml's reference
+quantizers, round-trip error."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,10 +9,16 @@ import pytest
 from webrlx import quant
 
 gguf_quants = pytest.importorskip("gguf.quants")
-from gguf import GGMLQuantizationType  # noqa: E402
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType  # noqa: E402
 
-QTYPE = {"q4_1": GGMLQuantizationType.Q4_1, "q8_0": GGMLQuantizationType.Q8_0}
-SHAPES = [(1, 32), (3, 96), (7, 576), (5, 1536)]
+OWN = ["q4_1", "q8_0"]                     # formats webrlx.quant.quantize makes
+GGUF_MADE = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0"]     # formats gguf.quants.quantize makes
+SHAPES = {32: [(1, 32), (3, 96), (7, 576), (5, 1536)], 256: [(1, 256), (3, 512), (5, 1536)]}
+CASES = [(f, s) for f in quant.FORMATS for s in SHAPES[quant.FORMATS[f].block]]
+
+
+def qtype(fmt: str) -> GGMLQuantizationType:
+    return GGMLQuantizationType[fmt.upper()]
 
 
 def _weights(n: int, k: int, seed: int = 0) -> np.ndarray:
@@ -21,31 +28,39 @@ def _weights(n: int, k: int, seed: int = 0) -> np.ndarray:
     return x
 
 
-def _random_blocks(fmt: str, n: int, k: int) -> np.ndarray:
-    """Random bytes with finite f16 scales: every bit pattern of qs is exercised."""
-    rng = np.random.default_rng(n * k)
-    raw = rng.integers(0, 256, quant.nbytes(fmt, n, k), dtype=np.uint8)
-    blocks = raw.reshape(-1, quant.BLOCK_BYTES[fmt])
-    heads = 2 if fmt == "q8_0" else 4
-    blocks[:, :heads] = rng.uniform(-2, 2, (len(blocks), heads // 2)).astype("<f2").view(np.uint8)
-    return raw
-
-
 @pytest.mark.parametrize("fmt", quant.FORMATS)
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_dequantize_matches_gguf(fmt, shape):
-    raw = _random_blocks(fmt, *shape)
-    want = gguf_quants.dequantize(raw.reshape(shape[0], -1), QTYPE[fmt])
+def test_table_rows_match_ggml(fmt):
+    f = quant.FORMATS[fmt]
+    assert f.ggml == qtype(fmt).value
+    assert (f.block, f.nbytes) == GGML_QUANT_SIZES[qtype(fmt)]
+
+
+@pytest.mark.parametrize("fmt,shape", CASES, ids=str)
+def test_dequantize_random_blocks_matches_gguf(fmt, shape):
+    """Random bytes with finite f16 scales: every quant, sub-scale and high-bit pattern."""
+    raw = quant.random_blocks(fmt, *shape, seed=shape[0] * shape[1])
+    want = gguf_quants.dequantize(raw.reshape(shape[0], -1), qtype(fmt))
+    assert np.isfinite(want).all() and np.abs(want).max() > 0
     np.testing.assert_array_equal(quant.dequantize(raw, fmt, shape), want)
     # the uint32 words a param holds dequantize the same
     np.testing.assert_array_equal(quant.dequantize(quant.words(raw), fmt, shape), want)
 
 
-@pytest.mark.parametrize("fmt", quant.FORMATS)
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("fmt", GGUF_MADE)
+@pytest.mark.parametrize("shape", SHAPES[32], ids=str)
+def test_dequantize_gguf_quantized_blocks(fmt, shape):
+    x = _weights(*shape, seed=2)
+    raw = gguf_quants.quantize(x, qtype(fmt)).reshape(-1)
+    want = gguf_quants.dequantize(raw.reshape(shape[0], -1), qtype(fmt))
+    np.testing.assert_array_equal(quant.dequantize(raw, fmt, shape), want)
+    assert np.abs(want - x).max() <= 0.1 * np.abs(x).max()
+
+
+@pytest.mark.parametrize("fmt", OWN)
+@pytest.mark.parametrize("shape", SHAPES[32], ids=str)
 def test_quantize_matches_gguf_bit_for_bit(fmt, shape):
     x = _weights(*shape)
-    want = gguf_quants.quantize(x, QTYPE[fmt]).reshape(-1)
+    want = gguf_quants.quantize(x, qtype(fmt)).reshape(-1)
     np.testing.assert_array_equal(quant.quantize(x, fmt), want)
 
 
@@ -69,8 +84,12 @@ def test_words_pad_to_four_bytes():
 
 def test_bad_arguments_say_what_is_wrong():
     with pytest.raises(ValueError, match="format must be one of"):
-        quant.nbytes("q4_0", 1, 32)
+        quant.nbytes("iq4_nl", 1, 32)
     with pytest.raises(ValueError, match="k % 32"):
         quant.quantize(np.zeros((2, 48), np.float32), "q8_0")
+    with pytest.raises(ValueError, match="k % 256"):
+        quant.nbytes("q4_k", 2, 288)
+    with pytest.raises(ValueError, match="gguf package quantizes"):
+        quant.quantize(np.zeros((2, 32), np.float32), "q4_0")
     with pytest.raises(ValueError, match="needs 40 bytes"):
         quant.dequantize(np.zeros(39, np.uint8), "q4_1", (2, 32))

@@ -1,5 +1,6 @@
 """Lowering rules of quantized ops (GGUF blocks dequantized inside the kernels): qmatmul as a
-split-K GEMV for decode rows or a block-tiled matmul for prefill, and qgather."""
+split-K GEMV for decode rows or a block-tiled matmul for prefill, and qgather. Every kernel
+reads the weight's row of quant.FORMATS through the overrides of common/qformats.wgsl."""
 from __future__ import annotations
 
 import math
@@ -34,6 +35,12 @@ TILE_RG = (1, 2, 4, 8)
 TILE_MIN_M = 16
 
 
+def format_overrides(fmt: str) -> dict[str, Any]:
+    """common/qformats.wgsl's overrides for block format `fmt` (a row of quant.FORMATS)."""
+    f = quant.block_format(fmt)
+    return {"FMT": f.ggml, "QK": f.block, "QBYTES": f.nbytes, "OWN": f.own_path}
+
+
 def gemv_shape(n: int, k: int, cpu: bool = False) -> tuple[int, int, int]:
     """The default (threads per weight row, weight rows per thread, x row quads per
     workgroup), where the autotuner
@@ -60,7 +67,7 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     bindings = {"x": L.buf(x_id), "w": L.buf(w_id),
                 "bias": L.buf(node.inputs[2]) if has_bias else L.dummy(0), "out": out}
     params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k)}
-    overrides = {"Q8_0": fmt == "q8_0", "HAS_BIAS": has_bias}
+    overrides = {**format_overrides(fmt), "HAS_BIAS": has_bias}
     t = L.T(L.dtype(x_id))
     # 128x128 or 64x64 tiles (quant/qmatmul_tiled.wgsl's R = 2 or 1)
     tiles = {r: Variant.of(f"qmatmul_{64 * r}", kernel("quant/qmatmul_tiled", T=t, R=str(r)),
@@ -102,7 +109,7 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
     params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k),
               "eps": prologue[2] if prologue else 0.0, "hd": heads[-1], "S": heads[1],
               "T": L.shape(cache.id)[2] if cache else 1}
-    overrides = {"Q8_0": fmt == "q8_0", "NORM": prologue is not None,
+    overrides = {**format_overrides(fmt), "NORM": prologue is not None,
                  "SWIGLU": q.up is not None, "RES": q.res is not None, "ROPE": rope is not None,
                  "CACHE": cache is not None}
     what = "+".join(["rms_norm"] * bool(prologue) + ["swiglu"] * (q.up is not None) +
@@ -171,5 +178,5 @@ def _qgather(L: EmitContext, node: Node) -> Buf:
     out = L.temp(L.shape(node.id), node.dtype)
     L.emit(kernel("quant/qgather"), {"w": L.buf(w_id), "ids": L.buf(ids_id), "out": out},
            {"units": units, "N": n, "K": k, "nw": quant.nwords(fmt, n, k)}, L.grid(units),
-           {"Q8_0": fmt == "q8_0"}, name=f"qgather[{fmt}]")
+           format_overrides(fmt), name=f"qgather[{fmt}]")
     return out
