@@ -21,22 +21,27 @@ from webrlx.tensor import Tensor
 PACKAGE = Path(wr.__file__).resolve().parent
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(PACKAGE.parent).with_suffix("")
-    parts = list(rel.parts)
+# -- the import graph ----------------------------------------------------------------------------
+def _module_name(path: Path, root: Path) -> str:
+    """Dotted name of the module at path, in the package whose directory is root."""
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
 def _is_type_checking(node: ast.If) -> bool:
-    return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imports_of(path: Path) -> set[str]:
-    """webrlx modules a file imports (at any depth, except under `if TYPE_CHECKING:`)."""
-    module = _module_name(path)
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+def imports_of(path: Path, root: Path, modules: set[str]) -> set[str]:
+    """The modules of `modules` that a file imports, at module or function level alike, except
+    under `if TYPE_CHECKING:`. `from pkg import name` imports pkg.name where that is a module,
+    else pkg; relative imports resolve against the file's package."""
+    module = _module_name(path, root)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
@@ -45,67 +50,120 @@ def imports_of(path: Path) -> set[str]:
                 visit(child)
             return
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.split(".")[0] == "webrlx")
+            found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")
-                base = base[:len(base) - node.level + 1]
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            if target.split(".")[0] == "webrlx":
-                for a in node.names:       # `from . import x` may name a submodule
-                    sub = f"{target}.{a.name}"
-                    found.add(sub if _exists(sub) else target)
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                found.add(sub if sub in modules else target)
         for child in ast.iter_child_nodes(node):
             visit(child)
-    visit(ast.parse(path.read_text()))
-    return {m for m in found if m != module}
+    visit(ast.parse(path.read_text(), str(path)))
+    return {m for m in found if m in modules and m != module}
 
 
-def _exists(module: str) -> bool:
-    rel = Path(*module.split(".")[1:])
-    return (PACKAGE / rel).with_suffix(".py").is_file() or (PACKAGE / rel / "__init__.py").is_file()
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the modules it imports, for every module of the package at root."""
+    paths = {_module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+    return {m: imports_of(p, root, set(paths)) for m, p in paths.items()}
 
 
-def import_graph() -> dict[str, set[str]]:
-    return {_module_name(p): imports_of(p) for p in PACKAGE.rglob("*.py")}
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """A cycle of the import graph (package __init__ edges to children ignored), or None."""
-    state: dict[str, int] = {}
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
     stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
 
-    def dfs(m: str) -> list[str] | None:
-        state[m] = 1
+    def connect(m: str) -> None:
+        index[m] = low[m] = len(index)
         stack.append(m)
+        on_stack.add(m)
         for dep in sorted(graph.get(m, ())):
-            if dep.startswith(m + "."):        # a package importing its own submodules
-                continue
-            if state.get(dep) == 1:
-                return stack[stack.index(dep):] + [dep]
-            if state.get(dep) is None and dep in graph:
-                cycle = dfs(dep)
-                if cycle:
-                    return cycle
-        stack.pop()
-        state[m] = 2
-        return None
+            if dep not in index:
+                connect(dep)
+                low[m] = min(low[m], low[dep])
+            elif dep in on_stack:
+                low[m] = min(low[m], index[dep])
+        if low[m] == index[m]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == m:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
     for m in sorted(graph):
-        if m not in state:
-            cycle = dfs(m)
-            if cycle:
-                return cycle
-    return None
+        if m not in index:
+            connect(m)
+    return cycles
+
+
+def describe(graph: dict[str, set[str]], component: list[str]) -> str:
+    """One import path around a component: a -> b -> ... -> a."""
+    members = set(component)
+    path = [component[0]]
+    while True:                         # in a strongly connected component every walk closes
+        nxt = min(d for d in graph[path[-1]] if d in members)
+        if nxt in path:
+            return " -> ".join(path[path.index(nxt):] + [nxt])
+        path.append(nxt)
+
+
+def check_no_import_cycles(root: Path) -> None:
+    """Fail naming every import cycle among the modules of the package at root."""
+    graph = import_graph(root)
+    cycles = import_cycles(graph)
+    assert not cycles, "import cycles:\n" + "\n".join(
+        f"  {describe(graph, c)}  (component: {', '.join(c)})" for c in cycles)
 
 
 def test_the_import_graph_has_no_cycles():
-    assert find_cycle(import_graph()) is None, " -> ".join(find_cycle(import_graph()))
+    check_no_import_cycles(PACKAGE)
 
 
-def test_find_cycle_finds_one():
-    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path / "pkg"
+
+
+@pytest.mark.parametrize("a_imports", [
+    "from . import b",                             # a submodule named in from-import
+    "from .b import f",
+    "import pkg.b",
+    "def g():\n    from pkg.b import f",            # at function level
+    "from .sub import c",                          # through a subpackage
+])
+def test_the_cycle_check_fails_on_a_cycle(tmp_path, a_imports):
+    root = _package(tmp_path, {"__init__.py": "", "a.py": a_imports + "\n",
+                               "b.py": "from .sub.c import h\n", "sub/__init__.py": "",
+                               "sub/c.py": "from ..a import g\n"})
+    with pytest.raises(AssertionError, match=r"pkg\.a -> pkg\.(b|sub\.c) -> .*pkg\.a"):
+        check_no_import_cycles(root)
+
+
+def test_the_cycle_check_skips_type_checking_imports(tmp_path):
+    root = _package(tmp_path, {
+        "__init__.py": "", "a.py": "from .b import f\n",
+        "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import g\n"})
+    check_no_import_cycles(root)
+    assert import_graph(root) == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": set()}
+
+
+def test_a_package_that_imports_its_importer_is_a_cycle(tmp_path):
+    root = _package(tmp_path, {"__init__.py": "from .a import f\n",
+                               "a.py": "import pkg\ndef f():\n    return pkg\n"})
+    assert import_cycles(import_graph(root)) == [["pkg", "pkg.a"]]
 
 
 def test_compiler_imports_no_backend_or_runtime():
