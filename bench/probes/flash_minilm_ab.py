@@ -32,7 +32,7 @@ def main() -> None:
     for _ in range(a.rounds):
         for keys in (0, default):
             lower_attention.FLASH_MAX_KEYS = keys
-            for row in minilm_cases(10, 5, False):
+            for row in minilm_cases(10, 5, [(1, 128), (32, 128)]):
                 row["flash_max_keys"] = keys
                 out["runs"].append(row)
                 print(keys, row["case"], round(row.get("webrlx_ms", 0), 4),

@@ -193,3 +193,46 @@ def test_bench_gives_f16_rows_their_speedup_over_webrlx_f32():
     f16_speedups(cases)
     assert cases[1]["speedup_vs_webrlx_float32"] == 2.0
     assert "speedup_vs_webrlx_float32" not in cases[0] | cases[2]
+
+
+def test_bench_rows_include_rms_norm_with_a_progress_line_per_case(capsys):
+    from webrlx.cli.bench import main_bench
+    out = main_bench(["--quick", "--only", "rows"])
+    names = [c["case"] for c in out["cases"]]
+    assert names == [f"{op} {s}" for s in ("512x384", "1024x128")
+                     for op in ("softmax", "layer_norm", "rms_norm")]
+    assert all(c["webrlx_ms"] > 0 and c["ref_ms"] > 0 and c["reference"] for c in out["cases"])
+    err = capsys.readouterr()
+    assert err.out == ""                       # stdout stays the JSON's alone
+    for name in names:
+        assert f"] {name} float32\n" in err.err, err.err
+
+
+def test_bench_browser_names_what_ort_lacks_and_still_runs_webrlx(monkeypatch, tmp_path,
+                                                                 capsys):
+    """Without onnxruntime-web and onnx the ORT runners are skipped with the commands that
+    install them; the webrlx runner still runs (faked here: it is MiniLM on SwiftShader)."""
+    import numpy as np
+
+    from webrlx.cli import bench_browser
+    from webrlx.cli.bench import main_bench
+    from webrlx.models import assets
+    monkeypatch.setattr(bench_browser, "ORT_DIR", tmp_path / "ortweb")
+    monkeypatch.setattr(bench_browser, "ONNX_PATH", tmp_path / "minilm.onnx")
+    monkeypatch.setattr(bench_browser, "has_module", lambda name: name != "onnx")
+    monkeypatch.setattr(assets, "minilm_dir", lambda path=None: tmp_path)
+    ran = []
+
+    def fake_native(ids, repeats, timeout, warm_up=True):
+        ran.append(ids)
+        emb = np.ones((len(ids["a"]), 384)).tolist()
+        return {"adapter": "SwiftShader", "load_s": 0.1,
+                "cases": {"a": {"first_ms": 5.0, "warm_ms": 1.0, "embedding": emb}}}
+    monkeypatch.setattr(bench_browser, "run_native", fake_native)
+    out = main_bench(["--browser", "--cases", "a", "--runners", "ort_webgpu,ort_wasm,native"])
+    err = capsys.readouterr().err
+    assert "npm install --prefix build/ortweb onnxruntime-web@1.30.0" in err, err
+    assert "pip install onnx" in err and "pip install torch" not in err, err
+    assert out["runners"] == ["native"] and set(out["skipped"]) == {"ort_webgpu", "ort_wasm"}
+    assert ran and out["cases"]["a"]["native"]["warm_ms"] == 1.0
+    assert out["cases"]["a"]["ratios"]["native_first_over_warm"] == 5.0

@@ -1,5 +1,10 @@
 """Benchmarks printed as JSON: webrlx beside a reference measured in the same run
-(numpy on the CPU; torch on CUDA where present). `python -m webrlx bench [--quick] [--only K]`.
+(numpy on the CPU; torch on CUDA where present).
+`python -m webrlx bench [--quick | --full] [--only K]`; a progress line per case on stderr.
+
+Sizes (TIERS): GPUs run the full sizes by default; software adapters (lavapipe, SwiftShader)
+and the numpy reference device run the "cpu" tier, which finishes in minutes on 2 cores;
+`--full` runs the full sizes anywhere, `--quick` the smallest.
 
 Method: webrlx runs a compiled executable with inputs already on the device; `iters` runs are
 submitted back to back and synchronized once at the end (a 4-byte readback), `iters` doubled
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +27,25 @@ import webrlx as wr
 from webrlx.backends.base import Copy
 
 MIN_BATCH_S = 0.02    # grow a batch until it runs this long: one sync's cost stays < ~2% of it
+T0 = time.perf_counter()
+
+# Case sizes per tier: square matmul sizes (plus a GEMV at the largest), (iters, repeats), row
+# op shapes, attention sequence lengths (1 x 12 heads x seq x 64), MiniLM (batch, seq), and
+# whether training runs its small models.
+TIERS: dict[str, dict[str, Any]] = {
+    "quick": {"sizes": [128, 256, 512], "iters": (3, 3), "rows": [(512, 384), (1024, 128)],
+              "seqs": [64, 128], "minilm": [(1, 16)], "train_quick": True},
+    "cpu": {"sizes": [256, 512, 1024], "iters": (3, 3), "rows": [(4096, 384), (1024, 1024)],
+            "seqs": [128, 256], "minilm": [(1, 128)], "train_quick": True},
+    "full": {"sizes": [512, 1024, 2048, 4096], "iters": (10, 5),
+             "rows": [(4096, 384), (6144, 512), (32, 49152), (4096, 4096)],
+             "seqs": [128, 512, 2048], "minilm": [(1, 128), (32, 128)], "train_quick": False},
+}
+
+
+def progress(msg: str) -> None:
+    """One line on stderr (stdout stays the JSON): seconds since start and what runs next."""
+    print(f"[bench {time.perf_counter() - T0:7.1f} s] {msg}", file=sys.stderr, flush=True)
 
 
 def _time(fn: Callable[[], Any], sync: Callable[[], Any], iters: int, repeats: int) -> float:
@@ -97,6 +122,7 @@ def _ref_timer(fn_np: Callable, fn_torch: Callable | None, arrays: list[np.ndarr
 def _case(name: str, build: Callable, arrays: list[np.ndarray], fn_np: Callable,
           fn_torch: Callable | None, flops: float, iters: int, repeats: int,
           dtype: str = "float32", fuse: bool = True) -> dict[str, Any]:
+    progress(f"{name} {dtype}")
     g = wr.Graph()
     ins = [g.input(f"x{i}", a.shape, a.dtype) for i, a in enumerate(arrays)]
     exe = wr.compile(g, outputs=[build(*ins)], fuse=fuse)
@@ -140,6 +166,7 @@ def io_case(n: int, repeats: int) -> dict[str, Any]:
     matmul, the readback into a new array), beside torch doing the same job with its copies:
     torch.from_numpy(...).cuda() for both inputs, the matmul, .cpu().numpy() (numpy's matmul
     where there is no CUDA)."""
+    progress(f"exe.run numpy in/out matmul {n}x{n}x{n}")
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n)).astype(np.float32)
     b = rng.standard_normal((n, n)).astype(np.float32)
@@ -185,32 +212,36 @@ def elementwise_chain(n_nodes: int, iters: int, repeats: int, fuse: bool) -> dic
     return row
 
 
-def row_op_cases(iters: int, repeats: int, quick: bool) -> list[dict]:
-    """softmax and layer_norm at transformer sizes."""
+def row_op_cases(shapes: list[tuple[int, int]], iters: int, repeats: int) -> list[dict]:
+    """softmax, layer_norm and rms_norm over rows at transformer sizes."""
     rng = np.random.default_rng(0)
     rows = []
-    shapes = [(512, 384), (1024, 128)] if quick else [(4096, 384), (6144, 512), (32, 49152),
-                                                       (4096, 4096)]
-    for shape in shapes:
-        x = rng.standard_normal(shape).astype(np.float32)
 
-        def np_sm(a):
-            e = np.exp(a - a.max(-1, keepdims=True))
-            return e / e.sum(-1, keepdims=True)
-        rows.append(_case(f"softmax {shape[0]}x{shape[1]}", lambda t: t.softmax(-1), [x], np_sm,
+    def np_sm(a: np.ndarray) -> np.ndarray:
+        e = np.exp(a - a.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    def np_ln(a: np.ndarray) -> np.ndarray:
+        return (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)
+
+    def np_rms(a: np.ndarray) -> np.ndarray:
+        return a / np.sqrt((a * a).mean(-1, keepdims=True) + 1e-6)
+
+    def torch_ln(t: Any) -> Any:
+        import torch
+        return torch.nn.functional.layer_norm(t, t.shape[-1:], eps=1e-5)
+
+    def torch_rms(t: Any) -> Any:
+        import torch
+        return torch.nn.functional.rms_norm(t, t.shape[-1:], eps=1e-6)
+    for m, n in shapes:
+        x = rng.standard_normal((m, n)).astype(np.float32)
+        rows.append(_case(f"softmax {m}x{n}", lambda t: t.softmax(-1), [x], np_sm,
                           lambda t: t.softmax(-1), 0, iters, repeats))
-        w = np.ones(shape[1], np.float32)
-
-        def np_ln(a):
-            return (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)
-
-        def torch_ln(t):
-            import torch
-            return torch.nn.functional.layer_norm(t, (shape[1],), eps=1e-5)  # noqa: B023 - used now
-        rows.append(_case(f"layer_norm {shape[0]}x{shape[1]}",
-                          lambda t: wr.nn.layer_norm(t, eps=1e-5), [x], np_ln, torch_ln, 0,
-                          iters, repeats))
-        del w
+        rows.append(_case(f"layer_norm {m}x{n}", lambda t: wr.nn.layer_norm(t, eps=1e-5), [x],
+                          np_ln, torch_ln, 0, iters, repeats))
+        rows.append(_case(f"rms_norm {m}x{n}", lambda t: wr.nn.rms_norm(t, eps=1e-6), [x],
+                          np_rms, torch_rms, 0, iters, repeats))
     return rows
 
 
@@ -234,9 +265,10 @@ def attention_cases(seqs: list[int], iters: int, repeats: int) -> list[dict]:
     return rows
 
 
-def minilm_cases(iters: int, repeats: int, quick: bool) -> list[dict]:
+def minilm_cases(iters: int, repeats: int, shapes: list[tuple[int, int]]) -> list[dict]:
     """MiniLM end to end on synthetic token ids (batch x seq), beside sentence-transformers on
     torch CUDA where present (bench/minilm.py adds onnxruntime and an accuracy check)."""
+    progress("minilm: load")
     from ..models import minilm
     from ..models.assets import minilm_dir
     try:
@@ -249,7 +281,8 @@ def minilm_cases(iters: int, repeats: int, quick: bool) -> list[dict]:
         st = SentenceTransformer(str(minilm_dir()), device="cuda").eval()
     rows = []
     rng = np.random.default_rng(0)
-    for b, s in ([(1, 16)] if quick else [(1, 128), (32, 128)]):
+    for b, s in shapes:
+        progress(f"minilm {b}x{s}")
         ids = [[101] + list(rng.integers(1000, 29000, s - 2)) + [102] for _ in range(b)]
         feeds = enc.feeds(ids)
         row: dict[str, Any] = {"case": f"minilm {b}x{s}", "dtype": "float32",
@@ -288,7 +321,10 @@ def peer_tinygrad(sizes: list[int], iters: int, repeats: int) -> list[dict]:
 
 def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m webrlx bench")
-    p.add_argument("--quick", action="store_true", help="small sizes (CPU adapters)")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="the smallest sizes (a smoke run)")
+    size.add_argument("--full", action="store_true", help="the full sizes, also on software "
+                      "adapters and the reference device (their default is the cpu tier)")
     p.add_argument("--only", default="",
                    help="comma list: matmul,f16,chain,io,rows,attention,minilm,train")
     p.add_argument("--peer", default="", help="tinygrad: its WEBGPU backend, same run")
@@ -300,9 +336,14 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     args = p.parse_args(argv or [])
     dev = wr.device()
     only = set(filter(None, args.only.split(",")))
-    sizes = [128, 256, 512] if args.quick else [512, 1024, 2048, 4096]
-    iters, repeats = (3, 3) if args.quick else (10, 5)
+    cpu = dev.info.software or dev.info.backend == "reference"
+    tier_name = "quick" if args.quick else "full" if args.full or not cpu else "cpu"
+    tier = TIERS[tier_name]
+    sizes, (iters, repeats) = tier["sizes"], tier["iters"]
+    progress(f"{dev.info.name}: the {tier_name} tier"
+             + (" (--full for the GPU sizes)" if tier_name == "cpu" else ""))
     out: dict[str, Any] = {"adapter": dev.info.name, "backend": dev.info.backend,
+                           "tier": tier_name,
                            "method": __doc__.split("Method: ")[1].strip(), "cases": []}
     if not only or "matmul" in only:
         out["cases"] += matmul_cases(sizes, "float32", iters, repeats)
@@ -315,16 +356,16 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     if not only or "io" in only:
         out["cases"].append(io_case(sizes[-1], repeats))
     if not only or "rows" in only:
-        out["cases"] += row_op_cases(iters, repeats, args.quick)
+        out["cases"] += row_op_cases(tier["rows"], iters, repeats)
     if not only or "attention" in only:
-        out["cases"] += attention_cases([64, 128] if args.quick else [128, 512, 2048], iters,
-                                        repeats)
+        out["cases"] += attention_cases(tier["seqs"], iters, repeats)
     if not only or "minilm" in only:
-        out["cases"] += minilm_cases(iters, repeats, args.quick)
+        out["cases"] += minilm_cases(iters, repeats, tier["minilm"])
     if not only or "train" in only:
         from .bench_train import train_cases
-        out["cases"] += train_cases(args.quick)
+        out["cases"] += train_cases(tier["train_quick"], progress)
     if args.peer == "tinygrad":
+        progress("tinygrad (a subprocess)")
         out["peer"] = peer_tinygrad(sizes, iters, repeats)
         by_size = {r.get("n"): r for r in out["peer"] if "n" in r}
         for r in out["cases"]:

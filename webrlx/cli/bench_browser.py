@@ -34,6 +34,7 @@ onnxruntime-web@1.30.0` and torch + transformers + onnx for the one-time ONNX ex
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -52,6 +53,25 @@ ORT_DIR = ROOT / "build" / "ortweb" / "node_modules" / "onnxruntime-web"
 ONNX_PATH = ROOT / "build" / "minilm.onnx"
 SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json"
 T0 = time.perf_counter()
+
+
+def has_module(name: str) -> bool:
+    """Whether `import name` would find a module (nothing is imported)."""
+    return importlib.util.find_spec(name) is not None
+
+
+def missing_for_ort() -> list[str]:
+    """What the ORT-web runners need and this machine lacks, each with its install command:
+    onnxruntime-web from npm, and torch + transformers + onnx for the one-time export of
+    build/minilm.onnx (not needed once that file exists)."""
+    missing = []
+    if not (ORT_DIR / "dist" / "ort.webgpu.min.mjs").is_file():
+        missing.append(f"onnxruntime-web {ORT_VERSION} (npm): "
+                       f"npm install --prefix build/ortweb onnxruntime-web@{ORT_VERSION}")
+    if not ONNX_PATH.is_file():
+        missing += [f"{m} (for the one-time ONNX export to {ONNX_PATH.name}): pip install {m}"
+                    for m in ("torch", "transformers", "onnx") if not has_module(m)]
+    return missing
 
 
 def progress(msg: str) -> None:
@@ -261,12 +281,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "load": {}}
     out_runs: dict[str, dict] = {}
     ort_runners = [r for r in runners if r.startswith("ort_")]
+    missing = missing_for_ort() if ort_runners else []
+    if missing:
+        progress(f"skipping {', '.join(ort_runners)}: this machine lacks "
+                 + "; ".join(missing))
+        result["skipped"] = {r: missing for r in ort_runners}
+        runners = [r for r in runners if r not in ort_runners]
+        result["runners"] = runners
+        ort_runners = []
     routes: dict[str, Path] = {"/models/minilm/": model_dir,
                                "/bench-browser/": ROOT / "bench" / "browser"}
     if ort_runners:
-        if not (ORT_DIR / "dist" / "ort.webgpu.min.mjs").is_file():
-            raise FileNotFoundError(f"{ORT_DIR} is missing: npm install --prefix build/ortweb "
-                                    f"onnxruntime-web@{ORT_VERSION}")
         progress("onnx export (cached in build/minilm.onnx)")
         routes["/ort/"] = ORT_DIR / "dist"
         routes["/onnx/"] = export_onnx(model_dir).parent

@@ -7,6 +7,7 @@ ratio = webrlx steps/s / torch's."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -96,7 +97,9 @@ def _torch_steps_per_s(sizes: list[int] | None, batch: int, steps: int
     return steps / (time.perf_counter() - t), dev
 
 
-def train_cases(quick: bool) -> list[dict[str, Any]]:
+def train_cases(quick: bool, progress: Callable[[str], None] = lambda msg: None
+                ) -> list[dict[str, Any]]:
+    """Steps/s of each model, webrlx beside torch; progress(case) before each."""
     cases = []
     shapes: list[tuple[str, list[int] | None, int]] = [
         ("mlp 784-1024-1024-10", [784, 1024, 1024, 10], 256),
@@ -106,6 +109,7 @@ def train_cases(quick: bool) -> list[dict[str, Any]]:
         shapes[0] = ("mlp 784-256-256-10", [784, 256, 256, 10], 64)
     steps = 10 if quick else 50
     for name, sizes, batch in shapes:
+        progress(f"train {name} batch {batch}")
         row: dict[str, Any] = {"case": f"train {name} batch {batch}", "optimizer": "AdamW",
                                "webrlx_steps_per_s": _webrlx_steps_per_s(sizes, batch, steps)}
         peer = _torch_steps_per_s(sizes, batch, steps)
