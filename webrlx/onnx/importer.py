@@ -1,0 +1,185 @@
+"""ONNX graph -> webrlx Graph. Each node goes through its ONNX_OPS row; a node whose inputs are
+all known on the host (initializers, constants, shapes of static tensors, and results of such)
+is computed with numpy there and becomes a constant, so shape arithmetic never reaches the GPU."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..tensor import Graph, Tensor
+from . import ops  # noqa: F401  (registers every family's rows)
+from .context import Context, NeedsHostValue, OnnxImportError, device_dtype
+from .ops.registry import OpRow, lookup
+from .reader import GraphDef, Model, NodeDef, load
+from .tensors import ELEM_TYPES, OnnxDtypeError, TensorData
+
+Shape = tuple[Any, ...]
+
+
+@dataclass
+class Imported:
+    """An imported model: the Graph, one value per ONNX output (a Tensor, or a numpy array
+    computed on the host), the params to upload, and the inputs fed on the host."""
+
+    graph: Graph
+    outputs: list[Any]
+    output_names: list[str]
+    output_types: list[int]
+    params: dict[str, np.ndarray] = field(default_factory=dict)
+    input_dtypes: dict[str, str] = field(default_factory=dict)
+
+
+def unsupported(model: Model) -> list[tuple[str, str, int, list[str]]]:
+    """Every (domain, op_type, opset, node names) no ONNX_OPS row implements."""
+    found: dict[tuple[str, str, int], list[str]] = {}
+
+    def walk(g: GraphDef) -> None:
+        for n in g.nodes:
+            version = model.opsets.get(n.domain, 0)
+            if lookup(n.domain, n.op_type, version) is None:
+                found.setdefault((n.domain, n.op_type, version), []).append(
+                    n.name or f"<{n.op_type} -> {', '.join(n.outputs)}>")
+            for v in n.attrs.values():
+                for sub in (v if isinstance(v, list) else [v]):
+                    if isinstance(sub, GraphDef):
+                        walk(sub)
+    walk(model.graph)
+    return [(d, o, v, names) for (d, o, v), names in found.items()]
+
+
+def check_supported(model: Model) -> None:
+    """Raise one OnnxImportError listing every unsupported op with its node names."""
+    missing = unsupported(model)
+    if missing:
+        lines = [f"  {d or 'ai.onnx'}::{o} (opset {v}): nodes {', '.join(names[:5])}"
+                 + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+                 for d, o, v, names in missing]
+        raise OnnxImportError(f"{model.source}: {len(missing)} unsupported op(s); nothing was "
+                              "compiled:\n" + "\n".join(lines))
+
+
+def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,
+                 host_inputs: Mapping[str, np.ndarray] | None = None) -> Imported:
+    """Build the webrlx Graph of model for input shapes (default: the declared ones, symbolic
+    dims as webrlx symbols); host_inputs are inputs whose values are fixed at build time."""
+    check_supported(model)
+    g, host_inputs = Graph(), dict(host_inputs or {})
+    params: dict[str, np.ndarray] = {}
+    inits = {name: _decode(t) for name, t in model.graph.initializers.items()}
+    ctx = Context(g, model.opsets, params, {id(a): n for n, a in inits.items()})
+    ctx.values.update(inits)
+    input_dtypes = {}
+    for vi in model.graph.inputs:
+        if vi.name in inits and vi.name not in (input_shapes or {}):
+            continue          # an initializer listed as an input: a default we keep
+        if vi.name in host_inputs:
+            ctx.values[vi.name] = np.asarray(host_inputs[vi.name])
+            continue
+        if vi.type.kind != "tensor":
+            raise OnnxImportError(f"{model.source}: input {vi.name!r} is a {vi.type.kind}; "
+                                  "webrlx.onnx takes tensor inputs only")
+        shape = (input_shapes or {}).get(vi.name)
+        if shape is None:
+            shape = tuple(d if isinstance(d, int) and d >= 0 else (d or f"{vi.name}_{i}")
+                          for i, d in enumerate(vi.type.shape or ()))
+        np_dtype = ELEM_TYPES.get(vi.type.elem_type, ("", None))[1]
+        if np_dtype is None:
+            raise OnnxImportError(f"{model.source}: input {vi.name!r} has the unsupported "
+                                  f"element type {vi.type.elem_type}")
+        input_dtypes[vi.name] = device_dtype(np_dtype)
+        ctx.values[vi.name] = g.input(vi.name, tuple(shape), input_dtypes[vi.name])
+    import_nodes(ctx, model.graph.nodes)
+    outs = []
+    for vi in model.graph.outputs:
+        v = ctx.values.get(vi.name)
+        if v is None:
+            raise OnnxImportError(f"{model.source}: output {vi.name!r} is never computed")
+        outs.append(v)
+    return Imported(g, outs, [vi.name for vi in model.graph.outputs],
+                    [vi.type.elem_type for vi in model.graph.outputs], params, input_dtypes)
+
+
+def import_nodes(ctx: Context, nodes: Sequence[NodeDef]) -> None:
+    """Run each node's row in order, storing its outputs in ctx.values."""
+    for node in nodes:
+        version = ctx.opsets.get(node.domain, 0)
+        row = lookup(node.domain, node.op_type, version)
+        assert row is not None, "check_supported runs first"
+        ctx.node_name = f"{node.op_type} node {node.name or node.outputs[0]!r}"
+        ins = [ctx.values[n] if n else None for n in node.inputs]
+        attrs = {k: _decode(v) if isinstance(v, TensorData) else v
+                 for k, v in node.attrs.items()}
+        try:
+            if all(x is None or isinstance(x, np.ndarray) for x in ins) and \
+                    (row.host is not None or _foldable(node)):
+                outs = (row.host(node, ins, attrs) if row.host is not None
+                        else _fold(ctx, row, node, ins, attrs))
+            else:
+                if row.build is None:
+                    ctx.host(next(x for x in ins if isinstance(x, Tensor)), "its inputs")
+                outs = row.build(ctx, node, ins, attrs)
+        except (NeedsHostValue, OnnxImportError):
+            raise
+        except Exception as e:   # a rule's shape/dtype error: say which node
+            raise OnnxImportError(f"{ctx.node_name} (opset {version}): {type(e).__name__}: "
+                                  f"{e}") from e
+        for name, v in zip(node.outputs, outs):
+            if name:         # numpy scalars (np.take of a 0-d index) become 0-d arrays
+                ctx.values[name] = v if isinstance(v, (Tensor, np.ndarray)) else np.asarray(v)
+
+
+def _foldable(node: NodeDef) -> bool:
+    """Whether a node's row may run on the reference device: not random, no subgraphs (the
+    row itself folds a subgraph node, inlining it where the outer values live)."""
+    if node.op_type.startswith("Random") or node.op_type in ("Bernoulli", "Multinomial"):
+        return False
+    return not any(t in (5, 10) for t in node.attr_types.values())
+
+
+def _fold(ctx: Context, row: OpRow, node: NodeDef, ins: list[Any], attrs: dict[str, Any]
+          ) -> list[Any]:
+    """Compute a node with host-known inputs through its own row on the numpy reference."""
+    from ..runtime.executable import compile as compile_graph
+    scratch = Context(Graph(), ctx.opsets, {}, {})
+    scratch.node_name = ctx.node_name
+    assert row.build is not None
+    outs = row.build(scratch, node, ins, attrs)
+    tensors = [o for o in outs if isinstance(o, Tensor)]
+    if not tensors:
+        return list(outs)
+    exe = compile_graph(scratch.g, tensors, device="reference")
+    exe.set_params(scratch.params)
+    values = iter(exe.run({}))
+    return [next(values) if isinstance(o, Tensor) else o for o in outs]
+
+
+def _decode(t: TensorData) -> np.ndarray:
+    try:
+        return t.numpy()
+    except OnnxDtypeError as e:
+        raise OnnxImportError(str(e)) from None
+
+
+def import_model(model: Model | str | os.PathLike[str] | bytes,
+                 input_shapes: Mapping[str, Shape] | None = None
+                 ) -> tuple[Graph, list[Tensor], dict[str, np.ndarray]]:
+    """Import an ONNX model as (Graph, output Tensors, params) to extend, fuse or train.
+
+    Args:
+        model: a path, the file's bytes, or a reader.Model.
+        input_shapes: input name -> concrete shape; without it symbolic dims stay symbols
+            (shape arithmetic on them then fails: pass concrete shapes).
+    """
+    if not isinstance(model, Model):
+        model = load(model)
+    try:
+        imp = import_graph(model, input_shapes)
+    except NeedsHostValue as e:
+        raise OnnxImportError(f"{model.source}: {e}; webrlx.onnx.InferenceSession binds "
+                              "such inputs per run") from None
+    outs = [o if isinstance(o, Tensor) else imp.graph.constant(o, device_dtype(o.dtype))
+            for o in imp.outputs]
+    return imp.graph, outs, imp.params
