@@ -26,6 +26,10 @@ runs on that string, whose match spans are the spans in the text. Classes come f
 unassigned in this Python's Unicode version but assigned later may split differently.
 Pre-tokenizer names that `transformers` splits with another regex (llama3, qwen2, ...) are
 refused. It needs only the standard library, so it runs inside Pyodide.
+
+Why not a library: `tokenizers` (what transformers runs) has no Pyodide build; tiktoken (which
+Pyodide ships) ranks merged byte strings, not merge pairs, and knows neither added tokens nor
+GGUF's pre-tokenizers, so its output could differ from transformers'.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Read GGUF model files (llama.cpp's format) with numpy only: no mmap, so it runs in Pyodide.
 
+Why not llama.cpp's own reader (the `gguf` package): it maps a path with np.memmap, while the
+browser has bytes from a fetch (read here as they arrive, with progress); nor does Pyodide
+ship it.
+
 Layout (little-endian): "GGUF", u32 version, u64 tensor count, u64 metadata count, the metadata
 key/value pairs, the tensor infos, padding to `general.alignment`, then the tensor data.
 """

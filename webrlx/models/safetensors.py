@@ -1,5 +1,7 @@
 """Read .safetensors files with numpy only (no mmap, no `safetensors` package): runs in Pyodide.
 
+Why not the `safetensors` package: its core is Rust, with no Pyodide build.
+
 Layout: 8-byte little-endian header length N, N bytes of JSON header, then the tensor data;
 each header entry gives dtype, shape and [begin, end) byte offsets into the data.
 """

@@ -2,9 +2,10 @@
 
 Reproduces the `tokenizers` pipeline of BERT-style models (all-MiniLM-L6-v2): added-token split,
 BertNormalizer, BertPreTokenizer, WordPiece, [CLS] $A [SEP] template, truncation and padding.
-It needs no Rust extension, so it runs inside Pyodide. Character classes come from Python's
-unicodedata; tokenizers' Rust crates pin older Unicode tables, so characters added in Unicode 10
-or later (rare scripts, a few punctuation and format marks) may tokenize differently.
+It needs no Rust extension, so it runs inside Pyodide (`tokenizers`, the library transformers
+runs, has no Pyodide build). Character classes come from Python's unicodedata; tokenizers' Rust
+crates pin older Unicode tables, so characters added in Unicode 10 or later (rare scripts, a few
+punctuation and format marks) may tokenize differently.
 """
 
 from __future__ import annotations
