@@ -27,7 +27,7 @@ from .web_assets import PYODIDE_VERSION, WebAssets, build, checkout_root
 WEBGPU_NPM = "webgpu@0.6.2"
 DEFAULT_FLAGS = ("enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",)
 SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json"
-PACKAGES = ("numpy", "micropip", "packaging")
+PACKAGES = ("numpy", "micropip", "packaging", "jinja2")   # jinja2: webrlx.models.chat_template
 ROOT = "/home/pyodide/webrlx-tests"        # the cwd inside, as in the browser suite's runner
 OUT = "/home/pyodide/dawn-out"             # a host folder mounted inside, for results
 MODELS = "/home/pyodide/models"
