@@ -95,8 +95,8 @@ def _q3_k(b: np.ndarray) -> np.ndarray:
     q = (b[:, 32:96].reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], np.uint8)
          .reshape(1, 1, 4, 1)) & np.uint8(3)
     h = (b[:, 0:32].reshape(n, 1, 32) >> np.arange(8, dtype=np.uint8).reshape(1, 8, 1)) & 1
-    q = q.reshape(n, 16, 16).astype(np.int8) - ((h ^ 1) << 2).reshape(n, 16, 16).astype(np.int8)
-    return (dl * q.astype(_F32)).reshape(n, 256)
+    qi = q.reshape(n, 16, 16).astype(np.int8) - ((h ^ 1) << 2).reshape(n, 16, 16).astype(np.int8)
+    return (dl * qi.astype(_F32)).reshape(n, 256)
 
 
 def _q45_k(b: np.ndarray, five: bool) -> np.ndarray:

@@ -14,12 +14,14 @@ override QBYTES: u32 = 20u;       // bytes per block
 override OWN: bool = true;        // Q4_1 / Q8_0: the kernels' own decoding paths
 override Q8_0: bool = FMT == 8u;  // (the own paths: Q8_0, else Q4_1)
 
-// byte o of the blocks, and the 4 bytes from o (o even), and the f16 at o (o even)
+// byte o of the blocks; the 4 bytes from o (o even; o % 4 == 0 where QBYTES % 4 == 0: every
+// caller's offsets are then 4-aligned); the f16 at o (o even)
 fn qbyte(o: u32, s: bool) -> u32 {
     return (wword(o >> 2u, s) >> ((o & 3u) * 8u)) & 255u;
 }
 fn qword(o: u32, s: bool) -> u32 {
     let a = o >> 2u;
+    if (QBYTES % 4u == 0u) { return wword(a, s); }    // blocks of 4-aligned fields: o % 4 == 0
     let sh = (o & 2u) * 8u;                           // 0 or 16; (v << 16) << (16 - sh) is 0 at 0
     return (wword(a, s) >> sh) | ((wword(min(a + 1u, p.nw - 1u), s) << 16u) << (16u - sh));
 }

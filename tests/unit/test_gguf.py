@@ -197,7 +197,8 @@ def test_block_layouts_by_hand() -> None:
     np.testing.assert_array_equal(dequantize(bf16, "BF16", (2,)), [1.5, -3.0])
 
 
-@pytest.mark.parametrize("qtype", [QT.Q4_0, QT.Q4_1, QT.Q8_0, QT.F16, QT.BF16])
+@pytest.mark.parametrize("qtype", [QT.Q4_0, QT.Q4_1, QT.Q5_0, QT.Q5_1, QT.Q8_0, QT.F16,
+                                   QT.BF16])
 def test_dequantize_matches_gguf_quants(qtype: QT) -> None:
     x = (RNG.standard_normal((6, 96)) * RNG.uniform(0.01, 10, (6, 1))).astype(np.float32)
     raw = gguf.quants.quantize(x, qtype)
@@ -206,15 +207,24 @@ def test_dequantize_matches_gguf_quants(qtype: QT) -> None:
     np.testing.assert_array_equal(ours, gguf.quants.dequantize(raw, qtype).astype(np.float32))
 
 
+@pytest.mark.parametrize("qtype", [QT.Q2_K, QT.Q3_K, QT.Q4_K, QT.Q5_K, QT.Q6_K])
+def test_dequantize_k_quants_matches_gguf_quants(qtype: QT) -> None:
+    from webrlx import quant
+    raw = quant.random_blocks(qtype.name.lower(), 3, 512, seed=qtype.value)   # finite scales
+    ours = dequantize(raw, qtype.name, (3, 2, 256))
+    np.testing.assert_array_equal(ours.reshape(3, 512),
+                                  gguf.quants.dequantize(raw.reshape(3, -1), qtype))
+
+
 def test_dequantize_refuses_what_it_cannot_do() -> None:
-    with pytest.raises(ValueError, match="no numpy dequantizer for Q6_K"):
-        dequantize(np.zeros(210, np.uint8), "Q6_K", (256,))
+    with pytest.raises(ValueError, match="no numpy dequantizer for IQ4_XS"):
+        dequantize(np.zeros(136, np.uint8), "IQ4_XS", (256,))
     with pytest.raises(ValueError, match=r"Q8_0\[64\] needs 68 bytes, got 34"):
         dequantize(np.zeros(34, np.uint8), "Q8_0", (64,))
     with pytest.raises(ValueError, match="unknown ggml type 'Q9'"):
         dequantize(np.zeros(4, np.uint8), "Q9", (1,))
-    f = load(one_tensor([256, 1], code=14, data=bytes(256)))  # Q6_K parses, no dequantizer
-    assert f.tensors["w"].type == "Q6_K" and f.tensor_bytes("w").nbytes == 210
+    f = load(one_tensor([256, 1], code=23, data=bytes(256)))  # IQ4_XS parses, no dequantizer
+    assert f.tensors["w"].type == "IQ4_XS" and f.tensor_bytes("w").nbytes == 136
     with pytest.raises(GGUFError, match="<bytes>: tensor 'w': dequantize: no numpy"):
         f.tensor_f32("w")
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import quant
 from .safetensors import CHUNK_BYTES, Progress
 
 MAGIC = b"GGUF"
@@ -308,8 +309,9 @@ class GGUFFile:
 def dequantize(raw: np.ndarray, ggml_type: str, shape: tuple[int, ...]) -> np.ndarray:
     """Return the float32 values of `raw` (a tensor's bytes, uint8) of type `ggml_type`.
 
-    Supports F32, F16, BF16, Q8_0, Q4_0, Q4_1. `shape` is in numpy order; blocks of 32
-    values run along its last axis.
+    Supports F32, F16, BF16 and every block format of webrlx.quant.FORMATS (Q4_0, Q4_1,
+    Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K). `shape` is in numpy order; blocks run
+    along its last axis.
     """
     if ggml_type not in _BLOCKS:
         raise ValueError(f"dequantize: unknown ggml type {ggml_type!r}")
@@ -326,34 +328,12 @@ def dequantize(raw: np.ndarray, ggml_type: str, shape: tuple[int, ...]) -> np.nd
         return raw.view("<f2").astype(np.float32).reshape(shape)
     if ggml_type == "BF16":  # the high half of a float32
         return (raw.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
-    blocks = raw.reshape(-1, size)
-
-    def f16(col: int) -> np.ndarray:  # the f16 at byte `col` of each block, as (blocks, 1)
-        return np.ascontiguousarray(blocks[:, col : col + 2]).view("<f2").astype(np.float32)
-
-    if ggml_type == "Q8_0":
-        # Block of 32 values, 34 bytes: f16 scale d, then 32 int8 q; x = d * q.
-        x = blocks[:, 2:].view(np.int8).astype(np.float32)
-        x *= f16(0)
-        return x.reshape(shape)
-    if ggml_type in ("Q4_0", "Q4_1"):
-        # Q4_0 block, 18 bytes: f16 d, 16 bytes of nibbles; x = d * (q - 8).
-        # Q4_1 block, 20 bytes: f16 d, f16 min m, 16 bytes of nibbles; x = d * q + m.
-        # Value j < 16 is the low nibble of nibble byte j, value j >= 16 the high nibble of
-        # byte j - 16 (not interleaved pairs).
-        qs = blocks[:, size - 16 :]
-        x = np.empty((blocks.shape[0], 32), np.float32)
-        np.bitwise_and(qs, 0x0F, out=x[:, :16], casting="unsafe")
-        np.right_shift(qs, 4, out=x[:, 16:], casting="unsafe")
-        if ggml_type == "Q4_0":
-            x -= 8
-            x *= f16(0)
-        else:
-            x *= f16(0)
-            x += f16(2)
-        return x.reshape(shape)
-    raise ValueError(f"dequantize: no numpy dequantizer for {ggml_type}; supported: F32, F16, "
-                     "BF16, Q8_0, Q4_0, Q4_1")
+    fmt = ggml_type.lower()
+    if fmt not in quant.FORMATS:
+        raise ValueError(f"dequantize: no numpy dequantizer for {ggml_type}; supported: F32, "
+                         f"F16, BF16, {', '.join(f.upper() for f in quant.FORMATS)}")
+    k = shape[-1] if shape else 1
+    return quant.dequantize(raw, fmt, (count // k, k)).reshape(shape)
 
 
 def _as_bytes(source: Any) -> Any:

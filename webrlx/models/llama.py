@@ -27,10 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import nn
+from .. import nn, quant
 from ..tensor import Graph, Tensor, concat
-
-_FORMATS = {"Q4_1": "q4_1", "Q8_0": "q8_0"}
 
 
 @dataclass(frozen=True)
@@ -95,12 +93,13 @@ class _Weights:
         return self.g.param(name, tuple(info.shape), "float32")
 
     def quant(self, name: str) -> tuple[Tensor, str, int, int]:
-        """(param, format, n, k) of a quantized (n, k) weight."""
+        """(param, format, n, k) of a quantized (n, k) weight, kept as its GGUF blocks (any
+        row of quant.FORMATS: a Q4_K_M file's Q4_K and Q6_K tensors alike)."""
         info = self._info(name)
-        fmt = _FORMATS.get(info.type)
-        if fmt is None:
+        fmt = info.type.lower()
+        if fmt not in quant.FORMATS:
             raise ValueError(f"gguf: tensor {name!r} is {info.type}; webrlx reads "
-                             f"{sorted(_FORMATS)} weights")
+                             f"{', '.join(f.upper() for f in quant.FORMATS)} weights")
         n, k = (int(d) for d in info.shape)
         return self.g.param(name, (-(-info.nbytes // 4),), "uint32"), fmt, n, k
 
