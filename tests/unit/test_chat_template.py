@@ -183,7 +183,7 @@ def test_a_refusing_template_names_the_model(case: tuple[str, str]) -> None:
     assert str(raised.value) == f"chat template of {family!r} raised: {EXPECTED_ERRORS[case]}"
 
 
-def test_every_template_renders_most_conversations() -> None:
+def test_every_template_renders_some_conversations() -> None:
     for family in SPECIAL_TOKENS:
         rendered = [c for c, (messages, tools) in CONVERSATIONS.items()
                     if isinstance(_reference(family, messages, tools, True), str)]
