@@ -63,6 +63,16 @@ def test_validate_names_the_node_of_a_broken_kernel(backend, monkeypatch):
         report.raise_if_diverged()
 
 
+def test_validate_matches_nan_and_inf_where_the_reference_has_them(backend):
+    g = wr.Graph()
+    x = g.input("x", (2, 4))
+    y = (x.log() * 2.0).softmax(-1)         # log of a negative: NaN; of 0: -inf
+    exe = wr.compile(g, outputs=[y], device=backend)
+    xs = np.array([[1.0, -1.0, 0.0, 2.0], [0.5, 1.5, 2.5, 3.5]], np.float32)
+    report = exe.validate({"x": xs})
+    assert report.ok, str(report)
+
+
 def test_check_finite_walks_minilm(encoder, feeds):
     # every node of MiniLM (its unfused twin, kernel by kernel) is finite
     assert encoder.executable.check_finite(feeds) is None

@@ -187,8 +187,8 @@ def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float
     finite = np.isfinite(w)
     scale = max(1.0, float(np.abs(w[finite]).max())) if finite.any() else 1.0
     with np.errstate(invalid="ignore"):
-        err = np.where(finite, np.abs(g - w), np.where(np.isnan(w), ~np.isnan(g),
-                                                       g != w).astype(np.float64) * np.inf)
+        off = np.where(np.isnan(w), ~np.isnan(g), g != w)       # non-finite want: exact
+        err = np.where(finite, np.abs(g - w), np.where(off, np.inf, 0.0))
     err = np.where(np.isnan(err), np.inf, err)
     bad = err > atol * scale + rtol * np.where(finite, np.abs(w), 0.0)
     if not bad.any():
