@@ -2,7 +2,8 @@
 onnx.backend.test.BackendTest runs ONNX's node tests against webrlx (needs the onnx package)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx

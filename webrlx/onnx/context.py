@@ -2,7 +2,8 @@
 or numpy arrays known on the host), and the helpers rows use to lift or demand host values."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -92,7 +93,7 @@ class Context:
 
     def inline(self, body: GraphDef, inputs: Iterable[Value]) -> list[Value]:
         """Import a subgraph (If branch, Loop body) in this graph; outer names stay visible."""
-        from .importer import import_nodes      # the importer imports this module
+        from .importer import import_nodes  # the importer imports this module
         saved = dict(self.values)
         for vi, v in zip(body.inputs, inputs):
             self.values[vi.name] = v

@@ -4,8 +4,9 @@ is computed with numpy there and becomes a constant, so shape arithmetic never r
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -113,13 +114,12 @@ def import_nodes(ctx: Context, nodes: Sequence[NodeDef]) -> None:
         attrs = {k: _decode(v) if isinstance(v, TensorData) else v
                  for k, v in node.attrs.items()}
         try:
-            if all(x is None or isinstance(x, np.ndarray) for x in ins) and \
-                    (row.host is not None or _foldable(node)):
-                outs = (row.host(node, ins, attrs) if row.host is not None
-                        else _fold(ctx, row, node, ins, attrs))
+            host_known = all(x is None or isinstance(x, np.ndarray) for x in ins)
+            if host_known and row.host is not None:
+                outs = row.host(node, ins, attrs)
+            elif host_known and _foldable(node):
+                outs = _fold(ctx, row, node, ins, attrs)
             else:
-                if row.build is None:
-                    ctx.host(next(x for x in ins if isinstance(x, Tensor)), "its inputs")
                 outs = row.build(ctx, node, ins, attrs)
         except (NeedsHostValue, OnnxImportError):
             raise
@@ -145,7 +145,6 @@ def _fold(ctx: Context, row: OpRow, node: NodeDef, ins: list[Any], attrs: dict[s
     from ..runtime.executable import compile as compile_graph
     scratch = Context(Graph(), ctx.opsets, {}, {})
     scratch.node_name = ctx.node_name
-    assert row.build is not None
     outs = row.build(scratch, node, ins, attrs)
     tensors = [o for o in outs if isinstance(o, Tensor)]
     if not tensors:

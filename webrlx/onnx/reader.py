@@ -9,8 +9,9 @@ data loads from a directory, or in the browser from a dict of file name -> bytes
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .tensors import TensorData, read_tensor
 from .wire import LENGTH, Buffer, OnnxFormatError, float32_bits, signed64
@@ -154,7 +155,7 @@ class _Reader:
         """GraphProto: node 1, name 2, initializer 5, input 11, output 12, value_info 13,
         sparse_initializer 15."""
         buf, g = self.buf, GraphDef()
-        for fnum, wire, v, end, off in buf.fields(start, stop):
+        for fnum, wire, v, end, _ in buf.fields(start, stop):
             if wire != LENGTH:
                 continue
             if fnum == 1:

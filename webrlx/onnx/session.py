@@ -4,8 +4,9 @@ cached, so runs with the same dims reuse the compiled executable."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from .context import NeedsHostValue, OnnxImportError
 from .importer import Imported, check_supported, import_graph
 from .reader import Model, ValueInfo, load
 from .tensors import ELEM_TYPES, elem_name
+
 
 @dataclass(frozen=True)
 class NodeArg:

@@ -3,7 +3,7 @@ fields of one message, each with the byte offset it starts at (for error message
 from __future__ import annotations
 
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from ...tensor import Tensor
-from ..context import Context, OnnxImportError, device_dtype
+from ..context import Context, NeedsHostValue, OnnxImportError, device_dtype
 from ..tensors import ELEM_TYPES
 
 
@@ -29,6 +29,16 @@ def onnx_device_dtype(elem_type: int) -> str:
     if elem_type == 16:
         return "float32"
     return device_dtype(onnx_np_dtype(elem_type))
+
+
+def static_shape(ctx: Context, x: Any, what: str = "shape") -> tuple[int, ...]:
+    """x's shape as ints; symbolic dims raise NeedsHostValue (the session binds them)."""
+    shape = tuple(x.shape)
+    if not all(isinstance(d, int) for d in shape):
+        raise NeedsHostValue(ctx.g.inputs_read_by([x.id]) if isinstance(x, Tensor) else set(),
+                             f"{ctx.node_name}: the {what} of a tensor with symbolic dims "
+                             f"{shape}")
+    return tuple(int(d) for d in shape)
 
 
 def norm_axis(axis: int, rank: int) -> int:

@@ -2,6 +2,7 @@
 Clip. Integer arithmetic with an ONNX twist (Div truncates, Mod's two forms) is composed."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import reduce
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 from ... import tensor as wt
 from ...tensor import Tensor
 from ..context import Context
-from .common import lift, onnx_device_dtype, onnx_np_dtype, same_dtype
+from .common import lift, onnx_device_dtype, onnx_np_dtype, same_dtype, static_shape
 from .registry import op
 
 
@@ -27,7 +28,7 @@ def _np_mod(a: np.ndarray, b: np.ndarray, fmod: int) -> np.ndarray:
         return (np.fmod(a, b) if fmod or a.dtype.kind == "f" else np.mod(a, b)).astype(a.dtype)
 
 
-NP_BINARY = {
+NP_BINARY: dict[str, Callable[..., Any]] = {
     "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": _np_div,
     "Equal": np.equal, "Less": np.less, "Greater": np.greater, "LessOrEqual": np.less_equal,
     "GreaterOrEqual": np.greater_equal, "And": np.logical_and, "Or": np.logical_or,
@@ -63,7 +64,7 @@ def _trunc(x: Tensor) -> Tensor:
     return wt.where(x < 0, x.ceil(), x.floor())
 
 
-@op("Mod", host=lambda node, ins, attrs: [_np_mod(*ins, attrs.get("fmod", 0))])
+@op("Mod", host=lambda node, ins, attrs: [_np_mod(ins[0], ins[1], attrs.get("fmod", 0))])
 def mod(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
     a, b = same_dtype(*lift(ctx, *ins))
     af, bf = a.cast("float32"), b.cast("float32")
@@ -173,8 +174,9 @@ UNARY = {
     "Swish": lambda x, at: x * (x * at.get("alpha", 1.0)).sigmoid(),
     "Identity": lambda x, at: x,
 }
-NP_UNARY = {"Neg": np.negative, "Abs": np.abs, "Identity": lambda x: x, "Floor": np.floor,
-            "Ceil": np.ceil, "Sqrt": np.sqrt, "Reciprocal": np.reciprocal}
+NP_UNARY: dict[str, Callable[..., Any]] = {
+    "Neg": np.negative, "Abs": np.abs, "Identity": lambda x: x, "Floor": np.floor,
+    "Ceil": np.ceil, "Sqrt": np.sqrt, "Reciprocal": np.reciprocal}
 
 
 def _host_unary(node: Any, ins: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
@@ -186,14 +188,14 @@ for _name, _fn in UNARY.items():
 
 
 @op("IsInf")
-def isinf(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+def isinf(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Any]:
     (x,) = lift(ctx, ins[0])
     pos, neg = attrs.get("detect_positive", 1), attrs.get("detect_negative", 1)
     if pos and neg:
         return [abs(x) == np.float32(np.inf)]
     if pos or neg:
         return [x == np.float32(np.inf if pos else -np.inf)]
-    return [np.zeros(x.shape, np.bool_)]
+    return [np.zeros(static_shape(ctx, x), np.bool_)]
 
 
 @op("PRelu")

@@ -12,7 +12,7 @@ from ... import nn
 from ... import tensor as wt
 from ...tensor import Tensor
 from ..context import Context, OnnxImportError
-from .common import lift, norm_axis, same_dtype
+from .common import lift, norm_axis, same_dtype, static_shape
 from .registry import op
 
 
@@ -61,7 +61,7 @@ def softmax(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> l
         axis = norm_axis(attrs.get("axis", -1), x.ndim)
         return [x.log_softmax(axis) if log else x.softmax(axis)]
     axis = norm_axis(attrs.get("axis", 1), x.ndim)       # coerced to 2-D at axis
-    shape = x.shape
+    shape = static_shape(ctx, x)
     flat = x.reshape((math.prod(shape[:axis]), math.prod(shape[axis:])))
     out = flat.log_softmax(-1) if log else flat.softmax(-1)
     return [out.reshape(shape)]
@@ -75,7 +75,7 @@ def layer_norm(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -
     bias = ins[2] if len(ins) > 2 else None
     eps = attrs.get("epsilon", 1e-5)
     axis = norm_axis(attrs.get("axis", -1), x.ndim)
-    shape = x.shape
+    shape = static_shape(ctx, x)
     inner = math.prod(shape[axis:])
     xf = x if x.dtype.is_float else x.cast("float32")
     flat = xf.reshape((math.prod(shape[:axis]), inner)) if axis != x.ndim - 1 else xf
@@ -113,7 +113,7 @@ def batch_norm(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -
 @op("InstanceNormalization")
 def instance_norm(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Any]:
     x, scale, b = lift(ctx, *ins)
-    n, c = x.shape[:2]
+    n, c = static_shape(ctx, x)[:2]
     flat = x.reshape((n * c, -1))
     y = nn.layer_norm(flat, None, None, attrs.get("epsilon", 1e-5)).reshape(x.shape)
     bshape = (1, c) + (1,) * (x.ndim - 2)
@@ -150,15 +150,15 @@ def _pads(attrs: dict[str, Any], spatial: tuple[int, ...], kernel: tuple[int, ..
     return list(attrs.get("pads", [0] * (2 * k)))
 
 
-def _pad_zeros(x: Tensor, pads: list[int]) -> Tensor:
+def _pad_zeros(ctx: Context, x: Tensor, pads: list[int]) -> Tensor:
     """Zero-pad the two trailing dims by (top, left, bottom, right)."""
     top, left, bottom, right = pads
     for axis, lo, hi in ((2, top, bottom), (3, left, right)):
         parts = []
         for n in (lo, hi):
-            shape = list(x.shape)
+            shape = list(static_shape(ctx, x))
             shape[axis] = n
-            parts.append(x.graph.constant(np.zeros(shape, x.dtype.np_dtype)) if n else None)
+            parts.append(ctx.tensor(np.zeros(shape, x.dtype.np_dtype)) if n else None)
         pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
         x = wt.concat(pieces, axis) if len(pieces) > 1 else x
     return x
@@ -180,14 +180,14 @@ def conv(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list
     x, one_d = _as_2d(x)
     if one_d:
         w = w.reshape(w.shape[:2] + (1,) + w.shape[2:])
-    kernel = tuple(w.shape[2:])
+    kernel = static_shape(ctx, w)[2:]
     strides = tuple(attrs.get("strides", [1] * (2 - one_d)))
     dil = tuple(attrs.get("dilations", [1] * (2 - one_d)))
-    pads = _pads(attrs, tuple(x.shape[2 + one_d:]), kernel[one_d:], strides, dil)
+    pads = _pads(attrs, static_shape(ctx, x)[2 + one_d:], kernel[one_d:], strides, dil)
     if one_d:
         strides, dil, pads = (1,) + strides, (1,) + dil, [0, pads[0], 0, pads[1]]
     if pads[0] != pads[2] or pads[1] != pads[3]:
-        x, pad = _pad_zeros(x, pads), (0, 0)
+        x, pad = _pad_zeros(ctx, x, pads), (0, 0)
     else:
         pad = (pads[0], pads[1])
     y = nn.conv2d(x, w, bias, stride=strides, padding=pad, dilation=dil,
@@ -205,7 +205,7 @@ def pool(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list
     x, one_d = _as_2d(x)
     kernel = tuple(attrs["kernel_shape"])
     strides = tuple(attrs.get("strides", [1] * len(kernel)))
-    pads = _pads(attrs, tuple(x.shape[2 + one_d:]), kernel, strides, (1,) * len(kernel))
+    pads = _pads(attrs, static_shape(ctx, x)[2 + one_d:], kernel, strides, (1,) * len(kernel))
     if one_d:
         kernel, strides, pads = (1,) + kernel, (1,) + strides, [0, pads[0], 0, pads[1]]
     if pads[0] != pads[2] or pads[1] != pads[3]:
@@ -216,7 +216,7 @@ def pool(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list
     else:
         y = nn.avg_pool2d(x, kernel, strides, pad)
         if any(pad) and not attrs.get("count_include_pad", 0):
-            ones = x.graph.constant(np.ones((1, 1) + tuple(x.shape[2:]), x.dtype.np_dtype))
+            ones = ctx.tensor(np.ones((1, 1) + static_shape(ctx, x)[2:], x.dtype.np_dtype))
             y = y / nn.avg_pool2d(ones, kernel, strides, pad)
     return [y.reshape(y.shape[:2] + y.shape[3:]) if one_d else y]
 

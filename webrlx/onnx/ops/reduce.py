@@ -9,7 +9,7 @@ import numpy as np
 
 from ...tensor import Tensor
 from ..context import Context
-from .common import lift, norm_axis
+from .common import lift, norm_axis, static_shape
 from .registry import op
 
 REDUCTIONS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
@@ -28,7 +28,7 @@ def _axes(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any], rank: 
 
 
 @op(*REDUCTIONS)
-def reduce_(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+def reduce_(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Any]:
     (x,) = lift(ctx, ins[0])
     axes = _axes(ctx, node, ins, attrs, x.ndim)
     keep = bool(attrs.get("keepdims", 1))
@@ -38,7 +38,7 @@ def reduce_(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> l
         axes = tuple(range(x.ndim))
     t = node.op_type
     if any(x.shape[a] == 0 for a in axes):
-        return [_empty_reduction(t, x, axes, keep)]
+        return [_empty_reduction(t, x, static_shape(ctx, x), axes, keep)]
     if x.dtype.name == "bool" and t in ("ReduceMax", "ReduceMin"):
         return [(x.cast("int32").max(axes, keep) if t == "ReduceMax"
                  else x.cast("int32").min(axes, keep)) != 0]
@@ -61,9 +61,10 @@ def reduce_(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> l
     return [fn(x)]
 
 
-def _empty_reduction(t: str, x: Tensor, axes: tuple[int, ...], keep: bool) -> np.ndarray:
+def _empty_reduction(t: str, x: Tensor, src: tuple[int, ...], axes: tuple[int, ...],
+                     keep: bool) -> np.ndarray:
     """A reduction over a zero-size axis: ONNX's identity element, known on the host."""
-    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
+    shape = tuple(1 if i in axes else d for i, d in enumerate(src) if keep or i not in axes)
     np_dtype = x.dtype.np_dtype
     big = np.inf if x.dtype.is_float else np.iinfo(np_dtype).max
     fill = {"ReduceMax": -big, "ReduceMin": big, "ReduceLogSumExp": -np.inf,
@@ -88,6 +89,6 @@ def arg(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[
     v = -x if node.op_type == "ArgMin" else x
     if not attrs.get("select_last_index", 0):
         return [v.argmax(axis, keep)]
-    n = x.shape[axis]
+    n = static_shape(ctx, x)[axis]
     flipped = v.gather(np.arange(n - 1, -1, -1, dtype=np.int32), axis=axis)
     return [(n - 1) - flipped.argmax(axis, keep)]

@@ -3,8 +3,9 @@ function building webrlx ops and an optional numpy rule for host-known inputs. F
 (elementwise.py, tensor.py, ...) add rows with the `op` decorator."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 # build(ctx, node, inputs, attrs) -> outputs; inputs are webrlx Tensors, numpy arrays (values
 # known on the host) or None (an omitted optional input)
@@ -19,7 +20,7 @@ class OpRow:
     op_type: str
     since: int                 # first opset version this row implements
     until: int | None          # last one (None: up to the newest)
-    build: Build | None
+    build: Build
     host: Host | None
 
     def covers(self, version: int) -> bool:
@@ -38,17 +39,6 @@ def op(*op_types: str, domain: str = "", since: int = 1, until: int | None = Non
             ONNX_OPS.setdefault((domain, name), []).append(
                 OpRow(domain, name, since, until, build, host))
         return build
-    return register
-
-
-def host_only(*op_types: str, domain: str = "", since: int = 1, until: int | None = None
-              ) -> Callable[[Host], Host]:
-    """Register a numpy rule for ops computed only on host-known inputs (shape arithmetic)."""
-    def register(rule: Host) -> Host:
-        for name in op_types:
-            ONNX_OPS.setdefault((domain, name), []).append(
-                OpRow(domain, name, since, until, None, rule))
-        return rule
     return register
 
 

@@ -5,28 +5,20 @@ input is host-known, to a numpy array."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ... import tensor as wt
 from ...tensor import Tensor
-from ..context import Context, NeedsHostValue, OnnxImportError
-from .common import lift, norm_axis
+from ..context import Context, OnnxImportError
+from .common import lift, norm_axis, static_shape
 from .registry import op
 
 
 def _ints(v: Any) -> list[int]:
     return [int(i) for i in np.asarray(v).reshape(-1)]
-
-
-def _static(ctx: Context, x: Any, what: str) -> tuple[int, ...]:
-    shape = tuple(x.shape)
-    if not all(isinstance(d, int) for d in shape):
-        raise NeedsHostValue(ctx.g.inputs_read_by([x.id]) if isinstance(x, Tensor) else set(),
-                             f"{ctx.node_name}: the {what} of a tensor with symbolic dims "
-                             f"{shape}")
-    return shape
 
 
 # -- Reshape / Flatten / Squeeze / Unsqueeze: all are reshapes -----------------------------
@@ -43,9 +35,9 @@ def _target(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> t
     t = node.op_type
     if t == "Reshape":
         spec = _ints(ctx.host(ins[1], "the shape")) if len(ins) > 1 else attrs["shape"]
-        return _reshape_target(_static(ctx, x, "shape"), spec, attrs.get("allowzero", 0))
+        return _reshape_target(static_shape(ctx, x, "shape"), spec, attrs.get("allowzero", 0))
     if t == "Flatten":
-        shape = _static(ctx, x, "shape")
+        shape = static_shape(ctx, x, "shape")
         axis = attrs.get("axis", 1)
         axis = axis + len(shape) if axis < 0 else axis
         return (math.prod(shape[:axis]), math.prod(shape[axis:]))
@@ -114,7 +106,7 @@ def _split_sizes(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
                  ) -> tuple[int, list[int]]:
     x = ins[0]
     axis = norm_axis(attrs.get("axis", 0), len(x.shape))
-    n = _static(ctx, x, "shape")[axis]
+    n = static_shape(ctx, x, "shape")[axis]
     split_v = ins[1] if len(ins) > 1 and ins[1] is not None else attrs.get("split")
     if split_v is not None and len(_ints(ctx.host(split_v, "split"))):
         return axis, _ints(ctx.host(split_v, "split"))
@@ -144,7 +136,7 @@ def _slice_plan(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
                 ) -> list[range]:
     """One range of kept indices per dim."""
     x = ins[0]
-    shape = _static(ctx, x, "shape")
+    shape = static_shape(ctx, x, "shape")
     if len(ins) > 1:
         starts = _ints(ctx.host(ins[1], "starts"))
         ends = _ints(ctx.host(ins[2], "ends"))
@@ -202,7 +194,7 @@ def _indices(ctx: Context, idx: Any, n: int) -> Tensor:
 def gather(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Any]:
     (x,) = lift(ctx, ins[0])
     axis = norm_axis(attrs.get("axis", 0), x.ndim)
-    return [x.gather(_indices(ctx, ins[1], x.shape[axis]), axis=axis)]
+    return [x.gather(_indices(ctx, ins[1], static_shape(ctx, x)[axis]), axis=axis)]
 
 
 @op("GatherElements")
@@ -210,17 +202,18 @@ def gather_elements(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, An
                     ) -> list[Any]:
     (x,) = lift(ctx, ins[0])
     axis = norm_axis(attrs.get("axis", 0), x.ndim)
-    idx = _indices(ctx, ins[1], x.shape[axis])
-    starts = [0] * x.ndim
+    shape = static_shape(ctx, x)
+    idx = _indices(ctx, ins[1], shape[axis])
+    idx_shape = static_shape(ctx, idx, "indices' shape")
     for a in range(x.ndim):
-        if a != axis and idx.shape[a] != x.shape[a]:
-            x = x.narrow(a, starts[a], idx.shape[a])
+        if a != axis and idx_shape[a] != shape[a]:
+            x = x.narrow(a, 0, idx_shape[a])
     return [x.take_along_axis(idx, axis)]
 
 
 # -- Expand / Tile -------------------------------------------------------------------------
 def _expand_shape(ctx: Context, ins: list[Any]) -> tuple[int, ...]:
-    shape = _static(ctx, ins[0], "shape")
+    shape = static_shape(ctx, ins[0], "shape")
     spec = _ints(ctx.host(ins[1], "the shape"))
     return tuple(int(d) for d in np.broadcast_shapes(shape, tuple(spec)))
 
@@ -239,7 +232,7 @@ def expand(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> li
 def tile(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Any]:
     (x,) = lift(ctx, ins[0])
     reps = _ints(ctx.host(ins[1], "repeats"))
-    shape = _static(ctx, x, "shape")
+    shape = static_shape(ctx, x, "shape")
     spread = tuple(v for d in shape for v in (1, d))
     big = tuple(v for r, d in zip(reps, shape) for v in (r, d))
     return [x.reshape(spread).expand(big).reshape(tuple(r * d for r, d in zip(reps, shape)))]
@@ -247,7 +240,7 @@ def tile(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list
 
 # -- shapes and constants: host only ---------------------------------------------------------
 def _shape_of(ctx: Context, x: Any, attrs: dict[str, Any]) -> np.ndarray:
-    shape = _static(ctx, x, "shape")
+    shape = static_shape(ctx, x, "shape")
     start, end = attrs.get("start", 0), attrs.get("end")
     return np.array(shape[slice(start, end)], np.int64)
 
@@ -259,7 +252,7 @@ def shape(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> lis
 
 @op("Size", host=lambda node, ins, attrs: [np.array(ins[0].size, np.int64)])
 def size(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Any]:
-    return [np.array(math.prod(_static(ctx, ins[0], "size")), np.int64)]
+    return [np.array(math.prod(static_shape(ctx, ins[0], "size")), np.int64)]
 
 
 def _constant(node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[np.ndarray]:
@@ -291,7 +284,7 @@ def constant_of_shape(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, 
 
 
 def _range(node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[np.ndarray]:
-    start, limit, delta = (np.asarray(v) for v in ins)
+    start, limit, delta = (np.asarray(v).reshape(-1)[0] for v in ins)
     n = max(int(np.ceil((limit - start) / delta)), 0)
     return [(start + np.arange(n, dtype=np.float64) * delta).astype(start.dtype)
             if start.dtype.kind == "f" else

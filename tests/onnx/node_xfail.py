@@ -1,0 +1,314 @@
+"""Node tests expected to fail on webrlx.onnx, with the reason: fnmatch pattern -> reason.
+
+tests/onnx/test_node_suite.py fails on any other failing test, and on a listed test that
+passes (remove its row when your op lands); tools/onnx_coverage.py reports both."""
+from __future__ import annotations
+
+XFAIL: dict[str, str] = {}
+
+# 113 tests
+_why = ('Attention family not implemented yet (ops/attention.py)')
+XFAIL.update(dict.fromkeys([
+    "test_attention_3d", "test_attention_3d_attn_mask", "test_attention_3d_causal",
+    "test_attention_3d_diff_heads_sizes", "test_attention_3d_diff_heads_sizes_attn_mask",
+    "test_attention_3d_diff_heads_sizes_causal", "test_attention_3d_diff_heads_sizes_scaled",
+    "test_attention_3d_diff_heads_sizes_softcap",
+    "test_attention_3d_diff_heads_with_past_and_present", "test_attention_3d_gqa",
+    "test_attention_3d_gqa_attn_mask", "test_attention_3d_gqa_causal",
+    "test_attention_3d_gqa_scaled", "test_attention_3d_gqa_softcap",
+    "test_attention_3d_gqa_with_past_and_present", "test_attention_3d_scaled",
+    "test_attention_3d_softcap", "test_attention_3d_transpose_verification",
+    "test_attention_3d_with_past_and_present", "test_attention_3d_with_past_and_present_qk_matmul",
+    "test_attention_3d_with_past_and_present_qk_matmul_bias",
+    "test_attention_3d_with_past_and_present_qk_matmul_softcap",
+    "test_attention_3d_with_past_and_present_qk_matmul_softmax", "test_attention_4d",
+    "test_attention_4d_attn_mask", "test_attention_4d_attn_mask_3d",
+    "test_attention_4d_attn_mask_3d_causal", "test_attention_4d_attn_mask_4d",
+    "test_attention_4d_attn_mask_4d_causal", "test_attention_4d_attn_mask_bool",
+    "test_attention_4d_attn_mask_bool_4d", "test_attention_4d_causal",
+    "test_attention_4d_diff_heads_mask4d_padded_kv", "test_attention_4d_diff_heads_sizes",
+    "test_attention_4d_diff_heads_sizes_attn_mask", "test_attention_4d_diff_heads_sizes_causal",
+    "test_attention_4d_diff_heads_sizes_scaled", "test_attention_4d_diff_heads_sizes_softcap",
+    "test_attention_4d_diff_heads_with_past_and_present",
+    "test_attention_4d_diff_heads_with_past_and_present_mask3d",
+    "test_attention_4d_diff_heads_with_past_and_present_mask4d", "test_attention_4d_fp16",
+    "test_attention_4d_gqa", "test_attention_4d_gqa_attn_mask", "test_attention_4d_gqa_causal",
+    "test_attention_4d_gqa_scaled", "test_attention_4d_gqa_softcap",
+    "test_attention_4d_gqa_with_past_and_present",
+    "test_attention_4d_gqa_with_past_and_present_fp16", "test_attention_4d_scaled",
+    "test_attention_4d_softcap", "test_attention_4d_softcap_neginf_mask",
+    "test_attention_4d_softcap_neginf_mask_poison", "test_attention_4d_with_past_and_present",
+    "test_attention_4d_with_past_and_present_qk_matmul",
+    "test_attention_4d_with_past_and_present_qk_matmul_bias",
+    "test_attention_4d_with_past_and_present_qk_matmul_bias_3d_mask",
+    "test_attention_4d_with_past_and_present_qk_matmul_bias_3d_mask_causal",
+    "test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask",
+    "test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask_causal",
+    "test_attention_4d_with_qk_matmul", "test_attention_4d_with_qk_matmul_bias",
+    "test_attention_4d_with_qk_matmul_softcap", "test_attention_4d_with_qk_matmul_softmax",
+    "test_causal_conv_with_state_b1_c1_degenerate", "test_causal_conv_with_state_basic",
+    "test_causal_conv_with_state_decode_step", "test_causal_conv_with_state_fp16",
+    "test_causal_conv_with_state_kernel_size_one",
+    "test_causal_conv_with_state_short_input_no_past_state", "test_causal_conv_with_state_silu",
+    "test_causal_conv_with_state_silu_fp16", "test_causal_conv_with_state_silu_with_past_state",
+    "test_causal_conv_with_state_swish_alias", "test_causal_conv_with_state_with_bias",
+    "test_causal_conv_with_state_with_bias_and_past_state",
+    "test_causal_conv_with_state_with_past_state", "test_flexattention",
+    "test_flexattention_causal_mask", "test_flexattention_diff_head_sizes",
+    "test_flexattention_double", "test_flexattention_fp16", "test_flexattention_gqa",
+    "test_flexattention_prob_mod", "test_flexattention_relative_positional",
+    "test_flexattention_scaled", "test_flexattention_score_mod", "test_flexattention_soft_cap",
+    "test_linear_attention_decode_step", "test_linear_attention_delta",
+    "test_linear_attention_explicit_scale", "test_linear_attention_fp16",
+    "test_linear_attention_gated", "test_linear_attention_gated_delta",
+    "test_linear_attention_gated_delta_beta_scalar", "test_linear_attention_gated_delta_gqa",
+    "test_linear_attention_gated_delta_mqa", "test_linear_attention_gated_per_head_decay",
+    "test_linear_attention_linear", "test_linear_attention_linear_t1_no_past",
+    "test_linear_attention_no_past_explicit_zeros", "test_linear_attention_prefill_with_past",
+    "test_rotary_embedding", "test_rotary_embedding_3d_input", "test_rotary_embedding_interleaved",
+    "test_rotary_embedding_no_position_ids", "test_rotary_embedding_no_position_ids_interleaved",
+    "test_rotary_embedding_no_position_ids_rotary_dim",
+    "test_rotary_embedding_with_interleaved_rotary_dim", "test_rotary_embedding_with_rotary_dim",
+    "test_te*",
+], _why))
+
+# 57 tests
+_why = ('Loop/Scan/sequences/optionals not implemented yet (ops/control.py, '
+        'ops/sequence.py)')
+XFAIL.update(dict.fromkeys([
+    "test_identity_*", "test_if_*", "test_linear_attention_decode_step_*",
+    "test_linear_attention_delta_*", "test_linear_attention_explicit_scale_*",
+    "test_linear_attention_fp16_*", "test_linear_attention_gated_delta_beta_scalar_*",
+    "test_linear_attention_gated_delta_e*", "test_linear_attention_gated_delta_gqa_*",
+    "test_linear_attention_gated_delta_mqa_*", "test_linear_attention_gated_e*",
+    "test_linear_attention_gated_per_head_decay_*", "test_linear_attention_linear_e*",
+    "test_linear_attention_linear_t1_no_past_*", "test_linear_attention_no_past_explicit_zeros_*",
+    "test_linear_attention_prefill_with_past_*", "test_loo*", "test_op*",
+    "test_range_bfloat16_type_positive_delta_*", "test_range_float16_type_positive_delta_*",
+    "test_range_float_type_positive_delta_*", "test_range_int32_type_negative_delta_*",
+    "test_scan*", "test_seq*", "test_split_t*",
+], _why))
+
+# 15 tests
+_why = ('ai.onnx.ml / training-preview domains: out of scope (permanent)')
+XFAIL.update(dict.fromkeys([
+    "test_ada*", "test_ai*", "test_mom*", "test_nes*",
+], _why))
+
+# 3 tests
+_why = ('casts to bfloat16 must round to 8 mantissa bits (ops/quant.py)')
+XFAIL.update(dict.fromkeys([
+    "test_cast_FLOAT_to_B*", "test_castlike_FLOAT_to_B*",
+], _why))
+
+# 12 tests
+_why = ('casts to int4/uint4 must saturate/wrap to 4 bits (ops/quant.py)')
+XFAIL.update(dict.fromkeys([
+    "test_cast_FLOAT16_to_INT4", "test_cast_FLOAT16_to_UINT4", "test_cast_FLOAT_to_INT4",
+    "test_cast_FLOAT_to_UINT4", "test_castlike_FLOAT16_to_INT4*",
+    "test_castlike_FLOAT16_to_UINT4*", "test_castlike_FLOAT_to_INT4*",
+    "test_castlike_FLOAT_to_UINT4*",
+], _why))
+
+# 58 tests
+_why = ('conv/pool/norm variant not implemented yet (ops/nn.py)')
+XFAIL.update(dict.fromkeys([
+    "test_convt*", "test_group_normalization_epsilon", "test_group_normalization_example",
+    "test_hardm*", "test_l1*", "test_l2*", "test_lp*", "test_lr*", "test_maxu*", "test_mvn",
+    "test_rms_normalization_2d_axis0", "test_rms_normalization_2d_axis1",
+    "test_rms_normalization_2d_axis_negative_1", "test_rms_normalization_2d_axis_negative_2",
+    "test_rms_normalization_3d_axis0_epsilon", "test_rms_normalization_3d_axis1_epsilon",
+    "test_rms_normalization_3d_axis2_epsilon", "test_rms_normalization_3d_axis_negative_1_epsilon",
+    "test_rms_normalization_3d_axis_negative_2_epsilon",
+    "test_rms_normalization_3d_axis_negative_3_epsilon", "test_rms_normalization_4d_axis0",
+    "test_rms_normalization_4d_axis1", "test_rms_normalization_4d_axis2",
+    "test_rms_normalization_4d_axis3", "test_rms_normalization_4d_axis_negative_1",
+    "test_rms_normalization_4d_axis_negative_2", "test_rms_normalization_4d_axis_negative_3",
+    "test_rms_normalization_4d_axis_negative_4", "test_rms_normalization_default_axis",
+], _why))
+
+# 115 tests
+_why = ('data-movement op not implemented yet (ops/indexing.py)')
+XFAIL.update(dict.fromkeys([
+    "test_attention_4d_diff_heads_mask4d_padded_kv_*", "test_center_crop_pad_crop_and_pad_*",
+    "test_center_crop_pad_crop_axes_chw_*", "test_center_crop_pad_crop_axes_hwc_*",
+    "test_center_crop_pad_crop_e*", "test_center_crop_pad_crop_negative_axes_hwc_*",
+    "test_center_crop_pad_pad_*", "test_com*", "test_constant_*", "test_cu*", "test_dep*",
+    "test_det*", "test_ed*", "test_ei*", "test_ey*", "test_gathern*", "test_non*", "test_on*",
+    "test_ref*", "test_rev*", "test_scat*", "test_spa*", "test_to*", "test_tri*", "test_uni*",
+    "test_wr*",
+], _why))
+
+# 12 tests
+_why = ('element type float4e2m1: not decoded by the reader yet (ops/quant.py: '
+        'float8/float4/2-bit casts)')
+XFAIL.update(dict.fromkeys([
+    "test_cast_FLOAT16_to_FLOAT4*", "test_cast_FLOAT4*", "test_cast_FLOAT_to_FLOAT4*",
+    "test_castlike_FLOAT16_to_FLOAT4*", "test_castlike_FLOAT4*", "test_castlike_FLOAT_to_FLOAT4*",
+], _why))
+
+# 18 tests
+_why = ('element type float8e4m3fn: not decoded by the reader yet (ops/quant.py: '
+        'float8/float4/2-bit casts)')
+XFAIL.update(dict.fromkeys([
+    "test_cast_FLOAT16_to_FLOAT8E4M3FN", "test_cast_FLOAT8E4M3FN_*",
+    "test_cast_FLOAT_to_FLOAT8E4M3FN", "test_cast_no_saturate_FLOAT16_to_FLOAT8E4M3FN",
+    "test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FN", "test_castlike_FLOAT16_to_FLOAT8E4M3FN",
+    "test_castlike_FLOAT16_to_FLOAT8E4M3FN_*", "test_castlike_FLOAT8E4M3FN_*",
+    "test_castlike_FLOAT_to_FLOAT8E4M3FN", "test_castlike_FLOAT_to_FLOAT8E4M3FN_*",
+    "test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FN",
+    "test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FN_*",
+    "test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN",
+    "test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN_*",
+], _why))
+
+# 18 tests
+_why = ('element type float8e4m3fnuz: not decoded by the reader yet (ops/quant.py: '
+        'float8/float4/2-bit casts)')
+XFAIL.update(dict.fromkeys([
+    "test_cast_FLOAT16_to_FLOAT8E4M3FNU*", "test_cast_FLOAT8E4M3FNU*",
+    "test_cast_FLOAT_to_FLOAT8E4M3FNU*", "test_cast_no_saturate_FLOAT16_to_FLOAT8E4M3FNU*",
+    "test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FNU*", "test_castlike_FLOAT16_to_FLOAT8E4M3FNU*",
+    "test_castlike_FLOAT8E4M3FNU*", "test_castlike_FLOAT_to_FLOAT8E4M3FNU*",
+    "test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FNU*",
+    "test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FNU*",
+], _why))
+
+# 18 tests
+_why = ('element type float8e5m2: not decoded by the reader yet (ops/quant.py: '
+        'float8/float4/2-bit casts)')
+XFAIL.update(dict.fromkeys([
+    "test_cast_FLOAT16_to_FLOAT8E5M2", "test_cast_FLOAT8E5M2_*", "test_cast_FLOAT_to_FLOAT8E5M2",
+    "test_cast_no_saturate_FLOAT16_to_FLOAT8E5M2", "test_cast_no_saturate_FLOAT_to_FLOAT8E5M2",
+    "test_castlike_FLOAT16_to_FLOAT8E5M2", "test_castlike_FLOAT16_to_FLOAT8E5M2_*",
+    "test_castlike_FLOAT8E5M2_*", "test_castlike_FLOAT_to_FLOAT8E5M2",
+    "test_castlike_FLOAT_to_FLOAT8E5M2_*", "test_castlike_no_saturate_FLOAT16_to_FLOAT8E5M2",
+    "test_castlike_no_saturate_FLOAT16_to_FLOAT8E5M2_*",
+    "test_castlike_no_saturate_FLOAT_to_FLOAT8E5M2",
+    "test_castlike_no_saturate_FLOAT_to_FLOAT8E5M2_*",
+], _why))
+
+# 18 tests
+_why = ('element type float8e5m2fnuz: not decoded by the reader yet (ops/quant.py: '
+        'float8/float4/2-bit casts)')
+XFAIL.update(dict.fromkeys([
+    "test_cast_FLOAT16_to_FLOAT8E5M2F*", "test_cast_FLOAT8E5M2F*",
+    "test_cast_FLOAT_to_FLOAT8E5M2F*", "test_cast_no_saturate_FLOAT16_to_FLOAT8E5M2F*",
+    "test_cast_no_saturate_FLOAT_to_FLOAT8E5M2F*", "test_castlike_FLOAT16_to_FLOAT8E5M2F*",
+    "test_castlike_FLOAT8E5M2F*", "test_castlike_FLOAT_to_FLOAT8E5M2F*",
+    "test_castlike_no_saturate_FLOAT16_to_FLOAT8E5M2F*",
+    "test_castlike_no_saturate_FLOAT_to_FLOAT8E5M2F*",
+], _why))
+
+# 4 tests
+_why = ('element type float8e8m0: not decoded by the reader yet (ops/quant.py: '
+        'float8/float4/2-bit casts)')
+XFAIL.update(dict.fromkeys([
+    "test_cast_e*",
+], _why))
+
+# 15 tests
+_why = ('element type int2: not decoded by the reader yet (ops/quant.py: '
+        'float8/float4/2-bit casts)')
+XFAIL.update(dict.fromkeys([
+    "test_cast_FLOAT16_to_INT2", "test_cast_FLOAT_to_INT2", "test_cast_INT2*",
+    "test_castlike_FLOAT16_to_INT2*", "test_castlike_FLOAT_to_INT2*", "test_castlike_INT2*",
+], _why))
+
+# 15 tests
+_why = ('element type uint2: not decoded by the reader yet (ops/quant.py: '
+        'float8/float4/2-bit casts)')
+XFAIL.update(dict.fromkeys([
+    "test_cast_FLOAT16_to_UINT2", "test_cast_FLOAT_to_UINT2", "test_cast_UINT2*",
+    "test_castlike_FLOAT16_to_UINT2*", "test_castlike_FLOAT_to_UINT2*", "test_castlike_UINT2*",
+], _why))
+
+# 29 tests
+_why = ('elementwise op not implemented yet (ops/elementwise.py)')
+XFAIL.update(dict.fromkeys([
+    "test_acos", "test_acos_*", "test_asin", "test_asin_*", "test_atan", "test_atan_*",
+    "test_bits*", "test_bitw*",
+], _why))
+
+# 80 tests
+_why = ('image sampling not implemented yet (ops/resize.py)')
+XFAIL.update(dict.fromkeys([
+    "test_affine_grid_2d", "test_affine_grid_2d_align_corners", "test_affine_grid_3d",
+    "test_affine_grid_3d_align_corners", "test_basic_d*", "test_center_crop_pad_crop",
+    "test_center_crop_pad_crop_and_pad", "test_center_crop_pad_crop_axes_chw",
+    "test_center_crop_pad_crop_axes_hwc", "test_center_crop_pad_crop_negative_axes_hwc",
+    "test_center_crop_pad_pad", "test_col*", "test_def*", "test_gri*", "test_resi*", "test_roi*",
+    "test_up*",
+], _why))
+
+# 2 tests
+_why = ("lavapipe's WGSL tanh loses ~1e-3 relative for |x| < 1e-4 (exp-based), over the "
+        '1e-3 tolerance')
+XFAIL.update(dict.fromkeys([
+    "test_mis*",
+], _why))
+
+# 25 tests
+_why = ('pooling: ceil_mode, dilations, asymmetric or large pads, 3-D, Indices output not'
+        ' supported yet (ops/nn.py)')
+XFAIL.update(dict.fromkeys([
+    "test_averagepool_2d_c*", "test_averagepool_2d_di*", "test_averagepool_2d_pa*",
+    "test_averagepool_2d_sa*", "test_averagepool_3*", "test_maxpool_2d_c*", "test_maxpool_2d_di*",
+    "test_maxpool_2d_pa*", "test_maxpool_2d_sa*", "test_maxpool_3*", "test_maxpool_w*",
+], _why))
+
+# 55 tests
+_why = ('quantization not implemented yet (ops/quant.py)')
+XFAIL.update(dict.fromkeys([
+    "test_bitc*", "test_convi*", "test_deq*", "test_dy*", "test_matmuli*", "test_q*",
+], _why))
+
+# 6 tests
+_why = ('random ops: outputs depend on the generator, the tests fix no seed '
+        '(ops/random.py)')
+XFAIL.update(dict.fromkeys([
+    "test_be*",
+], _why))
+
+# 12 tests
+_why = ('recurrent ops not implemented yet (ops/rnn.py)')
+XFAIL.update(dict.fromkeys([
+    "test_gru*", "test_ls*", "test_rn*", "test_sim*",
+], _why))
+
+# 19 tests
+_why = ('signal processing not implemented yet (ops/signal.py)')
+XFAIL.update(dict.fromkeys([
+    "test_blackmanwindow", "test_blackmanwindow_symmetric", "test_df*", "test_hammingwindow",
+    "test_hammingwindow_symmetric", "test_hannwindow", "test_hannwindow_symmetric", "test_mel*",
+    "test_stf*",
+], _why))
+
+# 38 tests
+_why = ('string tensors: webrlx has no string dtype (permanent)')
+XFAIL.update(dict.fromkeys([
+    "test_equal_s*", "test_im*", "test_reg*", "test_str*", "test_tf*",
+], _why))
+
+# 86 tests
+_why = ('training losses not implemented yet (ops/loss.py)')
+XFAIL.update(dict.fromkeys([
+    "test_nllloss_NC", "test_nllloss_NCd1", "test_nllloss_NCd1_ii",
+    "test_nllloss_NCd1_mean_weight_negative_ii", "test_nllloss_NCd1_weight",
+    "test_nllloss_NCd1_weight_ii", "test_nllloss_NCd1d2",
+    "test_nllloss_NCd1d2_no_weight_reduction_mean_ii", "test_nllloss_NCd1d2_reduction_mean",
+    "test_nllloss_NCd1d2_reduction_sum", "test_nllloss_NCd1d2_with_weight",
+    "test_nllloss_NCd1d2_with_weight_reduction_mean",
+    "test_nllloss_NCd1d2_with_weight_reduction_sum",
+    "test_nllloss_NCd1d2_with_weight_reduction_sum_ii",
+    "test_nllloss_NCd1d2d3_none_no_weight_negative_ii", "test_nllloss_NCd1d2d3_sum_weight_high_ii",
+    "test_nllloss_NCd1d2d3d4d5_mean_weight", "test_nllloss_NCd1d2d3d4d5_none_no_weight",
+    "test_sce*",
+], _why))
+
+# 8 tests
+_why = ('training mode (BatchNormalization statistics, Dropout masks): inference only '
+        '(ops/nn.py)')
+XFAIL.update(dict.fromkeys([
+    "test_batchnorm_epsilon_*", "test_batchnorm_example_*", "test_trai*",
+], _why))
