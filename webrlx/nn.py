@@ -85,11 +85,12 @@ def qlinear(x: Tensor, w: Tensor, format: str, n: int, k: int, bias: Tensor | No
 
     Args:
         x: float32 (or float16) (..., k) activations.
-        w: uint32 param holding the raw blocks, row-major (n rows of k // 32 blocks), packed
-            with webrlx.quant.words; dequantized inside the kernel, math in float32.
-        format: "q4_1" or "q8_0".
+        w: uint32 param holding the raw blocks, row-major (n rows of k // block blocks),
+            packed with webrlx.quant.words; dequantized inside the kernel, math in float32.
+        format: a webrlx.quant.FORMATS name: "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k",
+            "q3_k", "q4_k", "q5_k" or "q6_k".
         n: the weight's rows (GGUF dims are [k, n]).
-        k: the weight's columns; k % 32 == 0.
+        k: the weight's columns; a multiple of the format's block (32; 256 for K-quants).
         bias: optional float32 (n,).
     """
     extra = [bias] if bias is not None else []
@@ -102,9 +103,9 @@ def qembedding(ids: Tensor, w: Tensor, format: str, n: int, k: int) -> Tensor:
     Args:
         ids: int32 ids in [0, n).
         w: uint32 param holding the table's raw GGUF blocks (webrlx.quant.words).
-        format: "q4_1" or "q8_0".
+        format: a webrlx.quant.FORMATS name, as for qlinear.
         n: the table's rows (the vocabulary).
-        k: the table's columns (the dim); k % 32 == 0.
+        k: the table's columns (the dim); a multiple of the format's block.
     """
     return w._op("qgather", ids, format=str(format), n=int(n), k=int(k))
 
@@ -150,7 +151,8 @@ def sample(logits: Tensor, seen: Tensor, fparams: Tensor, iparams: Tensor) -> Te
 
 
 # -- decoder
-def rope(x: Tensor, pos: Tensor, base: float, interleaved: bool = True) -> Tensor:
+def rope(x: Tensor, pos: Tensor, base: float, interleaved: bool = True,
+         factors: tuple[float, ...] = ()) -> Tensor:
     """Rotary position embedding: row s of x is at position pos[0] + s.
 
     Pair i of each head (i < head_dim / 2) is rotated by the angle (pos + s) * base^(-2i/D):
@@ -164,8 +166,11 @@ def rope(x: Tensor, pos: Tensor, base: float, interleaved: bool = True) -> Tenso
         base: the frequency base (Llama 10000, SmolLM2 100000).
         interleaved: True rotates pairs (2i, 2i+1) (GPT-J, llama.cpp: GGUF q/k weights are
             permuted for this); False rotates (i, i + D/2) (NeoX, HF rotate_half).
+        factors: head_dim / 2 divisors of the frequencies (llama.cpp's rope_freqs: Llama 3
+            scaling; all equal: linear scaling); empty for none.
     """
-    return x._op("rope", pos, base=float(base), interleaved=bool(interleaved))
+    return x._op("rope", pos, base=float(base), interleaved=bool(interleaved),
+                 factors=tuple(float(f) for f in factors))
 
 
 def cache_write(cache: Tensor, new: Tensor, pos: Tensor) -> Tensor:
@@ -187,7 +192,8 @@ def cache_write(cache: Tensor, new: Tensor, pos: Tensor) -> Tensor:
 
 
 def cached_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, pos: Tensor,
-                     scale: float | None = None) -> Tensor:
+                     scale: float | None = None, window: int = 0, softcap: float = 0.0
+                     ) -> Tensor:
     """Causal attention of new query rows over a KV cache (grouped-query heads).
 
     Query row s (at position pos + s) of head h attends to the keys 0 .. pos + s of kv head
@@ -201,6 +207,10 @@ def cached_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, pos: Tensor,
         v_cache: float32, the same shape as k_cache.
         pos: int32 (1,): the position of query row 0.
         scale: defaults to 1 / sqrt(head_dim).
+        window: > 0: sliding-window attention, row at position r sees keys r - window < k
+            <= r (Mistral, Gemma's local layers); 0: every earlier key.
+        softcap: > 0: scores become tanh(score / softcap) * softcap before the softmax
+            (Gemma 2); 0: off.
     Returns: float32 (batch, seq, heads, head_dim): reshape to (batch, seq, heads * head_dim)
         for the output projection without a copy.
     """
@@ -209,4 +219,5 @@ def cached_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, pos: Tensor,
         if not isinstance(d, int):
             raise ValueError("cached_attention: head_dim must be static")
         scale = 1.0 / math.sqrt(d)
-    return q._op("cached_attention", k_cache, v_cache, pos, scale=float(scale))
+    return q._op("cached_attention", k_cache, v_cache, pos, scale=float(scale),
+                 window=int(window), softcap=float(softcap))

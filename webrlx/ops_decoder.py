@@ -45,6 +45,18 @@ def _qgather(shapes, dtypes, attrs):
 
 
 # -- decoder (rope, KV cache, attention over the cache) --------------------------------------
+def rope_inv_freq(d: int, base: float, factors: tuple[float, ...] = ()) -> list[float]:
+    """theta_i = base^(-2i/d) / factors[i] for i < d/2 (float64): rope's angle per position.
+    factors (empty: all 1) are llama.cpp's rope_freqs (Llama 3 scaling) or a linear scale."""
+    inv = [float(base) ** (-2.0 * i / d) for i in range(d // 2)]
+    if factors:
+        if len(factors) != d // 2:
+            raise ShapeError(f"rope: factors must hold head_dim / 2 = {d // 2} values, got "
+                             f"{len(factors)}")
+        inv = [t / float(f) for t, f in zip(inv, factors, strict=True)]
+    return inv
+
+
 def _pos_arg(op: str, shape: Shape, dtype: dt.DType) -> None:
     if tuple(shape) != (1,) or dtype != dt.int32:
         raise ShapeError(f"{op}: pos must be int32 (1,) (the position of row 0), got "
@@ -59,6 +71,10 @@ def _rope(shapes, dtypes, attrs):
     _pos_arg("rope", shapes[1], dtypes[1])
     if not attrs["base"] > 0:
         raise ShapeError(f"rope: base must be > 0, got {attrs['base']}")
+    factors = attrs.get("factors", ())
+    if factors and (len(factors) != x[3] // 2 or not all(f > 0 for f in factors)):
+        raise ShapeError(f"rope: factors must be head_dim / 2 = {x[3] // 2} values > 0, got "
+                         f"{len(factors)}")
     return x, dtypes[0]
 
 
@@ -85,6 +101,10 @@ def _cached_attention(shapes, dtypes, attrs):
     if any(d != dt.float32 for d in dtypes[:3]):
         raise ShapeError(f"cached_attention: q and caches must be float32, got {dtypes[:3]}")
     _pos_arg("cached_attention", shapes[3], dtypes[3])
+    window, softcap = attrs.get("window", 0), attrs.get("softcap", 0.0)
+    if not isinstance(window, int) or window < 0 or not softcap >= 0:
+        raise ShapeError(f"cached_attention: window must be an int >= 0 and softcap >= 0 (0: "
+                         f"off), got {window!r}, {softcap!r}")
     return q, dtypes[0]
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from .activations import ACTIVATIONS, erf, gelu
 from .graph import Graph, Node
+from .ops_decoder import rope_inv_freq
 
 Rule = Callable[[list[np.ndarray], dict[str, Any]], np.ndarray]
 
@@ -306,7 +307,7 @@ def _sample(xs, at):
 def _rope(xs, at):
     x, p0 = _f64(xs[0]), int(xs[1].reshape(-1)[0])
     s, d = x.shape[1], x.shape[3]
-    inv = float(at["base"]) ** (-2.0 * np.arange(d // 2) / d)
+    inv = np.array(rope_inv_freq(d, at["base"], at.get("factors", ())))
     ang = (p0 + np.arange(s, dtype=np.float64))[:, None] * inv[None, :]   # (S, D/2)
     cos, sin = np.cos(ang)[None, :, None, :], np.sin(ang)[None, :, None, :]
     if at["interleaved"]:
@@ -335,7 +336,13 @@ def _cached_attention(xs, at):
     k = np.repeat(_f64(xs[1][:, :, :n]), h // hkv, axis=1)    # (B, H, n, D)
     v = np.repeat(_f64(xs[2][:, :, :n]), h // hkv, axis=1)
     sc = np.einsum("bshd,bhkd->bhsk", q, k) * at["scale"]
-    sc = np.where(np.arange(n)[None, :] <= p0 + np.arange(s)[:, None], sc, -np.inf)
+    if at.get("softcap", 0.0) > 0:
+        sc = np.tanh(sc / at["softcap"]) * at["softcap"]
+    key, row = np.arange(n)[None, :], p0 + np.arange(s)[:, None]
+    visible = key <= row
+    if at.get("window", 0) > 0:                           # sliding window: row - key < window
+        visible &= row - key < at["window"]
+    sc = np.where(visible, sc, -np.inf)
     return np.einsum("bhsk,bhkd->bshd", _softmax(sc, -1), v)
 
 
@@ -378,7 +385,8 @@ REFERENCE: dict[str, Rule] = {
     "max": _reduce(np.max),
     "min": _reduce(np.min),
     "prod": _reduce(np.prod),
-    "argmax": lambda xs, at: np.argmax(xs[0], axis=at["axis"], keepdims=at["keepdims"]),
+    "argmax": lambda xs, at: np.asarray(np.argmax(xs[0], axis=at["axis"],
+                                                  keepdims=at["keepdims"])),
     "softmax": lambda xs, at: _softmax(xs[0], at.get("axis", -1)),
     "log_softmax": lambda xs, at: _log_softmax(xs[0], at.get("axis", -1)),
     "layer_norm": _layer_norm,

@@ -82,6 +82,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let col = lid % D4;                              // and output column
     let mine = r < R;
     let my_end = p0 + (i0 + r) / p.G + 1u;           // item r sees keys < my_end
+    let my_start = key_start(my_end - 1u);           // and keys >= my_start
     var m = NEG;
     var l = 0.0;
     var acc = vec4<f32>(0.0);
@@ -105,12 +106,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         for (var rr = rg; rr < R; rr += WG / KT) {
             var sc = NEG;
-            if (j < n && t0 + j <= p0 + (i0 + rr) / p.G) {
+            let qp = p0 + (i0 + rr) / p.G;
+            if (j < n && t0 + j <= qp && t0 + j >= key_start(qp)) {
                 var dot = vec4<f32>(0.0);
                 for (var cc = 0u; cc < D4; cc++) {
                     dot += Qs[rr * D4 + cc] * Ks[cc * (KT + 1u) + j];
                 }
-                sc = dot.x + dot.y + dot.z + dot.w;
+                sc = capped(dot.x + dot.y + dot.z + dot.w);
             }
             P[rr * KTMAX + j] = sc;
         }
@@ -123,6 +125,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (mine) {
             let nn = min(n, select(0u, my_end - t0, my_end > t0));   // causal: keys < my_end
             for (var jj = kp; jj < nn; jj += KP) {
+                if (t0 + jj < my_start) { continue; }       // before the sliding window
                 let sj = P[r * KTMAX + jj];
                 if (sj > m) {
                     let corr = exp(m - sj);

@@ -77,6 +77,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var end1 = 0u;
     if (i0 + 2u * ti < RI) { end0 = min(k1, p0 + (i0 + 2u * ti) / p.G + 1u); }
     if (i0 + 2u * ti + 1u < RI) { end1 = min(k1, p0 + (i0 + 2u * ti + 1u) / p.G + 1u); }
+    let start0 = key_start(p0 + (i0 + 2u * ti) / p.G);     // sliding-window starts
+    let start1 = key_start(p0 + (i0 + 2u * ti + 1u) / p.G);
     // update-phase roles
     let ui = t / 4u;
     let qd = t % 4u;
@@ -117,8 +119,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         for (var cc = 0u; cc < 4u; cc++) {
             let j = tk + 8u * cc;
-            P[(2u * ti) * PS + j] = select(NEG, s0[cc], t0 + j < end0);
-            P[(2u * ti + 1u) * PS + j] = select(NEG, s1[cc], t0 + j < end1);
+            P[(2u * ti) * PS + j] = select(NEG, capped(s0[cc]), t0 + j < end0 &&
+                                           t0 + j >= start0);
+            P[(2u * ti + 1u) * PS + j] = select(NEG, capped(s1[cc]), t0 + j < end1 &&
+                                               t0 + j >= start1);
         }
         workgroupBarrier();
         // online softmax of row ui over the tile, and acc += p V

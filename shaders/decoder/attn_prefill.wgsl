@@ -62,6 +62,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let s = i / p.G;
     let h = item_head(hk, i);
     let my_end = min(k1, p0 + s + 1u);
+    let my_start = key_start(p0 + s);
     var qr: array<vec4<f32>, D4M>;
     var acc: array<vec4<f32>, D4M>;
     var m = NEG;
@@ -86,9 +87,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
         if (i < RI) {
             for (var j = part; j < n && t0 + j < my_end; j += SPLIT) {
+                if (t0 + j < my_start) { continue; }        // before the sliding window
                 var dot = vec4<f32>(0.0);
                 for (var cc = 0u; cc < DV4; cc++) { dot += qr[cc] * Ks[j * (D4M + PAD) + cc]; }
-                let sj = dot.x + dot.y + dot.z + dot.w;
+                let sj = capped(dot.x + dot.y + dot.z + dot.w);
                 if (sj > m) {
                     let corr = exp(m - sj);
                     l *= corr;

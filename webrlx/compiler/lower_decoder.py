@@ -20,6 +20,7 @@ import numpy as np
 from .. import dtype as dt
 from ..graph import Node
 from ..kernels import kernel
+from ..ops_decoder import rope_inv_freq
 from .emit import EmitContext
 from .program import Buf
 from .registry import lowering
@@ -41,23 +42,23 @@ ROW_THREADS = 8192           # attn_prefill splits an item's keys until about th
 CPU_ROW_THREADS = 128        # the same on a CPU adapter: 8 threads a row for 1-2 rows, then 1
 
 
-def rope_table(d: int, base: float) -> np.ndarray:
-    """theta_i / (2 pi) for i < d/2 (theta_i = base^(-2i/d), float64) as 64-bit fixed-point
-    fractions of a turn: [hi_0, lo_0, hi_1, lo_1, ...] uint32 words."""
+def rope_table(d: int, base: float, factors: tuple[float, ...] = ()) -> np.ndarray:
+    """theta_i / (2 pi) for i < d/2 (theta_i = rope_inv_freq(d, base, factors), float64) as
+    64-bit fixed-point fractions of a turn: [hi_0, lo_0, hi_1, lo_1, ...] uint32 words."""
     out = np.zeros(d, np.uint32)
-    for i in range(d // 2):
-        f = float(base) ** (-2.0 * i / d) / (2.0 * math.pi)
+    for i, theta in enumerate(rope_inv_freq(d, base, factors)):
+        f = float(theta) / (2.0 * math.pi)
         fx = int(round((f - math.floor(f)) * 2.0 ** 64)) % (1 << 64)
         out[2 * i], out[2 * i + 1] = fx >> 32, fx & 0xFFFFFFFF
     return out
 
 
-def rope_freq(L: EmitContext, d: int, base: float) -> Buf:
-    """rope_table(d, base) as a const buffer, one per plan (every q/k rope of a model reads
-    the same one)."""
-    key = ("rope", d, float(base))
+def rope_freq(L: EmitContext, d: int, base: float, factors: tuple[float, ...] = ()) -> Buf:
+    """rope_table(d, base, factors) as a const buffer, one per plan (every q/k rope of a
+    model reads the same one)."""
+    key = ("rope", d, float(base), tuple(factors))
     if key not in L.tables:
-        L.tables[key] = L.const(rope_table(d, base), dt.uint32)
+        L.tables[key] = L.const(rope_table(d, base, factors), dt.uint32)
     return L.tables[key]
 
 
@@ -71,7 +72,7 @@ def _rope(L: EmitContext, node: Node) -> Buf:
     b, s, h, d = L.shape(node.inputs[0])
     n = b * s * h * (d // 2)
     out = L.temp((b, s, h, d), node.dtype)
-    freq = rope_freq(L, d, node.attrs["base"])
+    freq = rope_freq(L, d, node.attrs["base"], node.attrs.get("factors", ()))
     L.emit(kernel("decoder/rope"), {"x": L.buf(node.inputs[0]), "pos": L.buf(node.inputs[1]),
                                     "freq": freq, "out": out},
            {"n": n, "S": s, "H": h, "D": d}, L.grid(n),
@@ -137,7 +138,8 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
     dst = out if nsplit == 1 else L.temp((b, hkv, nsplit, items, d4 + 1, 4), node.dtype)
     L.emit(kernel(shader), {"q": L.buf(node.inputs[0]), "kc": L.buf(node.inputs[1]),
                             "vc": L.buf(node.inputs[2]), "pos": pos, "dst": dst},
-           {**args, "direct": int(nsplit == 1), "scale": node.attrs["scale"]},
+           {**args, "direct": int(nsplit == 1), "scale": node.attrs["scale"],
+            "window": node.attrs.get("window", 0), "softcap": node.attrs.get("softcap", 0.0)},
            (nsplit, tiles * hkv, b), overrides,
            name="cached_attention[flash]" if flash else
            "cached_attention[prefill]" if prefill else "cached_attention[decode]")
