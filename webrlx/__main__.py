@@ -1,4 +1,5 @@
-"""Command line: `python -m webrlx info | demo | chat | generate | serve | bench | lite | dawn`."""
+"""Command line: `python -m webrlx info | demo | chat | generate | serve | bench | lite | dawn
+| docs`."""
 from __future__ import annotations
 
 import argparse
@@ -100,15 +101,21 @@ def cmd_dawn(rest: list[str]) -> int:
     return main_dawn(rest)
 
 
+def cmd_docs(rest: list[str]) -> int:
+    from webrlx.cli.docs import main_docs
+    return main_docs(rest)
+
+
 # Subcommands with their own options, in webrlx/cli/ (apart from the runtime's layers).
 PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench, "lite": cmd_lite, "chat": cmd_chat,
-                "generate": cmd_generate, "dawn": cmd_dawn}
+                "generate": cmd_generate, "dawn": cmd_dawn, "docs": cmd_docs}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in PASS_THROUGH:
         return PASS_THROUGH[argv[0]](argv[1:])
+    from webrlx.cli.docs import DOCS_PORT, INSTALL
     from webrlx.cli.serve import LITE_PORT, SERVE_PORT
     parser = argparse.ArgumentParser(prog="python -m webrlx", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -129,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
                    "(dawn --help)")
     sub.add_parser("lite", help=f"build and serve the JupyterLite notebooks site on port "
                    f"{LITE_PORT} (lite --help)")
+    sub.add_parser("docs", help=f"build and serve the documentation site on port {DOCS_PORT}; "
+                   f"needs {INSTALL} (docs --help)")
     args = parser.parse_args(argv)
     return args.fn(args)
 
