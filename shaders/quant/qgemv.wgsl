@@ -1,8 +1,10 @@
 // quantized GEMV for decode rows (M <= 4) and prefills (M <= fuse.GEMV_MAX_M, 4 rows per
 // workgroup row): out[r, n] = x[r, :] . dequant(w)[n, :] (+ bias[n]).
-// w: the raw GGUF blocks of an (N, K) weight as u32 words, row-major (N rows of K/32 blocks);
+// w: the raw GGUF blocks of an (N, K) weight as u32 words, row-major (N rows of K/QK blocks):
 // Q4_1 (20-byte blocks: f16 d, f16 m, 16 bytes of nibbles) or Q8_0 (34 bytes: f16 d, 32 int8,
-// only 2-byte aligned). x [M, K] f32 or f16 (as vec4: K % 32 == 0), out [M, N] f32, math f32.
+// only 2-byte aligned) by common/qblocks.wgsl's own paths, every other format of
+// common/qformats.wgsl (Q4_0, Q5_0, Q5_1, Q2_K..Q6_K) by its deq8, 8 weights a unit as well.
+// x [M, K] f32 or f16 (as vec4: K % QK == 0), out [M, N] f32, math f32.
 // bindings: 0 x, 1 w, 2 bias [N] (a dummy when HAS_BIAS is false), 3 out, 4 params.
 // grid: (ceil(N / (RPW * RPT)), ceil(M / ROWS), 1); a workgroup = RPW (8) x RPT weight rows
 // x TPR threads splitting K, for x rows wid.y * ROWS ..+ROWS (past M: skipped). For short

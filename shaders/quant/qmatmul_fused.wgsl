@@ -2,7 +2,8 @@
 // quant/qgemv_fused.wgsl (NORM, SWIGLU, RES, ROPE, CACHE: same bindings, params and meaning;
 // the two kernels are variants of one call).
 // out[r, n] = epilogue(x'[r, :] . dequant(w)[n, :]); w, w2 (N, K) GGUF blocks as u32 words
-// (Q4_1 or Q8_0, common/qblocks.wgsl), x [M, K] (K % 32 == 0), all f32 math.
+// (any format of common/qformats.wgsl, see common/qblocks.wgsl), x [M, K] (K % QK == 0), all
+// f32 math.
 // bindings: 0 x, 1 w, 2 w2, 3 g, 4 res, 5 pos (i32 [1]), 6 freq (u32 [hd]), 7 out, 8 params.
 // grid: (ceil(N / 64), ceil(M / (4 * RG)), 1); 256 threads = KS K-groups x RG row quads x 16
 // column quads. A workgroup owns a tile of 4 RG rows x 64 columns; thread (g, ty, tx) owns

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from helpers import rand, run_graph
 
+import webrlx as wr
 from webrlx import nn, quant
 
 FORMATS = list(quant.FORMATS)
@@ -28,6 +29,19 @@ def qweight(fmt: str, n: int, k: int, seed: int = 1) -> tuple[np.ndarray, np.nda
     """(uint32 words of random fmt blocks of an (n, k) weight, the weight in float64)."""
     raw = quant.random_blocks(fmt, n, k, seed=seed)
     return quant.words(raw), oracle(raw, fmt, n, k)
+
+
+def run_with_names(backend, fn, x: np.ndarray, params: dict[str, np.ndarray]
+                   ) -> tuple[list[np.ndarray], list[str]]:
+    """Run fn(x, **params) once; return its outputs and the kernel variants that ran (none
+    on the reference)."""
+    g = wr.Graph()
+    out = fn(g.input("x", x.shape, x.dtype),
+             **{k: g.param(k, v.shape, v.dtype) for k, v in params.items()})
+    exe = wr.compile(g, outputs=list(out) if isinstance(out, tuple) else [out], device=backend)
+    exe.set_params(params)
+    got = exe.run({"x": x})
+    return got, [] if backend.name == "reference" else exe.plan({}).ran
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -55,8 +69,9 @@ def test_qlinear_every_format(backend, fmt, m, kernel, monkeypatch):
     w, wf = qweight(fmt, N, K)
     bias = rand(N, seed=5)
     x = rand(m, K)
-    (got,) = run_graph(backend, lambda x, w, b: nn.qlinear(x, w, fmt, N, K, bias=b), [x],
-                       {"w": w, "b": bias})
+    (got,), ran = run_with_names(backend, lambda x, w, b: nn.qlinear(x, w, fmt, N, K, bias=b),
+                                 x, {"w": w, "b": bias})
+    assert backend.name == "reference" or kernel in (None, *ran), ran
     want = x.astype(np.float64) @ wf.T + bias
     assert got.shape == (m, N) and got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
@@ -93,7 +108,11 @@ def test_fused_layer_mixed_formats(backend, fmt, down, m, shape, monkeypatch):
         return x + nn.qlinear(gate.silu() * up, p["wd"], down, k, ffn)
 
     arrays = {"wq": wq, "wg": wg, "wu": wu, "wd": wd, "g1": g1, "g2": g2}
-    (got,) = run_graph(backend, layer, [x], arrays)
+    (got,), ran = run_with_names(backend, layer, x, arrays)
+    assert backend.name == "reference" or (
+        len(ran) == 3 and all(r.startswith("qgemv[") and (shape is None or
+                                                          r.endswith(f"_{shape}")) for r in ran)
+    ), ran
     x1 = x + _rms(x, g1) @ wqf.T
     h2 = _rms(x1, g2)
     a, b = h2 @ wgf.T, h2 @ wuf.T
