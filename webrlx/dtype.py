@@ -48,7 +48,7 @@ def as_dtype(x: object) -> DType:
             return DTYPES[name]
         raise TypeError(f"dtype: unknown dtype {x!r}; expected one of {sorted(DTYPES)}")
     try:
-        name = np.dtype(x).name  # type: ignore[arg-type]
+        name = np.dtype(x).name  # type: ignore[call-overload]  # any object: numpy decides
     except TypeError:
         raise TypeError(f"dtype: cannot interpret {x!r} as a dtype") from None
     if name not in DTYPES:

@@ -30,6 +30,13 @@ class Node:
     name: str | None = None              # inputs and params
     value: np.ndarray | None = field(default=None, repr=False)   # constants
 
+    @property
+    def source_name(self) -> str:
+        """The name of an input, param or state node."""
+        if self.name is None:
+            raise ValueError(f"{self}: only inputs, params and states have a name")
+        return self.name
+
     def __str__(self) -> str:
         args = ", ".join(f"%{i}" for i in self.inputs)
         attrs = "".join(f", {k}={v}" for k, v in self.attrs.items())

@@ -162,7 +162,8 @@ class Kernel:
                 raise KernelArgumentError(f"kernel {self.name!r}: param {field_name!r} "
                                           f"({wgsl_type}) must be a number, got {value!r}")
             try:
-                words.append(dt.word(value, wgsl_type))
+                # any numbers.Real (numpy scalars too) converts with float() and int()
+                words.append(dt.word(value, wgsl_type))  # type: ignore[arg-type]
             except ValueError as e:
                 raise KernelArgumentError(f"kernel {self.name!r}: param {field_name!r} "
                                           f"({wgsl_type}): {e}") from None

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -89,7 +89,7 @@ class TrainStep:
     def __init__(self, loss: Tensor, params: Sequence[Tensor], optimizer: Any,
                  device: Any = None) -> None:
         from .runtime.executable import compile as compile_graph
-        g = loss.graph
+        g = cast(Graph, loss.graph)            # the builder's Graph: tensors come from one
         for i, p in enumerate(params):
             if p.node.op != "param":
                 raise ValueError(f"train_step: params[{i}] must be a graph param (g.param), "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 Dim = int | str
 Shape = tuple[Dim, ...]
@@ -115,11 +116,11 @@ def normalize_axes(axes: int | Iterable[int] | None, rank: int, op: str) -> tupl
     """Return sorted, unique, non-negative axes (None means all)."""
     if axes is None:
         return tuple(range(rank))
-    if isinstance(axes, (numbers.Integral, str)):
-        axes = (axes,)
-    listed = [normalize_axis(a, rank, op) for a in axes]
+    given: tuple[Any, ...] = tuple(axes) if isinstance(axes, Iterable) and \
+        not isinstance(axes, str) else (axes,)
+    listed = [normalize_axis(a, rank, op) for a in given]
     if len(set(listed)) != len(listed):
-        raise ShapeError(f"{op}: axes {tuple(axes)} name an axis twice (numpy: duplicate value "
+        raise ShapeError(f"{op}: axes {given} name an axis twice (numpy: duplicate value "
                          f"in 'axis')")
     return tuple(sorted(listed))
 

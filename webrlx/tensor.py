@@ -3,7 +3,7 @@ numpy-like methods record nodes in the graph IR (graph.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -288,8 +288,8 @@ class Tensor:
 
     def permute(self, *axes: Any) -> Tensor:
         """Reorder the dims: result dim i is this tensor's dim axes[i]."""
-        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
-        axes = tuple(normalize_axis(a, self.ndim, "permute") for a in axes)
+        given = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        axes = tuple(normalize_axis(a, self.ndim, "permute") for a in given)
         if axes == tuple(range(self.ndim)):
             return self
         return self._op("permute", axes=axes)
@@ -348,7 +348,9 @@ class Tensor:
             i = key.index(Ellipsis)
             fill = self.ndim - (len(key) - 1 - key.count(None))
             key = key[:i] + (slice(None),) * fill + key[i + 1:]
-        starts, stops, out_shape = [], [], []
+        starts: list[int] = []
+        stops: list[int | None] = []
+        out_shape: list[Dim] = []
         dim = 0
         for k in key:
             if k is None:
@@ -432,9 +434,9 @@ def _constant(graph: ir.Graph, value: Any) -> Tensor:
 def _axes(axis: int | Sequence[int] | None) -> tuple[int, ...] | None:
     if axis is None:
         return None
-    if isinstance(axis, (str, bytes)) or not hasattr(axis, "__iter__"):
-        return (axis,)          # one axis (the op checks that it is an int and in range)
-    return tuple(axis)
+    if isinstance(axis, Iterable) and not isinstance(axis, (str, bytes)):
+        return tuple(axis)
+    return (cast(int, axis),)   # one axis (the op checks that it is an int and in range)
 
 
 

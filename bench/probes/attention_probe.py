@@ -4,8 +4,8 @@ on MiniLM-like shapes on the current adapter, to pick between them by shape. Pri
     python bench/probes/attention_probe.py [--iters 5] [--repeats 3]
     VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python bench/probes/attention_probe.py
 
-Each case is a masked (batch, 12 heads, lq | lk, 32) attention, as MiniLM runs it; the run is timed on
-the device with inputs uploaded once (webrlx.cli.bench.time_executable)."""
+Each case is a masked (batch, 12 heads, lq | lk, 32) attention, as MiniLM runs it; the run is
+timed on the device with inputs uploaded once (webrlx.cli.bench.time_executable)."""
 from __future__ import annotations
 
 import argparse

@@ -14,11 +14,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "bench" / "probes"), str(ROOT / "tests" / "browser")]
 
-import browser_harness
-import ffi_workload
+import browser_harness  # noqa: E402 - from the paths set above
+import ffi_workload  # noqa: E402
 
-from webrlx.cli.serve import page_config
-from webrlx.cli.web_assets import build
+from webrlx.cli.serve import page_config  # noqa: E402
+from webrlx.cli.web_assets import build  # noqa: E402
 
 
 def in_browser(repeats: int) -> dict[str, dict]:

@@ -180,7 +180,7 @@ class Backend(abc.ABC):
             cpass = enc.begin_compute_pass()
             self._encode_dispatches(cpass, dispatches)
             cpass.end()
-        elif dispatches:
+        elif dispatches and timestamps is not None:
             for i, d in enumerate(dispatches):
                 if scrub is not None:
                     enc.copy_buffer_to_buffer(scrub.src, scrub.src_offset, scrub.dst,

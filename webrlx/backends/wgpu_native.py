@@ -121,7 +121,7 @@ class WgpuBackend(Backend):
     def _drop_held(self) -> None:
         """Release the open encoder without running its runs (the device is gone)."""
         if self._open is not None:
-            lib = self._c_api()[0]
+            lib = self._held_api()[0]
             if self._open_pass is not None:
                 lib.wgpuComputePassEncoderRelease(self._open_pass)
             lib.wgpuCommandEncoderRelease(self._open)
@@ -154,7 +154,7 @@ class WgpuBackend(Backend):
         # be submitted before it, or they would read what this writes
         self.flush()
         with self._guard("write_buffer"):
-            self.queue.write_buffer(buf, offset, memoryview(data).cast("B"))
+            self.queue.write_buffer(buf, offset, data.data.cast("B"))
 
     def _create_pipeline(self, source: str, entry: str, overrides: dict[str, float]) -> Any:
         compute: dict[str, Any] = {"entry_point": entry}
@@ -239,15 +239,21 @@ class WgpuBackend(Backend):
     # reports an encoding error at finish(), which, like creating the encoder and submitting,
     # goes through wgpu-py's error-capturing wrappers (libf), so errors and device loss still
     # raise here. The Plan keeps its pipelines, bind groups and buffers alive while it can run.
-    def _c_api(self) -> tuple | None:
+    def _c_api(self) -> tuple[Any, Any, Any] | None:
         if not hasattr(self, "_c"):
             try:
                 from wgpu.backends.wgpu_native import _api
-                self._c = (_api.lib, _api.libf, _api.ffi)
+                self._c: tuple[Any, Any, Any] | None = (_api.lib, _api.libf, _api.ffi)
                 self._c[0].wgpuComputePassEncoderSetPipeline   # noqa: B018 - present?
             except (ImportError, AttributeError):
                 self._c = None
         return self._c
+
+    def _held_api(self) -> tuple[Any, Any, Any]:
+        """The C API, while an encoder is held open (only submits through it hold one)."""
+        c = self._c_api()
+        assert c is not None, "an open encoder without wgpu-native's C API"
+        return c
 
     def _encode_dispatches(self, cpass: Any, dispatches: Sequence[Any]) -> None:
         c = self._c_api()
@@ -316,7 +322,7 @@ class WgpuBackend(Backend):
 
     def _end_pass(self) -> None:
         if self._open_pass is not None:
-            lib = self._c_api()[0]
+            lib = self._held_api()[0]
             lib.wgpuComputePassEncoderEnd(self._open_pass)
             lib.wgpuComputePassEncoderRelease(self._open_pass)
             self._open_pass = None
@@ -337,7 +343,7 @@ class WgpuBackend(Backend):
         """Finish the open encoder and submit it: every held run, in the order recorded."""
         if self._open is None:
             return
-        lib, libf, ffi = self._c_api()
+        lib, libf, ffi = self._held_api()
         self._end_pass()
         enc, self._open, self._held = self._open, None, 0
         try:

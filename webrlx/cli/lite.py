@@ -90,7 +90,7 @@ LITE_CONFIG = {
                         "no_unused_shared_packages": True},
     "PipliteAddon": {"piplite_urls": ["wheels"]},
 }
-LITE_JSON = {
+LITE_JSON: dict[str, Any] = {
     "jupyter-lite-schema-version": 0,
     "jupyter-config-data": {
         "appName": "webrlx notebooks",
@@ -239,8 +239,8 @@ def stage(lite: LiteSite) -> None:
             if _sha256(out) != entry["sha256"]:
                 raise RuntimeError(f"lite: {out.name} does not match the sha256 in Pyodide's "
                                    "pyodide-lock.json")
-        for name in PIPLITE_EXTRA:
-            (wheels / name).write_bytes(zf.read(PIPLITE_SOURCE_DIR + name))
+        for extra in PIPLITE_EXTRA:
+            (wheels / extra).write_bytes(zf.read(PIPLITE_SOURCE_DIR + extra))
     webrlx_wheel = assets.webrlx_wheel
     model_wheel = build_model_wheel(lite)
     for wheel in (webrlx_wheel, model_wheel):

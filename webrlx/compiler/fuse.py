@@ -91,7 +91,7 @@ def _matmul_epilogue(s: _Scan, n: Node) -> None:
             s.found.absorbed.add(u)
     u = s.only_user(cur)
     act = activation_of(s.nodes[u].op, s.nodes[u].attrs) if u is not None else None
-    if act is not None:
+    if u is not None and act is not None:
         ep.activation, cur = act, u
         s.found.absorbed.add(u)
     if cur != n.id:
@@ -150,7 +150,7 @@ def _qgemv_epilogue(s: _Scan, n: Node) -> None:
     q, cur = QGemv(last=n.id), n.id
     act = s.only_user(cur)
     mul = s.only_user(act) if act is not None and s.nodes[act].op == "silu" else None
-    if mul is not None and s.nodes[mul].op == "mul":
+    if act is not None and mul is not None and s.nodes[mul].op == "mul":
         other = [i for i in s.nodes[mul].inputs if i != act]
         o = s.nodes[other[0]] if len(other) == 1 else None
         if o is not None and _gemv_rows(s, o) is not None and o.inputs[0] == n.inputs[0] and \

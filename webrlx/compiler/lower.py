@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..device_info import DeviceInfo
 from ..graph import SOURCES, Graph, Node
 from . import (
@@ -45,7 +47,7 @@ class _Analysis:
     """What lowering needs to know about the graph before emitting anything."""
     live: set[int]
     shapes: dict[int, tuple[int, ...]]
-    folded: dict[int, object]        # node id -> its constant value
+    folded: dict[int, np.ndarray]    # node id -> its constant value
     skip: set[int]                   # folded values no kernel reads
     users: dict[int, list[int]]
     fusions: fuse.Fusions
@@ -71,11 +73,11 @@ def _lower_node(L: EmitContext, node: Node, a: _Analysis, program: Program) -> B
     shape = a.shapes[node.id]
     if node.op == "input":
         buf = Buf(L.nbytes(shape, node.dtype), "input", name=node.name)
-        program.inputs[node.name] = (buf, shape, node.dtype)
+        program.inputs[node.source_name] = (buf, shape, node.dtype)
         return buf
     if node.op in ("param", "state"):
         buf = Buf(L.nbytes(shape, node.dtype), node.op, name=node.name)
-        (program.params if node.op == "param" else program.states)[node.name] = buf
+        (program.params if node.op == "param" else program.states)[node.source_name] = buf
         return buf
     if node.id in a.folded:
         return L.const(a.folded[node.id], node.dtype)

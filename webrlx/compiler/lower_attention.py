@@ -153,7 +153,7 @@ def _bhd_strides(L: EmitContext, node_id: int, taken: set[int]
         del L.lazy[node_id]
         return view[0], view[2], view[3][:3]
     st = strides_of(L.shape(node_id))
-    return L.buf(node_id), 0, st[:3]
+    return L.buf(node_id), 0, (st[0], st[1], st[2])
 
 
 def _vec4_view(L: EmitContext, node_id: int) -> bool:
@@ -199,15 +199,15 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     masking = {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False))}
     if path == "flash":              # register-tiled Q x K/V tiles, online softmax (GPUs)
         sg = L.info.subgroup_size
-        rows = raw_shader("common/flash_rows_subgroup" if FLASH_SUBGROUPS and sg >= 16
-                          else "common/flash_rows")
+        row_tiles = raw_shader("common/flash_rows_subgroup" if FLASH_SUBGROUPS and sg >= 16
+                               else "common/flash_rows")
         if any(x % 4 for x in strides.values()):
             raise ValueError("attention: the flash kernel reads q, k and v as vec4: their "
                              f"offsets and strides must be multiples of 4 (got {strides})")
         splits = flash_splits(b, h, lq, lk) if node.dtype == dt.float32 else 1
         part = L.temp((splits * b * h * lq * (d // 4 + 1) * 4,), dt.float32) \
             if splits > 1 else out
-        L.emit(kernel("attention/attention_flash", T=L.T(node.dtype), D=str(d), ROW_TILES=rows,
+        L.emit(kernel("attention/attention_flash", T=L.T(node.dtype), D=str(d), ROW_TILES=row_tiles,
                       QKV=f"vec4<{L.T(node.dtype)}>"),
                {**qkv, "out": part}, args, (-(-lq // 64) * splits, h, b),
                {**masking, "SPLITS": splits},

@@ -47,8 +47,8 @@ def _pool2d(L: EmitContext, node: Node) -> Buf:
     return out
 
 
-def _conv_fields(node: Node, dy: tuple[int, ...], x_hw: tuple[int, int], c: int,
-                 k: tuple[int, int]) -> dict[str, int]:
+def _conv_fields(node: Node, dy: tuple[int, ...], x_hw: tuple[int, ...], c: int,
+                 k: tuple[int, ...]) -> dict[str, int]:
     _, o, oh, ow = dy
     (sh, sw), (ph, pw), (dh, dw) = (node.attrs["stride"], node.attrs["padding"],
                                     node.attrs["dilation"])

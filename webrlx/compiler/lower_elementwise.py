@@ -49,8 +49,9 @@ def _reshape(L: EmitContext, node: Node) -> Buf | None:
     lz = L.lazy.get(src)
     if lz is not None:
         new = L.shape(node.id)
-        strided = [reshape_strides(lz.shape, st, new) for _, _, _, st in lz.leaves]
-        if all(st is not None for st in strided):
+        strided = [st for _, _, _, old in lz.leaves
+                   if (st := reshape_strides(lz.shape, old, new)) is not None]
+        if len(strided) == len(lz.leaves):
             L.lazy.pop(src)
             leaves = [(b, d, off, st) for (b, d, off, _), st in zip(lz.leaves, strided)]
             return L.settle(node.id, Lazy(lz.expr, leaves, new, node.dtype))

@@ -60,9 +60,9 @@ def _gather(L: EmitContext, node: Node) -> Buf:
     isz = L.itemsize(node.dtype)
     tables = split.row_ranges(d, [inner * isz], L.limit, L.align, exact=False) \
         if L.over_limit(x) else [(0, d)]
-    ids = split.row_ranges(nj, [4, inner * isz], L.limit, L.align, exact=False) \
+    id_ranges = split.row_ranges(nj, [4, inner * isz], L.limit, L.align, exact=False) \
         if L.over_limit(idx, out) else [(0, nj)]
-    for j0, j1 in ids or [(0, nj)]:
+    for j0, j1 in id_ranges or [(0, nj)]:
         for v0, v1 in tables or [(0, d)]:
             wins, offs = L.place({"x": ("x_off", x, v0 * inner, v1 * inner, isz),
                                   "idx": ("idx_off", idx, j0, j1, 4),

@@ -126,7 +126,8 @@ def _sum_parts(L: EmitContext, parts: list[tuple[Buf, int]], bias: Buf | None, o
             held.add(parts[0][0])
             take.append(parts.pop(0))
         reads = ([(acc, 0)] if acc is not None else []) + take
-        leaves = [(p, dtype, off, (n if p is acc else stride, 1)) for p, off in reads]
+        leaves: list[tuple[Buf, dt.DType, int, tuple[int, ...]]] = [
+            (p, dtype, off, (n if p is acc else stride, 1)) for p, off in reads]
         expr = Expr("load", (0,), dtype)
         for i in range(1, len(leaves)):
             expr = Expr("add", (expr, Expr("load", (i,), dtype)), dtype)
@@ -136,6 +137,7 @@ def _sum_parts(L: EmitContext, parts: list[tuple[Buf, int]], bias: Buf | None, o
             expr = Expr("add", (expr, Expr("load", (len(leaves) - 1,), dtype)), dtype)
         if last and act != "none":
             a = ACTIVATIONS[act]
+            assert a.op is not None              # only "none" has no op
             expr = Expr(a.op, (expr,), dtype, a.attrs)
         dst = out if last else L.temp((m, n), dtype)
         L.strided(expr, leaves, dst, dtype, 0, (n, 1), (m, n), what)

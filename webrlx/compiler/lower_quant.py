@@ -97,7 +97,7 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
     # the result in place in the KV cache (the cache_write's value), or a new buffer
     out = L.buf(cache.inputs[0]) if cache else L.temp(L.shape(q.last), node.dtype)
     # (B, S, heads, hd): the reshaped result the rope / cache_write read
-    heads = L.shape(rope.id if rope else cache.inputs[1]) if (rope or cache) else (1, m, 1, n)
+    heads = L.shape(rope.id) if rope else L.shape(cache.inputs[1]) if cache else (1, m, 1, n)
     pos = rope.inputs[1] if rope else cache.inputs[2] if cache else None
     bindings = {"x": L.buf(prologue[0] if prologue else x_id), "w": L.buf(w_id),
                 "w2": L.buf(nodes[q.up].inputs[1]) if q.up is not None else L.dummy(1),

@@ -53,6 +53,7 @@ def fold_constants(graph: Graph, live: set[int], shapes: Mapping[int, tuple[int,
         if node.id not in live:
             continue
         if node.op == "constant":
+            assert node.value is not None        # a constant node holds its value
             values[node.id] = node.value
         elif node.inputs and all(i in values for i in node.inputs) and \
                 int(np.prod(shapes[node.id])) <= FOLD_LIMIT:

@@ -152,11 +152,11 @@ class BPETokenizer:
         self._merges: dict[int, tuple[int, int]] = {}  # left * stride + right -> (rank, new id)
         for rank, merge in enumerate(merges):
             left, sep, right = merge.partition(" ")
-            ids = [self.vocab.get(t) for t in (left, right, left + right)]
-            if not sep or None in ids:
+            a, b, new = (self.vocab.get(t) for t in (left, right, left + right))
+            if not sep or a is None or b is None or new is None:
                 raise ValueError(f"BPETokenizer: merge {rank} {merge!r} is not two vocabulary "
                                  "tokens whose concatenation is in the vocabulary")
-            self._merges[ids[0] * self._stride + ids[1]] = (rank, ids[2])
+            self._merges[a * self._stride + b] = (rank, new)
         # Added tokens, in the order transformers adds them: control (special), user-defined
         # (not special), then the special tokens the metadata names.
         self.added: dict[str, int] = {}
@@ -175,9 +175,9 @@ class BPETokenizer:
         for token, kind in zip(self.tokens, types):
             if int(kind) == _USER_DEFINED:
                 add(token, False)
-        for index in (bos_id, eos_id, unk_id, pad_id):
-            if index is not None and 0 <= index < len(self.tokens):
-                add(self.tokens[index], True)
+        for special in (bos_id, eos_id, unk_id, pad_id):
+            if special is not None and 0 <= special < len(self.tokens):
+                add(self.tokens[special], True)
         self._added_by_id = {index: token for token, index in self.added.items()}
         self._added_re = (
             re.compile("|".join(re.escape(t) for t in sorted(self.added, key=len, reverse=True)))

@@ -165,9 +165,10 @@ def choose(adapter: str, call: KernelCall, time_variant: Callable[[Variant], flo
         return pick
     offered = {v.name: v for v in options(call)}
     times = {name: time_variant(v) for name, v in offered.items()}
-    if any(t is None for t in times.values()):
+    measured = {name: t for name, t in times.items() if t is not None}
+    if len(measured) < len(times):
         return _fallback(adapter, call)
-    best = min(times, key=lambda name: times[name])
+    best = min(measured, key=measured.__getitem__)
     _memory.setdefault(adapter, {})[key_of(call)] = best
     _save()
     return offered[best]

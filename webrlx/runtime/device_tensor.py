@@ -50,24 +50,27 @@ class DeviceTensor:
         arr = np.frombuffer(raw, np.uint8)[:n * self.storage.itemsize].view(self.storage)
         return arr.reshape(self.shape).astype(self.dtype.np_dtype)
 
-    def _copy_out(self) -> Any:
+    def _copy_out(self) -> tuple[Any, int]:
+        """(staging buffer, bytes) of a copy of the slot's value."""
         from ..backends.base import Copy
         self.check()
-        staging = self.backend.staging(self.slot.nbytes)
-        self.backend.submit([], [Copy(self.slot.buf, 0, staging, 0, self.slot.nbytes)])
-        return staging
+        assert self.slot is not None        # a DeviceTensor holds an array or a slot
+        nbytes = self.slot.nbytes
+        staging = self.backend.staging(nbytes)
+        self.backend.submit([], [Copy(self.slot.buf, 0, staging, 0, nbytes)])
+        return staging, nbytes
 
     def numpy(self) -> np.ndarray:
         """Read the value back (waits for the device)."""
         if self.array is not None:
             return self.array.copy()
         with self.backend.lock:
-            staging = self._copy_out()
-            return self._unpack(self.backend.read_buffer(staging, 0, self.slot.nbytes))
+            staging, nbytes = self._copy_out()
+            return self._unpack(self.backend.read_buffer(staging, 0, nbytes))
 
     async def numpy_async(self) -> np.ndarray:
         """Async form of numpy() (the browser's form)."""
         if self.array is not None:
             return self.array.copy()
-        staging = self._copy_out()
-        return self._unpack(await self.backend.read_buffer_async(staging, 0, self.slot.nbytes))
+        staging, nbytes = self._copy_out()
+        return self._unpack(await self.backend.read_buffer_async(staging, 0, nbytes))

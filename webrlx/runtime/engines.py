@@ -21,6 +21,7 @@ from ..compiler.simplify import bind_shapes, live_nodes
 from ..graph import Graph
 from ..ops import UPDATES_INPUT
 from ..reference import interpret
+from ..shape import bind
 from .device_tensor import DeviceTensor
 from .feeds import InputError
 from .plan import Plan, write_padded
@@ -90,7 +91,7 @@ class GpuEngine:
             node = self.graph.nodes[self.graph.states[name]]
             sd = dt.storage_np(node.dtype, self.backend.info.has_f16)
             write_padded(self.backend, self.state_bufs[name],
-                         np.zeros(int(np.prod(node.shape)), sd))
+                         np.zeros(int(np.prod(bind(node.shape, {}))), sd))
 
     def read_state(self, name: str) -> Steps[np.ndarray]:
         node = self.graph.nodes[self.graph.states[name]]
@@ -125,6 +126,7 @@ class GpuEngine:
             if isinstance(arr, DeviceTensor):      # on the device already: copy, no round trip
                 if arr.backend is not plan.backend:
                     raise InputError(f"run(): input {name!r} is a DeviceTensor of another device")
+                assert arr.slot is not None       # a GPU run's DeviceTensor holds a slot
                 before.append(Copy(arr.slot.buf, 0, plan.inputs[name], 0, arr.slot.nbytes))
                 plan.last_fed.pop(name, None)
             else:
@@ -184,8 +186,8 @@ class ReferenceEngine:
         g = self.graph
         effects = g.effects()
         shapes = bind_shapes(g, env, live_nodes(g, self.outputs + effects))
-        sources = {g.inputs[n]: a.array if isinstance(a, DeviceTensor) else a
-                   for n, a in arrays.items()}
+        sources: dict[int, Any] = {g.inputs[n]: a.array if isinstance(a, DeviceTensor) else a
+                                   for n, a in arrays.items()}
         sources.update({g.params[n]: a for n, a in self.params.items()})
         sources.update({g.states[n]: self.state(n) for n in g.states})
         sources.update({n.id: n.value for n in g.nodes if n.op == "constant"})
@@ -193,9 +195,9 @@ class ReferenceEngine:
         for nid in effects:                  # write updated states back, in graph order
             root = g.written_source(nid)
             if root.op == "state":
-                self.states[root.name] = values[nid]
+                self.states[root.source_name] = values[nid]
             elif root.op == "param":          # assign (an optimizer's update)
-                self.params[root.name] = values[nid]
+                self.params[root.source_name] = values[nid]
         return values if keep_all else [values[i] for i in self.outputs]
 
     def run(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep: bool

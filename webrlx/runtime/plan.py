@@ -55,6 +55,7 @@ class Plan:
         for b in program.consts:
             gb = backend.create_buffer(b.nbytes, "storage")
             self.owned.append(gb)
+            assert b.value is not None           # a const Buf carries its bytes
             write_padded(backend, gb, b.value)
             self.where[b.id] = (gb, 0)
         self.ran: list[str] = []       # the variant each call runs (the autotuner's pick)
@@ -77,7 +78,7 @@ class Plan:
             offsets.append(total)
             blocks.append(words)
             total += -(-words.nbytes // ualign) * ualign
-        dispatches = []
+        dispatches: list[Dispatch] = []
         if not calls:
             return dispatches
         self.uniform = backend.create_buffer(total, "uniform")
