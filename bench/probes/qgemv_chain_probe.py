@@ -10,7 +10,8 @@ import numpy as np
 import webrlx as wr
 from webrlx import nn, quant
 
-m, n = int(sys.argv[1]), int(sys.argv[2]); k = n; L = 20
+m, n = int(sys.argv[1]), int(sys.argv[2])
+k, L = n, 20
 fmt = sys.argv[3] if len(sys.argv) > 3 else "q4_1"
 rng = np.random.default_rng(0)
 raws = [quant.quantize(rng.standard_normal((n, k)).astype(np.float32) * 0.03, "q4_1")
@@ -18,10 +19,13 @@ raws = [quant.quantize(rng.standard_normal((n, k)).astype(np.float32) * 0.03, "q
         for i in range(L)]
 ws = {f"w{i}": quant.words(r) for i, r in enumerate(raws)}
 x = rng.standard_normal((m, k)).astype(np.float32)
-g = wr.Graph(); h = g.input("x", x.shape, x.dtype)
+g = wr.Graph()
+h = g.input("x", x.shape, x.dtype)
 for i in range(L):
     h = nn.qlinear(h, g.param(f"w{i}", ws[f"w{i}"].shape, np.uint32), fmt, n, k)
-exe = wr.compile(g, outputs=[h]); exe.set_params(ws)
+exe = wr.compile(g, outputs=[h])
+exe.set_params(ws)
 exe.run({"x": x})
 prof = exe.profile({"x": x}, repeats=5)
-print(json.dumps({"format": fmt, "m": m, "n": n, "us_per_gemv": 1e3 * prof.total_ms / L, "kernels": prof.by_kernel()}))
+print(json.dumps({"format": fmt, "m": m, "n": n, "us_per_gemv": 1e3 * prof.total_ms / L,
+                  "kernels": prof.by_kernel()}))
