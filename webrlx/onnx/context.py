@@ -2,15 +2,17 @@
 or numpy arrays known on the host), and the helpers rows use to lift or demand host values."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..tensor import Graph, Tensor
-from .reader import GraphDef
+from .reader import GraphDef, NodeDef
 
 Value = Any      # Tensor | np.ndarray | None
+# importer.import_nodes, handed in by the importer (which imports this module)
+NodesImporter = Callable[["Context", Sequence[NodeDef]], None]
 
 
 class OnnxImportError(ValueError):
@@ -46,8 +48,10 @@ class Context:
     """The import of one graph: name -> value, plus lifting of host arrays into the Graph."""
 
     def __init__(self, graph: Graph, opsets: dict[str, int], params: dict[str, np.ndarray],
-                 initializer_names: dict[int, str]) -> None:
+                 initializer_names: dict[int, str], import_nodes: NodesImporter | None = None
+                 ) -> None:
         self.g = graph
+        self._import_nodes = import_nodes        # how inline() imports a subgraph's nodes
         self.opsets = opsets
         self.params = params
         self.values: dict[str, Value] = {}
@@ -93,14 +97,15 @@ class Context:
 
     def inline(self, body: GraphDef, inputs: Iterable[Value]) -> list[Value]:
         """Import a subgraph (If branch, Loop body) in this graph; outer names stay visible."""
-        from .importer import import_nodes  # the importer imports this module
+        if self._import_nodes is None:
+            raise OnnxImportError(f"{self.node_name}: this context imports no subgraphs")
         saved = dict(self.values)
         for vi, v in zip(body.inputs, inputs):
             self.values[vi.name] = v
         for name, t in body.initializers.items():
             arr = t.numpy()
             self.values[name] = arr
-        import_nodes(self, body.nodes)
+        self._import_nodes(self, body.nodes)
         outs = [self.values[o.name] for o in body.outputs]
         self.values = saved
         return outs

@@ -70,7 +70,7 @@ def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,
     g, host_inputs = Graph(), dict(host_inputs or {})
     params: dict[str, np.ndarray] = {}
     inits = {name: _decode(t) for name, t in model.graph.initializers.items()}
-    ctx = Context(g, model.opsets, params, {id(a): n for n, a in inits.items()})
+    ctx = Context(g, model.opsets, params, {id(a): n for n, a in inits.items()}, import_nodes)
     ctx.values.update(inits)
     input_dtypes = {}
     for vi in model.graph.inputs:
@@ -143,7 +143,7 @@ def _fold(ctx: Context, row: OpRow, node: NodeDef, ins: list[Any], attrs: dict[s
           ) -> list[Any]:
     """Compute a node with host-known inputs through its own row on the numpy reference."""
     from ..runtime.executable import compile as compile_graph
-    scratch = Context(Graph(), ctx.opsets, {}, {})
+    scratch = Context(Graph(), ctx.opsets, {}, {}, import_nodes)
     scratch.node_name = ctx.node_name
     outs = row.build(scratch, node, ins, attrs)
     tensors = [o for o in outs if isinstance(o, Tensor)]
