@@ -50,10 +50,12 @@ class WebrlxBackend(Backend):
         names = [n for n in node.input if n]
         vis = [onnx.helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(
             np.asarray(a).dtype), np.shape(a)) for n, a in zip(names, inputs)]
-        outs = [onnx.helper.make_empty_tensor_value_info(n) for n in node.output if n]
-        graph = onnx.helper.make_graph([node], "run_node", vis, outs)
+        graph = onnx.helper.make_graph([node], "run_node", vis, [])
         model = onnx.helper.make_model(graph, opset_imports=[
             onnx.helper.make_opsetid(node.domain or "", kwargs.get("opset_version", 21))])
+        typed = {vi.name: vi for vi in
+                 onnx.shape_inference.infer_shapes(model).graph.value_info}
+        model.graph.output.extend(typed[n] for n in node.output if n)   # types by inference
         return cls.run_model(model, inputs, device)
 
     @classmethod

@@ -2,6 +2,7 @@
 Clip. Integer arithmetic with an ONNX twist (Div truncates, Mod's two forms) is composed."""
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from functools import reduce
 from typing import Any
@@ -48,7 +49,8 @@ def _host_binary(node: Any, ins: list[np.ndarray], attrs: dict[str, Any]) -> lis
 @op("Add", "Sub", "Mul", host=_host_binary)
 def arith(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
     a, b = same_dtype(*lift(ctx, *ins))
-    return [{"Add": a + b, "Sub": a - b, "Mul": a * b}[node.op_type]]
+    fn = {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul}[node.op_type]
+    return [fn(a, b)]
 
 
 @op("Div", host=_host_binary)
@@ -97,14 +99,16 @@ def variadic(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> 
 @op("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", host=_host_binary)
 def compare(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
     a, b = same_dtype(*lift(ctx, *ins))
-    return [{"Equal": a == b, "Less": a < b, "Greater": a > b, "LessOrEqual": a <= b,
-             "GreaterOrEqual": a >= b}[node.op_type]]
+    fn = {"Equal": operator.eq, "Less": operator.lt, "Greater": operator.gt,
+          "LessOrEqual": operator.le, "GreaterOrEqual": operator.ge}[node.op_type]
+    return [fn(a, b)]
 
 
 @op("And", "Or", "Xor", host=_host_binary)
 def logic(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
     a, b = lift(ctx, *ins)
-    return [{"And": a * b, "Or": a.maximum(b), "Xor": a != b}[node.op_type]]
+    fn = {"And": operator.mul, "Or": Tensor.maximum, "Xor": operator.ne}[node.op_type]
+    return [fn(a, b)]
 
 
 @op("Not", host=lambda node, ins, attrs: [np.logical_not(ins[0])])
