@@ -36,8 +36,14 @@ def op(*op_types: str, domain: str = "", since: int = 1, until: int | None = Non
     """Register the decorated build function for op_types (one row each)."""
     def register(build: Build) -> Build:
         for name in op_types:
-            ONNX_OPS.setdefault((domain, name), []).append(
-                OpRow(domain, name, since, until, build, host))
+            row = OpRow(domain, name, since, until, build, host)
+            rows = ONNX_OPS.setdefault((domain, name), [])
+            for other in rows:      # two families claiming one opset: a merge mistake
+                if other.covers(since) or row.covers(other.since):
+                    raise ValueError(f"ONNX_OPS: {domain or 'ai.onnx'}::{name} opsets "
+                                     f"{since}-{until} overlap a row from "
+                                     f"{other.build.__module__}")
+            rows.append(row)
         return build
     return register
 
