@@ -224,7 +224,7 @@ XFAIL.update(dict.fromkeys([
 ], _why))
 
 # 29 tests
-_why = ('elementwise op not implemented yet (ops/elementwise.py)')
+_why = ('elementwise op not implemented yet (ops/math.py)')
 XFAIL.update(dict.fromkeys([
     "test_acos", "test_acos_*", "test_asin", "test_asin_*", "test_atan", "test_atan_*",
     "test_bits*", "test_bitw*",
