@@ -90,6 +90,19 @@ def test_directives_name_real_objects() -> None:
         assert hasattr(importlib.import_module(module), attr), f"docs/api: {ident} does not exist"
 
 
+def test_paths_the_pages_cite_exist() -> None:
+    """A file renamed or deleted (a bench result, a probe, a test) must not leave a page citing
+    it: every repository path in backticks on a page (README.md too) exists."""
+    cited = set()
+    for page in [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]:
+        cited |= {(page.name, p) for p in re.findall(
+            r"`((?:bench|tools|tests|webrlx|shaders|web|notebooks)/[\w./-]+)", page.read_text())}
+    shipped = {"webrlx/shaders"}          # where shaders/ lands inside the wheel
+    missing = sorted((page, p) for page, p in cited
+                     if p not in shipped and not (ROOT / p.rstrip("/.")).exists())
+    assert cited and not missing, missing
+
+
 def test_members_without_docstrings_render() -> None:
     config = (ROOT / "mkdocs.yml").read_text()
     assert re.search(r"show_if_no_docstring:\s*true", config), (
