@@ -290,22 +290,6 @@ XFAIL.update(dict.fromkeys([
     "test_equal_s*", "test_im*", "test_reg*", "test_str*", "test_tf*",
 ], _why))
 
-# 86 tests
-_why = ('training losses not implemented yet (ops/loss.py)')
-XFAIL.update(dict.fromkeys([
-    "test_nllloss_NC", "test_nllloss_NCd1", "test_nllloss_NCd1_ii",
-    "test_nllloss_NCd1_mean_weight_negative_ii", "test_nllloss_NCd1_weight",
-    "test_nllloss_NCd1_weight_ii", "test_nllloss_NCd1d2",
-    "test_nllloss_NCd1d2_no_weight_reduction_mean_ii", "test_nllloss_NCd1d2_reduction_mean",
-    "test_nllloss_NCd1d2_reduction_sum", "test_nllloss_NCd1d2_with_weight",
-    "test_nllloss_NCd1d2_with_weight_reduction_mean",
-    "test_nllloss_NCd1d2_with_weight_reduction_sum",
-    "test_nllloss_NCd1d2_with_weight_reduction_sum_ii",
-    "test_nllloss_NCd1d2d3_none_no_weight_negative_ii", "test_nllloss_NCd1d2d3_sum_weight_high_ii",
-    "test_nllloss_NCd1d2d3d4d5_mean_weight", "test_nllloss_NCd1d2d3d4d5_none_no_weight",
-    "test_sce*",
-], _why))
-
 # 8 tests
 _why = ('training mode (BatchNormalization statistics, Dropout masks): inference only '
         '(ops/nn.py)')
