@@ -81,6 +81,8 @@ def _emit_op(e: Expr, args: list[tuple[str, dt.DType]], f16: bool) -> str:
         if ad.is_float and e.dtype.is_int:
             return f"{t}(trunc({a}))"
         return convert(a, ad, e.dtype, f16)
+    if e.op == "bitcast":
+        return f"bitcast<{t}>({args[0][0]})"
     if e.op == "where":
         (c, cd), (a, ad), (b, bd) = args
         return f"select({convert(b, bd, e.dtype, f16)}, {convert(a, ad, e.dtype, f16)}, {c})"

@@ -107,6 +107,15 @@ def _cast(shapes, dtypes, attrs):
     return shapes[0], dt.as_dtype(attrs["dtype"])
 
 
+def _bitcast(shapes, dtypes, attrs):
+    d = dt.as_dtype(attrs["dtype"])
+    words = {dt.float32, dt.int32, dt.uint32}
+    if dtypes[0] not in words or d not in words:
+        raise ShapeError(f"bitcast: reinterprets 32-bit words (float32, int32, uint32), got "
+                         f"{dtypes[0]} -> {d}")
+    return shapes[0], d
+
+
 def _clamp(shapes, dtypes, attrs):
     if not dtypes[0].is_float or not attrs["lo"] <= attrs["hi"]:
         raise ShapeError(f"clamp: needs a float operand and lo <= hi, got {dtypes[0]}, "
@@ -117,6 +126,7 @@ def _clamp(shapes, dtypes, attrs):
 _register("clamp", "other", _clamp)
 _register("where", "elementwise", _where)
 _register("cast", "elementwise", _cast)
+_register("bitcast", "elementwise", _bitcast)
 
 
 # -- reductions ---------------------------------------------------------------------------

@@ -379,6 +379,7 @@ REFERENCE: dict[str, Rule] = {
     "ceil": lambda xs, at: np.ceil(xs[0]),
     "round": lambda xs, at: np.round(xs[0]),
     "cast": _cast,
+    "bitcast": lambda xs, at: np.ascontiguousarray(xs[0]).view(np.dtype(at["dtype"])),
     "clamp": lambda xs, at: np.clip(_f64(xs[0]), at["lo"], at["hi"]),
     "sum": _reduce(np.sum),
     "mean": _reduce(np.mean),

@@ -221,6 +221,11 @@ class Tensor:
 
     astype = cast
 
+    def bitcast(self, dtype: Any) -> Tensor:
+        """Reinterpret the bits of each 32-bit element as dtype (float32, int32, uint32)."""
+        d = dt.as_dtype(dtype)
+        return self if d == self.dtype else self._op("bitcast", dtype=d.name)
+
     # -- reductions ---------------------------------------------------------------------------
     def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
         """Sum over axis (all axes when None), as numpy.sum."""

@@ -110,6 +110,13 @@ def test_cast(backend, src, dst):
           or dst not in ("int32", "uint32") else np.trunc(t).astype(dst), x, rtol=1e-3)
 
 
+@pytest.mark.parametrize("src,dst", [("float32", "int32"), ("int32", "float32"),
+                                     ("float32", "uint32"), ("uint32", "int32")])
+def test_bitcast(backend, src, dst):
+    x = np.array([1.0, -0.0, 3.5e-38, -2.75, np.inf, 448.0, 1e30], np.float32).view(src)
+    check(backend, lambda t: t.bitcast(dst), lambda t: t.astype(src).view(dst), x)
+
+
 def test_int_arithmetic(backend):
     a = np.arange(-6, 6, dtype=np.int32)
     check(backend, lambda x: (x * 3 + 1) - x.maximum(0), lambda x: (x * 3 + 1) - np.maximum(x, 0),

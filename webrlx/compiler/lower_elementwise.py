@@ -17,7 +17,7 @@ from .emit import EmitContext, Lazy
 from .program import Buf
 from .registry import lowering
 
-ELEMENTWISE = (*BINARY, *COMPARE, *UNARY, "where", "cast")
+ELEMENTWISE = (*BINARY, *COMPARE, *UNARY, "where", "cast", "bitcast")
 
 
 @lowering(*ELEMENTWISE, inlines=True)

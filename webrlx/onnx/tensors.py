@@ -20,14 +20,22 @@ ELEM_TYPES: dict[int, tuple[str, Any]] = {
     10: ("float16", np.float16), 11: ("double", np.float64), 12: ("uint32", np.uint32),
     13: ("uint64", np.uint64), 14: ("complex64", None), 15: ("complex128", None),
     16: ("bfloat16", np.float32),          # decoded to float32 (numpy has no bfloat16)
-    17: ("float8e4m3fn", None), 18: ("float8e4m3fnuz", None), 19: ("float8e5m2", None),
-    20: ("float8e5m2fnuz", None), 21: ("uint4", np.uint8), 22: ("int4", np.int8),
-    23: ("float4e2m1", None), 24: ("float8e8m0", None), 25: ("uint2", None), 26: ("int2", None),
+    # 8/4/2-bit types decode to arrays of their values: float32 (floats), int8/uint8 (ints)
+    17: ("float8e4m3fn", np.float32), 18: ("float8e4m3fnuz", np.float32),
+    19: ("float8e5m2", np.float32), 20: ("float8e5m2fnuz", np.float32),
+    21: ("uint4", np.uint8), 22: ("int4", np.int8), 23: ("float4e2m1", np.float32),
+    24: ("float8e8m0", np.float32), 25: ("uint2", np.uint8), 26: ("int2", np.int8),
 }
+# (exponent bits, mantissa bits, bias, special codes) of the small float types
+SMALL_FLOATS: dict[int, tuple[int, int, int, str]] = {
+    17: (4, 3, 7, "fn"), 18: (4, 3, 8, "fnuz"), 19: (5, 2, 15, "ieee"),
+    20: (5, 2, 16, "fnuz"), 23: (2, 1, 1, "none"), 24: (8, 0, 127, "e8m0"),
+}
+_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2}          # sub-byte types, packed low bits first
 NP_TO_ELEM = {np.dtype(v): k for k, (_, v) in ELEM_TYPES.items()
-              if v is not None and k not in (16, 21, 22)}
+              if v is not None and k not in (16, 21, 22) and k <= 16}
 # element types whose typed values live in int32_data (16-bit ones as raw bits)
-_INT32_FIELD = {2, 3, 4, 5, 6, 9, 10, 16, 21, 22}
+_INT32_FIELD = {2, 3, 4, 5, 6, 9, 10, 16, *range(17, 27)}
 _BITS16 = {4, 5, 10, 16}
 
 
@@ -71,9 +79,10 @@ class TensorData:
 
 
 def _finish(t: TensorData, data: Any, n: int) -> np.ndarray:
-    """Raw little-endian bytes -> array (4-bit types unpacked, bfloat16 widened)."""
-    if t.elem_type in (21, 22):
-        return _unpack4(np.frombuffer(data, np.uint8), n, t.elem_type == 22).reshape(t.dims)
+    """Raw little-endian bytes -> array (sub-byte types unpacked, small floats and bfloat16
+    widened)."""
+    if t.elem_type in _BITS or t.elem_type in SMALL_FLOATS:
+        return _small(t.elem_type, np.frombuffer(data, np.uint8), n).reshape(t.dims)
     if t.elem_type == 16:
         bits = np.frombuffer(bytes(data), np.uint16)
         return (bits.astype(np.uint32) << 16).view(np.float32).reshape(t.dims)
@@ -90,14 +99,43 @@ def _address(view: memoryview) -> int:
     return np.frombuffer(view, np.uint8).ctypes.data if len(view) else 0
 
 
-def _unpack4(packed: np.ndarray, n: int, signed: bool) -> np.ndarray:
-    out = np.empty(packed.size * 2, np.uint8)
-    out[0::2] = packed & 0x0F
-    out[1::2] = packed >> 4
-    out = out[:n]
-    if signed:
-        return ((out.astype(np.int8) << 4) >> 4).astype(np.int8)
-    return out
+def _small(elem_type: int, packed: np.ndarray, n: int) -> np.ndarray:
+    """Bytes of a sub-byte or small-float type -> its values (ints, or float32 via a table)."""
+    bits = _BITS.get(elem_type, 8)
+    per = 8 // bits
+    codes = np.empty(packed.size * per, np.uint8)
+    for k in range(per):
+        codes[k::per] = (packed >> (k * bits)) & ((1 << bits) - 1)
+    codes = codes[:n]
+    if elem_type in SMALL_FLOATS:
+        return small_float_table(elem_type)[codes]
+    if elem_type in (22, 26):           # signed: sign-extend from `bits`
+        return ((codes.astype(np.int8) << (8 - bits)) >> (8 - bits)).astype(np.int8)
+    return codes
+
+
+def small_float_table(elem_type: int) -> np.ndarray:
+    """The float32 value of every code of a small float type (float8*, float4e2m1)."""
+    ebits, mbits, bias, special = SMALL_FLOATS[elem_type]
+    if special == "e8m0":                     # 2**(code - 127), no sign, no zero; 255: NaN
+        return np.append(2.0 ** np.arange(-127.0, 128.0), np.nan).astype(np.float32)
+    codes = np.arange(1 << (1 + ebits + mbits), dtype=np.int64)
+    sign = np.where(codes >> (ebits + mbits) & 1, -1.0, 1.0)
+    e = codes >> mbits & ((1 << ebits) - 1)
+    m = codes & ((1 << mbits) - 1)
+    frac = m / float(1 << mbits)
+    mag = np.where(e == 0, frac * 2.0 ** (1 - bias), (1 + frac) * 2.0 ** (e - bias))
+    vals = sign * mag
+    top = (1 << (ebits + mbits)) - 1            # all exponent and mantissa bits set
+    low = codes & top
+    if special == "fn":
+        vals[low == top] = np.nan
+    elif special == "fnuz":
+        vals[codes == 1 << (ebits + mbits)] = np.nan
+    elif special == "ieee":
+        inf = (e == (1 << ebits) - 1)
+        vals[inf] = np.where(m[inf] == 0, sign[inf] * np.inf, np.nan)
+    return vals.astype(np.float32)
 
 
 def _from_typed(t: TensorData, n: int) -> np.ndarray:
@@ -130,8 +168,8 @@ def _from_typed(t: TensorData, n: int) -> np.ndarray:
         if et == 16:
             return (bits.astype(np.uint32) << 16).view(np.float32)
         return bits.view(np_dtype)
-    if et in (21, 22):
-        return _unpack4(arr.astype(np.int64).astype(np.uint8), n, et == 22)
+    if et in _BITS or et in SMALL_FLOATS:
+        return _small(et, arr.astype(np.int64).astype(np.uint8), n)
     if et == 9:
         return arr.astype(np.int64).astype(np.uint8).astype(np.bool_)
     if arr.size != n:
