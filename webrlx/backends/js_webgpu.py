@@ -234,7 +234,8 @@ class JsWebGPUBackend(Backend):
     def _pipeline_desc(self, module: Any, entry: str, overrides: dict[str, float]) -> Any:
         compute: dict[str, Any] = {"module": module, "entryPoint": entry}
         if overrides:
-            compute["constants"] = dict(overrides)
+            # numbers only: dawn.node refuses a boolean constant that Chrome converts
+            compute["constants"] = {k: float(v) for k, v in overrides.items()}
         return _js({"layout": "auto", "compute": compute})
 
     def _create_pipeline(self, source: str, entry: str, overrides: dict[str, float]) -> Any:
