@@ -127,16 +127,10 @@ XFAIL.update(dict.fromkeys([
     "test_rms_normalization_4d_axis_negative_4", "test_rms_normalization_default_axis",
 ], _why))
 
-# 115 tests
+# 8 tests
 _why = ('data-movement op not implemented yet (ops/indexing.py)')
 XFAIL.update(dict.fromkeys([
-    "test_attention_4d_diff_heads_mask4d_padded_kv_*", "test_center_crop_pad_crop_and_pad_*",
-    "test_center_crop_pad_crop_axes_chw_*", "test_center_crop_pad_crop_axes_hwc_*",
-    "test_center_crop_pad_crop_e*", "test_center_crop_pad_crop_negative_axes_hwc_*",
-    "test_center_crop_pad_pad_*", "test_com*", "test_constant_*", "test_cu*", "test_dep*",
-    "test_det*", "test_ed*", "test_ei*", "test_ey*", "test_gathern*", "test_non*", "test_on*",
-    "test_ref*", "test_rev*", "test_scat*", "test_spa*", "test_to*", "test_tri*", "test_uni*",
-    "test_wr*",
+    "test_det*", "test_ei*",
 ], _why))
 
 # 12 tests
