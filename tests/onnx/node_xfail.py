@@ -6,46 +6,9 @@ from __future__ import annotations
 
 XFAIL: dict[str, str] = {}
 
-# 113 tests
+# 38 tests
 _why = ('Attention family not implemented yet (ops/attention.py)')
 XFAIL.update(dict.fromkeys([
-    "test_attention_3d", "test_attention_3d_attn_mask", "test_attention_3d_causal",
-    "test_attention_3d_diff_heads_sizes", "test_attention_3d_diff_heads_sizes_attn_mask",
-    "test_attention_3d_diff_heads_sizes_causal", "test_attention_3d_diff_heads_sizes_scaled",
-    "test_attention_3d_diff_heads_sizes_softcap",
-    "test_attention_3d_diff_heads_with_past_and_present", "test_attention_3d_gqa",
-    "test_attention_3d_gqa_attn_mask", "test_attention_3d_gqa_causal",
-    "test_attention_3d_gqa_scaled", "test_attention_3d_gqa_softcap",
-    "test_attention_3d_gqa_with_past_and_present", "test_attention_3d_scaled",
-    "test_attention_3d_softcap", "test_attention_3d_transpose_verification",
-    "test_attention_3d_with_past_and_present", "test_attention_3d_with_past_and_present_qk_matmul",
-    "test_attention_3d_with_past_and_present_qk_matmul_bias",
-    "test_attention_3d_with_past_and_present_qk_matmul_softcap",
-    "test_attention_3d_with_past_and_present_qk_matmul_softmax", "test_attention_4d",
-    "test_attention_4d_attn_mask", "test_attention_4d_attn_mask_3d",
-    "test_attention_4d_attn_mask_3d_causal", "test_attention_4d_attn_mask_4d",
-    "test_attention_4d_attn_mask_4d_causal", "test_attention_4d_attn_mask_bool",
-    "test_attention_4d_attn_mask_bool_4d", "test_attention_4d_causal",
-    "test_attention_4d_diff_heads_mask4d_padded_kv", "test_attention_4d_diff_heads_sizes",
-    "test_attention_4d_diff_heads_sizes_attn_mask", "test_attention_4d_diff_heads_sizes_causal",
-    "test_attention_4d_diff_heads_sizes_scaled", "test_attention_4d_diff_heads_sizes_softcap",
-    "test_attention_4d_diff_heads_with_past_and_present",
-    "test_attention_4d_diff_heads_with_past_and_present_mask3d",
-    "test_attention_4d_diff_heads_with_past_and_present_mask4d", "test_attention_4d_fp16",
-    "test_attention_4d_gqa", "test_attention_4d_gqa_attn_mask", "test_attention_4d_gqa_causal",
-    "test_attention_4d_gqa_scaled", "test_attention_4d_gqa_softcap",
-    "test_attention_4d_gqa_with_past_and_present",
-    "test_attention_4d_gqa_with_past_and_present_fp16", "test_attention_4d_scaled",
-    "test_attention_4d_softcap", "test_attention_4d_softcap_neginf_mask",
-    "test_attention_4d_softcap_neginf_mask_poison", "test_attention_4d_with_past_and_present",
-    "test_attention_4d_with_past_and_present_qk_matmul",
-    "test_attention_4d_with_past_and_present_qk_matmul_bias",
-    "test_attention_4d_with_past_and_present_qk_matmul_bias_3d_mask",
-    "test_attention_4d_with_past_and_present_qk_matmul_bias_3d_mask_causal",
-    "test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask",
-    "test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask_causal",
-    "test_attention_4d_with_qk_matmul", "test_attention_4d_with_qk_matmul_bias",
-    "test_attention_4d_with_qk_matmul_softcap", "test_attention_4d_with_qk_matmul_softmax",
     "test_causal_conv_with_state_b1_c1_degenerate", "test_causal_conv_with_state_basic",
     "test_causal_conv_with_state_decode_step", "test_causal_conv_with_state_fp16",
     "test_causal_conv_with_state_kernel_size_one",
@@ -65,11 +28,6 @@ XFAIL.update(dict.fromkeys([
     "test_linear_attention_gated_delta_mqa", "test_linear_attention_gated_per_head_decay",
     "test_linear_attention_linear", "test_linear_attention_linear_t1_no_past",
     "test_linear_attention_no_past_explicit_zeros", "test_linear_attention_prefill_with_past",
-    "test_rotary_embedding", "test_rotary_embedding_3d_input", "test_rotary_embedding_interleaved",
-    "test_rotary_embedding_no_position_ids", "test_rotary_embedding_no_position_ids_interleaved",
-    "test_rotary_embedding_no_position_ids_rotary_dim",
-    "test_rotary_embedding_with_interleaved_rotary_dim", "test_rotary_embedding_with_rotary_dim",
-    "test_te*",
 ], _why))
 
 # 57 tests
