@@ -41,12 +41,19 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-# `tokenizer.ggml.pre` values that transformers pre-tokenizes with a regex other than GPT-2's.
-_OTHER_SPLIT_PRE = frozenset((
-    "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
-    "jina-v5-nano", "dbrx", "smaug-bpe", "tekken", "qwen2", "deepseek-r1-qwen", "kormo",
-    "f2llmv2", "megrez", "qwen35", "gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2",
-))
+# `tokenizer.ggml.pre` values that transformers pre-tokenizes with a regex other than GPT-2's
+# (transformers' GGUF_PRE_TOKENIZER_SPLITS), run with the `regex` package (\p{L}; in Pyodide).
+_LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+PRE_SPLITS = {
+    **dict.fromkeys(("llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral",
+                     "midm-2.0", "lfm2", "jina-v5-nano", "dbrx", "smaug-bpe"), _LLAMA3_SPLIT),
+    **dict.fromkeys(("qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez"), _QWEN2_SPLIT),
+}
+_OTHER_SPLIT_PRE = frozenset(("tekken", "qwen35", "gpt-4o", "llama4", "kanana2", "talkie",
+                              "minimax-m2"))
 _CONTROL, _USER_DEFINED = 3, 4  # llama.cpp token types
 # Oniguruma's \s: the Unicode White_Space property (Python's str.isspace adds \x1c-\x1f).
 _WHITESPACE = frozenset(
@@ -125,6 +132,7 @@ class BPETokenizer:
         pad_id: int | None = None,
         add_bos: bool = False,
         add_eos: bool = False,
+        split: str | None = None,
     ) -> None:
         """Build the tokenizer from the GGUF vocabulary.
 
@@ -134,7 +142,14 @@ class BPETokenizer:
             token_types: tokenizer.ggml.token_type (3 control, 4 user-defined, ...).
             bos_id, eos_id, unk_id, pad_id: the ids the metadata names, if any.
             add_bos, add_eos: whether `encode` adds BOS / EOS by default.
+            split: the pre-tokenizer regex (\\p classes, for the `regex` package); None:
+                GPT-2's.
         """
+        if split is not None:
+            import regex
+            self._split: Any = regex.compile(split)
+        else:
+            self._split = None
         self.tokens = list(tokens)
         self.bos_id, self.eos_id, self.unk_id, self.pad_id = bos_id, eos_id, unk_id, pad_id
         self.add_bos = bool(add_bos) and bos_id is not None
@@ -196,7 +211,8 @@ class BPETokenizer:
         pre = _meta(metadata, "pre")
         if pre in _OTHER_SPLIT_PRE:
             raise NotImplementedError(f"BPETokenizer: pre-tokenizer {pre!r} splits text with "
-                                      "another regex than GPT-2's; only that one is implemented")
+                                      f"a regex webrlx lacks; it has GPT-2's and "
+                                      f"{', '.join(sorted(PRE_SPLITS))}")
         tokens, merges = _meta(metadata, "tokens"), _meta(metadata, "merges")
         if tokens is None or merges is None:
             raise ValueError("BPETokenizer: the metadata needs tokenizer.ggml.tokens and "
@@ -217,6 +233,7 @@ class BPETokenizer:
             unk_id=token_id("unknown_token_id"), pad_id=token_id("padding_token_id"),
             add_bos=bool(_meta(metadata, "add_bos_token", False)),
             add_eos=bool(_meta(metadata, "add_eos_token", False)),
+            split=PRE_SPLITS.get(pre),
         )
 
     @property
@@ -306,7 +323,8 @@ class BPETokenizer:
         return ids
 
     def _encode_plain(self, text: str, out: list[int]) -> None:
-        for piece in pre_tokenize(text):
+        pieces = pre_tokenize(text) if self._split is None else self._split.findall(text)
+        for piece in pieces:
             out.extend(self._encode_piece(piece))
 
     def encode(self, text: str, add_bos: bool | None = None, add_eos: bool | None = None

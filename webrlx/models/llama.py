@@ -1,28 +1,31 @@
-"""A Llama-architecture decoder (SmolLM2) as ONE webrlx executable over GGUF weights.
+"""The decoder of every supported GGUF language-model family, as ONE webrlx graph builder
+parameterized by a family table (FAMILIES) whose options come from the GGUF metadata.
 
 The graph has a symbolic sequence length "s": prefill binds s to the (bucketed) prompt length,
 a decode step binds s = 1. Both are plans of one executable, so they share one copy of the
-quantized weights (params) and of the KV cache (states). Per run the graph:
+weights (params, quantized ones kept as their GGUF blocks) and of the KV cache (states):
 
-    ids (1, s) -> Q8_0 embedding -> 30 x [rms_norm -> q/k/v (Q4_1) -> rope -> write the KV
-    cache at pos -> causal GQA attention over cache[0 : pos + s] -> o proj (+ residual) ->
-    rms_norm -> SwiGLU FFN (Q4_1) (+ residual)] -> rms_norm -> row `last` -> tied Q8_0 head
+    ids (1, s) -> embedding (x sqrt(width) for Gemma) -> layers x [norm -> q/k/v (+ biases;
+    Phi-3: one fused qkv) -> per-head q/k norm (Qwen3, Gemma 3) -> rope -> write the KV cache
+    at pos -> causal GQA attention over the cache (sliding window on the layers that have
+    one; Gemma 2 soft-caps the scores) -> o proj (-> post-norm, Gemma) (+ residual) -> norm
+    -> gated FFN (SiLU, or GELU-tanh for Gemma; Phi-3 fuses gate and up) (-> post-norm)
+    (+ residual)] -> norm -> row `last` -> head (tied: the embedding) (Gemma 2: soft-capped)
     -> logits (1, V) -> repetition penalty, temperature, top-k, top-p, draw -> token (1, 1)
 
 and writes the token into the `tokens` state at pos_next = pos + last + 1, marks it in the
-`seen` state, and returns (token, pos_next, logits). A decode step feeds token and pos_next
-back as DeviceTensors, so nothing crosses to the CPU between steps; the caller reads the
-`tokens` state every few steps to stream text.
+`seen` state, and returns (token, pos_next, logits).
 
-RoPE layout: llama.cpp's GGUF converter permutes the rows of attn_q / attn_k for the
-interleaved (GPT-J style, pairs 2i, 2i+1) rotation, and we use the weights as stored with the
-interleaved rope. transformers un-permutes them and rotates halves (NeoX style); the two give
-the same q.k products (the same permutation applies to q and k), hence the same logits.
+RoPE layout: llama.cpp's converter permutes the rows of attn_q / attn_k of `llama` files for
+the interleaved (GPT-J) rotation; the other families keep HF's layout, rotated in halves
+(NeoX). Gemma's RMSNorm weights are stored as (1 + w) by llama.cpp's converter, so every family
+multiplies by the stored weight.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,10 +33,43 @@ import numpy as np
 from .. import nn, quant
 from ..tensor import Graph, Tensor, concat
 
+FLOAT_TYPES = {"F32": np.float32, "F16": np.float16}
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one `general.architecture` differs from Llama (one row of FAMILIES)."""
+    interleaved_rope: bool = False   # llama.cpp permuted q/k for pairs (2i, 2i+1)
+    embed_scale: bool = False        # Gemma: embeddings x sqrt(width)
+    post_norms: bool = False         # Gemma 2/3: norms after attention and after the FFN
+    activation: str = "silu"         # of the FFN gate: "silu" | "gelu_tanh"
+    swa_pattern: int = 0             # every n-th layer global, the rest sliding (0: all alike)
+    swa_base: float = 0.0            # rope base of the sliding layers (Gemma 3), 0: the same
+    gemma_scale: bool = False        # attention scale from query_pre_attn_scalar (see below)
+
+
+# general.architecture -> its row; q/k/v biases, q/k norms, fused qkv / gate_up and a tied
+# head follow from the tensors the file holds.
+FAMILIES: dict[str, Family] = {
+    "llama": Family(interleaved_rope=True),
+    "mistral": Family(interleaved_rope=True),
+    "qwen2": Family(),
+    "qwen3": Family(),
+    "phi3": Family(),
+    "gemma2": Family(embed_scale=True, post_norms=True, activation="gelu_tanh",
+                     swa_pattern=2, gemma_scale=True),
+    "gemma3": Family(embed_scale=True, post_norms=True, activation="gelu_tanh",
+                     swa_pattern=6, swa_base=10000.0, gemma_scale=True),
+}
+
+
+class UnsupportedModelError(ValueError):
+    """A GGUF file webrlx cannot run: the message names what and lists what it runs."""
+
 
 @dataclass(frozen=True)
 class LlamaConfig:
-    """The architecture numbers, all read from the GGUF metadata."""
+    """The architecture numbers and options, all read from the GGUF metadata."""
     layers: int
     width: int
     ffn: int
@@ -44,28 +80,73 @@ class LlamaConfig:
     eps: float
     vocab: int
     context: int
+    arch: str = "llama"
+    window: int = 0                          # sliding window (0: none)
+    swa_layers: tuple[bool, ...] = ()        # which layers slide (empty: all, if window)
+    swa_base: float = 0.0                    # rope base of the sliding layers (0: rope_base)
+    rope_factors: tuple[float, ...] = ()     # rope frequency divisors (linear; Llama 3's
+    #                                          rope_freqs.weight, set by llm.load)
+    attn_scale: float = 0.0                  # 0: 1 / sqrt(head_dim)
+    attn_softcap: float = 0.0
+    final_softcap: float = 0.0
+    family: Family = field(default_factory=Family)
 
     @classmethod
     def from_metadata(cls, md: Mapping[str, Any], where: str = "gguf") -> LlamaConfig:
-        """Read the config from GGUF metadata (general.architecture must be llama)."""
+        """Read the config from GGUF metadata; an unsupported architecture raises naming it."""
         arch = md.get("general.architecture")
-        if arch != "llama":
-            raise ValueError(f"{where}: general.architecture is {arch!r}; webrlx's decoder "
-                             "runs 'llama' models")
+        if arch not in FAMILIES:
+            raise UnsupportedModelError(
+                f"{where}: general.architecture is {arch!r}; webrlx runs "
+                f"{', '.join(sorted(FAMILIES))}")
+        fam = FAMILIES[arch]
 
-        def get(key: str) -> Any:
-            if f"llama.{key}" not in md:
-                raise ValueError(f"{where}: metadata key llama.{key} is missing")
-            return md[f"llama.{key}"]
+        def get(key: str, default: Any = None) -> Any:
+            if f"{arch}.{key}" not in md:
+                if default is None:
+                    raise ValueError(f"{where}: metadata key {arch}.{key} is missing")
+                return default
+            return md[f"{arch}.{key}"]
         width, heads = int(get("embedding_length")), int(get("attention.head_count"))
-        vocab = md.get("llama.vocab_size") or len(md.get("tokenizer.ggml.tokens", ()))
-        return cls(layers=int(get("block_count")), width=width,
-                   ffn=int(get("feed_forward_length")), heads=heads,
-                   kv_heads=int(md.get("llama.attention.head_count_kv", heads)),
-                   head_dim=int(md.get("llama.rope.dimension_count", width // heads)),
-                   rope_base=float(md.get("llama.rope.freq_base", 10000.0)),
+        layers = int(get("block_count"))
+        head_dim = int(get("attention.key_length", get("rope.dimension_count", width // heads)))
+        kv = get("attention.head_count_kv", heads)
+        vocab = get("vocab_size", 0) or len(md.get("tokenizer.ggml.tokens", ()))
+        window = int(get("attention.sliding_window", 0))
+        pattern = get("attention.sliding_window_pattern", fam.swa_pattern)
+        if isinstance(pattern, list):               # per layer: True where it slides
+            swa = tuple(bool(v) for v in pattern)
+        else:                                       # llama.cpp's set_swa_pattern(n)
+            n = int(pattern)
+            swa = tuple(n == 0 or i % n < n - 1 for i in range(layers))
+        scaling = str(get("rope.scaling.type", "none"))
+        factors: tuple[float, ...] = ()
+        if scaling == "linear":
+            factors = (float(get("rope.scaling.factor")),) * (head_dim // 2)
+        elif scaling not in ("none", ""):
+            raise UnsupportedModelError(f"{where}: rope scaling {scaling!r}; webrlx runs "
+                                        "none, linear and llama3 (rope_freqs.weight)")
+        scale = 0.0
+        if fam.gemma_scale:     # llama.cpp: 1/sqrt(head_dim), 1/sqrt(width/heads) for 27B
+            big = (arch, layers) in (("gemma2", 46), ("gemma3", 62))
+            scale = 1.0 / math.sqrt(width / heads if big else head_dim)
+        scale = float(get("attention.scale", scale))
+        return cls(layers=layers, width=width, ffn=int(get("feed_forward_length")),
+                   heads=heads, kv_heads=int(kv if not isinstance(kv, list) else max(kv)),
+                   head_dim=head_dim, rope_base=float(get("rope.freq_base", 10000.0)),
                    eps=float(get("attention.layer_norm_rms_epsilon")), vocab=int(vocab),
-                   context=int(get("context_length")))
+                   context=int(get("context_length")), arch=arch, window=window,
+                   swa_layers=swa, swa_base=float(get("rope.freq_base_swa", fam.swa_base)),
+                   rope_factors=factors, attn_scale=scale,
+                   attn_softcap=float(get("attn_logit_softcapping", 0.0) or 0.0),
+                   final_softcap=float(get("final_logit_softcapping", 0.0) or 0.0),
+                   family=fam)
+
+    def sliding(self, layer: int) -> bool:
+        """Whether this layer attends through the sliding window."""
+        if not self.window:
+            return False
+        return not self.swa_layers or self.swa_layers[layer % len(self.swa_layers)]
 
 
 def weight_words(raw: np.ndarray) -> np.ndarray:
@@ -74,6 +155,15 @@ def weight_words(raw: np.ndarray) -> np.ndarray:
     if raw.nbytes % 4:
         raw = np.concatenate([raw, np.zeros(4 - raw.nbytes % 4, np.uint8)])
     return raw.view(np.uint32)
+
+
+def _rows(name: str) -> tuple[str, int, int]:
+    """'t[r0:r1]' -> (t, r0, r1): a param holding rows r0..r1 of a fused tensor; 't' -> -1s."""
+    if not name.endswith("]"):
+        return name, -1, -1
+    base, _, rng = name[:-1].rpartition("[")
+    r0, r1 = (int(v) for v in rng.split(":"))
+    return base, r0, r1
 
 
 class _Weights:
@@ -90,23 +180,79 @@ class _Weights:
 
     def norm(self, name: str) -> Tensor:
         info = self._info(name)
+        if info.type != "F32":
+            raise UnsupportedModelError(f"gguf: tensor {name!r} is {info.type}; norms and "
+                                        "biases must be F32")
         return self.g.param(name, tuple(info.shape), "float32")
 
-    def quant(self, name: str) -> tuple[Tensor, str, int, int]:
-        """(param, format, n, k) of a quantized (n, k) weight, kept as its GGUF blocks (any
-        row of quant.FORMATS: a Q4_K_M file's Q4_K and Q6_K tensors alike)."""
+    def linear(self, name: str, rows: tuple[int, int] | None = None) -> tuple[Any, ...]:
+        """A (n, k) weight (rows r0..r1 of it): ("q", param, format, n, k) kept as its GGUF
+        blocks (any quant.FORMATS row), or ("f", (k, n) float32 param) for F32 / F16."""
         info = self._info(name)
-        fmt = info.type.lower()
-        if fmt not in quant.FORMATS:
-            raise ValueError(f"gguf: tensor {name!r} is {info.type}; webrlx reads "
-                             f"{', '.join(f.upper() for f in quant.FORMATS)} weights")
         n, k = (int(d) for d in info.shape)
-        return self.g.param(name, (-(-info.nbytes // 4),), "uint32"), fmt, n, k
+        pname = name
+        if rows is not None:
+            pname, n = f"{name}[{rows[0]}:{rows[1]}]", rows[1] - rows[0]
+        fmt = info.type.lower()
+        if fmt in quant.FORMATS:
+            return "q", self.g.param(pname, (quant.nwords(fmt, n, k),), "uint32"), fmt, n, k
+        if info.type in FLOAT_TYPES:
+            return ("f", self.g.param(pname + "^T", (k, n), "float32"))
+        raise UnsupportedModelError(
+            f"gguf: tensor {name!r} is {info.type}; webrlx reads F32, F16 and "
+            f"{', '.join(f.upper() for f in quant.FORMATS)} weights")
+
+    def bias(self, name: str) -> Tensor | None:
+        return self.norm(name) if name in self.infos else None
 
 
-def _linear(x: Tensor, w: tuple[Tensor, str, int, int]) -> Tensor:
-    param, fmt, n, k = w
-    return nn.qlinear(x, param, fmt, n, k)
+def _linear(x: Tensor, w: tuple[Any, ...], bias: Tensor | None = None) -> Tensor:
+    if w[0] == "q":
+        _, param, fmt, n, k = w
+        return nn.qlinear(x, param, fmt, n, k, bias)
+    return nn.linear(x, w[1], bias)
+
+
+def _embedding(W: _Weights, ids: Tensor) -> tuple[Tensor, tuple[Any, ...]]:
+    """(embeddings (1, s, width), the tied head) from token_embd.weight."""
+    info = W._info("token_embd.weight")
+    vocab, width = (int(d) for d in info.shape)
+    fmt = info.type.lower()
+    if fmt in quant.FORMATS:
+        param = W.g.param("token_embd.weight", (quant.nwords(fmt, vocab, width),), "uint32")
+        return nn.qembedding(ids, param, fmt, vocab, width), ("q", param, fmt, vocab, width)
+    if info.type not in FLOAT_TYPES:
+        W.linear("token_embd.weight")               # raises naming the type
+    table = W.g.param("token_embd.weight", (vocab, width), "float32")
+    return nn.embedding(table, ids), ("f", table.T)
+
+
+def _qkv(cfg: LlamaConfig, W: _Weights, p: str, h: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    hd, H, Hkv = cfg.head_dim, cfg.heads, cfg.kv_heads
+    if p + "attn_qkv.weight" in W.infos:            # Phi-3: rows [q; k; v] of one tensor
+        name, q1, k1 = p + "attn_qkv.weight", H * hd, (H + Hkv) * hd
+        wq, wk = W.linear(name, (0, q1)), W.linear(name, (q1, k1))
+        wv = W.linear(name, (k1, k1 + Hkv * hd))
+    else:
+        wq, wk, wv = (W.linear(p + f"attn_{x}.weight") for x in "qkv")
+    q = _linear(h, wq, W.bias(p + "attn_q.bias")).reshape(1, -1, H, hd)
+    k = _linear(h, wk, W.bias(p + "attn_k.bias")).reshape(1, -1, Hkv, hd)
+    v = _linear(h, wv, W.bias(p + "attn_v.bias")).reshape(1, -1, Hkv, hd)
+    if p + "attn_q_norm.weight" in W.infos:         # Qwen3, Gemma 3: RMSNorm per head
+        q = nn.rms_norm(q, W.norm(p + "attn_q_norm.weight"), cfg.eps)
+        k = nn.rms_norm(k, W.norm(p + "attn_k_norm.weight"), cfg.eps)
+    return q, k, v
+
+
+def _ffn(cfg: LlamaConfig, W: _Weights, p: str, h: Tensor) -> Tensor:
+    if p + "ffn_gate.weight" in W.infos:
+        wg, wu = W.linear(p + "ffn_gate.weight"), W.linear(p + "ffn_up.weight")
+    else:                                           # Phi-3: rows [gate; up] of ffn_up
+        wg = W.linear(p + "ffn_up.weight", (0, cfg.ffn))
+        wu = W.linear(p + "ffn_up.weight", (cfg.ffn, 2 * cfg.ffn))
+    gate, up = _linear(h, wg), _linear(h, wu)
+    act = gate.silu() if cfg.family.activation == "silu" else gate.gelu("tanh")
+    return _linear(act * up, W.linear(p + "ffn_down.weight"))
 
 
 def build_llama(cfg: LlamaConfig, infos: Mapping[str, Any], capacity: int
@@ -117,35 +263,47 @@ def build_llama(cfg: LlamaConfig, infos: Mapping[str, Any], capacity: int
     = [top_k, seed]."""
     g = Graph()
     W = _Weights(g, infos)
+    fam = cfg.family
     ids = g.input("ids", (1, "s"), "int32")
     pos = g.input("pos", (1,), "int32")
     last = g.input("last", (1,), "int32")
     fparams = g.input("fparams", (4,), "float32")
     iparams = g.input("iparams", (2,), "int32")
-    emb, efmt, vocab, width = W.quant("token_embd.weight")
-    x = nn.qembedding(ids, emb, efmt, vocab, width)                  # (1, s, width)
+    x, tied = _embedding(W, ids)                                     # (1, s, width)
+    if fam.embed_scale:
+        x = x * math.sqrt(cfg.width)
     hd, H, Hkv = cfg.head_dim, cfg.heads, cfg.kv_heads
+    factors = cfg.rope_factors
+    scale = cfg.attn_scale or 1.0 / math.sqrt(hd)
     for i in range(cfg.layers):
         p = f"blk.{i}."
         h = nn.rms_norm(x, W.norm(p + "attn_norm.weight"), cfg.eps)
-        q = _linear(h, W.quant(p + "attn_q.weight")).reshape(1, -1, H, hd)
-        k = _linear(h, W.quant(p + "attn_k.weight")).reshape(1, -1, Hkv, hd)
-        v = _linear(h, W.quant(p + "attn_v.weight")).reshape(1, -1, Hkv, hd)
-        q = nn.rope(q, pos, cfg.rope_base, interleaved=True)
-        k = nn.rope(k, pos, cfg.rope_base, interleaved=True)
+        q, k, v = _qkv(cfg, W, p, h)
+        sliding = cfg.sliding(i)
+        base = cfg.swa_base if sliding and cfg.swa_base else cfg.rope_base
+        f = () if sliding and cfg.swa_base else factors   # Gemma 3 scales global layers only
+        q = nn.rope(q, pos, base, interleaved=fam.interleaved_rope, factors=f)
+        k = nn.rope(k, pos, base, interleaved=fam.interleaved_rope, factors=f)
         kc = nn.cache_write(g.state(f"k{i}", (1, Hkv, capacity, hd)), k, pos)
         vc = nn.cache_write(g.state(f"v{i}", (1, Hkv, capacity, hd)), v, pos)
-        a = nn.cached_attention(q, kc, vc, pos).reshape(1, -1, H * hd)   # (1, s, width)
-        x = x + _linear(a, W.quant(p + "attn_output.weight"))
+        a = nn.cached_attention(q, kc, vc, pos, scale, window=cfg.window if sliding else 0,
+                                softcap=cfg.attn_softcap).reshape(1, -1, H * hd)
+        a = _linear(a, W.linear(p + "attn_output.weight"))
+        if fam.post_norms:
+            a = nn.rms_norm(a, W.norm(p + "post_attention_norm.weight"), cfg.eps)
+        x = x + a
         h = nn.rms_norm(x, W.norm(p + "ffn_norm.weight"), cfg.eps)
-        gate = _linear(h, W.quant(p + "ffn_gate.weight"))
-        up = _linear(h, W.quant(p + "ffn_up.weight"))
-        x = x + _linear(gate.silu() * up, W.quant(p + "ffn_down.weight"))
+        m = _ffn(cfg, W, p, h)
+        if fam.post_norms:
+            m = nn.rms_norm(m, W.norm(p + "post_ffw_norm.weight"), cfg.eps)
+        x = x + m
     x = nn.rms_norm(x, W.norm("output_norm.weight"), cfg.eps)
-    head = W.quant("output.weight") if "output.weight" in infos else (emb, efmt, vocab, width)
-    logits = _linear(x.gather(last, axis=1), head).reshape(1, vocab)  # tied: the embedding
+    head = W.linear("output.weight") if "output.weight" in infos else tied
+    logits = _linear(x.gather(last, axis=1), head).reshape(1, cfg.vocab)
+    if cfg.final_softcap:
+        logits = (logits * (1.0 / cfg.final_softcap)).tanh() * cfg.final_softcap
     flat_ids = ids.reshape(-1)
-    seen = g.state("seen", (vocab,), "int32").scatter_set(flat_ids, flat_ids * 0 + 1)
+    seen = g.state("seen", (cfg.vocab,), "int32").scatter_set(flat_ids, flat_ids * 0 + 1)
     pos_next = pos + last + 1
     token = nn.sample(logits, seen, fparams, concat([iparams, pos_next, pos_next * 0]))
     seen.scatter_set(token, token * 0 + 1)                           # effects: states only
@@ -155,12 +313,22 @@ def build_llama(cfg: LlamaConfig, infos: Mapping[str, Any], capacity: int
 
 def weight_arrays(infos: Mapping[str, Any], tensor_bytes: Any, names: list[str]
                   ) -> dict[str, np.ndarray]:
-    """Param arrays for `names`: F32 norms as float32, quantized blocks as uint32 words."""
+    """Param arrays for `names`: F32 norms as float32, quantized blocks as uint32 words
+    ('t[r0:r1]': rows of a fused tensor), float weights 't^T' transposed to (k, n)."""
     out = {}
-    for name in names:
-        raw = tensor_bytes(name)
-        if infos[name].type == "F32":
-            out[name] = np.frombuffer(raw, np.float32).reshape(tuple(infos[name].shape))
+    for pname in names:
+        name, transposed = (pname[:-2], True) if pname.endswith("^T") else (pname, False)
+        name, r0, r1 = _rows(name)
+        info = infos[name]
+        raw = np.frombuffer(tensor_bytes(name), np.uint8)
+        if info.type in FLOAT_TYPES:
+            arr = raw.view(FLOAT_TYPES[info.type]).reshape(tuple(info.shape))
+            if r0 >= 0:
+                arr = arr[r0:r1]
+            out[pname] = np.ascontiguousarray(arr.T if transposed else arr, np.float32)
         else:
-            out[name] = weight_words(np.frombuffer(raw, np.uint8))
+            if r0 >= 0:
+                row = info.nbytes // info.shape[0]
+                raw = raw[r0 * row: r1 * row]
+            out[pname] = weight_words(raw)
     return out

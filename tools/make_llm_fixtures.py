@@ -1,0 +1,310 @@
+"""Small random-weight GGUF language models, one per family, made without the network.
+
+    python tools/make_llm_fixtures.py [--out build/llm_fixtures] [--types F32,Q8_0]
+
+Each family's model comes from a transformers config (<= 4 layers, width 64, the family's
+head layout and options: biases, q/k norms, sliding windows, soft-caps, Llama 3 rope scaling,
+fused Phi-3 tensors) with seeded random weights, and is written to GGUF by `write_gguf` with
+the `gguf` package's writer, constants and tensor-name maps, as llama.cpp's converter writes it
+(Llama q/k rows permuted for the interleaved rope, Gemma norms stored as 1 + w, rope_freqs for
+Llama 3). Tokenizers: the first 2048 tokens of SmolLM2's byte-level BPE (gpt2 model), or a
+SentencePiece-style vocabulary built from its merges (llama model, Llama and Gemma spellings).
+`reference_model` gives the transformers model holding exactly the GGUF's (dequantized) values.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+N_BPE = 2048                  # tokens kept from SmolLM2's vocabulary
+N_SPM_PIECES = 700            # merged pieces of the SentencePiece-style vocabulary
+SPACE = "\u2581"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _smollm2_md() -> dict[str, Any]:
+    import sys
+    sys.path.insert(0, str(ROOT))
+    from webrlx.models import gguf as ours
+    from webrlx.models.assets import smollm2_gguf
+    return ours.load(smollm2_gguf(None)).metadata
+
+
+def gpt2_vocab(pre: str) -> dict[str, Any]:
+    """tokenizer.* metadata: SmolLM2's first N_BPE tokens and the merges among them."""
+    md = _smollm2_md()
+    tokens = md["tokenizer.ggml.tokens"][:N_BPE]
+    keep = set(tokens)
+    merges = [m for m in md["tokenizer.ggml.merges"]
+              if m.replace(" ", "") in keep and all(p in keep for p in m.split(" "))]
+    return {"model": "gpt2", "pre": pre, "tokens": tokens, "merges": merges,
+            "types": md["tokenizer.ggml.token_type"][:N_BPE], "bos": 1, "eos": 2, "unk": 0,
+            "add_bos": False, "template": md["tokenizer.chat_template"]}
+
+
+def spm_vocab(gemma: bool) -> dict[str, Any]:
+    """tokenizer.* metadata of a SentencePiece-style vocabulary: specials, 256 byte tokens,
+    single characters, then pieces from SmolLM2's merges (Ġ -> ▁), best first."""
+    md = _smollm2_md()
+    chars = [SPACE] + [chr(c) for c in range(33, 127)]
+    pieces: list[str] = []
+    have = set(chars)
+    for m in md["tokenizer.ggml.merges"]:
+        left, right = (p.replace("\u0120", SPACE) for p in m.split(" "))
+        if left in have and right in have and left + right not in have:
+            pieces.append(left + right)
+            have.add(left + right)
+        if len(pieces) == N_SPM_PIECES:
+            break
+    if gemma:
+        specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+        ids = {"bos": 2, "eos": 1, "unk": 3}
+        types = [3, 3, 3, 2, 3, 3]
+    else:
+        specials, ids, types = ["<unk>", "<s>", "</s>"], {"bos": 1, "eos": 2, "unk": 0}, [2, 3, 3]
+    tokens = specials + [f"<0x{b:02X}>" for b in range(256)] + chars + pieces
+    types = types + [6] * 256 + [1] * (len(chars) + len(pieces))
+    scores = [0.0] * (len(specials) + 256) + [-1e4 - i for i in range(len(chars))] + \
+        [-float(i) for i in range(len(pieces))]
+    return {"model": "llama", "pre": "default", "tokens": tokens, "scores": scores,
+            "types": types, "add_bos": True, "template": None, **ids}
+
+
+def _llama3_rope(cfg: Any) -> np.ndarray:
+    """llama.cpp's rope_freqs: the divisor of each rope frequency (transformers' values)."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    inv, _ = ROPE_INIT_FUNCTIONS["llama3"](cfg, "cpu")
+    d = cfg.head_dim
+    base = cfg.rope_parameters["rope_theta"] ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    return (base / inv.double().numpy()).astype(np.float32)
+
+
+def _common(**kw: Any) -> dict[str, Any]:
+    return dict(vocab_size=kw.pop("vocab_size"), hidden_size=64, intermediate_size=128,
+                num_hidden_layers=kw.pop("layers", 2), num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
+                rms_norm_eps=1e-5, **kw)
+
+
+# family -> (GGUF architecture, tokenizer maker, transformers config maker); a config maker
+# takes the vocabulary size.
+FAMILIES: dict[str, tuple[str, Callable[[], dict[str, Any]], Callable[[int], Any]]] = {}
+
+
+def _family(name: str, arch: str, vocab: Callable[[], dict[str, Any]]) -> Callable[..., Any]:
+    def register(fn: Callable[[int], Any]) -> Callable[[int], Any]:
+        FAMILIES[name] = (arch, vocab, fn)
+        return fn
+    return register
+
+
+@_family("llama", "llama", lambda: gpt2_vocab("llama-bpe"))
+def _llama(v: int) -> Any:
+    from transformers import LlamaConfig
+    return LlamaConfig(**_common(vocab_size=v, tie_word_embeddings=True, rope_parameters={
+        "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 32}))
+
+
+@_family("mistral", "llama", lambda: spm_vocab(gemma=False))
+def _mistral(v: int) -> Any:
+    from transformers import MistralConfig
+    return MistralConfig(**_common(vocab_size=v, sliding_window=8, tie_word_embeddings=False,
+                                   rope_theta=10000.0))
+
+
+@_family("qwen2", "qwen2", lambda: gpt2_vocab("qwen2"))
+def _qwen2(v: int) -> Any:
+    from transformers import Qwen2Config
+    return Qwen2Config(**_common(vocab_size=v, tie_word_embeddings=False,
+                                 rope_theta=1000000.0))
+
+
+@_family("qwen3", "qwen3", lambda: gpt2_vocab("qwen2"))
+def _qwen3(v: int) -> Any:
+    from transformers import Qwen3Config
+    return Qwen3Config(**_common(vocab_size=v, tie_word_embeddings=True, rope_theta=1000000.0))
+
+
+@_family("gemma2", "gemma2", lambda: spm_vocab(gemma=True))
+def _gemma2(v: int) -> Any:
+    from transformers import Gemma2Config
+    return Gemma2Config(**_common(vocab_size=v, layers=4, query_pre_attn_scalar=16,
+                                  sliding_window=8, attn_logit_softcapping=1.0,
+                                  final_logit_softcapping=5.0,
+                                  hidden_activation="gelu_pytorch_tanh"))
+
+
+@_family("gemma3", "gemma3", lambda: spm_vocab(gemma=True))
+def _gemma3(v: int) -> Any:
+    from transformers import Gemma3TextConfig
+    return Gemma3TextConfig(**_common(
+        vocab_size=v, layers=4, query_pre_attn_scalar=16, sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"] * 2,
+        hidden_activation="gelu_pytorch_tanh",
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                         "sliding_attention": {"rope_type": "default",
+                                               "rope_theta": 10000.0}}))
+
+
+@_family("phi3", "phi3", lambda: gpt2_vocab("smollm"))
+def _phi3(v: int) -> Any:
+    from transformers import Phi3Config
+    kw = _common(vocab_size=v, tie_word_embeddings=False, rope_theta=10000.0,
+                 sliding_window=None, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    kw.pop("head_dim")
+    return Phi3Config(**kw)
+
+
+def make_model(family: str, seed: int = 0) -> tuple[Any, dict[str, Any]]:
+    """(transformers model with seeded random weights, tokenizer metadata) of a family."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    _, vocab_fn, config_fn = FAMILIES[family]
+    vocab = vocab_fn()
+    cfg = config_fn(len(vocab["tokens"]))
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):     # norms near 1 (Gemma's: near 0, it adds 1)
+                base = 0.0 if family.startswith("gemma") else 1.0
+                p.copy_(base + 0.1 * torch.randn_like(p))
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn_like(p))
+            else:
+                p.copy_(torch.randn_like(p) / math.sqrt(p.shape[-1]))
+    return model, vocab
+
+
+def _permute(w: np.ndarray, heads: int) -> np.ndarray:
+    """llama.cpp's LlamaModel.permute: HF's half-split rope rows -> interleaved pairs."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2) \
+        .reshape(w.shape)
+
+
+def _tensors(family: str, model: Any) -> dict[str, np.ndarray]:
+    """GGUF name -> float32 array, transformed as llama.cpp's converter does."""
+    import gguf
+    arch = FAMILIES[family][0]
+    cfg = model.config
+    tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch.upper()], cfg.num_hidden_layers)
+    out = {}
+    for hf_name, t in model.state_dict().items():
+        if hf_name == "lm_head.weight" and cfg.tie_word_embeddings:
+            continue
+        name = tmap.get_name(hf_name, try_suffixes=(".weight", ".bias"))
+        if name is None:
+            raise ValueError(f"no GGUF name for {hf_name}")
+        w = t.detach().numpy().astype(np.float32)
+        if arch == "llama" and hf_name.endswith("q_proj.weight"):
+            w = _permute(w, cfg.num_attention_heads)
+        if arch == "llama" and hf_name.endswith("k_proj.weight"):
+            w = _permute(w, cfg.num_key_value_heads)
+        if family.startswith("gemma") and name.endswith("norm.weight"):
+            w = w + 1.0
+        out[name] = w
+    if getattr(cfg, "rope_parameters", None) and cfg.rope_parameters.get("rope_type") == \
+            "llama3":
+        out["rope_freqs.weight"] = _llama3_rope(cfg)
+    return out
+
+
+def write_gguf(family: str, model: Any, vocab: dict[str, Any], qtype: str, path: Path) -> None:
+    """Write the model to `path` with weights (2-D tensors) in qtype, the rest F32."""
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    arch = FAMILIES[family][0]
+    cfg = model.config
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name(f"webrlx-{family}-fixture")
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    w.add_rope_dimension_count(head_dim)
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    theta = rope.get("full_attention", rope).get("rope_theta", 10000.0)
+    w.add_rope_freq_base(float(theta))
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_vocab_size(cfg.vocab_size)
+    if getattr(cfg, "sliding_window", None):
+        w.add_sliding_window(cfg.sliding_window)
+    if getattr(cfg, "layer_types", None) and family.startswith("gemma"):
+        w.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
+    if getattr(cfg, "attn_logit_softcapping", None):
+        w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
+    if getattr(cfg, "final_logit_softcapping", None):
+        w.add_final_logit_softcapping(cfg.final_logit_softcapping)
+    w.add_tokenizer_model(vocab["model"])
+    w.add_tokenizer_pre(vocab["pre"])
+    w.add_token_list(vocab["tokens"])
+    w.add_token_types(vocab["types"])
+    if "merges" in vocab:
+        w.add_token_merges(vocab["merges"])
+    if "scores" in vocab:
+        w.add_token_scores(vocab["scores"])
+    w.add_bos_token_id(vocab["bos"])
+    w.add_eos_token_id(vocab["eos"])
+    w.add_unk_token_id(vocab["unk"])
+    w.add_add_bos_token(vocab["add_bos"])
+    if vocab["template"]:
+        w.add_chat_template(vocab["template"])
+    for name, arr in _tensors(family, model).items():
+        if arr.ndim == 2 and qtype != "F32":
+            raw = gguf.quants.quantize(arr, Q[qtype])
+            w.add_tensor(name, raw, raw_dtype=Q[qtype])
+        else:
+            w.add_tensor(name, arr)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def reference_model(family: str, model: Any, qtype: str) -> Any:
+    """The transformers model with the GGUF's values: each weight quantized to qtype and
+    dequantized by the gguf package (blocks run along rows, so llama.cpp's row permutation
+    of q/k commutes with it)."""
+    import gguf
+    import torch
+    from gguf import GGMLQuantizationType as Q
+    if qtype == "F32":
+        return model
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            if p.ndim == 2:
+                arr = p.detach().numpy().astype(np.float32)
+                deq = gguf.quants.dequantize(gguf.quants.quantize(arr, Q[qtype]), Q[qtype])
+                p.copy_(torch.from_numpy(np.asarray(deq, np.float32).reshape(arr.shape)))
+    return model
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default=str(ROOT / "build" / "llm_fixtures"))
+    ap.add_argument("--types", default="F32,Q8_0")
+    ap.add_argument("--families", default=",".join(FAMILIES))
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for family in args.families.split(","):
+        for qtype in args.types.split(","):
+            model, vocab = make_model(family)
+            path = out / f"{family}-{qtype.lower()}.gguf"
+            write_gguf(family, model, vocab, qtype, path)
+            print(f"{path} {path.stat().st_size} bytes")
+
+
+if __name__ == "__main__":
+    main()

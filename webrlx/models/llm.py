@@ -1,0 +1,376 @@
+"""Language models from any GGUF of the supported families (llama, mistral, qwen2, qwen3,
+gemma2, gemma3, phi3) on webrlx: tokenizer, chat template and one compiled executable.
+
+    from webrlx.models import llm
+    lm = llm.load("model.gguf")
+    print(lm.generate("The capital of France is", max_new_tokens=20))
+    for piece in lm.chat([{"role": "user", "content": "Hi!"}]):
+        print(piece, end="", flush=True)
+
+`load` reads `general.architecture`, builds the decoder of its row of llama.FAMILIES and the
+tokenizer `tokenizer.ggml.model` names (gpt2: byte-level BPE; llama: SentencePiece BPE).
+Generation keeps the KV cache, the sampled token and the position on the GPU: a decode step is
+one submit whose token feeds the next step as a DeviceTensor. Tokens are read back after the
+first (the time to first token) and then every READ_EVERY steps (and at the end) to stream
+text, so a stop only costs that many extra steps.
+Every method has an async twin for the browser (`generate_async`, `stream_async`, ...).
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..runtime.executable import Executable, compile
+from . import gguf
+from .bpe import BPETokenizer
+from .chat_template import render_chat
+from .llama import FAMILIES, LlamaConfig, UnsupportedModelError, build_llama, weight_arrays
+from .spm import SPMTokenizer
+
+ROLES = ("system", "user", "assistant")
+SPECIAL_TOKEN_NAMES = {"bos": "bos_token", "eos": "eos_token", "unknown": "unk_token",
+                       "padding": "pad_token"}     # GGUF key part -> transformers
+READ_EVERY = 8           # decode steps between token readbacks
+PREFILL_BUCKET = 16      # prompt lengths are padded to a multiple of this (fewer plans)
+DEFAULT_CAPACITY = 2048  # KV cache positions (the model's context is 8192; pass capacity=)
+
+
+@dataclass
+class Sampling:
+    """How the next token is drawn; temperature 0 is greedy."""
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    repetition_penalty: float = 1.0
+    seed: int = 0
+
+    def check(self) -> None:
+        """Raise ValueError naming the first argument out of range."""
+        if not isinstance(self.temperature, (int, float)) or not self.temperature >= 0:
+            raise ValueError(f"temperature must be a number >= 0, got {self.temperature!r}")
+        if not isinstance(self.top_k, (int, np.integer)) or self.top_k < 0:
+            raise ValueError(f"top_k must be an int >= 0 (0: off), got {self.top_k!r}")
+        if not isinstance(self.top_p, (int, float)) or not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if not isinstance(self.repetition_penalty, (int, float)) or \
+                not self.repetition_penalty > 0:
+            raise ValueError(f"repetition_penalty must be > 0, got "
+                             f"{self.repetition_penalty!r}")
+        if not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 1 << 31:
+            raise ValueError(f"seed must be an int in [0, 2**31), got {self.seed!r}")
+
+    def fparams(self) -> np.ndarray:
+        return np.array([self.temperature, self.top_p, self.repetition_penalty, 0],
+                        np.float32)
+
+    def iparams(self) -> np.ndarray:
+        return np.array([self.top_k, self.seed], np.int32)
+
+
+@dataclass
+class Stats:
+    """Timings of the latest generation."""
+    prompt_tokens: int = 0
+    new_tokens: int = 0
+    first_token_s: float = 0.0       # prefill + first sample, to the first readback
+    total_s: float = 0.0
+    readbacks: int = 0
+    times: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def tokens_per_s(self) -> float:
+        decode = self.total_s - self.first_token_s
+        return (self.new_tokens - 1) / decode if self.new_tokens > 1 and decode > 0 else 0.0
+
+
+Request = tuple  # ("run", feeds) | ("read",) | ("text", piece): what a generation step needs
+
+
+def make_tokenizer(md: dict[str, Any]) -> BPETokenizer | SPMTokenizer:
+    """The tokenizer `tokenizer.ggml.model` names: gpt2 (byte-level BPE) or llama (SPM)."""
+    model = md.get("tokenizer.ggml.model")
+    if model == "gpt2":
+        return BPETokenizer.from_gguf_metadata(md)
+    if model == "llama":
+        return SPMTokenizer.from_gguf_metadata(md)
+    raise UnsupportedModelError(f"tokenizer.ggml.model is {model!r}; webrlx reads gpt2 "
+                                "(byte-level BPE) and llama (SentencePiece BPE)")
+
+
+def model_config(file: gguf.GGUFFile) -> LlamaConfig:
+    """The decoder config of a GGUF file, with Llama 3's rope_freqs read from its tensor."""
+    cfg = LlamaConfig.from_metadata(file.metadata, str(file.path))
+    if "rope_freqs.weight" in file.tensors:         # llama.cpp's Llama 3 rope scaling
+        factors = tuple(float(f) for f in file.tensor_f32("rope_freqs.weight").reshape(-1))
+        cfg = replace(cfg, rope_factors=factors)
+    return cfg
+
+
+class LanguageModel:
+    """A loaded model: tokenizer, chat template and one compiled executable."""
+
+    def __init__(self, file: gguf.GGUFFile, device: Any = None,
+                 capacity: int = DEFAULT_CAPACITY, fuse: bool = True) -> None:
+        md = file.metadata
+        self.config = model_config(file)
+        if not isinstance(capacity, int) or not 16 <= capacity <= self.config.context:
+            raise ValueError(f"load(): capacity must be an int in [16, {self.config.context}] "
+                             f"(the model's context), got {capacity!r}")
+        self.capacity = capacity
+        self.tokenizer = make_tokenizer(md)
+        self.chat_template: str | None = md.get("tokenizer.chat_template")
+        self.name = str(md.get("general.name", self.config.arch))
+        # the chat template sees the special tokens, as transformers' special_tokens_map
+        tokens = md["tokenizer.ggml.tokens"]
+        self.special_tokens = {name: tokens[int(md[f"tokenizer.ggml.{kind}_token_id"])]
+                               for kind, name in SPECIAL_TOKEN_NAMES.items()
+                               if f"tokenizer.ggml.{kind}_token_id" in md}
+        self.eos_id = int(md["tokenizer.ggml.eos_token_id"])
+        self.stop_ids = {self.eos_id} | {int(md[f"tokenizer.ggml.{k}_token_id"])
+                                         for k in ("eot", "eom")
+                                         if f"tokenizer.ggml.{k}_token_id" in md}
+        infos = file.tensors
+        self.graph, outputs = build_llama(self.config, infos, capacity)
+        self.executable: Executable = compile(self.graph, outputs=outputs, device=device,
+                                              fuse=fuse)
+        self.executable.set_params(weight_arrays(infos, file.tensor_bytes,
+                                                 list(self.graph.params)))
+        self.stats = Stats()
+        self.last_logits: Any = None     # a DeviceTensor: the prefill's last-position logits
+
+    @property
+    def device(self) -> Any:
+        return self.executable.device
+
+    # -- the generation loop, written once for sync and async drivers ----------------------
+    def _check(self, ids: Sequence[int], max_new_tokens: int, sampling: Sampling) -> None:
+        sampling.check()
+        if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens <= 0:
+            raise ValueError(f"max_new_tokens must be an int > 0, got {max_new_tokens!r}")
+        if not ids:
+            raise ValueError("prompt is empty: give at least one token of text")
+        if len(ids) + max_new_tokens > self.capacity:
+            raise ValueError(f"prompt of {len(ids)} tokens + max_new_tokens {max_new_tokens} "
+                             f"exceeds the KV cache of {self.capacity} positions; shorten "
+                             f"the prompt or load(capacity=...) up to {self.config.context}")
+
+    def _steps(self, ids: list[int], max_new_tokens: int, sampling: Sampling,
+               stop: Sequence[str], ignore_eos: bool = False) -> Generator[Request, Any, None]:
+        n_prompt = len(ids)
+        bucket = min(-(-n_prompt // PREFILL_BUCKET) * PREFILL_BUCKET, self.capacity)
+        padded = ids + [ids[-1]] * (bucket - n_prompt)     # pad rows: causal, overwritten
+        fp, ip = sampling.fparams(), sampling.iparams()
+        t0 = time.perf_counter()
+        self.stats = Stats(prompt_tokens=n_prompt)
+        token, pos, logits = yield ("run", {
+            "ids": np.array([padded], np.int32), "pos": np.zeros(1, np.int32),
+            "last": np.array([n_prompt - 1], np.int32), "fparams": fp, "iparams": ip})
+        self.last_logits = logits
+        produced, shown, text, emitted, stopped = 1, 0, "", 0, False
+        decoder = self.tokenizer.stream()
+        last_zero = np.zeros(1, np.int32)
+        while True:
+            done = produced >= max_new_tokens
+            if done or produced % READ_EVERY == 1:      # the first token at once, then batches
+                toks = yield ("read",)
+                self.stats.readbacks += 1
+                if not self.stats.first_token_s:
+                    self.stats.first_token_s = time.perf_counter() - t0
+                for t in toks[n_prompt + shown: n_prompt + produced]:
+                    shown += 1
+                    self.stats.new_tokens = shown
+                    if int(t) in self.stop_ids and not ignore_eos:
+                        done = True
+                        break
+                    text += decoder.feed(int(t))
+                    hit = _find_stop(text, stop)
+                    if hit is not None:                 # the stop string is not shown
+                        text, done, stopped = text[:hit], True, True
+                        break
+                    safe = len(text) - _stop_prefix(text, stop)   # may still become a stop
+                    if safe > emitted:
+                        yield ("text", text[emitted:safe])
+                        emitted = safe
+                if done:
+                    if not stopped:                     # the decoder's incomplete tail
+                        text += decoder.flush()
+                        cut = _find_stop(text, stop)
+                        text = text if cut is None else text[:cut]
+                    if len(text) > emitted:
+                        yield ("text", text[emitted:])
+                    self.stats.total_s = time.perf_counter() - t0
+                    return
+            token, pos, logits = yield ("run", {"ids": token, "pos": pos, "last": last_zero,
+                                                "fparams": fp, "iparams": ip})
+            produced += 1
+
+    def _start(self, prompt: str | Sequence[int], max_new_tokens: int, sampling: Sampling,
+               stop: Sequence[str] | str | None, ignore_eos: bool = False
+               ) -> Generator[Request, Any, None]:
+        ids = self._ids(prompt)
+        stop = [stop] if isinstance(stop, str) else list(stop or ())
+        if any(not isinstance(s, str) or not s for s in stop):
+            raise ValueError(f"stop must be non-empty strings, got {stop!r}")
+        self._check(ids, max_new_tokens, sampling)
+        return self._steps(ids, max_new_tokens, sampling, stop, ignore_eos)
+
+    def _ids(self, prompt: str | Sequence[int]) -> list[int]:
+        if isinstance(prompt, str):
+            return self.tokenizer.encode(prompt)
+        if not isinstance(prompt, Sequence) or not all(
+                isinstance(t, (int, np.integer)) and 0 <= t < self.config.vocab for t in prompt):
+            raise ValueError(f"prompt must be a str or a list of token ids in "
+                             f"[0, {self.config.vocab}), got {type(prompt).__name__}")
+        return [int(t) for t in prompt]
+
+    def _drive(self, steps: Generator[Request, Any, None]) -> Iterator[str]:
+        exe = self.executable
+        exe.reset_states(["seen", "tokens"])   # the KV cache needs no zeroing
+        value: Any = None
+        while True:
+            try:
+                req = steps.send(value)
+            except StopIteration:
+                return
+            if req[0] == "text":
+                value = None
+                yield req[1]
+            elif req[0] == "run":
+                value = exe.run(req[1], keep_on_device=True)
+            else:
+                value = exe.read_state("tokens")
+
+    async def _drive_async(self, steps: Generator[Request, Any, None]) -> AsyncIterator[str]:
+        exe = self.executable
+        await exe.ready_async()
+        exe.reset_states(["seen", "tokens"])   # the KV cache needs no zeroing
+        value: Any = None
+        while True:
+            try:
+                req = steps.send(value)
+            except StopIteration:
+                return
+            if req[0] == "text":
+                value = None
+                yield req[1]
+            elif req[0] == "run":
+                value = await exe.run_async(req[1], keep_on_device=True)
+            else:
+                value = await exe.read_state_async("tokens")
+
+    # -- public API -------------------------------------------------------------------------
+    def stream(self, prompt: str | Sequence[int], max_new_tokens: int = 128,
+               temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
+               repetition_penalty: float = 1.0, seed: int = 0,
+               stop: Sequence[str] | str | None = None, ignore_eos: bool = False
+               ) -> Iterator[str]:
+        """Yield the completion of prompt as text pieces (never half a character).
+
+        Args:
+            prompt: text (tokenized without a BOS, as the model's tokenizer does) or token ids.
+            max_new_tokens: how many tokens at most (> 0).
+            temperature: 0 is greedy; > 0 samples from softmax(logits / temperature).
+            top_k: keep the k most likely tokens (0: all).
+            top_p: keep the smallest set whose probability reaches top_p, in (0, 1].
+            repetition_penalty: > 1 makes tokens already in the context less likely.
+            seed: the sampler's seed; the same seed gives the same text on one adapter.
+            stop: strings that end the completion (not included in it).
+            ignore_eos: keep going past the end-of-sequence token (benchmarks).
+        """
+        sampling = Sampling(temperature, top_k, top_p, repetition_penalty, seed)
+        return self._drive(self._start(prompt, max_new_tokens, sampling, stop, ignore_eos))
+
+    def stream_async(self, prompt: str | Sequence[int], max_new_tokens: int = 128,
+                     temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
+                     repetition_penalty: float = 1.0, seed: int = 0,
+                     stop: Sequence[str] | str | None = None, ignore_eos: bool = False
+                     ) -> AsyncIterator[str]:
+        """Async form of stream() (`async for piece in lm.stream_async(...)`)."""
+        sampling = Sampling(temperature, top_k, top_p, repetition_penalty, seed)
+        return self._drive_async(self._start(prompt, max_new_tokens, sampling, stop,
+                                             ignore_eos))
+
+    def generate(self, prompt: str | Sequence[int], max_new_tokens: int = 128,
+                 **kwargs: Any) -> str:
+        """Return the completion of prompt (the arguments of stream())."""
+        return "".join(self.stream(prompt, max_new_tokens, **kwargs))
+
+    async def generate_async(self, prompt: str | Sequence[int], max_new_tokens: int = 128,
+                             **kwargs: Any) -> str:
+        """Async form of generate()."""
+        return "".join([p async for p in self.stream_async(prompt, max_new_tokens, **kwargs)])
+
+    def generate_ids(self, prompt: str | Sequence[int], max_new_tokens: int, **kwargs: Any
+                     ) -> list[int]:
+        """The new token ids of a completion (text streaming aside), EOS included if drawn."""
+        for _ in self.stream(prompt, max_new_tokens, **kwargs):
+            pass
+        n0 = self.stats.prompt_tokens
+        toks = self.executable.read_state("tokens")
+        return [int(t) for t in toks[n0: n0 + self.stats.new_tokens]]
+
+    def render_chat(self, messages: Sequence[dict[str, str]],
+                    add_generation_prompt: bool = True) -> str:
+        """The conversation as the model's own chat template writes it."""
+        if not self.chat_template:
+            raise ValueError("chat(): this GGUF has no tokenizer.chat_template")
+        for i, m in enumerate(messages):
+            role = m.get("role") if isinstance(m, dict) else None
+            if role not in ROLES:
+                raise ValueError(f"chat(): messages[{i}] has role {role!r}; roles are "
+                                 f"{', '.join(ROLES)}")
+        return render_chat(self.chat_template, list(messages), add_generation_prompt,
+                           model=self.name, **self.special_tokens)
+
+    def chat(self, messages: Sequence[dict[str, str]], max_new_tokens: int = 256,
+             **kwargs: Any) -> Iterator[str]:
+        """Stream the assistant's reply to messages ([{"role": ..., "content": ...}, ...])
+        with the model's chat template; stops at the end-of-turn token."""
+        return self.stream(self.render_chat(messages), max_new_tokens, **kwargs)
+
+    def chat_async(self, messages: Sequence[dict[str, str]], max_new_tokens: int = 256,
+                   **kwargs: Any) -> AsyncIterator[str]:
+        """Async form of chat()."""
+        return self.stream_async(self.render_chat(messages), max_new_tokens, **kwargs)
+
+
+def _stop_prefix(text: str, stop: Sequence[str]) -> int:
+    """Length of the longest end of text that begins some stop string (held back)."""
+    return max((k for s in stop for k in range(min(len(s) - 1, len(text)), 0, -1)
+                if s.startswith(text[-k:])), default=0)
+
+
+def _find_stop(text: str, stop: Sequence[str]) -> int | None:
+    """Index where the first stop string starts in text, or None."""
+    hits = [i for i in (text.find(s) for s in stop) if i >= 0]
+    return min(hits) if hits else None
+
+
+def load(path_or_bytes: str | os.PathLike[str] | bytes, device: Any = None,
+         max_context: int | None = None,
+         progress: Callable[[int, int], None] | None = None) -> LanguageModel:
+    """Load a language model from its GGUF file and compile it.
+
+    Args:
+        path_or_bytes: a .gguf file, or its bytes.
+        device: a device from webrlx.device(), "reference", or None for the default.
+        max_context: KV cache positions (prompt + new tokens), up to the model's context;
+            None: min(DEFAULT_CAPACITY, the model's context).
+        progress: called with (bytes read, total bytes) while the file is read.
+
+    Raises:
+        UnsupportedModelError: an architecture, tokenizer or tensor type webrlx does not run
+            (the message names it and lists the supported ones).
+    """
+    file = gguf.load(path_or_bytes, progress=progress)
+    if max_context is None:
+        max_context = min(DEFAULT_CAPACITY, model_config(file).context)
+    return LanguageModel(file, device, max_context)
+
+
+__all__ = ["FAMILIES", "LanguageModel", "Sampling", "Stats", "UnsupportedModelError", "load"]
