@@ -6,30 +6,6 @@ from __future__ import annotations
 
 XFAIL: dict[str, str] = {}
 
-# 38 tests
-_why = ('Attention family not implemented yet (ops/attention.py)')
-XFAIL.update(dict.fromkeys([
-    "test_causal_conv_with_state_b1_c1_degenerate", "test_causal_conv_with_state_basic",
-    "test_causal_conv_with_state_decode_step", "test_causal_conv_with_state_fp16",
-    "test_causal_conv_with_state_kernel_size_one",
-    "test_causal_conv_with_state_short_input_no_past_state", "test_causal_conv_with_state_silu",
-    "test_causal_conv_with_state_silu_fp16", "test_causal_conv_with_state_silu_with_past_state",
-    "test_causal_conv_with_state_swish_alias", "test_causal_conv_with_state_with_bias",
-    "test_causal_conv_with_state_with_bias_and_past_state",
-    "test_causal_conv_with_state_with_past_state", "test_flexattention",
-    "test_flexattention_causal_mask", "test_flexattention_diff_head_sizes",
-    "test_flexattention_double", "test_flexattention_fp16", "test_flexattention_gqa",
-    "test_flexattention_prob_mod", "test_flexattention_relative_positional",
-    "test_flexattention_scaled", "test_flexattention_score_mod", "test_flexattention_soft_cap",
-    "test_linear_attention_decode_step", "test_linear_attention_delta",
-    "test_linear_attention_explicit_scale", "test_linear_attention_fp16",
-    "test_linear_attention_gated", "test_linear_attention_gated_delta",
-    "test_linear_attention_gated_delta_beta_scalar", "test_linear_attention_gated_delta_gqa",
-    "test_linear_attention_gated_delta_mqa", "test_linear_attention_gated_per_head_decay",
-    "test_linear_attention_linear", "test_linear_attention_linear_t1_no_past",
-    "test_linear_attention_no_past_explicit_zeros", "test_linear_attention_prefill_with_past",
-], _why))
-
 # 57 tests
 _why = ('Loop/Scan/sequences/optionals not implemented yet (ops/control.py, '
         'ops/sequence.py)')

@@ -1,7 +1,9 @@
 """Attention-family rows: Attention (opsets 23-24: 3-D and 4-D inputs, grouped kv heads,
 attn_mask bool/float, is_causal, scale, softcap, past/present key/value, nonpad_kv_seqlen, the
-qk_matmul_output modes), RotaryEmbedding (cos/sin caches) and TensorScatter (KV-cache writes).
-Plain attention lowers onto webrlx's fused attention op; the other forms are composed."""
+qk_matmul_output modes), RotaryEmbedding (cos/sin caches), TensorScatter (KV-cache writes),
+CausalConvWithState, LinearAttention (linear/gated/delta/gated_delta recurrences) and
+ai.onnx.preview FlexAttention (score_mod / prob_mod subgraphs inlined). Plain attention lowers
+onto webrlx's fused attention op; the other forms are composed."""
 from __future__ import annotations
 
 import math
@@ -192,3 +194,107 @@ def tensor_scatter(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any
     inside = wt.where(src >= 0, src, seq) < seq
     safe = wt.where(inside, src, 0).expand(shape[:axis] + (size,) + shape[axis + 1:])
     return [wt.where(inside, update.take_along_axis(safe, axis), cache)]
+
+
+@op("CausalConvWithState", since=27)
+def causal_conv_with_state(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
+                           ) -> list[Any]:
+    x, w = lift(ctx, ins[0], ins[1])
+    bias, past = _opt(ins, 2), _opt(ins, 3)
+    activation = attrs.get("activation", b"none").decode()
+    if activation not in ("none", "silu", "swish"):
+        raise OnnxImportError(f"CausalConvWithState: unknown activation {activation!r}")
+    b, c, n = static_shape(ctx, x)
+    k = static_shape(ctx, w)[2]
+    xf = x.cast("float32")
+    if past is not None:
+        padded = wt.concat([ctx.tensor(past).cast("float32"), xf], 2)
+    elif k > 1:
+        padded = wt.concat([ctx.tensor(np.zeros((b, c, k - 1), np.float32)), xf], 2)
+    else:
+        padded = xf
+    # a depthwise convolution (one group per channel) over the left-padded sequence
+    y = nn.conv2d(padded.reshape((b, c, 1, n + k - 1)),
+                  w.cast("float32").reshape((c, 1, 1, k)),
+                  None if bias is None else ctx.tensor(bias).cast("float32"), groups=c)
+    y = y.reshape((b, c, n))
+    if activation != "none":
+        y = y.silu()
+    if k == 1:     # no state to keep: an empty (b, c, 0) array
+        return [y.cast(x.dtype), np.zeros((b, c, 0), x.dtype.np_dtype)]
+    return [y.cast(x.dtype), padded[:, :, n:].cast(x.dtype)]
+
+
+def _step(x: Tensor, t: int) -> Tensor:
+    """Time step t of (b, heads, time, d) -> (b, heads, d)."""
+    return x[:, :, t, :]
+
+
+@op("LinearAttention", since=27)
+def linear_attention(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
+                     ) -> list[Any]:
+    q0, k, v = lift(ctx, *ins[:3])
+    q, k, v = (t.cast("float32") for t in (q0, k, v))     # the state accumulates in float32
+    past, decay, beta = (_opt(ins, i) for i in (3, 4, 5))
+    rule = attrs.get("update_rule", b"gated_delta").decode()
+    if rule not in ("linear", "gated", "delta", "gated_delta"):
+        raise OnnxImportError(f"LinearAttention: unknown update_rule {rule!r}")
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    if (decay is not None) != gated or (beta is not None) != delta:
+        raise OnnxImportError(f"LinearAttention: update_rule {rule!r} takes decay: {gated}, "
+                              f"beta: {delta}")
+    hq, hkv = attrs["q_num_heads"], attrs["kv_num_heads"]
+    b, steps, _ = static_shape(ctx, q)
+    q, k, v = _heads(ctx, q, hq), _heads(ctx, k, hkv), _heads(ctx, v, hkv)
+    dk, dv = static_shape(ctx, k)[3], static_shape(ctx, v)[3]
+    scale = float(attrs.get("scale", 0.0)) or 1.0 / math.sqrt(dk)
+    if gated:     # exp(decay) per kv head (b, hkv, T, 1) or per key dim (b, hkv, T, dk)
+        g = ctx.tensor(decay).cast("float32")
+        last = static_shape(ctx, g)[2]
+        g = _heads(ctx, g, hkv) if last != hkv else g.reshape((b, steps, hkv, 1)).permute(
+            0, 2, 1, 3)
+        g = g.exp()
+    if delta:     # (b, hkv or 1, T, 1)
+        bt = ctx.tensor(beta).cast("float32")
+        bt = bt.reshape((b, steps, static_shape(ctx, bt)[2], 1)).permute(0, 2, 1, 3)
+    state = ctx.tensor(past).cast("float32") if past is not None else ctx.tensor(
+        np.zeros((b, hkv, dk, dv), np.float32))
+    outs = []
+    # the recurrence, one time step after the other (the graph grows with the sequence)
+    for t in range(steps):
+        k_t, v_t = _step(k, t), _step(v, t)
+        if gated:
+            state = state * _step(g, t).unsqueeze(-1)
+        if delta:
+            seen = (k_t.unsqueeze(2) @ state).reshape((b, hkv, dv))
+            v_t = _step(bt, t) * (v_t - seen)
+        state = state + k_t.unsqueeze(-1) * v_t.unsqueeze(2)
+        q_t = _step(q, t).reshape((b, hkv, hq // hkv, dk))
+        outs.append((q_t @ state).reshape((b, hq, 1, dv)) * scale)
+    y = wt.concat(outs, 2).permute(0, 2, 1, 3).reshape((b, steps, hq * dv))
+    state_dtype = ctx.tensor(past).dtype if past is not None else q0.dtype
+    return [y.cast(q0.dtype), state.cast(state_dtype)]
+
+
+@op("FlexAttention", domain="ai.onnx.preview", since=1)
+def flex_attention(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
+                   ) -> list[Tensor]:
+    q0, k, v = lift(ctx, *ins[:3])
+    q, k, v = (t.cast("float32") for t in (q0, k, v))     # the softmax runs in float32
+    hq, dk = static_shape(ctx, q)[1], static_shape(ctx, q)[3]
+    hkv = static_shape(ctx, k)[1]
+    if hq % hkv:
+        raise OnnxImportError(f"FlexAttention: {hq} query heads are not a multiple of {hkv} "
+                              "kv heads")
+    k, v = _repeat_heads(k, hq // hkv), _repeat_heads(v, hq // hkv)
+    scale = float(attrs.get("scale", 1.0 / math.sqrt(dk)))
+    score_mod, prob_mod = attrs.get("score_mod"), attrs.get("prob_mod")
+    if score_mod is None and prob_mod is None and static_shape(ctx, v)[3] == dk:
+        return [nn.attention(q, k, v, scale=scale).cast(q0.dtype)]
+    scores = (q @ k.transpose(-1, -2)) * scale
+    if score_mod is not None:
+        scores = ctx.tensor(ctx.inline(score_mod, [scores])[0])
+    probs = scores.softmax(-1)
+    if prob_mod is not None:
+        probs = ctx.tensor(ctx.inline(prob_mod, [probs])[0])
+    return [(probs @ v).cast(q0.dtype)]
