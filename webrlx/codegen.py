@@ -62,11 +62,14 @@ _UNARY = {
     "round": "round({0})", "exp": "exp_({0})", "log": "log_({0})", "sqrt": "sqrt({0})",
     "rsqrt": "inverseSqrt({0})", "sin": "sin({0})", "cos": "cos({0})", "erf": "erf_({0})",
     "relu": "max({0}, {t}(0))",                     # integer relu (float: the activation)
+    "bitwise_not": "(~{0})",
 }
 # helpers in common/ieee and common/math are f32 (activations: webrlx/activations.py)
 _F32_ONLY = {"erf", "exp", "log"}
 _BINARY = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
-           "div": "({0} / {1})", "maximum": "max({0}, {1})", "minimum": "min({0}, {1})"}
+           "div": "({0} / {1})", "maximum": "max({0}, {1})", "minimum": "min({0}, {1})",
+           "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
+           "shl": "({0} << u32({1}))", "shr": "({0} >> u32({1}))"}   # WGSL: count mod 32
 _FLOAT_BINARY = {"maximum": "fmax_", "minimum": "fmin_"}   # NaN propagates (common/ieee)
 _BOOL_BINARY = {"mul": "({0} && {1})", "maximum": "({0} || {1})", "minimum": "({0} && {1})",
                 "add": "({0} || {1})"}

@@ -49,12 +49,15 @@ for _s in ("input", "param", "constant", "state"):
 UPDATES_INPUT: dict[str, int] = {}
 
 # -- elementwise --------------------------------------------------------------------------
-BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
+BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "bitwise_and", "bitwise_or",
+          "bitwise_xor", "shl", "shr")
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 UNARY = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
-         "gelu", "silu", "erf", "floor", "ceil", "round")
+         "gelu", "silu", "erf", "floor", "ceil", "round", "bitwise_not")
 FLOAT_ONLY = {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "gelu", "silu",
               "erf", "floor", "ceil", "round"}
+# two's complement bit ops on int32/uint32; shift counts are taken mod 32 (as WGSL does)
+INT_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "shl", "shr", "bitwise_not"}
 
 
 def _binary(op: str) -> Infer:
@@ -63,6 +66,8 @@ def _binary(op: str) -> Infer:
         d = dt.result_dtype(*dtypes)
         if d == dt.bool_ and op not in ("maximum", "minimum", "mul"):
             raise ShapeError(f"{op}: not defined for bool operands; cast to int32 or float32")
+        if op in INT_ONLY and not d.is_int:
+            raise ShapeError(f"{op}: needs int32/uint32 operands, got {d}")
         if op == "div" and not d.is_float:
             d = dt.float32   # true division, as numpy
         return shape, d
@@ -81,6 +86,8 @@ def _unary(op: str) -> Infer:
         (d,) = dtypes
         if op in FLOAT_ONLY and not d.is_float:
             raise ShapeError(f"{op}: needs a float32/float16 operand, got {d}; cast it first")
+        if op in INT_ONLY and not d.is_int:
+            raise ShapeError(f"{op}: needs an int32/uint32 operand, got {d}")
         if op in ("neg", "abs") and d == dt.bool_:
             raise ShapeError(f"{op}: not defined for bool; cast to int32 first")
         if op == "gelu" and attrs.get("approximate", "none") not in ("none", "tanh"):

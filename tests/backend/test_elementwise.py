@@ -117,6 +117,20 @@ def test_bitcast(backend, src, dst):
     check(backend, lambda t: t.bitcast(dst), lambda t: t.astype(src).view(dst), x)
 
 
+@pytest.mark.parametrize("op", ["and", "or", "xor", "not", "shl", "shr"])
+@pytest.mark.parametrize("dtype", ["int32", "uint32"])
+def test_bitwise(backend, op, dtype):
+    a = np.array([0, 1, -1, 5, -6, 0x7FFFFFFF, -0x80000000, 12345678], np.int64).astype(dtype)
+    b = np.array([3, 0, 7, 31, 1, 4, 2, 9], dtype)
+    fn, np_fn = {"and": (lambda x, y: x & y, np.bitwise_and),
+                 "or": (lambda x, y: x | y, np.bitwise_or),
+                 "xor": (lambda x, y: x ^ y, np.bitwise_xor),
+                 "not": (lambda x, y: ~x, lambda x, y: np.invert(x)),
+                 "shl": (lambda x, y: x << y, np.left_shift),
+                 "shr": (lambda x, y: x >> y, np.right_shift)}[op]
+    check(backend, fn, np_fn, a, b)
+
+
 def test_int_arithmetic(backend):
     a = np.arange(-6, 6, dtype=np.int32)
     check(backend, lambda x: (x * 3 + 1) - x.maximum(0), lambda x: (x * 3 + 1) - np.maximum(x, 0),
