@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# On the lent GPU machine (docs/dawn.md): webrlx through Dawn in Pyodide in Node, beside
+# wgpu-native, from one committed snapshot. Stages, each one device-tool call:
+#   setup   carry .gl .whl .dawn/{node.xz,dawn.node.xz,pyodide.tar.xz,snap.tar.xz,wheels}
+#   part    carry .dawn/parts/m.partNN (model files in 27 MiB parts), gathered in /tmp/dawn/big
+#   tests   unpack the models; the backend suite natively and under Dawn, into $OUT
+#   bench   bench/engines.py natively and under Dawn, and `python -m webrlx bench` both ways
+set -uo pipefail
+D=/tmp/dawn
+S=$D/snap                     # the snapshot: `git archive HEAD`, the wheel built from it
+ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export VK_DRIVER_FILES=$ICD PYTHONPATH="$HOME/site:$S" HF_HUB_OFFLINE=1
+export WEBRLX_MINILM_DIR=$D/models/minilm WEBRLX_SMOLLM2_DIR=$D/models/smollm2
+dawn() { (cd $S && python3 -m webrlx dawn --node $D/node --dawn $D/dawn.node \
+  --pyodide $D/pyodide --wheels $D/wheels "$@"); }
+case "$1" in
+setup)
+  for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$HOME/site" .whl/*.whl
+  mkdir -p $D/pyodide $S $D/big $D/wheels
+  xz -dc .dawn/node.xz > $D/node && chmod +x $D/node
+  xz -dc .dawn/dawn.node.xz > $D/dawn.node
+  tar xJf .dawn/pyodide.tar.xz -C $D/pyodide && tar xJf .dawn/snap.tar.xz -C $S
+  cp .dawn/wheels/*.whl $D/wheels/
+  $D/node --version && (cd $S && python3 -m webrlx info | head -3)
+  dawn -- python -c "import webrlx as wr; i = wr.device().info; print(i.name, sorted(i.features))"
+  ;;
+part)
+  cp .dawn/parts/m.part* $D/big/ && ls $D/big
+  ;;
+tests)
+  mkdir -p $D/models && cat $D/big/m.part* | tar xf - -C $D/models && ls -R $D/models | head
+  # three Dawn sessions side by side (one Pyodide each), and the native suite
+  G1="tests/backend/test_matmul.py tests/backend/test_elementwise.py tests/backend/test_reduce.py"
+  G2="tests/backend/test_smollm2.py tests/backend/test_minilm.py tests/backend/test_models.py tests/backend/test_decoder_ops.py tests/backend/test_quant.py"
+  G3=$(cd $S && ls tests/backend/test_*.py | grep -v -e test_matmul -e test_elementwise \
+    -e test_reduce -e test_smollm2 -e test_minilm -e test_models -e test_decoder_ops -e test_quant)
+  i=0; for g in "$G1" "$G2" "$G3"; do i=$((i+1))
+    dawn --json $OUT/dawn-tests-$i.json -- pytest $g > $OUT/dawn-tests-$i.txt 2>&1 &
+  done
+  (cd $S && python3 -m pytest tests/backend -q -p no:cacheprovider > $OUT/native-tests.txt 2>&1)
+  wait; tail -3 $OUT/native-tests.txt; for i in 1 2 3; do tail -1 $OUT/dawn-tests-$i.txt; done
+  ;;
+bench)
+  (cd $S && python3 bench/engines.py --new 256 > $OUT/engines-native.json)
+  dawn -- python bench/engines.py --new 256 > $OUT/engines-dawn.json
+  (cd $S && python3 bench/engines.py --compare $OUT/engines-native.json $OUT/engines-dawn.json \
+    > $OUT/engines.json)
+  (cd $S && python3 -m webrlx bench ${BENCH_ARGS:-} > $OUT/bench-native.json)
+  dawn -- bench ${BENCH_ARGS:-} > $OUT/bench-dawn.json
+  ;;
+esac
