@@ -111,6 +111,33 @@ def logic(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> lis
     return [fn(a, b)]
 
 
+# bitwise: two's complement on the int32/uint32 the device holds (uint64 only below 2^32)
+@op("BitwiseAnd", "BitwiseOr", "BitwiseXor", host=_host_binary)
+def bitwise(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+    a, b = same_dtype(*lift(ctx, *ins))
+    fn = {"BitwiseAnd": operator.and_, "BitwiseOr": operator.or_,
+          "BitwiseXor": operator.xor}[node.op_type]
+    return [fn(a, b)]
+
+
+@op("BitwiseNot", host=lambda node, ins, attrs: [np.invert(ins[0])])
+def bitwise_not(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
+                ) -> list[Tensor]:
+    (a,) = lift(ctx, *ins)
+    return [~a]
+
+
+def _left(attrs: dict[str, Any]) -> bool:
+    return attrs["direction"] in (b"LEFT", "LEFT")
+
+
+@op("BitShift", host=lambda node, ins, attrs: [
+    (np.left_shift if _left(attrs) else np.right_shift)(ins[0], ins[1])])
+def bit_shift(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+    a, b = same_dtype(*lift(ctx, *ins))
+    return [a << b if _left(attrs) else a >> b]
+
+
 @op("Not", host=lambda node, ins, attrs: [np.logical_not(ins[0])])
 def not_(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
     (a,) = lift(ctx, *ins)
@@ -126,6 +153,28 @@ def _log1p(u: Tensor) -> Tensor:
 
 def _softplus(x: Tensor) -> Tensor:
     return x.relu() + _log1p((-abs(x)).exp())
+
+
+def _atan(x: Tensor) -> Tensor:
+    """arctan to float32 precision (Cephes atanf): |x| reduced to [0, tan(pi/8)], odd poly."""
+    t = abs(x)
+    big, mid = t > 2.414213562373095, t > 0.4142135623730950
+    r = wt.where(big, -1.0 / t, wt.where(mid, (t - 1.0) / (t + 1.0), t))
+    base = wt.where(big, np.pi / 2, wt.where(mid, np.pi / 4, 0.0))
+    z = r * r
+    poly = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z
+            - 3.33329491539e-1) * z * r + r
+    y = base + poly
+    return wt.where(x < 0, -y, y)
+
+
+def _asin(x: Tensor) -> Tensor:
+    return _atan(x / ((1.0 - x) * (1.0 + x)).sqrt())
+
+
+def _acos(x: Tensor) -> Tensor:
+    """2 atan(sqrt((1 - x) / (1 + x))): no cancellation near x = 1, pi at x = -1."""
+    return _atan(((1.0 - x) / (1.0 + x)).sqrt()) * 2.0
 
 
 def _unary(fn: Any) -> Any:
@@ -158,6 +207,9 @@ UNARY = {
     "Asinh": lambda x, at: (x + (x * x + 1.0).sqrt()).log(),
     "Acosh": lambda x, at: (x + (x * x - 1.0).sqrt()).log(),
     "Atanh": lambda x, at: ((1.0 + x) / (1.0 - x)).log() * 0.5,
+    "Atan": lambda x, at: _atan(x),
+    "Asin": lambda x, at: _asin(x),
+    "Acos": lambda x, at: _acos(x),
     "IsNaN": lambda x, at: x != x,
     "Softplus": lambda x, at: _softplus(x),
     "Softsign": lambda x, at: x / (abs(x) + 1.0),
