@@ -151,13 +151,6 @@ XFAIL.update(dict.fromkeys([
     "test_castlike_FLOAT16_to_UINT2*", "test_castlike_FLOAT_to_UINT2*", "test_castlike_UINT2*",
 ], _why))
 
-# 29 tests
-_why = ('elementwise op not implemented yet (ops/math.py)')
-XFAIL.update(dict.fromkeys([
-    "test_acos", "test_acos_*", "test_asin", "test_asin_*", "test_atan", "test_atan_*",
-    "test_bits*", "test_bitw*",
-], _why))
-
 # 80 tests
 _why = ('image sampling not implemented yet (ops/resize.py)')
 XFAIL.update(dict.fromkeys([
