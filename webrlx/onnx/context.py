@@ -55,6 +55,9 @@ class Context:
         self.opsets = opsets
         self.params = params
         self.values: dict[str, Value] = {}
+        # ONNX element types of names where the device dtype loses them (uint8 and float8 are
+        # both held as int32 / float32): graph inputs, initializers, outputs of typed rows
+        self.elem_types: dict[str, int] = {}
         self._initializer_names = initializer_names
         self._lifted: dict[int, tuple[np.ndarray, Tensor]] = {}
         self.node_name = ""

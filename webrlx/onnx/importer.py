@@ -72,8 +72,10 @@ def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,
     inits = {name: _decode(t) for name, t in model.graph.initializers.items()}
     ctx = Context(g, model.opsets, params, {id(a): n for n, a in inits.items()}, import_nodes)
     ctx.values.update(inits)
+    ctx.elem_types.update({n: t.elem_type for n, t in model.graph.initializers.items()})
     input_dtypes = {}
     for vi in model.graph.inputs:
+        ctx.elem_types.setdefault(vi.name, vi.type.elem_type)
         if vi.name in inits and vi.name not in (input_shapes or {}):
             continue          # an initializer listed as an input: a default we keep
         if vi.name in host_inputs:

@@ -13,6 +13,7 @@ from ... import tensor as wt
 from ...tensor import Tensor
 from ..context import Context
 from .common import lift, onnx_device_dtype, onnx_np_dtype, same_dtype, static_shape
+from .quant import ROUNDED_CASTS, cast_to, elem_type_of, host_cast
 from .registry import op
 
 
@@ -285,7 +286,15 @@ def clip(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list
 
 
 # -- casts and selection -------------------------------------------------------------------
+def _cast_mode(attrs: dict[str, Any]) -> tuple[bool, str]:
+    """Cast's saturate and round_mode attributes (float8 and float8e8m0 targets)."""
+    mode = attrs.get("round_mode", "up")
+    return bool(attrs.get("saturate", 1)), mode.decode() if isinstance(mode, bytes) else mode
+
+
 def _host_cast(node: Any, ins: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
+    if attrs["to"] in ROUNDED_CASTS:
+        return [host_cast(ins[0], attrs["to"], *_cast_mode(attrs))]
     target = onnx_np_dtype(attrs["to"])
     x = ins[0]
     if x.dtype.kind == "f" and target.kind in "iu":
@@ -297,6 +306,9 @@ def _host_cast(node: Any, ins: list[np.ndarray], attrs: dict[str, Any]) -> list[
 @op("Cast", host=_host_cast)
 def cast(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
     (x,) = lift(ctx, ins[0])
+    ctx.elem_types[node.outputs[0]] = attrs["to"]
+    if attrs["to"] in ROUNDED_CASTS:
+        return [cast_to(x, attrs["to"], *_cast_mode(attrs))]
     target = onnx_device_dtype(attrs["to"])
     if target == "bool":
         return [x != 0]
@@ -306,6 +318,10 @@ def cast(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list
 @op("CastLike", host=lambda node, ins, attrs: [ins[0].astype(ins[1].dtype)])
 def cast_like(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
     x, like = lift(ctx, *ins)
+    to = elem_type_of(ctx, node.inputs[1], ins[1])
+    if to in ROUNDED_CASTS:
+        ctx.elem_types[node.outputs[0]] = to
+        return [cast_to(x, to, *_cast_mode(attrs))]
     if like.dtype.name == "bool":
         return [x != 0]
     return [x.cast(like.dtype)]
