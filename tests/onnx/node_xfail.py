@@ -29,21 +29,6 @@ XFAIL.update(dict.fromkeys([
     "test_ada*", "test_ai*", "test_mom*", "test_nes*",
 ], _why))
 
-# 3 tests
-_why = ('casts to bfloat16 must round to 8 mantissa bits (ops/quant.py)')
-XFAIL.update(dict.fromkeys([
-    "test_cast_FLOAT_to_B*", "test_castlike_FLOAT_to_B*",
-], _why))
-
-# 12 tests
-_why = ('casts to int4/uint4 must saturate/wrap to 4 bits (ops/quant.py)')
-XFAIL.update(dict.fromkeys([
-    "test_cast_FLOAT16_to_INT4", "test_cast_FLOAT16_to_UINT4", "test_cast_FLOAT_to_INT4",
-    "test_cast_FLOAT_to_UINT4", "test_castlike_FLOAT16_to_INT4*",
-    "test_castlike_FLOAT16_to_UINT4*", "test_castlike_FLOAT_to_INT4*",
-    "test_castlike_FLOAT_to_UINT4*",
-], _why))
-
 # 58 tests
 _why = ('conv/pool/norm variant not implemented yet (ops/nn.py)')
 XFAIL.update(dict.fromkeys([
@@ -65,90 +50,6 @@ XFAIL.update(dict.fromkeys([
 _why = ('data-movement op not implemented yet (ops/indexing.py)')
 XFAIL.update(dict.fromkeys([
     "test_det*", "test_ei*",
-], _why))
-
-# 12 tests
-_why = ('element type float4e2m1: not decoded by the reader yet (ops/quant.py: '
-        'float8/float4/2-bit casts)')
-XFAIL.update(dict.fromkeys([
-    "test_cast_FLOAT16_to_FLOAT4*", "test_cast_FLOAT4*", "test_cast_FLOAT_to_FLOAT4*",
-    "test_castlike_FLOAT16_to_FLOAT4*", "test_castlike_FLOAT4*", "test_castlike_FLOAT_to_FLOAT4*",
-], _why))
-
-# 18 tests
-_why = ('element type float8e4m3fn: not decoded by the reader yet (ops/quant.py: '
-        'float8/float4/2-bit casts)')
-XFAIL.update(dict.fromkeys([
-    "test_cast_FLOAT16_to_FLOAT8E4M3FN", "test_cast_FLOAT8E4M3FN_*",
-    "test_cast_FLOAT_to_FLOAT8E4M3FN", "test_cast_no_saturate_FLOAT16_to_FLOAT8E4M3FN",
-    "test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FN", "test_castlike_FLOAT16_to_FLOAT8E4M3FN",
-    "test_castlike_FLOAT16_to_FLOAT8E4M3FN_*", "test_castlike_FLOAT8E4M3FN_*",
-    "test_castlike_FLOAT_to_FLOAT8E4M3FN", "test_castlike_FLOAT_to_FLOAT8E4M3FN_*",
-    "test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FN",
-    "test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FN_*",
-    "test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN",
-    "test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN_*",
-], _why))
-
-# 18 tests
-_why = ('element type float8e4m3fnuz: not decoded by the reader yet (ops/quant.py: '
-        'float8/float4/2-bit casts)')
-XFAIL.update(dict.fromkeys([
-    "test_cast_FLOAT16_to_FLOAT8E4M3FNU*", "test_cast_FLOAT8E4M3FNU*",
-    "test_cast_FLOAT_to_FLOAT8E4M3FNU*", "test_cast_no_saturate_FLOAT16_to_FLOAT8E4M3FNU*",
-    "test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FNU*", "test_castlike_FLOAT16_to_FLOAT8E4M3FNU*",
-    "test_castlike_FLOAT8E4M3FNU*", "test_castlike_FLOAT_to_FLOAT8E4M3FNU*",
-    "test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FNU*",
-    "test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FNU*",
-], _why))
-
-# 18 tests
-_why = ('element type float8e5m2: not decoded by the reader yet (ops/quant.py: '
-        'float8/float4/2-bit casts)')
-XFAIL.update(dict.fromkeys([
-    "test_cast_FLOAT16_to_FLOAT8E5M2", "test_cast_FLOAT8E5M2_*", "test_cast_FLOAT_to_FLOAT8E5M2",
-    "test_cast_no_saturate_FLOAT16_to_FLOAT8E5M2", "test_cast_no_saturate_FLOAT_to_FLOAT8E5M2",
-    "test_castlike_FLOAT16_to_FLOAT8E5M2", "test_castlike_FLOAT16_to_FLOAT8E5M2_*",
-    "test_castlike_FLOAT8E5M2_*", "test_castlike_FLOAT_to_FLOAT8E5M2",
-    "test_castlike_FLOAT_to_FLOAT8E5M2_*", "test_castlike_no_saturate_FLOAT16_to_FLOAT8E5M2",
-    "test_castlike_no_saturate_FLOAT16_to_FLOAT8E5M2_*",
-    "test_castlike_no_saturate_FLOAT_to_FLOAT8E5M2",
-    "test_castlike_no_saturate_FLOAT_to_FLOAT8E5M2_*",
-], _why))
-
-# 18 tests
-_why = ('element type float8e5m2fnuz: not decoded by the reader yet (ops/quant.py: '
-        'float8/float4/2-bit casts)')
-XFAIL.update(dict.fromkeys([
-    "test_cast_FLOAT16_to_FLOAT8E5M2F*", "test_cast_FLOAT8E5M2F*",
-    "test_cast_FLOAT_to_FLOAT8E5M2F*", "test_cast_no_saturate_FLOAT16_to_FLOAT8E5M2F*",
-    "test_cast_no_saturate_FLOAT_to_FLOAT8E5M2F*", "test_castlike_FLOAT16_to_FLOAT8E5M2F*",
-    "test_castlike_FLOAT8E5M2F*", "test_castlike_FLOAT_to_FLOAT8E5M2F*",
-    "test_castlike_no_saturate_FLOAT16_to_FLOAT8E5M2F*",
-    "test_castlike_no_saturate_FLOAT_to_FLOAT8E5M2F*",
-], _why))
-
-# 4 tests
-_why = ('element type float8e8m0: not decoded by the reader yet (ops/quant.py: '
-        'float8/float4/2-bit casts)')
-XFAIL.update(dict.fromkeys([
-    "test_cast_e*",
-], _why))
-
-# 15 tests
-_why = ('element type int2: not decoded by the reader yet (ops/quant.py: '
-        'float8/float4/2-bit casts)')
-XFAIL.update(dict.fromkeys([
-    "test_cast_FLOAT16_to_INT2", "test_cast_FLOAT_to_INT2", "test_cast_INT2*",
-    "test_castlike_FLOAT16_to_INT2*", "test_castlike_FLOAT_to_INT2*", "test_castlike_INT2*",
-], _why))
-
-# 15 tests
-_why = ('element type uint2: not decoded by the reader yet (ops/quant.py: '
-        'float8/float4/2-bit casts)')
-XFAIL.update(dict.fromkeys([
-    "test_cast_FLOAT16_to_UINT2", "test_cast_FLOAT_to_UINT2", "test_cast_UINT2*",
-    "test_castlike_FLOAT16_to_UINT2*", "test_castlike_FLOAT_to_UINT2*", "test_castlike_UINT2*",
 ], _why))
 
 # 80 tests
@@ -178,10 +79,11 @@ XFAIL.update(dict.fromkeys([
     "test_maxpool_2d_pa*", "test_maxpool_2d_sa*", "test_maxpool_3*", "test_maxpool_w*",
 ], _why))
 
-# 55 tests
-_why = ('quantization not implemented yet (ops/quant.py)')
+# 2 tests
+_why = ('BitCast between 64-bit types: float64/int64 are held as 32-bit values on the device, '
+        'their bits are gone (ops/quant.py)')
 XFAIL.update(dict.fromkeys([
-    "test_bitc*", "test_convi*", "test_deq*", "test_dy*", "test_matmuli*", "test_q*",
+    "test_bitcast_float64_to_int64", "test_bitcast_int64_to_float64",
 ], _why))
 
 # 6 tests
