@@ -80,12 +80,12 @@ def _scatter(ctx: Context, data: Tensor, flat: Tensor, upd: Tensor, reduction: s
         f = data.cast("float32")
         u = upd.cast("float32")
         zeros = ctx.tensor(np.zeros(shape, np.float32))
-        sums = zeros._op("scatter_add", flat, u)
+        sums = zeros.scatter_add(flat, u)
         if reduction == "add":
             out = f + sums
         else:
             ones = ctx.tensor(np.ones(static_shape(ctx, u), np.float32))
-            hit = zeros._op("scatter_add", flat, ones) > 0
+            hit = zeros.scatter_add(flat, ones) > 0
             out = wt.where(hit, sums, f)
         return out.cast(data.dtype)
     # mul / max / min: a (P, N) match matrix, each row reduced over the updates hitting it
