@@ -46,12 +46,6 @@ XFAIL.update(dict.fromkeys([
     "test_rms_normalization_4d_axis_negative_4", "test_rms_normalization_default_axis",
 ], _why))
 
-# 8 tests
-_why = ('data-movement op not implemented yet (ops/indexing.py)')
-XFAIL.update(dict.fromkeys([
-    "test_det*", "test_ei*",
-], _why))
-
 # 80 tests
 _why = ('image sampling not implemented yet (ops/resize.py)')
 XFAIL.update(dict.fromkeys([
