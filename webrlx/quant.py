@@ -22,6 +22,10 @@ its low and weight i + 16 (legacy) / i + 32 (K-quants, per 64 weights) in its hi
 - Q6_K 210 B: ql[128], qh[64], scales int8[16], d: weight 128 h + 32 t + l is the nibble
   (t / 2) of ql[64 h + 32 (t % 2) + l] | ((qh[32 h + l] >> 2 t) & 3) << 4, minus 32, in
   sub-block 8 h + 2 t + l / 16; w = d * sc * q.
+- IQ4_NL 18 B: d, qs[16] as Q4_0; w = d * IQ4_VALUES[q] (a non-linear 4-bit grid).
+- IQ4_XS 136 B: d, scales_h u16, scales_l[4], qs[128]: sub-block s of 32 is qs[16 s..] (low
+  nibbles, then high); its scale (nibble s of scales_l | bits 2 s of scales_h << 4) - 32;
+  w = d * sc * IQ4_VALUES[q].
 """
 from __future__ import annotations
 
@@ -31,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 
 _F32 = np.float32
+IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113],
+                      np.int8)                  # ggml's kvalues_iq4nl
 
 
 def _half(b: np.ndarray, at: int) -> np.ndarray:
@@ -121,6 +127,21 @@ def _q6_k(b: np.ndarray) -> np.ndarray:
     return (d * q.reshape(n, 16, 16).astype(_F32)).reshape(n, 256)
 
 
+def _iq4_nl(b: np.ndarray) -> np.ndarray:
+    return _half(b, 0) * IQ4_VALUES[_nibbles(b[:, 2:], 16)].astype(_F32)
+
+
+def _iq4_xs(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    sub = np.arange(8, dtype=np.uint32)
+    high = b[:, 2:4].copy().view("<u2").astype(np.uint32)
+    low = b[:, 4:8].copy().view("<u4").astype(np.uint32)
+    sc = ((low >> 4 * sub) & 15) | (((high >> 2 * sub) & 3) << 4)
+    dl = (_half(b, 0) * (sc.astype(np.int32) - 32).astype(_F32)).reshape(n, 8, 1)
+    q = IQ4_VALUES[_nibbles(b[:, 8:], 16)].astype(_F32).reshape(n, 8, 32)
+    return (dl * q).reshape(n, 256)
+
+
 @dataclass(frozen=True)
 class BlockFormat:
     """One GGUF block format: what the kernels and the numpy dequantizer need to know."""
@@ -145,6 +166,8 @@ FORMATS: dict[str, BlockFormat] = {f.name: f for f in (
     BlockFormat("q5_k", 13, 256, 176, (0, 2), lambda b: _q45_k(b, True)),
     BlockFormat("q2_k", 10, 256, 84, (80, 82), _q2_k),
     BlockFormat("q3_k", 11, 256, 110, (108,), _q3_k),
+    BlockFormat("iq4_nl", 20, 32, 18, (0,), _iq4_nl),
+    BlockFormat("iq4_xs", 23, 256, 136, (0,), _iq4_xs),
 )}
 
 

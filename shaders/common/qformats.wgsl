@@ -8,7 +8,8 @@
 // Shifts are by constants or by one scalar: CPU adapters (lavapipe, SwiftShader) run lanes as
 // SIMD and scalarize a vec4 shifted by per-component amounts.
 override FMT: u32 = 3u;           // GGML type id: 2 Q4_0, 3 Q4_1, 6 Q5_0, 7 Q5_1, 8 Q8_0,
-                                  // 10 Q2_K, 11 Q3_K, 12 Q4_K, 13 Q5_K, 14 Q6_K
+                                  // 10 Q2_K, 11 Q3_K, 12 Q4_K, 13 Q5_K, 14 Q6_K, 20 IQ4_NL,
+                                  // 23 IQ4_XS
 override QK: u32 = 32u;           // weights per block: 32, or 256 (K-quants)
 override QBYTES: u32 = 20u;       // bytes per block
 override OWN: bool = true;        // Q4_1 / Q8_0: the kernels' own decoding paths
@@ -149,6 +150,34 @@ fn deq8_q6_k(o: u32, j: u32, s: bool) -> array<vec4<f32>, 2> {
     return pair(d * (lo - 32.0), d * (hi - 32.0));
 }
 
+// IQ4_NL, IQ4_XS: nibbles index ggml's kvalues_iq4nl (16 int8, packed little-endian)
+const IQ4_VALUES = vec4<u32>(0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u);
+fn iq4(q: u32) -> f32 {
+    let t = IQ4_VALUES;
+    return f32(bitcast<i32>(t[q >> 2u] << (24u - 8u * (q & 3u))) >> 24u);
+}
+fn iq4x4(v: u32, sh: u32) -> vec4<f32> {
+    let q = (v >> sh) & 0x0F0F0F0Fu;
+    return vec4<f32>(iq4(q & 15u), iq4((q >> 8u) & 15u), iq4((q >> 16u) & 15u), iq4(q >> 24u));
+}
+// IQ4_NL: qs as Q4_0's at o + 2; IQ4_XS: sub-block sub's 16 bytes at o + 8 + 16 sub (weights
+// 8j.. are the low nibbles of its bytes 8 (j % 2).. for j % 4 < 2, else the high ones)
+fn deq8_iq4(o: u32, j: u32, s: bool) -> array<vec4<f32>, 2> {
+    var d = qhalf(o, s);
+    var q = o + 2u + (j & 1u) * 8u;
+    var sh = (j >> 1u) * 4u;
+    if (FMT == 23u) {
+        let sub = j >> 2u;
+        let dh = wword(o >> 2u, s);
+        let sc = ((wword((o >> 2u) + 1u, s) >> (4u * sub)) & 15u) |
+                 (((dh >> (16u + 2u * sub)) & 3u) << 4u);
+        d = unpack2x16float(dh).x * f32(i32(sc) - 32);
+        q = o + 8u + 16u * sub + (j & 1u) * 8u;
+        sh = ((j >> 1u) & 1u) * 4u;
+    }
+    return pair(d * iq4x4(qword(q, s), sh), d * iq4x4(qword(q + 4u, s), sh));
+}
+
 // weights 8j..8j+7 of block b, in FMT
 fn deq8(b: u32, j: u32, s: bool) -> array<vec4<f32>, 2> {
     let o = b * QBYTES;
@@ -156,6 +185,7 @@ fn deq8(b: u32, j: u32, s: bool) -> array<vec4<f32>, 2> {
     if (FMT == 10u || FMT == 11u) { return deq8_q23_k(o, j, s); }
     if (FMT == 12u || FMT == 13u) { return deq8_q45_k(o, j, s); }
     if (FMT == 14u) { return deq8_q6_k(o, j, s); }
+    if (FMT == 20u || FMT == 23u) { return deq8_iq4(o, j, s); }
     // Q4_0, Q4_1, Q5_0, Q5_1: qs after d (, m) (, qh)
     return deq8_legacy(o, o + select(2u, 4u, FMT == 3u || FMT == 7u) +
                        select(0u, 4u, FMT == 6u || FMT == 7u), j, s);

@@ -207,7 +207,7 @@ def test_dequantize_matches_gguf_quants(qtype: QT) -> None:
     np.testing.assert_array_equal(ours, gguf.quants.dequantize(raw, qtype).astype(np.float32))
 
 
-@pytest.mark.parametrize("qtype", [QT.Q2_K, QT.Q3_K, QT.Q4_K, QT.Q5_K, QT.Q6_K])
+@pytest.mark.parametrize("qtype", [QT.Q2_K, QT.Q3_K, QT.Q4_K, QT.Q5_K, QT.Q6_K, QT.IQ4_XS])
 def test_dequantize_k_quants_matches_gguf_quants(qtype: QT) -> None:
     from webrlx import quant
     raw = quant.random_blocks(qtype.name.lower(), 3, 512, seed=qtype.value)   # finite scales
@@ -217,14 +217,14 @@ def test_dequantize_k_quants_matches_gguf_quants(qtype: QT) -> None:
 
 
 def test_dequantize_refuses_what_it_cannot_do() -> None:
-    with pytest.raises(ValueError, match="no numpy dequantizer for IQ4_XS"):
-        dequantize(np.zeros(136, np.uint8), "IQ4_XS", (256,))
+    with pytest.raises(ValueError, match="no numpy dequantizer for IQ2_XXS"):
+        dequantize(np.zeros(66, np.uint8), "IQ2_XXS", (256,))
     with pytest.raises(ValueError, match=r"Q8_0\[64\] needs 68 bytes, got 34"):
         dequantize(np.zeros(34, np.uint8), "Q8_0", (64,))
     with pytest.raises(ValueError, match="unknown ggml type 'Q9'"):
         dequantize(np.zeros(4, np.uint8), "Q9", (1,))
-    f = load(one_tensor([256, 1], code=23, data=bytes(256)))  # IQ4_XS parses, no dequantizer
-    assert f.tensors["w"].type == "IQ4_XS" and f.tensor_bytes("w").nbytes == 136
+    f = load(one_tensor([256, 1], code=16, data=bytes(256)))  # IQ2_XXS parses, no dequantizer
+    assert f.tensors["w"].type == "IQ2_XXS" and f.tensor_bytes("w").nbytes == 66
     with pytest.raises(GGUFError, match="<bytes>: tensor 'w': dequantize: no numpy"):
         f.tensor_f32("w")
 

@@ -84,7 +84,7 @@ def test_words_pad_to_four_bytes():
 
 def test_bad_arguments_say_what_is_wrong():
     with pytest.raises(ValueError, match="format must be one of"):
-        quant.nbytes("iq4_nl", 1, 32)
+        quant.nbytes("iq2_xxs", 1, 32)
     with pytest.raises(ValueError, match="k % 32"):
         quant.quantize(np.zeros((2, 48), np.float32), "q8_0")
     with pytest.raises(ValueError, match="k % 256"):

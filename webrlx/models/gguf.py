@@ -310,8 +310,8 @@ def dequantize(raw: np.ndarray, ggml_type: str, shape: tuple[int, ...]) -> np.nd
     """Return the float32 values of `raw` (a tensor's bytes, uint8) of type `ggml_type`.
 
     Supports F32, F16, BF16 and every block format of webrlx.quant.FORMATS (Q4_0, Q4_1,
-    Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K). `shape` is in numpy order; blocks run
-    along its last axis.
+    Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS). `shape` is in numpy
+    order; blocks run along its last axis.
     """
     if ggml_type not in _BLOCKS:
         raise ValueError(f"dequantize: unknown ggml type {ggml_type!r}")
