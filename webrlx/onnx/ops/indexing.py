@@ -76,21 +76,18 @@ def gather_nd(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) ->
 def _scatter(ctx: Context, data: Tensor, flat: Tensor, upd: Tensor, reduction: str) -> Tensor:
     """data (P, ...) with rows flat[i] (N,) combined with upd[i] (N, ...) by reduction."""
     shape = static_shape(ctx, data)
-    if reduction in ("none", "add"):     # scatter_add sums in float32, exactly for |int| < 2^24
-        f = data.cast("float32")
-        u = upd.cast("float32")
-        zeros = ctx.tensor(np.zeros(shape, np.float32))
-        sums = zeros.scatter_add(flat, u)
-        if reduction == "add":
-            out = f + sums
-        else:
-            ones = ctx.tensor(np.ones(static_shape(ctx, u), np.float32))
-            hit = zeros.scatter_add(flat, ones) > 0
-            out = wt.where(hit, sums, f)
-        return out.cast(data.dtype)
-    # mul / max / min: a (P, N) match matrix, each row reduced over the updates hitting it
     p, n = shape[0], static_shape(ctx, flat)[0]
     rest = shape[1:]
+    if reduction == "none":     # which update lands on each row (1-based, 0: none), then gather
+        which = ctx.tensor(np.zeros((p,), np.float32)).scatter_add(
+            flat, ctx.tensor(np.arange(1, n + 1, dtype=np.float32)))
+        j = which.cast("int32") - 1
+        picked = upd.gather(j.maximum(0).minimum(n - 1), axis=0)
+        return wt.where((j >= 0).reshape((p,) + (1,) * len(rest)), picked, data)
+    if reduction == "add":      # float32 sums: exact for integers below 2^24
+        sums = ctx.tensor(np.zeros(shape, np.float32)).scatter_add(flat, upd.cast("float32"))
+        return (data.cast("float32") + sums).cast(data.dtype)
+    # mul / max / min: a (P, N) match matrix, each row reduced over the updates hitting it
     hits = flat.reshape((1, n)) == ctx.tensor(np.arange(p, dtype=np.int32).reshape(p, 1))
     hits = hits.reshape((p, n) + (1,) * len(rest))
     spread = upd.reshape((1, n) + rest)
