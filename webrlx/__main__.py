@@ -1,5 +1,5 @@
 """Command line: `python -m webrlx info | demo | chat | generate | serve | bench | lite | dawn
-| docs`."""
+| docs | onnx`."""
 from __future__ import annotations
 
 import argparse
@@ -101,6 +101,11 @@ def cmd_dawn(rest: list[str]) -> int:
     return main_dawn(rest)
 
 
+def cmd_onnx(rest: list[str]) -> int:
+    from webrlx.cli.onnx import main_onnx
+    return main_onnx(rest)
+
+
 def cmd_docs(rest: list[str]) -> int:
     from webrlx.cli.docs import main_docs
     return main_docs(rest)
@@ -108,7 +113,7 @@ def cmd_docs(rest: list[str]) -> int:
 
 # Subcommands with their own options, in webrlx/cli/ (apart from the runtime's layers).
 PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench, "lite": cmd_lite, "chat": cmd_chat,
-                "generate": cmd_generate, "dawn": cmd_dawn, "docs": cmd_docs}
+                "generate": cmd_generate, "dawn": cmd_dawn, "docs": cmd_docs, "onnx": cmd_onnx}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("bench", help="benchmarks as JSON (bench --help)")
     sub.add_parser("chat", help="chat with SmolLM2 in the terminal, streamed (chat --help)")
     sub.add_parser("generate", help="one SmolLM2 completion of a prompt (generate --help)")
+    sub.add_parser("onnx", help="inspect (onnx info M.onnx) or run (onnx run M.onnx) an "
+                   ".onnx file (onnx --help)")
     sub.add_parser("dawn", help="run python, pytest or bench in Pyodide over Dawn in Node "
                    "(dawn --help)")
     sub.add_parser("lite", help=f"build and serve the JupyterLite notebooks site on port "
