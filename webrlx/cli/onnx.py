@@ -48,8 +48,8 @@ def info(path: str, out: TextIO | None = None) -> int:
     g = model.graph
     inits = g.initializers
     print(f"model:    {path} (ir {model.ir_version}, producer {model.producer or '-'})", file=out)
-    print("opsets:   " + ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(model.opsets.items())),
-          file=out)
+    opsets = sorted(model.opsets.items())
+    print("opsets:   " + ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in opsets), file=out)
     print(f"weights:  {len(inits)} initializers, "
           f"{sum(int(np.prod(t.dims)) for t in inits.values()):,} values", file=out)
     for title, items in (("inputs", [vi for vi in g.inputs if vi.name not in inits]),
