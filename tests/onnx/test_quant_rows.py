@@ -98,12 +98,14 @@ def test_quantize_linear_blocked_int4() -> None:
     np.testing.assert_array_equal(got, want)
 
 
-def test_qlinear_matmul_per_column() -> None:
+@pytest.mark.parametrize("columns", [1, 9])
+def test_qlinear_matmul(columns: int) -> None:
     rng = np.random.default_rng(2)
     a = rng.integers(0, 255, (2, 7, 33)).astype(np.uint8)
     b = rng.integers(0, 255, (33, 9)).astype(np.uint8)
     feeds = {"a": a, "as": np.float32([0.02]), "az": np.uint8([120]), "b": b,
-             "bs": np.float32([0.03]), "bz": np.uint8([130]), "ys": np.float32([0.4]),
+             "bs": rng.uniform(0.01, 0.05, columns).astype(np.float32),
+             "bz": rng.integers(100, 150, columns).astype(np.uint8), "ys": np.float32([0.4]),
              "yz": np.uint8([128])}
     node = helper.make_node("QLinearMatMul", list(feeds), ["y"])
     _session_vs_onnx(node, feeds, TensorProto.UINT8)

@@ -178,6 +178,9 @@ def _zero_type(ctx: Context, node: Any, ins: list[Any], i: int, default: int) ->
 @op("QuantizeLinear", since=10)
 def quantize_linear(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
                     ) -> list[Tensor]:
+    if attrs.get("precision", 1) not in (0, 1):
+        raise OnnxImportError(f"{ctx.node_name}: precision {elem_name(attrs['precision'])} "
+                              "is not supported (x / y_scale is computed in float32)")
     x = ctx.tensor(ins[0]).cast("float32")
     shape = static_shape(ctx, x)
     et = _zero_type(ctx, node, ins, 2, attrs.get("output_dtype") or 2)
@@ -280,23 +283,31 @@ def _requantize(ctx: Context, node: Any, acc: Tensor, scale: Tensor, ins: list[A
     return y.clamp(*INT_RANGES[et]).round().cast("int32")
 
 
+def _scale(ctx: Context, v: Any, dim: int, rank: int) -> Tensor:
+    """A scale as float32: one value, or one per index of dim of a rank-`rank` result."""
+    t = ctx.tensor(v).cast("float32")
+    n = math.prod(static_shape(ctx, t, "scale shape"))
+    return t.reshape(()) if n == 1 else t.reshape(tuple(n if i == dim else 1
+                                                        for i in range(rank)))
+
+
 @op("QLinearMatMul", since=10)
 def qlinear_matmul(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
                    ) -> list[Tensor]:
-    a_s, b_s, y_s = (ctx.tensor(ins[i]).cast("float32").reshape(()) for i in (1, 4, 6))
-    return [_requantize(ctx, node, _int_matmul(ctx, ins, 0, 3, 2, 5), a_s * b_s / y_s, ins,
-                        7, 0)]
+    acc = _int_matmul(ctx, ins, 0, 3, 2, 5)
+    r = acc.ndim            # A's scale per row, B's per column
+    scale = _scale(ctx, ins[1], r - 2, r) * _scale(ctx, ins[4], r - 1, r) / \
+        _scale(ctx, ins[6], 0, 0)
+    return [_requantize(ctx, node, acc, scale, ins, 7, 0)]
 
 
 @op("QLinearConv", since=10)
 def qlinear_conv(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
                  ) -> list[Tensor]:
     acc = _int_conv(ctx, node, ins, attrs, 0, 3, 2, 5, _opt(ins, 8))
-    x_s, y_s = (ctx.tensor(ins[i]).cast("float32").reshape(()) for i in (1, 6))
-    w_s = ctx.tensor(ins[4]).cast("float32")
-    n = math.prod(static_shape(ctx, w_s, "w_scale shape"))
-    w_s = w_s.reshape(()) if n == 1 else w_s.reshape((1, n) + (1,) * (acc.ndim - 2))
-    return [_requantize(ctx, node, acc, x_s * w_s / y_s, ins, 7, 0)]
+    scale = _scale(ctx, ins[1], 0, 0) * _scale(ctx, ins[4], 1, acc.ndim) / \
+        _scale(ctx, ins[6], 0, 0)                   # W's scale per output channel
+    return [_requantize(ctx, node, acc, scale, ins, 7, 0)]
 
 
 # -- BitCast ---------------------------------------------------------------------------------
