@@ -45,8 +45,9 @@ def _pow2(k: Tensor) -> Tensor:
 
 
 def _floordiv(u: Tensor, d: int) -> Tensor:
-    """u // d for an int32 tensor u >= 0 and a power of two d (webrlx's int `/` is true
-    division): float32 may round u up across a multiple of d, never down, so fix by one."""
+    """u // d for an int32 tensor u >= 0, a power of two d and u // d < 2**24 (webrlx's int
+    `/` is true division): float32 may round u up across a multiple of d (those are exact),
+    never down, so the quotient is at most one too high."""
     q = (u.cast("float32") * (1.0 / d)).floor().cast("int32")
     return q - (q * d > u).cast("int32")
 
