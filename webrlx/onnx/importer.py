@@ -15,7 +15,7 @@ from . import ops  # noqa: F401  (registers every family's rows)
 from .context import Context, NeedsHostValue, OnnxImportError, device_dtype
 from .ops.registry import OpRow, lookup
 from .reader import GraphDef, Model, NodeDef, load
-from .tensors import ELEM_TYPES, OnnxDtypeError, TensorData
+from .tensors import ELEM_TYPES, OnnxDtypeError, TensorData, elem_name, external_missing
 
 Shape = tuple[Any, ...]
 
@@ -60,6 +60,24 @@ def check_supported(model: Model) -> None:
                  for d, o, v, names in missing]
         raise OnnxImportError(f"{model.source}: {len(missing)} unsupported op(s); nothing was "
                               "compiled:\n" + "\n".join(lines))
+
+
+def check_tensors(model: Model) -> None:
+    """Raise before compiling when an external data file is missing (FileNotFoundError) or
+    initializers or inputs have element types webrlx cannot hold (one OnnxImportError)."""
+    g = model.graph
+    for t in g.initializers.values():
+        missing = external_missing(t)
+        if missing is not None:
+            raise FileNotFoundError(f"{model.source}: {missing}")
+    bad = [f"initializer {t.name!r} ({elem_name(t.elem_type)})" for t in g.initializers.values()
+           if ELEM_TYPES.get(t.elem_type, ("", None))[1] is None]
+    bad += [f"input {vi.name!r} ({elem_name(vi.type.elem_type)})" for vi in g.inputs
+            if vi.type.kind == "tensor" and vi.name not in g.initializers
+            and ELEM_TYPES.get(vi.type.elem_type, ("", None))[1] is None]
+    if bad:
+        raise OnnxImportError(f"{model.source}: element types webrlx.onnx does not support "
+                              f"(string and complex have no webrlx dtype): {', '.join(bad)}")
 
 
 def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,

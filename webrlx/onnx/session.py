@@ -14,7 +14,7 @@ from ..runtime.executable import Executable
 from ..runtime.executable import compile as compile_graph
 from ..tensor import Tensor
 from .context import NeedsHostValue, OnnxImportError
-from .importer import Imported, check_supported, import_graph
+from .importer import Imported, check_supported, check_tensors, import_graph
 from .reader import Model, ValueInfo, load
 from .tensors import ELEM_TYPES, elem_name
 
@@ -48,6 +48,7 @@ class InferenceSession:
                  external_data: Mapping[str, bytes] | str | None = None) -> None:
         self.model: Model = load(path_or_bytes, external_data)
         check_supported(self.model)
+        check_tensors(self.model)
         self.device = device
         inits = self.model.graph.initializers
         self._inputs = [vi for vi in self.model.graph.inputs if vi.name not in inits]

@@ -177,21 +177,36 @@ def _from_typed(t: TensorData, n: int) -> np.ndarray:
     return arr.astype(np_dtype)
 
 
+def external_missing(t: TensorData) -> FileNotFoundError | None:
+    """The error naming t's external data file when it is not there (None when it is, or when
+    t is stored inline)."""
+    if not t.external:
+        return None
+    loc = t.external.get("location", "")
+    if isinstance(t.base, Mapping):
+        if loc not in t.base:
+            return FileNotFoundError(f"tensor {t.name!r}: external data file {loc!r} is not "
+                                     f"among the files given ({sorted(t.base)})")
+        return None
+    path = os.path.join(t.base or ".", loc)
+    if not os.path.isfile(path):
+        return FileNotFoundError(f"tensor {t.name!r}: external data file {path!r} is missing")
+    return None
+
+
 def _load_external(t: TensorData) -> Any:
     """Read an external tensor's bytes from the base directory or the name -> bytes dict."""
+    missing = external_missing(t)
+    if missing is not None:
+        raise missing
     loc = t.external.get("location", "")
     offset = int(t.external.get("offset", "0") or 0)
     length = t.external.get("length")
     if isinstance(t.base, Mapping):
-        if loc not in t.base:
-            raise FileNotFoundError(f"tensor {t.name!r}: external data file {loc!r} is not "
-                                    f"among the files given ({sorted(t.base)})")
         blob = memoryview(t.base[loc]).cast("B")
         end = len(blob) if length is None else offset + int(length)
         return blob[offset:end]
     path = os.path.join(t.base or ".", loc)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"tensor {t.name!r}: external data file {path!r} is missing")
     with open(path, "rb") as f:
         f.seek(offset)
         return f.read() if length is None else f.read(int(length))
