@@ -1,0 +1,102 @@
+"""Every GGUF family webrlx.models.llm runs (llama with Llama 3 rope scaling, mistral with a
+sliding window, qwen2, qwen3, gemma2, gemma3, phi3) against transformers on the same weights:
+a small random-weight model per family from tools/make_llm_fixtures.py (made on first use into
+build/llm_fixtures/, then cached), loaded by webrlx from its GGUF and by transformers with the
+GGUF's dequantized values. Per family and type: prompt ids equal transformers' tokenizer read
+from the GGUF, last logits within 1e-3 x max|logit|, 32 greedy tokens equal, on 4 prompts.
+
+By default each family runs one type (Q8_0); WEBRLX_LLM_TYPES=F32,Q8_0 (any of the types
+the tools' quantizer writes: F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, ...) runs those instead.
+Needs torch and transformers (skipped without them, e.g. in Pyodide)."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from webrlx.models import llm
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / "build" / "llm_fixtures"
+TYPES = os.environ.get("WEBRLX_LLM_TYPES", "Q8_0").split(",")
+FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"]
+PROMPTS = ["The quick brown fox jumps over the lazy dog",
+           "Hello, world! 123 4567 is a number.",
+           "  two leading spaces,\nnewlines\n\nand tabs\tstay",
+           "Once upon a time, there was a little robot named Bolt who"]
+STEPS = 32
+
+
+def _tools():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    sys.path.insert(0, str(ROOT / "tools"))
+    import make_llm_fixtures
+    return make_llm_fixtures
+
+
+@pytest.fixture(scope="module", params=[(f, t) for f in FAMILIES for t in TYPES],
+                ids=lambda p: f"{p[0]}-{p[1]}")
+def case(request):
+    """(file, transformers' ids / last logits / greedy tokens per prompt) of a family x type."""
+    import torch
+    from transformers import AutoTokenizer
+    mk = _tools()
+    family, qtype = request.param
+    name = f"{family}-{qtype.lower()}.gguf"
+    model, vocab = mk.make_model(family)
+    if not (CACHE / name).exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        mk.write_gguf(family, model, vocab, qtype, CACHE / name)
+    ref = mk.reference_model(family, model, qtype)
+    tok = AutoTokenizer.from_pretrained(str(CACHE), gguf_file=name)
+    want = []
+    with torch.no_grad():
+        for prompt in PROMPTS:
+            ids = tok(prompt)["input_ids"]
+            seq = list(ids)
+            logits = ref(torch.tensor([seq])).logits[0, -1].numpy()
+            for _ in range(STEPS):                          # greedy, past EOS as ours
+                seq.append(int(ref(torch.tensor([seq])).logits[0, -1].argmax()))
+            want.append((ids, logits, seq[len(ids):]))
+    return CACHE / name, want
+
+
+@pytest.fixture(scope="module")
+def lm(case, backend):
+    return llm.load(case[0], device=backend, max_context=128)
+
+
+def test_prompt_ids_equal_transformers(lm, case):
+    for prompt, (ids, _, _) in zip(PROMPTS, case[1], strict=True):
+        assert lm.tokenizer.encode(prompt) == ids, prompt
+
+
+def test_last_logits_match_transformers(lm, case):
+    for prompt, (ids, want, _) in zip(PROMPTS, case[1], strict=True):
+        lm.generate_ids(ids, 1)
+        got = lm.last_logits.numpy().reshape(-1)
+        err = np.abs(got - want).max()
+        assert err <= 1e-3 * np.abs(want).max(), (prompt, err, np.abs(want).max())
+
+
+def test_greedy_tokens_match_transformers(lm, case):
+    for prompt, (ids, _, greedy) in zip(PROMPTS, case[1], strict=True):
+        assert lm.generate_ids(ids, STEPS, ignore_eos=True) == greedy, prompt
+
+
+def test_unknown_architecture_names_it_and_the_supported_ones(tmp_path):
+    gguf = pytest.importorskip("gguf")
+    path = tmp_path / "mamba.gguf"
+    w = gguf.GGUFWriter(str(path), "mamba")
+    w.add_block_count(1)
+    w.add_tensor("token_embd.weight", np.zeros((4, 32), np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(llm.UnsupportedModelError, match=r"'mamba'.*gemma2.*llama.*qwen3"):
+        llm.load(path, device="reference")
