@@ -96,6 +96,11 @@ def cmd_generate(rest: list[str]) -> int:
     return main_generate(rest)
 
 
+def cmd_gguf(rest: list[str]) -> int:
+    from webrlx.cli.gguf_info import main_gguf
+    return main_gguf(rest)
+
+
 def cmd_dawn(rest: list[str]) -> int:
     from webrlx.cli.dawn import main_dawn
     return main_dawn(rest)
@@ -113,7 +118,8 @@ def cmd_docs(rest: list[str]) -> int:
 
 # Subcommands with their own options, in webrlx/cli/ (apart from the runtime's layers).
 PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench, "lite": cmd_lite, "chat": cmd_chat,
-                "generate": cmd_generate, "dawn": cmd_dawn, "docs": cmd_docs, "onnx": cmd_onnx}
+                "generate": cmd_generate, "dawn": cmd_dawn, "docs": cmd_docs, "onnx": cmd_onnx,
+                "gguf": cmd_gguf}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,8 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("serve", help=f"serve the web/ pages with a local Pyodide on port "
                    f"{SERVE_PORT} (serve --help)")
     sub.add_parser("bench", help="benchmarks as JSON (bench --help)")
-    sub.add_parser("chat", help="chat with SmolLM2 in the terminal, streamed (chat --help)")
-    sub.add_parser("generate", help="one SmolLM2 completion of a prompt (generate --help)")
+    sub.add_parser("chat", help="chat with a GGUF model (default SmolLM2) in the terminal, "
+                   "streamed (chat --help)")
+    sub.add_parser("generate", help="one completion of a prompt by a GGUF model (generate "
+                   "--help)")
+    sub.add_parser("gguf", help="gguf info FILE: metadata, tensor types, whether webrlx runs "
+                   "it")
     sub.add_parser("onnx", help="inspect (onnx info M.onnx) or run (onnx run M.onnx) an "
                    ".onnx file (onnx --help)")
     sub.add_parser("dawn", help="run python, pytest or bench in Pyodide over Dawn in Node "

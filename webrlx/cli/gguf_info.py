@@ -1,0 +1,71 @@
+"""`python -m webrlx gguf info FILE`: a GGUF file's metadata, tensor types and whether
+webrlx runs it (and if not, why)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from typing import Any, TextIO
+
+LONG_VALUES = 8          # arrays longer than this print as their length and first items
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, list) and len(v) > LONG_VALUES:
+        return f"[{len(v)} items: {', '.join(map(repr, v[:3]))}, ...]"
+    text = repr(v)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def runs(file: Any) -> tuple[bool, str]:
+    """(whether webrlx.models.llm runs the file, why not / what it builds)."""
+    from .. import quant
+    from ..models import llama, llm
+    try:
+        cfg = llm.model_config(file)
+        llm.make_tokenizer(file.metadata)
+    except (ValueError, NotImplementedError) as e:
+        return False, str(e)
+    readable = set(llama.FLOAT_TYPES) | {f.upper() for f in quant.FORMATS}
+    bad = [f"{n} ({i.type})" for n, i in file.tensors.items() if i.type not in readable]
+    if bad:
+        return False, (f"tensor types webrlx does not read: {', '.join(bad[:5])}"
+                       f"{', ...' if len(bad) > 5 else ''}")
+    if cfg.head_dim % 4 or cfg.head_dim > 128:
+        return False, f"head dim {cfg.head_dim}: the attention kernels take multiples of 4 <= 128"
+    return True, (f"{cfg.arch}: {cfg.layers} layers, width {cfg.width}, {cfg.heads}/"
+                  f"{cfg.kv_heads} heads of {cfg.head_dim}, vocab {cfg.vocab}, context "
+                  f"{cfg.context}" + (f", sliding window {cfg.window}" if cfg.window else ""))
+
+
+def info(path: str, out: TextIO = sys.stdout) -> int:
+    """Print the report of one file; 0 if webrlx runs it, 1 if not."""
+    from ..models import gguf
+    file = gguf.load(path)
+    print(f"{path}: GGUF v{file.version}, {len(file.metadata)} metadata keys, "
+          f"{len(file.tensors)} tensors", file=out)
+    print("metadata:", file=out)
+    for key, value in file.metadata.items():
+        print(f"  {key} ({file.metadata_types[key]}): {_value(value)}", file=out)
+    counts = Counter(i.type for i in file.tensors.values())
+    sizes = Counter()
+    for i in file.tensors.values():
+        sizes[i.type] += i.nbytes
+    print("tensor types:", file=out)
+    for kind, n in counts.most_common():
+        print(f"  {kind:6s} {n:5d} tensors  {sizes[kind] / 2**20:9.2f} MiB", file=out)
+    params = sum(i.n_elements for i in file.tensors.values())
+    print(f"parameters: {params:,}", file=out)
+    ok, why = runs(file)
+    print(f"webrlx runs it: {'yes' if ok else 'no'} ({why})", file=out)
+    return 0 if ok else 1
+
+
+def main_gguf(argv: list[str], out: TextIO = sys.stdout) -> int:
+    """CLI: `gguf info FILE`."""
+    p = argparse.ArgumentParser(prog="python -m webrlx gguf", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    q = sub.add_parser("info", help="metadata, tensor types, whether webrlx runs it")
+    q.add_argument("file")
+    args = p.parse_args(argv)
+    return info(args.file, out)
