@@ -33,7 +33,7 @@ XFAIL.update(dict.fromkeys([
 _why = ('conv/pool/norm variant not implemented yet (ops/nn.py)')
 XFAIL.update(dict.fromkeys([
     "test_convt*", "test_group_normalization_epsilon", "test_group_normalization_example",
-    "test_hardm*", "test_l1*", "test_l2*", "test_lp*", "test_lr*", "test_maxu*", "test_mvn",
+    "test_hardm*", "test_l1*", "test_l2*", "test_lpn*", "test_lr*", "test_mvn",
     "test_rms_normalization_2d_axis0", "test_rms_normalization_2d_axis1",
     "test_rms_normalization_2d_axis_negative_1", "test_rms_normalization_2d_axis_negative_2",
     "test_rms_normalization_3d_axis0_epsilon", "test_rms_normalization_3d_axis1_epsilon",
@@ -62,15 +62,6 @@ _why = ("lavapipe's WGSL tanh loses ~1e-3 relative for |x| < 1e-4 (exp-based), o
         '1e-3 tolerance')
 XFAIL.update(dict.fromkeys([
     "test_mis*",
-], _why))
-
-# 25 tests
-_why = ('pooling: ceil_mode, dilations, asymmetric or large pads, 3-D, Indices output not'
-        ' supported yet (ops/nn.py)')
-XFAIL.update(dict.fromkeys([
-    "test_averagepool_2d_c*", "test_averagepool_2d_di*", "test_averagepool_2d_pa*",
-    "test_averagepool_2d_sa*", "test_averagepool_3*", "test_maxpool_2d_c*", "test_maxpool_2d_di*",
-    "test_maxpool_2d_pa*", "test_maxpool_2d_sa*", "test_maxpool_3*", "test_maxpool_w*",
 ], _why))
 
 # 2 tests

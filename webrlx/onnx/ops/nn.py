@@ -1,6 +1,6 @@
 """Neural-network rows: MatMul, Gemm, Softmax/LogSoftmax, LayerNormalization,
-BatchNormalization, InstanceNormalization, Dropout (inference), Conv (1-D and 2-D), MaxPool /
-AveragePool (2-D), GlobalAveragePool / GlobalMaxPool."""
+BatchNormalization, InstanceNormalization, Dropout (inference), Conv (1-D and 2-D). Pooling rows
+live in pool.py."""
 from __future__ import annotations
 
 import math
@@ -13,6 +13,7 @@ from ... import tensor as wt
 from ...tensor import Tensor
 from ..context import Context, OnnxImportError
 from .common import lift, norm_axis, same_dtype, static_shape
+from .pool import conv_pads
 from .registry import op
 
 
@@ -132,24 +133,6 @@ def dropout(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> l
 
 
 # -- convolution and pooling ------------------------------------------------------------------
-def _pads(attrs: dict[str, Any], spatial: tuple[int, ...], kernel: tuple[int, ...],
-          strides: tuple[int, ...], dil: tuple[int, ...]) -> list[int]:
-    """ONNX pads [begin..., end...] with auto_pad resolved."""
-    auto = attrs.get("auto_pad", b"NOTSET")
-    k = len(spatial)
-    if auto in (b"SAME_UPPER", b"SAME_LOWER"):
-        pads = [0] * (2 * k)
-        for i in range(k):
-            out = -(-spatial[i] // strides[i])
-            total = max((out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - spatial[i], 0)
-            small, big = total // 2, total - total // 2
-            pads[i], pads[i + k] = (small, big) if auto == b"SAME_UPPER" else (big, small)
-        return pads
-    if auto == b"VALID":
-        return [0] * (2 * k)
-    return list(attrs.get("pads", [0] * (2 * k)))
-
-
 def _pad_zeros(ctx: Context, x: Tensor, pads: list[int]) -> Tensor:
     """Zero-pad the two trailing dims by (top, left, bottom, right)."""
     top, left, bottom, right = pads
@@ -183,7 +166,7 @@ def conv(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list
     kernel = static_shape(ctx, w)[2:]
     strides = tuple(attrs.get("strides", [1] * (2 - one_d)))
     dil = tuple(attrs.get("dilations", [1] * (2 - one_d)))
-    pads = _pads(attrs, static_shape(ctx, x)[2 + one_d:], kernel[one_d:], strides, dil)
+    pads = conv_pads(attrs, static_shape(ctx, x)[2 + one_d:], kernel[one_d:], strides, dil)
     if one_d:
         strides, dil, pads = (1,) + strides, (1,) + dil, [0, pads[0], 0, pads[1]]
     if pads[0] != pads[2] or pads[1] != pads[3]:
@@ -193,37 +176,3 @@ def conv(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list
     y = nn.conv2d(x, w, bias, stride=strides, padding=pad, dilation=dil,
                   groups=attrs.get("group", 1))
     return [y.reshape(y.shape[:2] + y.shape[3:]) if one_d else y]
-
-
-@op("MaxPool", "AveragePool")
-def pool(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
-    (x,) = lift(ctx, ins[0])
-    if attrs.get("ceil_mode", 0) or any(d != 1 for d in attrs.get("dilations", [])) or \
-            len(node.outputs) > 1 or attrs.get("storage_order", 0):
-        raise OnnxImportError(f"{node.op_type}: ceil_mode, dilations, storage_order and the "
-                              "Indices output are not supported")
-    x, one_d = _as_2d(x)
-    kernel = tuple(attrs["kernel_shape"])
-    strides = tuple(attrs.get("strides", [1] * len(kernel)))
-    pads = _pads(attrs, static_shape(ctx, x)[2 + one_d:], kernel, strides, (1,) * len(kernel))
-    if one_d:
-        kernel, strides, pads = (1,) + kernel, (1,) + strides, [0, pads[0], 0, pads[1]]
-    if pads[0] != pads[2] or pads[1] != pads[3]:
-        raise OnnxImportError(f"{node.op_type}: asymmetric pads {pads} are not supported")
-    pad = (pads[0], pads[1])
-    if node.op_type == "MaxPool":
-        y = nn.max_pool2d(x, kernel, strides, pad)
-    else:
-        y = nn.avg_pool2d(x, kernel, strides, pad)
-        if any(pad) and not attrs.get("count_include_pad", 0):
-            ones = ctx.tensor(np.ones((1, 1) + static_shape(ctx, x)[2:], x.dtype.np_dtype))
-            y = y / nn.avg_pool2d(ones, kernel, strides, pad)
-    return [y.reshape(y.shape[:2] + y.shape[3:]) if one_d else y]
-
-
-@op("GlobalAveragePool", "GlobalMaxPool")
-def global_pool(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
-                ) -> list[Tensor]:
-    (x,) = lift(ctx, ins[0])
-    axes = tuple(range(2, x.ndim))
-    return [x.mean(axes, True) if node.op_type == "GlobalAveragePool" else x.max(axes, True)]
