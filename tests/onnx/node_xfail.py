@@ -6,44 +6,10 @@ from __future__ import annotations
 
 XFAIL: dict[str, str] = {}
 
-# 57 tests
-_why = ('Loop/Scan/sequences/optionals not implemented yet (ops/control.py, '
-        'ops/sequence.py)')
-XFAIL.update(dict.fromkeys([
-    "test_identity_*", "test_if_*", "test_linear_attention_decode_step_*",
-    "test_linear_attention_delta_*", "test_linear_attention_explicit_scale_*",
-    "test_linear_attention_fp16_*", "test_linear_attention_gated_delta_beta_scalar_*",
-    "test_linear_attention_gated_delta_e*", "test_linear_attention_gated_delta_gqa_*",
-    "test_linear_attention_gated_delta_mqa_*", "test_linear_attention_gated_e*",
-    "test_linear_attention_gated_per_head_decay_*", "test_linear_attention_linear_e*",
-    "test_linear_attention_linear_t1_no_past_*", "test_linear_attention_no_past_explicit_zeros_*",
-    "test_linear_attention_prefill_with_past_*", "test_loo*", "test_op*",
-    "test_range_bfloat16_type_positive_delta_*", "test_range_float16_type_positive_delta_*",
-    "test_range_float_type_positive_delta_*", "test_range_int32_type_negative_delta_*",
-    "test_scan*", "test_seq*", "test_split_t*",
-], _why))
-
 # 15 tests
 _why = ('ai.onnx.ml / training-preview domains: out of scope (permanent)')
 XFAIL.update(dict.fromkeys([
     "test_ada*", "test_ai*", "test_mom*", "test_nes*",
-], _why))
-
-# 58 tests
-_why = ('conv/pool/norm variant not implemented yet (ops/nn.py)')
-XFAIL.update(dict.fromkeys([
-    "test_convt*", "test_group_normalization_epsilon", "test_group_normalization_example",
-    "test_hardm*", "test_l1*", "test_l2*", "test_lpn*", "test_lr*", "test_mvn",
-    "test_rms_normalization_2d_axis0", "test_rms_normalization_2d_axis1",
-    "test_rms_normalization_2d_axis_negative_1", "test_rms_normalization_2d_axis_negative_2",
-    "test_rms_normalization_3d_axis0_epsilon", "test_rms_normalization_3d_axis1_epsilon",
-    "test_rms_normalization_3d_axis2_epsilon", "test_rms_normalization_3d_axis_negative_1_epsilon",
-    "test_rms_normalization_3d_axis_negative_2_epsilon",
-    "test_rms_normalization_3d_axis_negative_3_epsilon", "test_rms_normalization_4d_axis0",
-    "test_rms_normalization_4d_axis1", "test_rms_normalization_4d_axis2",
-    "test_rms_normalization_4d_axis3", "test_rms_normalization_4d_axis_negative_1",
-    "test_rms_normalization_4d_axis_negative_2", "test_rms_normalization_4d_axis_negative_3",
-    "test_rms_normalization_4d_axis_negative_4", "test_rms_normalization_default_axis",
 ], _why))
 
 # 80 tests
@@ -53,7 +19,7 @@ XFAIL.update(dict.fromkeys([
     "test_affine_grid_3d_align_corners", "test_basic_d*", "test_center_crop_pad_crop",
     "test_center_crop_pad_crop_and_pad", "test_center_crop_pad_crop_axes_chw",
     "test_center_crop_pad_crop_axes_hwc", "test_center_crop_pad_crop_negative_axes_hwc",
-    "test_center_crop_pad_pad", "test_col*", "test_def*", "test_gri*", "test_resi*", "test_roi*",
+    "test_center_crop_pad_pad", "test_def*", "test_gri*", "test_resi*", "test_roi*",
     "test_up*",
 ], _why))
 

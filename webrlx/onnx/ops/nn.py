@@ -1,6 +1,7 @@
 """Neural-network rows: MatMul, Gemm, Softmax/LogSoftmax, LayerNormalization,
-BatchNormalization, InstanceNormalization, Dropout (inference), Conv (1-D and 2-D). Pooling rows
-live in pool.py."""
+BatchNormalization, InstanceNormalization, GroupNormalization, RMSNormalization,
+MeanVarianceNormalization, LpNormalization, LRN, Hardmax, Dropout (inference), Conv and
+ConvTranspose (1-D, 2-D, 3-D). Pooling rows live in pool.py."""
 from __future__ import annotations
 
 import math
@@ -176,3 +177,179 @@ def conv(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list
     y = nn.conv2d(x, w, bias, stride=strides, padding=pad, dilation=dil,
                   groups=attrs.get("group", 1))
     return [y.reshape(y.shape[:2] + y.shape[3:]) if one_d else y]
+
+
+# -- more normalizations ---------------------------------------------------------------------
+def _flat_from(ctx: Context, x: Tensor, axis: int) -> tuple[Tensor, tuple[int, ...]]:
+    """x as (prod(dims before axis), prod(dims from axis)), and x's shape."""
+    shape = static_shape(ctx, x)
+    return x.reshape((math.prod(shape[:axis]), math.prod(shape[axis:]))), shape
+
+
+@op("RMSNormalization")
+def rms_normalization(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
+                      ) -> list[Tensor]:
+    (x,) = lift(ctx, ins[0])
+    axis = norm_axis(attrs.get("axis", -1), x.ndim)
+    flat, shape = _flat_from(ctx, x, axis)
+    y = nn.rms_norm(flat, None, attrs.get("epsilon", 1e-5)).reshape(shape)
+    return [y * ctx.tensor(ins[1]).cast(x.dtype)]
+
+
+@op("GroupNormalization")
+def group_norm(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+    x, scale, bias = lift(ctx, *ins[:3])
+    shape = static_shape(ctx, x)
+    groups = int(attrs["num_groups"])
+    n, c = shape[:2]
+    y = nn.layer_norm(x.reshape((n * groups, -1)), None, None, attrs.get("epsilon", 1e-5))
+    if math.prod(static_shape(ctx, scale)) != c:        # opset 18: one scale per group
+        scale = scale.reshape((groups, 1)).expand((groups, c // groups)).reshape((c,))
+        bias = bias.reshape((groups, 1)).expand((groups, c // groups)).reshape((c,))
+    bshape = (1, c) + (1,) * (len(shape) - 2)
+    return [y.reshape(shape) * scale.cast(x.dtype).reshape(bshape)
+            + bias.cast(x.dtype).reshape(bshape)]
+
+
+@op("MeanVarianceNormalization")
+def mvn(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+    (x,) = lift(ctx, ins[0])
+    axes = tuple(norm_axis(a, x.ndim) for a in attrs.get("axes", [0, 2, 3]))
+    centered = x - x.mean(axes, True)
+    std = (centered * centered).mean(axes, True).sqrt()
+    return [centered / (std + 1e-9)]
+
+
+@op("LpNormalization")
+def lp_normalization(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
+                     ) -> list[Tensor]:
+    (x,) = lift(ctx, ins[0])
+    axis = norm_axis(attrs.get("axis", -1), x.ndim)
+    p = int(attrs.get("p", 2))
+    if p not in (1, 2):
+        raise OnnxImportError(f"LpNormalization: p must be 1 or 2, got {p}")
+    norm = x.abs().sum(axis, True) if p == 1 else (x * x).sum(axis, True).sqrt()
+    return [x / wt.where(norm == 0, 1.0, norm)]        # an all-zero slice stays zero
+
+
+@op("LRN")
+def lrn(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+    (x,) = lift(ctx, ins[0])
+    size = int(attrs["size"])
+    c = static_shape(ctx, x)[1]
+    lo, hi = (size - 1) // 2, -(-(size - 1) // 2)
+    band = np.zeros((c, c), x.dtype.np_dtype)      # band[j, i]: channel j in channel i's window
+    for i in range(c):
+        band[max(0, i - lo):min(c, i + hi + 1), i] = 1
+    last = (0,) + tuple(range(2, x.ndim)) + (1,)
+    back = (0, x.ndim - 1) + tuple(range(1, x.ndim - 1))
+    square_sum = ((x * x).permute(last) @ ctx.tensor(band)).permute(back)
+    alpha, beta = attrs.get("alpha", 1e-4), attrs.get("beta", 0.75)
+    return [x / (square_sum * (alpha / size) + attrs.get("bias", 1.0)) ** beta]
+
+
+@op("Hardmax")
+def hardmax(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+    (x,) = lift(ctx, ins[0])
+    shape = static_shape(ctx, x)
+    if ctx.opsets.get("", 0) >= 13:
+        axis = norm_axis(attrs.get("axis", -1), x.ndim)
+        flat = x
+    else:                                           # coerced to 2-D at axis
+        axis = norm_axis(attrs.get("axis", 1), x.ndim)
+        flat = x.reshape((math.prod(shape[:axis]), math.prod(shape[axis:])))
+        axis = 1
+    n = static_shape(ctx, flat)[axis]
+    at = [1] * flat.ndim
+    at[axis] = n
+    slots = ctx.tensor(np.arange(n, dtype=np.int32).reshape(at))
+    hot = slots == flat.argmax(axis, True).cast("int32")
+    return [hot.cast(x.dtype).reshape(shape)]
+
+
+# -- transposed convolution and Col2Im ---------------------------------------------------------
+def _col2im(ctx: Context, cols: Tensor, blocks: tuple[int, ...], kernel: tuple[int, ...],
+            strides: tuple[int, ...], dil: tuple[int, ...], pads_begin: tuple[int, ...],
+            out: tuple[int, ...]) -> Tensor:
+    """Sum columns (B, C, taps * blocks), tap-major, into images (B, C, *out): tap t of block l
+    lands at l * stride + t * dilation - pad_begin along each dim (outside: dropped). The
+    host tables list, per output position, the columns landing on it."""
+    k = len(out)
+    taps = np.indices(kernel).reshape(k, -1)                    # (k, n_taps)
+    starts = np.indices(blocks).reshape(k, -1)                  # (k, n_blocks)
+    pos = (starts[:, None, :] * np.array(strides)[:, None, None]
+           + taps[:, :, None] * np.array(dil)[:, None, None]
+           - np.array(pads_begin)[:, None, None])               # (k, n_taps, n_blocks)
+    inside = np.all((pos >= 0) & (pos < np.array(out)[:, None, None]), axis=0).reshape(-1)
+    flat_out = np.ravel_multi_index(tuple(np.where(inside, p.reshape(-1), 0) for p in pos),
+                                    out) if k else np.zeros(inside.shape, np.int64)
+    source = np.nonzero(inside)[0]
+    dest = flat_out[source]
+    order = np.argsort(dest, kind="stable")
+    source, dest = source[order], dest[order]
+    n_out = math.prod(out)
+    counts = np.bincount(dest, minlength=n_out)
+    width = max(int(counts.max(initial=0)), 1)
+    rank = np.arange(len(dest)) - np.repeat(np.cumsum(counts) - counts, counts)
+    table = np.zeros((n_out, width), np.int32)
+    valid = np.zeros((n_out, width), bool)
+    table[dest, rank] = source
+    valid[dest, rank] = True
+    b, c = static_shape(ctx, cols)[:2]
+    picked = cols.gather(table.reshape(-1), axis=2).reshape((b, c, n_out, width))
+    if not valid.all():
+        picked = wt.where(ctx.tensor(valid), picked, 0.0)
+    return picked.sum(-1).reshape((b, c) + out)
+
+
+@op("ConvTranspose")
+def conv_transpose(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
+                   ) -> list[Tensor]:
+    x, w = same_dtype(*lift(ctx, ins[0], ins[1]))
+    xs, ws = static_shape(ctx, x), static_shape(ctx, w)
+    k = len(xs) - 2
+    spatial, kernel = xs[2:], ws[2:]
+    g = int(attrs.get("group", 1))
+    strides = tuple(int(s) for s in attrs.get("strides", [1] * k))
+    dil = tuple(int(d) for d in attrs.get("dilations", [1] * k))
+    out_pad = [int(p) for p in attrs.get("output_padding", [0] * k)]
+    full = [strides[i] * (spatial[i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1
+            for i in range(k)]
+    auto = attrs.get("auto_pad", b"NOTSET")
+    shape_attr = [int(d) for d in attrs.get("output_shape", [])][-k:] if \
+        "output_shape" in attrs else None
+    if "pads" not in attrs and auto in (b"SAME_UPPER", b"SAME_LOWER"):
+        out = shape_attr or [spatial[i] * strides[i] for i in range(k)]
+        total = [full[i] - out[i] for i in range(k)]
+        small = [t // 2 for t in total]
+        begin = small if auto == b"SAME_UPPER" else [t - s for t, s in zip(total, small)]
+    else:
+        pads = [int(p) for p in attrs.get("pads", [0] * (2 * k))]
+        begin = pads[:k]
+        out = shape_attr or [full[i] - pads[i] - pads[i + k] for i in range(k)]
+    cin, cout_g = ws[0], ws[1]
+    n, taps, blocks = xs[0], math.prod(kernel), math.prod(spatial)
+    wg = w.reshape((g, cin // g, cout_g * taps)).permute(0, 2, 1)        # (G, Cout/G*K, Cin/G)
+    cols = wg @ x.reshape((n, g, cin // g, blocks))                      # (N, G, Cout/G*K, L)
+    cols = cols.reshape((n, g * cout_g, taps * blocks))
+    y = _col2im(ctx, cols, spatial, kernel, strides, dil, tuple(begin), tuple(out))
+    if len(ins) > 2 and ins[2] is not None:
+        y = y + ctx.tensor(ins[2]).cast(y.dtype).reshape((1, -1) + (1,) * k)
+    return [y]
+
+
+@op("Col2Im")
+def col2im(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+    (x,) = lift(ctx, ins[0])
+    image = tuple(int(d) for d in ctx.host(ins[1], "Col2Im image_shape"))
+    block = tuple(int(d) for d in ctx.host(ins[2], "Col2Im block_shape"))
+    k = len(image)
+    strides = tuple(int(s) for s in attrs.get("strides", [1] * k))
+    dil = tuple(int(d) for d in attrs.get("dilations", [1] * k))
+    pads = [int(p) for p in attrs.get("pads", [0] * (2 * k))]
+    blocks = tuple((image[i] + pads[i] + pads[i + k] - dil[i] * (block[i] - 1) - 1)
+                   // strides[i] + 1 for i in range(k))
+    n, ck, length = static_shape(ctx, x)
+    c = ck // math.prod(block)
+    cols = x.reshape((n, c, math.prod(block) * length))
+    return [_col2im(ctx, cols, blocks, block, strides, dil, tuple(pads[:k]), image)]
