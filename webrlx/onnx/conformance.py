@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .context import OnnxImportError
-from .reader import load, load_tensor
+from .reader import load, load_value
 from .session import InferenceSession
 
 RTOL, ATOL = 1e-3, 1e-7
@@ -71,21 +71,28 @@ def _run(case_dir: str, device: Any) -> None:
         feeds, want = {}, []
         for i, vi in enumerate(inputs):
             path = os.path.join(data_dir, f"input_{i}.pb")
-            if vi.type.kind != "tensor":
-                raise OnnxImportError(f"input {vi.name!r} is a {vi.type.kind} (only tensor "
-                                      "inputs are supported)")
             if os.path.exists(path):
-                feeds[vi.name] = load_tensor(path).numpy()
+                feeds[vi.name] = load_value(path, vi.type)
         for i, vi in enumerate(model.graph.outputs):
-            if vi.type.kind != "tensor":
-                raise OnnxImportError(f"output {vi.name!r} is a {vi.type.kind} (only tensor "
-                                      "outputs are supported)")
-            want.append(load_tensor(os.path.join(data_dir, f"output_{i}.pb")).numpy())
+            want.append(load_value(os.path.join(data_dir, f"output_{i}.pb"), vi.type))
         got = sess.run(None, feeds)
         assert len(got) == len(want), f"{len(got)} outputs, expected {len(want)}"
         for i, (g, w) in enumerate(zip(got, want)):
-            g = np.asarray(g)
-            assert g.shape == w.shape, f"output {i}: shape {g.shape}, expected {w.shape}"
-            assert g.dtype == w.dtype, f"output {i}: dtype {g.dtype}, expected {w.dtype}"
-            np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL,
-                                       err_msg=f"output {i}", verbose=False)
+            _compare(g, w, f"output {i}")
+
+
+def _compare(g: Any, w: Any, where: str) -> None:
+    """Assert g matches w as onnx's runner does; sequences element by element."""
+    if w is None:
+        assert g is None, f"{where}: got {type(g).__name__}, expected an empty optional"
+        return
+    if isinstance(w, list):
+        assert isinstance(g, list), f"{where}: got {type(g).__name__}, expected a sequence"
+        assert len(g) == len(w), f"{where}: {len(g)} elements, expected {len(w)}"
+        for j, (a, b) in enumerate(zip(g, w)):
+            _compare(a, b, f"{where}[{j}]")
+        return
+    g = np.asarray(g)
+    assert g.shape == w.shape, f"{where}: shape {g.shape}, expected {w.shape}"
+    assert g.dtype == w.dtype, f"{where}: dtype {g.dtype}, expected {w.dtype}"
+    np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL, err_msg=where, verbose=False)

@@ -10,9 +10,20 @@ import numpy as np
 from ..tensor import Graph, Tensor
 from .reader import GraphDef, NodeDef
 
-Value = Any      # Tensor | np.ndarray | None
+Value = Any      # Tensor | np.ndarray | SeqValue | OptValue | None
 # importer.import_nodes, handed in by the importer (which imports this module)
 NodesImporter = Callable[["Context", Sequence[NodeDef]], None]
+
+
+class SeqValue(list):  # type: ignore[type-arg]
+    """An ONNX sequence: a Python list of values (Tensors or host arrays)."""
+
+
+class OptValue:
+    """An ONNX optional: value is None (empty) or a tensor or sequence value."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 class OnnxImportError(ValueError):

@@ -12,9 +12,9 @@ import numpy as np
 
 from ..tensor import Graph, Tensor
 from . import ops  # noqa: F401  (registers every family's rows)
-from .context import Context, NeedsHostValue, OnnxImportError, device_dtype
+from .context import Context, NeedsHostValue, OnnxImportError, OptValue, SeqValue, device_dtype
 from .ops.registry import OpRow, lookup
-from .reader import GraphDef, Model, NodeDef, load
+from .reader import GraphDef, Model, NodeDef, TypeInfo, load
 from .tensors import ELEM_TYPES, OnnxDtypeError, TensorData, elem_name, external_missing
 
 Shape = tuple[Any, ...]
@@ -91,7 +91,7 @@ def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,
     ctx = Context(g, model.opsets, params, {id(a): n for n, a in inits.items()}, import_nodes)
     ctx.values.update(inits)
     ctx.elem_types.update({n: t.elem_type for n, t in model.graph.initializers.items()})
-    input_dtypes = {}
+    input_dtypes: dict[str, str] = {}
     for vi in model.graph.inputs:
         ctx.elem_types.setdefault(vi.name, vi.type.elem_type)
         if vi.name in inits and vi.name not in (input_shapes or {}):
@@ -100,8 +100,9 @@ def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,
             ctx.values[vi.name] = np.asarray(host_inputs[vi.name])
             continue
         if vi.type.kind != "tensor":
-            raise OnnxImportError(f"{model.source}: input {vi.name!r} is a {vi.type.kind}; "
-                                  "webrlx.onnx takes tensor inputs only")
+            ctx.values[vi.name] = _boundary_input(g, vi.name, vi.type, (input_shapes or {}).get(
+                vi.name, _NO_SPEC), input_dtypes, model.source)
+            continue
         shape = (input_shapes or {}).get(vi.name)
         if shape is None:
             shape = tuple(d if isinstance(d, int) and d >= 0 else (d or f"{vi.name}_{i}")
@@ -121,6 +122,31 @@ def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,
         outs.append(v)
     return Imported(g, outs, [vi.name for vi in model.graph.outputs],
                     [vi.type.elem_type for vi in model.graph.outputs], params, input_dtypes)
+
+
+_NO_SPEC = object()
+
+
+def _boundary_input(g: Graph, name: str, t: TypeInfo, spec: Any, dtypes: dict[str, str],
+                    source: str) -> Any:
+    """A sequence or optional input as graph inputs: spec is a list of element specs for a
+    sequence, None (empty) or the element's spec for an optional, a shape for a tensor; the
+    i-th element of sequence x is the graph input 'x[i]'."""
+    if spec is _NO_SPEC or t.kind not in ("tensor", "sequence", "optional"):
+        raise OnnxImportError(f"{source}: input {name!r} is a {t.kind}; its structure (element "
+                              "shapes) must be given: feed it through InferenceSession")
+    if t.kind == "optional":
+        return OptValue(None if spec is None else _boundary_input(
+            g, name, t.elem or TypeInfo(), spec, dtypes, source))
+    if t.kind == "sequence":
+        return SeqValue(_boundary_input(g, f"{name}[{i}]", t.elem or TypeInfo(), s, dtypes,
+                                        source) for i, s in enumerate(spec))
+    np_dtype = ELEM_TYPES.get(t.elem_type, ("", None))[1]
+    if np_dtype is None:
+        raise OnnxImportError(f"{source}: input {name!r} has the unsupported element type "
+                              f"{t.elem_type}")
+    dtypes[name] = device_dtype(np_dtype)
+    return g.input(name, tuple(spec), dtypes[name])
 
 
 def import_nodes(ctx: Context, nodes: Sequence[NodeDef]) -> None:
@@ -148,7 +174,8 @@ def import_nodes(ctx: Context, nodes: Sequence[NodeDef]) -> None:
                                   f"{e}") from e
         for name, v in zip(node.outputs, outs):
             if name:         # numpy scalars (np.take of a 0-d index) become 0-d arrays
-                ctx.values[name] = v if isinstance(v, (Tensor, np.ndarray)) else np.asarray(v)
+                ctx.values[name] = v if isinstance(v, (Tensor, np.ndarray, SeqValue, OptValue)) \
+                    else np.asarray(v)
 
 
 def _foldable(node: NodeDef) -> bool:

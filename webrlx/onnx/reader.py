@@ -17,7 +17,7 @@ from .tensors import TensorData, read_tensor
 from .wire import LENGTH, Buffer, OnnxFormatError, float32_bits, signed64
 
 __all__ = ["Model", "GraphDef", "NodeDef", "ValueInfo", "TypeInfo", "load", "load_tensor",
-           "OnnxFormatError"]
+           "load_value", "OnnxFormatError"]
 
 
 @dataclass
@@ -106,6 +106,30 @@ def load_tensor(data: bytes | str | os.PathLike[str]) -> TensorData:
         with open(data, "rb") as f:
             buf = Buffer(f.read(), os.fspath(data))
     return read_tensor(buf, 0, len(buf.data), os.path.dirname(buf.source))
+
+
+def load_value(data: bytes | str | os.PathLike[str], t: TypeInfo) -> Any:
+    """Read a serialized value of ONNX type t as numpy: a TensorProto as an array, a
+    SequenceProto as a list, an OptionalProto as its element or None."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        buf = Buffer(data, "<bytes>")
+    else:
+        with open(data, "rb") as f:
+            buf = Buffer(f.read(), os.fspath(data))
+    return _value(buf, 0, len(buf.data), t)
+
+
+def _value(buf: Buffer, start: int, stop: int, t: TypeInfo) -> Any:
+    """SequenceProto / OptionalProto: tensor 3, sequence 5, optional 7 (repeated in a
+    sequence, at most one in an optional)."""
+    if t.kind == "tensor":
+        return read_tensor(buf, start, stop, os.path.dirname(buf.source)).numpy()
+    items = [_value(buf, v, end, t.elem or TypeInfo())
+             for fnum, wire, v, end, _ in buf.fields(start, stop)
+             if fnum in (3, 5, 7) and wire == LENGTH]
+    if t.kind == "sequence":
+        return items
+    return items[0] if items else None
 
 
 class _Reader:

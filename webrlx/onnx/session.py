@@ -4,7 +4,7 @@ cached, so runs with the same dims reuse the compiled executable."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,9 +13,9 @@ import numpy as np
 from ..runtime.executable import Executable
 from ..runtime.executable import compile as compile_graph
 from ..tensor import Tensor
-from .context import NeedsHostValue, OnnxImportError
+from .context import NeedsHostValue, OnnxImportError, OptValue, SeqValue
 from .importer import Imported, check_supported, check_tensors, import_graph
-from .reader import Model, ValueInfo, load
+from .reader import Model, TypeInfo, ValueInfo, load
 from .tensors import ELEM_TYPES, elem_name
 
 
@@ -92,16 +92,16 @@ class InferenceSession:
         return self._collect(plan, values, output_names, keep_on_device)
 
     def _plan(self, feeds: Mapping[str, Any]) -> tuple[_Plan, dict[str, Any]]:
-        arrays = self._check(feeds)
+        arrays, specs = self._check(feeds)
         while True:
             key = tuple((n, tuple(np.shape(a)), str(getattr(a, "dtype", "")))
-                        for n, a in arrays.items()) + \
+                        for n, a in arrays.items()) + (repr(specs),) + \
                 tuple((n, np.asarray(arrays[n]).tobytes()) for n in sorted(self._host_inputs))
             if key in self._plans:
                 plan = self._plans[key]
                 break
             try:
-                plan = self._build(arrays)
+                plan = self._build(arrays, specs)
             except NeedsHostValue as e:
                 names = {vi.name for vi in self._inputs}
                 if not e.inputs or not e.inputs <= names or e.inputs <= self._host_inputs:
@@ -118,16 +118,20 @@ class InferenceSession:
                and (plan.executable is None or n in plan.executable.needed_inputs)}
         return plan, fed
 
-    def _check(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
+    def _check(self, feeds: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         names = [vi.name for vi in self._inputs]
         unknown = set(feeds) - set(names) - set(self.model.graph.initializers)
         missing = [n for n in names if n not in feeds]
         if unknown or missing:
             raise ValueError(f"run(): feeds must name the inputs {names}; missing {missing}, "
                              f"unknown {sorted(unknown)}")
-        out = {}
+        out: dict[str, Any] = {}
+        specs: dict[str, Any] = {}
         for vi in self._inputs:
             a = feeds[vi.name]
+            if vi.type.kind != "tensor":    # a sequence / optional: one array per element
+                specs[vi.name] = _flatten(vi.name, vi.type, a, out)
+                continue
             out[vi.name] = a if hasattr(a, "slot") else np.asarray(a)
             declared = vi.type.shape
             shape = tuple(out[vi.name].shape)
@@ -135,18 +139,18 @@ class InferenceSession:
                     isinstance(d, int) and d >= 0 and d != s for d, s in zip(declared, shape))):
                 raise ValueError(f"run(): input {vi.name!r} must have shape {list(declared)}, "
                                  f"got {list(shape)}")
-        return out
+        return out, specs
 
-    def _build(self, arrays: Mapping[str, Any]) -> _Plan:
-        shapes = {n: tuple(a.shape) for n, a in arrays.items()}
+    def _build(self, arrays: Mapping[str, Any], specs: Mapping[str, Any]) -> _Plan:
+        shapes = {n: tuple(a.shape) for n, a in arrays.items()} | dict(specs)
         host = {n: np.asarray(arrays[n]) for n in self._host_inputs}
         imp = import_graph(self.model, shapes, host)
         device_outs: list[int] = []
         tensors: list[Tensor] = []
         for i, o in enumerate(imp.outputs):
-            if isinstance(o, Tensor):
+            for leaf in _leaves(o):
                 device_outs.append(i)
-                tensors.append(o)
+                tensors.append(leaf)
         exe = None
         if tensors:
             exe = compile_graph(imp.graph, tensors, self.device)
@@ -156,9 +160,8 @@ class InferenceSession:
     def _collect(self, plan: _Plan, values: list[Any], output_names: Sequence[str] | None,
                  keep: bool) -> list[Any]:
         imp = plan.imported
-        results: list[Any] = list(imp.outputs)
-        for i, v in zip(plan.device_outputs, values):
-            results[i] = v
+        computed = iter(values)
+        results = [_rebuild(o, computed) for o in imp.outputs]
         wanted = list(output_names) if output_names else imp.output_names
         out = []
         for name in wanted:
@@ -166,14 +169,54 @@ class InferenceSession:
                 raise ValueError(f"run(): unknown output {name!r}; outputs are "
                                  f"{imp.output_names}")
             i = imp.output_names.index(name)
-            v = results[i]
-            if keep and not isinstance(v, np.ndarray):
-                out.append(v)
-                continue
-            np_dtype = ELEM_TYPES.get(imp.output_types[i], ("", None))[1]
-            arr = np.asarray(v)
-            out.append(arr.astype(np_dtype) if np_dtype is not None else arr)
+            out.append(_to_onnx(results[i], self.model.graph.outputs[i].type, keep))
         return out
+
+
+def _flatten(name: str, t: TypeInfo, v: Any, out: dict[str, Any]) -> Any:
+    """Put the arrays of a sequence / optional feed v into out ('x[i]' for element i of
+    sequence x); return its structure: element shapes in lists, None for an empty optional."""
+    if t.kind == "optional":
+        return None if v is None else _flatten(name, t.elem or TypeInfo(), v, out)
+    if t.kind == "sequence":
+        return [_flatten(f"{name}[{i}]", t.elem or TypeInfo(), a, out) for i, a in enumerate(v)]
+    out[name] = v if hasattr(v, "slot") else np.asarray(v)
+    return tuple(out[name].shape)
+
+
+def _leaves(v: Any) -> list[Tensor]:
+    """The Tensors in an output value (a Tensor, host array, sequence or optional)."""
+    if isinstance(v, OptValue):
+        return _leaves(v.value)
+    if isinstance(v, SeqValue):
+        return [t for x in v for t in _leaves(x)]
+    return [v] if isinstance(v, Tensor) else []
+
+
+def _rebuild(v: Any, computed: Iterator[Any]) -> Any:
+    """v with each Tensor replaced by its computed value (lists for sequences)."""
+    if isinstance(v, OptValue):
+        return _rebuild(v.value, computed)
+    if isinstance(v, SeqValue):
+        return [_rebuild(x, computed) for x in v]
+    return next(computed) if isinstance(v, Tensor) else v
+
+
+def _to_onnx(v: Any, t: TypeInfo, keep: bool) -> Any:
+    """A computed value as ONNX's type t: arrays of its element type, lists, None."""
+    if v is None:
+        return None
+    if t.kind in ("sequence", "optional") and t.elem is not None:
+        if t.kind == "sequence":
+            return [_to_onnx(x, t.elem, keep) for x in v]
+        return _to_onnx(v, t.elem, keep)
+    if isinstance(v, list):
+        return [_to_onnx(x, TypeInfo(), keep) for x in v]
+    if keep and not isinstance(v, np.ndarray):
+        return v
+    np_dtype = ELEM_TYPES.get(t.elem_type, ("", None))[1]
+    arr = np.asarray(v)
+    return arr.astype(np_dtype) if np_dtype is not None else arr
 
 
 def _node_arg(vi: ValueInfo) -> NodeArg:

@@ -229,10 +229,9 @@ UNARY = {
     "Gelu": lambda x, at: x.gelu("tanh" if at.get("approximate", b"none") == b"tanh"
                                  else "none"),
     "Swish": lambda x, at: x * (x * at.get("alpha", 1.0)).sigmoid(),
-    "Identity": lambda x, at: x,
 }
 NP_UNARY: dict[str, Callable[..., Any]] = {
-    "Neg": np.negative, "Abs": np.abs, "Identity": lambda x: x, "Floor": np.floor,
+    "Neg": np.negative, "Abs": np.abs, "Floor": np.floor,
     "Ceil": np.ceil, "Sqrt": np.sqrt, "Reciprocal": np.reciprocal}
 
 
