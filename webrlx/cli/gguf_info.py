@@ -48,7 +48,7 @@ def info(path: str, out: TextIO = sys.stdout) -> int:
     for key, value in file.metadata.items():
         print(f"  {key} ({file.metadata_types[key]}): {_value(value)}", file=out)
     counts = Counter(i.type for i in file.tensors.values())
-    sizes = Counter()
+    sizes: Counter[str] = Counter()
     for i in file.tensors.values():
         sizes[i.type] += i.nbytes
     print("tensor types:", file=out)

@@ -24,8 +24,9 @@ Python's `re` has no \\p{L}; each character is mapped to a class representative 
 runs on that string, whose match spans are the spans in the text. Classes come from
 `unicodedata`; the Oniguruma tables inside `tokenizers` are newer (Unicode 16), so characters
 unassigned in this Python's Unicode version but assigned later may split differently.
-Pre-tokenizer names that `transformers` splits with another regex (llama3, qwen2, ...) are
-refused. It needs only the standard library, so it runs inside Pyodide.
+Pre-tokenizer names that `transformers` splits with another regex (llama-bpe, qwen2, ...; the
+PRE_SPLITS table) run that regex with the `regex` package (Pyodide ships it); the rest are
+refused. GPT-2's split needs only the standard library.
 
 Why not a library: `tokenizers` (what transformers runs) has no Pyodide build; tiktoken (which
 Pyodide ships) ranks merged byte strings, not merge pairs, and knows neither added tokens nor

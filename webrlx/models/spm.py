@@ -116,13 +116,15 @@ class SPMTokenizer:
                 break
             syms[at:at + 2] = [syms[at] + syms[at + 1]]
         for s in syms:
-            i = self.vocab.get(s)
-            if i is not None:
-                out.append(i)
+            tid = self.vocab.get(s)
+            if tid is not None:
+                out.append(tid)
                 continue
             for b in s.encode("utf-8"):             # byte fallback
                 bid = self._byte_ids[b]
-                out.append(self.unk_id if bid is None else bid)
+                if bid is None:
+                    bid = self.unk_id if self.unk_id is not None else 0
+                out.append(bid)
 
     def _encode_plain(self, text: str, first: bool, out: list[int]) -> None:
         text = text.replace(" ", _SPACE)
