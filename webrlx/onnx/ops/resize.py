@@ -1,0 +1,247 @@
+"""Image-sampling rows: Resize (nearest / linear / cubic, every coordinate transformation mode,
+antialias, exclude_outside, axes, keep_aspect_ratio_policy), Upsample, CenterCropPad and
+AffineGrid. Resize is separable: per resized axis the host computes, from shapes and attributes
+only, which input taps each output reads and with what weights; the device gathers the taps,
+weighs and sums them."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ... import tensor as wt
+from ...tensor import Tensor
+from ..context import Context, OnnxImportError
+from .common import lift, norm_axis, static_shape
+from .registry import op
+
+Coeffs = Callable[[float, float], np.ndarray]       # (ratio in (0, 1], scale) -> tap weights
+
+
+def _nearest(rule: str) -> Coeffs:
+    def coeffs(ratio: float, scale: float) -> np.ndarray:
+        if ratio == 1.0:
+            return np.array([0.0, 1.0])
+        pick = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5,
+                "floor": False, "ceil": True}[rule]
+        return np.array([0.0, 1.0]) if pick else np.array([1.0, 0.0])
+    return coeffs
+
+
+def _linear(antialias: bool) -> Coeffs:
+    def coeffs(ratio: float, scale: float) -> np.ndarray:
+        if not antialias:
+            return np.array([1 - ratio, ratio])
+        s = min(scale, 1.0)
+        start = int(np.floor(-1 / s) + 1)
+        args = (np.arange(start, 2 - start) - ratio) * s
+        w = np.clip(1 - np.abs(args), 0, 1)
+        return w / w.sum()
+    return coeffs
+
+
+def _cubic_kernel(x: np.ndarray, a: float) -> np.ndarray:
+    x = np.abs(x)
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.where(x <= 1, near, np.where(x < 2, far, 0.0))
+
+
+def _cubic(antialias: bool, a: float) -> Coeffs:
+    def coeffs(ratio: float, scale: float) -> np.ndarray:
+        if not antialias:
+            return _cubic_kernel(np.array([ratio + 1, ratio, 1 - ratio, 2 - ratio]), a)
+        s = min(scale, 1.0)
+        start = int(np.floor(-2 / s) + 1)
+        w = _cubic_kernel(s * (np.arange(start, 2 - start) - ratio), a)
+        return w / w.sum()
+    return coeffs
+
+
+def _source_coords(ctm: str, n_out: int, n_in: int, scale: float,
+                   roi: tuple[float, float] | None) -> np.ndarray:
+    """The input coordinate each output index maps to (ONNX coordinate_transformation_mode)."""
+    y = np.arange(n_out, dtype=np.float64)
+    out_len = scale * n_in
+    if ctm == "align_corners":
+        return np.zeros(n_out) if out_len == 1 else y * (n_in - 1) / (out_len - 1)
+    if ctm == "asymmetric":
+        return y / scale
+    if ctm == "tf_crop_and_resize":
+        lo, hi = roi if roi is not None else (0.0, 1.0)
+        x = np.full(n_out, (hi - lo) * (n_in - 1) / 2) if out_len == 1 else \
+            y * (hi - lo) * (n_in - 1) / (out_len - 1)
+        return x + lo * (n_in - 1)
+    if ctm == "pytorch_half_pixel":
+        return np.full(n_out, -0.5) if out_len == 1 else (y + 0.5) / scale - 0.5
+    if ctm in ("half_pixel", "tf_half_pixel_for_nn"):
+        return (y + 0.5) / scale - (0.5 if ctm == "half_pixel" else 0.0)
+    if ctm == "half_pixel_symmetric":
+        offset = n_in / 2 * (1 - n_out / out_len)
+        return offset + (y + 0.5) / scale - 0.5
+    raise OnnxImportError(f"Resize: unknown coordinate_transformation_mode {ctm!r}")
+
+
+def axis_taps(n_in: int, n_out: int, scale: float, coeff_fn: Coeffs, ctm: str,
+              roi: tuple[float, float] | None, exclude_outside: bool
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(taps (n_out, n) input indices, weights (n_out, n), extrapolated (n_out,) bool)."""
+    x = _source_coords(ctm, n_out, n_in, scale, roi)
+    ratio = np.where(x == np.floor(x), 1.0, x - np.floor(x))
+    weights = np.stack([coeff_fn(float(r), scale) for r in ratio])
+    n = weights.shape[1]
+    pad = -(-n // 2)
+    base = np.floor(x + pad)
+    frac = x + pad - base
+    if n % 2 == 0:      # window centred between taps; an exact integer prefers the left one
+        first = base + np.where(frac == 0, -(n // 2), -(n // 2) + 1)
+    else:
+        first = base + np.where(frac <= 0.5, -((n - 1) // 2), -((n - 1) // 2) + 1)
+    taps = first[:, None].astype(np.int64) + np.arange(n)[None, :] - pad
+    if exclude_outside:
+        weights = np.where((taps < 0) | (taps >= n_in), 0.0, weights)
+        total = weights.sum(-1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    extrapolated = (x < 0) | (x > n_in - 1) if ctm == "tf_crop_and_resize" else \
+        np.zeros(n_out, bool)
+    return np.clip(taps, 0, n_in - 1), weights, extrapolated
+
+
+def _resample_axis(ctx: Context, x: Tensor, axis: int, taps: np.ndarray, weights: np.ndarray,
+                   nearest: bool) -> Tensor:
+    """Gather the taps along axis, weigh and sum them (nearest: pick the one weighted tap)."""
+    shape = static_shape(ctx, x)
+    n_out, n = taps.shape
+    if nearest:
+        return x.gather(taps[np.arange(n_out), weights.argmax(-1)].astype(np.int32), axis)
+    picked = x.gather(taps.reshape(-1).astype(np.int32), axis)
+    picked = picked.reshape(shape[:axis] + (n_out, n) + shape[axis + 1:])
+    w = weights.reshape((n_out, n) + (1,) * (len(shape) - axis - 1))
+    return (picked * ctx.tensor(w.astype(x.dtype.np_dtype))).sum(axis + 1)
+
+
+def _optional(ctx: Context, ins: list[Any], i: int, what: str) -> np.ndarray | None:
+    if len(ins) <= i or ins[i] is None:
+        return None
+    v = ctx.host(ins[i], what)
+    return v if v.size else None
+
+
+def resize(ctx: Context, x: Tensor, attrs: dict[str, Any], roi: np.ndarray | None,
+           scales: np.ndarray | None, sizes: np.ndarray | None, opset: int) -> Tensor:
+    """Resize x the ONNX way; scales / sizes / roi are host values over attrs' axes."""
+    shape = static_shape(ctx, x)
+    rank = len(shape)
+    axes = [norm_axis(int(a), rank) for a in attrs.get("axes", range(rank))]
+    mode = attrs.get("mode", b"nearest").decode()
+    ctm = attrs.get("coordinate_transformation_mode",
+                    b"half_pixel" if opset >= 11 else b"asymmetric").decode()
+    if sizes is not None:
+        scale_of = {a: int(s) / shape[a] for a, s in zip(axes, sizes)}
+        out = {a: int(s) for a, s in zip(axes, sizes)}
+        policy = attrs.get("keep_aspect_ratio_policy", b"stretch").decode()
+        if policy != "stretch":
+            pick = min if policy == "not_larger" else max
+            s = pick(scale_of.values())
+            scale_of = dict.fromkeys(axes, s)
+            out = {a: int(s * shape[a] + 0.5) for a in axes}
+    elif scales is not None:
+        scale_of = {a: float(s) for a, s in zip(axes, scales.astype(np.float32))}
+        out = {a: int(scale_of[a] * shape[a]) for a in axes}
+    else:
+        raise OnnxImportError(f"{ctx.node_name}: Resize needs scales or sizes")
+    rois: dict[int, tuple[float, float]] = {}
+    if roi is not None and ctm == "tf_crop_and_resize":
+        k = len(axes)
+        rois = {a: (float(roi[i]), float(roi[i + k])) for i, a in enumerate(axes)}
+    if mode == "nearest":
+        rule = attrs.get("nearest_mode", b"round_prefer_floor" if opset >= 11 else b"floor")
+        coeff_fn = _nearest(rule.decode())
+    elif mode in ("linear", "bilinear"):
+        coeff_fn = _linear(bool(attrs.get("antialias", 0)))
+    elif mode == "cubic":
+        coeff_fn = _cubic(bool(attrs.get("antialias", 0)), attrs.get("cubic_coeff_a", -0.75))
+    else:
+        raise OnnxImportError(f"{ctx.node_name}: Resize mode {mode!r} is not supported")
+    y = x if x.dtype.is_float or mode == "nearest" else x.cast("float32")
+    fill = float(attrs.get("extrapolation_value", 0.0))
+    for a in axes:
+        lo_hi = rois.get(a)
+        if math.isclose(scale_of[a], 1.0) and out[a] == shape[a] and \
+                (lo_hi is None or (math.isclose(lo_hi[0], 0) and math.isclose(lo_hi[1], 1))):
+            continue
+        taps, weights, outside = axis_taps(shape[a], out[a], scale_of[a], coeff_fn, ctm, lo_hi,
+                                           bool(attrs.get("exclude_outside", 0)))
+        y = _resample_axis(ctx, y, a, taps, weights, mode == "nearest")
+        if outside.any():
+            at = [1] * rank
+            at[a] = out[a]
+            y = wt.where(ctx.tensor(outside.reshape(at)), fill, y)
+    return y if y.dtype == x.dtype else y.round().cast(x.dtype)
+
+
+@op("Resize")
+def resize_row(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+    (x,) = lift(ctx, ins[0])
+    opset = ctx.opsets.get("", 0)
+    if opset < 11:
+        return [resize(ctx, x, attrs, None, _optional(ctx, ins, 1, "Resize scales"), None,
+                       opset)]
+    return [resize(ctx, x, attrs, _optional(ctx, ins, 1, "Resize roi"),
+                   _optional(ctx, ins, 2, "Resize scales"),
+                   _optional(ctx, ins, 3, "Resize sizes"), opset)]
+
+
+@op("Upsample")
+def upsample(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+    (x,) = lift(ctx, ins[0])
+    scales = np.asarray(attrs["scales"], np.float32) if "scales" in attrs else \
+        ctx.host(ins[1], "Upsample scales")
+    return [resize(ctx, x, {"mode": attrs.get("mode", b"nearest")}, None, scales, None, 9)]
+
+
+@op("CenterCropPad")
+def center_crop_pad(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
+                    ) -> list[Tensor]:
+    (x,) = lift(ctx, ins[0])
+    shape = static_shape(ctx, x)
+    want = [int(d) for d in ctx.host(ins[1], "CenterCropPad shape")]
+    axes = [norm_axis(int(a), len(shape)) for a in attrs.get("axes", range(len(shape)))]
+    for a, size in zip(axes, want):
+        have = static_shape(ctx, x)[a]
+        if size < have:                                   # crop: drop more at the end
+            x = x.narrow(a, (have - size) // 2, size)
+        elif size > have:                                 # pad with zeros: more at the end
+            lo = (size - have) // 2
+            parts: list[Tensor] = []
+            for n, piece in ((lo, None), (0, x), (size - have - lo, None)):
+                if piece is not None:
+                    parts.append(piece)
+                elif n:
+                    zshape = list(static_shape(ctx, x))
+                    zshape[a] = n
+                    parts.append(ctx.tensor(np.zeros(zshape, x.dtype.np_dtype)))
+            x = wt.concat(parts, a)
+    return [x]
+
+
+@op("AffineGrid")
+def affine_grid(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
+                ) -> list[Tensor]:
+    (theta,) = lift(ctx, ins[0])
+    size = [int(d) for d in ctx.host(ins[1], "AffineGrid size")]
+    n, spatial = size[0], size[2:]
+    align = bool(attrs.get("align_corners", 0))
+    axes_1d = []
+    for d in spatial:
+        if align:
+            axes_1d.append(np.linspace(-1, 1, d) if d > 1 else np.zeros(1))
+        else:
+            axes_1d.append((np.arange(d) * 2 + 1) / d - 1)
+    mesh = np.meshgrid(*axes_1d, indexing="ij")             # per spatial dim, (D, H, W)
+    coords = [m.reshape(-1) for m in reversed(mesh)]         # x (last dim) first
+    base = np.stack(coords + [np.ones_like(coords[0])], -1).astype(np.float32)  # (L, k+1)
+    grid = ctx.tensor(base.astype(theta.dtype.np_dtype)) @ theta.permute(0, 2, 1)
+    return [grid.reshape((n,) + tuple(spatial) + (len(spatial),))]
