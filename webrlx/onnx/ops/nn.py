@@ -13,6 +13,7 @@ from ... import nn
 from ... import tensor as wt
 from ...tensor import Tensor
 from ..context import Context, OnnxImportError
+from ..patterns import fused_attention
 from .common import lift, norm_axis, same_dtype, static_shape
 from .pool import conv_pads
 from .registry import op
@@ -28,7 +29,8 @@ def _float_matmul(a: Tensor, b: Tensor) -> Tensor:
 @op("MatMul", host=lambda node, ins, attrs: [np.matmul(*ins)])
 def matmul(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
     a, b = lift(ctx, *ins)
-    return [_float_matmul(a, b)]
+    fused = fused_attention(a, b)       # softmax(q k^T * s + mask) @ v: the attention op
+    return [fused if fused is not None else _float_matmul(a, b)]
 
 
 @op("Gemm")

@@ -1,0 +1,89 @@
+"""MiniLM's ONNX export (tests/onnx/export_minilm.py) through webrlx.onnx beside the hand-built
+webrlx.models.minilm and onnxruntime's CPU EP, in one run; prints JSON with the ratios.
+
+    python bench/onnx_minilm.py [--shapes 1x128,32x128] [--out F]
+
+Method: both webrlx sides time a compiled executable's run on inputs already on the device,
+synchronized (webrlx.cli.bench.time_executable, median of repeats); the hand-built graph also
+mean-pools and normalizes (a few small dispatches), the ONNX one ends at last_hidden_state.
+onnxruntime times session.run of the same .onnx file. Also reported: dispatches per run and
+attention ops in each schedule, and the ONNX output's agreement with onnxruntime.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from webrlx.cli.bench import _time, time_executable  # noqa: E402
+
+
+def _feeds(batch: int, seq: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(batch * 7 + seq)
+    ids = rng.integers(1000, 29000, (batch, seq)).astype(np.int64)
+    ids[:, 0], ids[:, -1] = 101, 102
+    return {"input_ids": ids, "attention_mask": np.ones_like(ids),
+            "token_type_ids": np.zeros_like(ids)}
+
+
+def _ops(exe: object) -> dict[str, int]:
+    plan = exe.last_plan                                           # type: ignore[attr-defined]
+    graph = exe.graph                                              # type: ignore[attr-defined]
+    return {"dispatches_per_run": len(plan.dispatches) if plan else 0,
+            "attention_ops": sum(n.op == "attention" for n in graph.nodes)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--shapes", default="1x128,32x128", help="batch x seq list")
+    p.add_argument("--model", default=None, help="the .onnx (default: export to build/onnx)")
+    p.add_argument("--out", default=None)
+    a = p.parse_args()
+    import onnxruntime as ort
+
+    from tests.onnx.export_minilm import DEFAULT_OUT, export
+    from webrlx.models import minilm
+    from webrlx.onnx import InferenceSession
+    path = a.model or str(DEFAULT_OUT if DEFAULT_OUT.exists() else export())
+    enc = minilm.load()
+    sess = InferenceSession(path, device=enc.device)
+    ref_sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    rows = []
+    for case in a.shapes.split(","):
+        batch, seq = (int(v) for v in case.split("x"))
+        feeds = _feeds(batch, seq)
+        hand = enc.feeds([list(r) for r in feeds["input_ids"]])
+        t_hand = time_executable(enc.executable, hand, 10, 5)
+        (got,) = sess.run(None, feeds)
+        plan, fed = sess._plan(feeds)
+        assert plan.executable is not None
+        t_onnx = time_executable(plan.executable, fed, 10, 5)
+        (ref,) = ref_sess.run(None, feeds)
+        t_ort = _time(lambda: ref_sess.run(None, feeds), lambda: None, 3, 3)
+        rows.append({"case": f"minilm {batch}x{seq}", "onnx_webrlx_ms": t_onnx * 1e3,
+                     "hand_built_webrlx_ms": t_hand * 1e3, "onnxruntime_cpu_ms": t_ort * 1e3,
+                     "onnx_vs_hand_built": t_onnx / t_hand,
+                     "onnx_vs_onnxruntime_cpu": t_onnx / t_ort,
+                     "max_abs_err_vs_onnxruntime": float(np.abs(got - ref).max()),
+                     "max_abs_ref": float(np.abs(ref).max()),
+                     "onnx_schedule": _ops(plan.executable),
+                     "hand_built_schedule": _ops(enc.executable)})
+    result = {"adapter": enc.device.info.name, "backend": enc.device.info.backend,
+              "onnxruntime": f"onnxruntime {ort.__version__} CPU", "model": path,
+              "method": __doc__.split("Method: ")[1].strip(), "cases": rows}
+    text = json.dumps(result, indent=1)
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()

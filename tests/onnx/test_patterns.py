@@ -1,0 +1,91 @@
+"""webrlx.onnx.patterns: softmax(q k^T * scale + padding mask) @ v, as exports spell it, becomes
+the attention op (counted in the imported graph) and agrees with onnxruntime; look-alikes that
+are not key-padding attention (a causal float mask, a 2-D (q, k) mask) stay unfused and agree."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from webrlx.onnx import InferenceSession, import_model  # noqa: E402
+
+B, H, L, D = 2, 3, 5, 4
+F = TensorProto.FLOAT
+
+
+def _c(name: str, value) -> onnx.NodeProto:
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+        np.asarray(value), name + "_v"))
+
+
+def _model(mask_kind: str, scale_kind: str) -> tuple[bytes, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2])]
+    if scale_kind == "div":
+        nodes += [helper.make_node("MatMul", ["q", "kt"], ["qk"]), _c("s", np.float32(2.0)),
+                  helper.make_node("Div", ["qk", "s"], ["scores"])]
+    elif scale_kind == "mul_both":        # opset 23 Attention's expansion: sqrt(scale) on each
+        nodes += [_c("s", np.float32(0.5 ** 0.5)), helper.make_node("Mul", ["q", "s"], ["qs"]),
+                  helper.make_node("Mul", ["kt", "s"], ["kts"]),
+                  helper.make_node("MatMul", ["qs", "kts"], ["scores"])]
+    else:
+        nodes += [helper.make_node("MatMul", ["q", "kt"], ["qk"]), _c("s", np.float32(0.5)),
+                  helper.make_node("Mul", ["s", "qk"], ["scores"])]
+    inputs = [helper.make_tensor_value_info(n, F, [B, H, L, D]) for n in "qkv"]
+    feeds = {n: rng.standard_normal((B, H, L, D)).astype(np.float32) for n in "qkv"}
+    pad = np.ones((B, L), np.int64)
+    pad[1, 3:] = 0
+    logits = "scores"
+    if mask_kind == "one_minus":         # BERT: (1 - m[:, None, None, :]) * -10000
+        nodes += [_c("axes", np.array([1, 2], np.int64)),
+                  helper.make_node("Unsqueeze", ["m", "axes"], ["m4"]),
+                  helper.make_node("Cast", ["m4"], ["mf"], to=F), _c("one", np.float32(1)),
+                  helper.make_node("Sub", ["one", "mf"], ["inv"]),
+                  _c("big", np.float32(-10000.0)), helper.make_node("Mul", ["inv", "big"],
+                                                                    ["add_mask"])]
+    elif mask_kind == "where":           # torch's sdpa mask: where(ones(q) & m != 0, 0, min)
+        nodes += [_c("axes", np.array([1, 2], np.int64)),
+                  helper.make_node("Unsqueeze", ["m", "axes"], ["m4"]), _c("zero_i", np.int64(0)),
+                  helper.make_node("Equal", ["m4", "zero_i"], ["is0"]),
+                  helper.make_node("Not", ["is0"], ["keep"]),
+                  _c("rows", np.ones((1, 1, L, 1), bool)),
+                  helper.make_node("And", ["rows", "keep"], ["keep_all"]),
+                  _c("zero", np.float32(0)), _c("fmin", np.float32(np.finfo(np.float32).min)),
+                  helper.make_node("Where", ["keep_all", "zero", "fmin"], ["add_mask"])]
+    elif mask_kind == "causal_float":    # a float (q, k) mask input: not a padding mask
+        inputs.append(helper.make_tensor_value_info("add_mask", F, [L, L]))
+        feeds["add_mask"] = np.triu(np.full((L, L), -1e9, np.float32), 1)
+    elif mask_kind == "bool_2d":         # where(mask(q, k), 0, -inf): rank 2 is (q, k)
+        inputs.append(helper.make_tensor_value_info("b", TensorProto.BOOL, [L, L]))
+        feeds["b"] = np.tril(np.ones((L, L), bool))
+        nodes += [_c("zero", np.float32(0)), _c("ninf", np.float32(-np.inf)),
+                  helper.make_node("Where", ["b", "zero", "ninf"], ["add_mask"])]
+    if mask_kind in ("one_minus", "where"):
+        inputs.append(helper.make_tensor_value_info("m", TensorProto.INT64, [B, L]))
+        feeds["m"] = pad
+    if mask_kind != "none":
+        nodes.append(helper.make_node("Add", ["scores", "add_mask"], ["masked"]))
+        logits = "masked"
+    nodes += [helper.make_node("Softmax", [logits], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["y"])]
+    g = helper.make_graph(nodes, "attn", inputs,
+                          [helper.make_tensor_value_info("y", F, [B, H, L, D])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]
+                             ).SerializeToString(), feeds
+
+
+@pytest.mark.parametrize("mask_kind, scale_kind, fused", [
+    ("none", "div", True), ("one_minus", "div", True), ("where", "mul", True),
+    ("one_minus", "mul_both", True), ("causal_float", "div", False), ("bool_2d", "mul", False),
+])
+def test_attention_pattern(mask_kind: str, scale_kind: str, fused: bool) -> None:
+    data, feeds = _model(mask_kind, scale_kind)
+    shapes = {n: a.shape for n, a in feeds.items()}
+    graph, _, _ = import_model(data, shapes)
+    assert sum(n.op == "attention" for n in graph.nodes) == int(fused)
+    (ref,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    (got,) = InferenceSession(data).run(None, feeds)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))

@@ -1,0 +1,140 @@
+"""Graph patterns imported ONNX models spell out node by node, recognized on the webrlx Graph
+and rebuilt as the fused op a hand-built model uses. `fused_attention`: softmax(q @ k^T * scale
++ mask) @ v -> the attention op, where mask is a key-padding mask ((1 - m) * -big, or
+where(m, 0, -big)), as BERT-style exports write it."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import nn
+from ..graph import Node
+from ..tensor import Tensor
+
+BIG_NEGATIVE = -1e4     # additive mask values at or below this zero a softmax term in float32
+
+
+def _const(t: Tensor) -> np.ndarray | None:
+    n = t.node
+    return n.value if n.op == "constant" else None
+
+
+def _scalar(t: Tensor) -> float | None:
+    """The value of a constant holding one value (any shape), else None."""
+    v = _const(t)
+    if v is None or v.size == 0 or not np.all(v == v.flat[0]):
+        return None
+    return float(v.flat[0])
+
+
+def _arg(t: Tensor, i: int) -> Tensor:
+    return Tensor(t.graph, t.node.inputs[i])
+
+
+def _strip_scale(t: Tensor) -> tuple[Tensor, float]:
+    """t = x * c or x / c with c a constant scalar (repeatedly) -> (x, product of factors)."""
+    scale = 1.0
+    while t.node.op in ("mul", "div") and len(t.node.inputs) == 2:
+        a, b = _arg(t, 0), _arg(t, 1)
+        cb = _scalar(b)
+        ca = _scalar(a) if t.node.op == "mul" else None
+        if cb is not None and cb != 0 and tuple(b.shape) in ((), (1,)):
+            scale *= cb if t.node.op == "mul" else 1.0 / cb
+            t = a
+        elif ca is not None and tuple(a.shape) in ((), (1,)):
+            scale *= ca
+            t = b
+        else:
+            break
+    return t, scale
+
+
+def _all_true(t: Tensor) -> bool:
+    v = _const(t)
+    return v is not None and v.size > 0 and bool(np.all(v != 0))
+
+
+def _keep_mask(m: Tensor, batch: Any, kv: Any) -> Tensor | None:
+    """The (batch, kv) int32 keep-mask (1 = attend) equal to additive mask m, else None."""
+    n = m.node
+    keep: Tensor | None = None
+    if n.op == "where":
+        cond, a, b = (_arg(m, i) for i in range(3))
+        va, vb = _scalar(a), _scalar(b)
+        if va == 0.0 and vb is not None and vb <= BIG_NEGATIVE:
+            keep = _strip_true(cond).cast("int32")
+        elif vb == 0.0 and va is not None and va <= BIG_NEGATIVE:
+            keep = 1 - _strip_true(cond).cast("int32")
+    elif n.op == "mul":
+        for x, c in ((_arg(m, 0), _arg(m, 1)), (_arg(m, 1), _arg(m, 0))):
+            vc = _scalar(c)
+            if vc is None or vc > BIG_NEGATIVE or tuple(c.shape) not in ((), (1,)):
+                continue
+            if x.node.op == "sub" and _scalar(_arg(x, 0)) == 1.0 and \
+                    tuple(_arg(x, 0).shape) in ((), (1,)):
+                keep = _strip_true(_arg(x, 1)).cast("int32")      # (1 - m) * -big
+                break
+    if keep is None:
+        return None
+    full = (1,) * (4 - len(keep.shape)) + tuple(keep.shape)      # numpy's right alignment
+    if len(full) != 4 or full[1] != 1 or full[2] != 1 or full[3] != kv \
+            or full[0] not in (1, batch):
+        return None
+    shape = (full[0], kv)
+    keep = keep.reshape(shape)
+    return keep if shape[0] == batch else keep.expand(batch, kv)
+
+
+def _strip_true(cond: Tensor) -> Tensor:
+    """cond without factors that are all-true constants (and / mul by ones): the broadcast they
+    add along the query axis does not change which keys a row attends to."""
+    while cond.node.op in ("mul", "logical_and", "and") and len(cond.node.inputs) == 2:
+        a, b = _arg(cond, 0), _arg(cond, 1)
+        if _all_true(a) and len(a.shape) <= len(b.shape):
+            cond = b
+        elif _all_true(b) and len(b.shape) <= len(a.shape):
+            cond = a
+        else:
+            break
+    return cond
+
+
+def _key(kt: Tensor) -> Tensor:
+    """k (batch, heads, kv, d) from kt (batch, heads, d, kv), undoing the export's permute."""
+    n: Node = kt.node
+    if n.op == "permute" and tuple(n.attrs["axes"]) == (0, 2, 3, 1):
+        return _arg(kt, 0).permute(0, 2, 1, 3)
+    return kt.permute(0, 1, 3, 2)
+
+
+def fused_attention(p: Tensor, v: Tensor) -> Tensor | None:
+    """p @ v as the attention op when p = softmax(q @ kt * scale [+ mask]) over the last axis
+    with q, k, v of one (batch, heads) and float32; None when p is anything else."""
+    sm = p.node
+    if sm.op != "softmax" or len(p.shape) != 4 or sm.attrs.get("axis") not in (3, -1) \
+            or p.dtype.name != "float32" or v.dtype.name != "float32" or len(v.shape) != 4:
+        return None
+    scores = _arg(p, 0)
+    masks: list[Tensor] = []
+    if scores.node.op == "add":
+        a, b = _arg(scores, 0), _arg(scores, 1)
+        scores, masks = (a, [b]) if _strip_scale(a)[0].node.op == "matmul" else (b, [a])
+    s, scale = _strip_scale(scores)
+    if s.node.op != "matmul" or s.node.attrs.get("activation", "none") != "none":
+        return None
+    (q, sq), (kt, sk) = _strip_scale(_arg(s, 0)), _strip_scale(_arg(s, 1))
+    scale *= sq * sk
+    if len(q.shape) != 4 or len(kt.shape) != 4 or q.dtype.name != "float32":
+        return None
+    batch, heads, _, d = q.shape
+    kv = kt.shape[3]
+    if tuple(kt.shape) != (batch, heads, d, kv) or tuple(v.shape)[:3] != (batch, heads, kv) \
+            or v.shape[3] != d:
+        return None
+    mask = None
+    if masks:
+        mask = _keep_mask(masks[0], batch, kv)
+        if mask is None:
+            return None
+    return nn.attention(q, _key(kt), v, mask=mask, scale=scale)
