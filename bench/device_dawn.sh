@@ -4,7 +4,8 @@
 #   setup   carry .gl .whl .dawn/{node.xz,dawn.node.xz,pyodide.tar.xz,snap.tar.xz,wheels}
 #   part    carry .dawn/parts/m.partNN (model files in 27 MiB parts), gathered in /tmp/dawn/big
 #   tests   unpack the models; the backend suite natively and under Dawn, into $OUT
-#   bench   bench/engines.py natively and under Dawn, and `python -m webrlx bench` both ways
+#   bench   bench/engines.py natively and under Dawn, then `python -m webrlx bench --only X`
+#           both ways for each X of $BENCH_ONLY
 set -uo pipefail
 D=/tmp/dawn
 S=$D/snap                     # the snapshot: `git archive HEAD`, the wheel built from it
@@ -38,7 +39,8 @@ tests)
   i=0; for g in "$G1" "$G2" "$G3"; do i=$((i+1))
     dawn --json $OUT/dawn-tests-$i.json -- pytest $g > $OUT/dawn-tests-$i.txt 2>&1 &
   done
-  (cd $S && python3 -m pytest tests/backend -q -p no:cacheprovider > $OUT/native-tests.txt 2>&1)
+  (cd $S && python3 -m pytest tests/backend -o addopts= -q -rfE -p no:cacheprovider \
+    > $OUT/native-tests.txt 2>&1)
   wait; tail -3 $OUT/native-tests.txt; for i in 1 2 3; do tail -1 $OUT/dawn-tests-$i.txt; done
   ;;
 bench)
@@ -46,7 +48,11 @@ bench)
   dawn -- python bench/engines.py --new 256 > $OUT/engines-dawn.json
   (cd $S && python3 bench/engines.py --compare $OUT/engines-native.json $OUT/engines-dawn.json \
     > $OUT/engines.json)
-  (cd $S && python3 -m webrlx bench ${BENCH_ARGS:-} > $OUT/bench-native.json)
-  dawn -- bench ${BENCH_ARGS:-} > $OUT/bench-dawn.json
+  # one file per case family: what finishes within its time limit comes back
+  for only in ${BENCH_ONLY:-minilm matmul attention f16}; do
+    (cd $S && timeout 120 python3 -m webrlx bench --only $only > $OUT/bench-native-$only.json)
+    timeout ${BENCH_LIMIT:-120} bash -c "$(declare -f dawn); dawn -- bench --only $only" \
+      > $OUT/bench-dawn-$only.json
+  done
   ;;
 esac
