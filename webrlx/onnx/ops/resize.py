@@ -1,8 +1,8 @@
 """Image-sampling rows: Resize (nearest / linear / cubic, every coordinate transformation mode,
-antialias, exclude_outside, axes, keep_aspect_ratio_policy), Upsample, CenterCropPad and
-AffineGrid. Resize is separable: per resized axis the host computes, from shapes and attributes
-only, which input taps each output reads and with what weights; the device gathers the taps,
-weighs and sums them."""
+antialias, exclude_outside, axes, keep_aspect_ratio_policy), Upsample, CenterCropPad, AffineGrid
+and GridSample. Resize is separable: per resized axis the host computes, from shapes and
+attributes only, which input taps each output reads and with what weights; the device gathers
+the taps, weighs and sums them. GridSample's coordinates are data: the device computes them."""
 from __future__ import annotations
 
 import math
@@ -245,3 +245,108 @@ def affine_grid(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
     base = np.stack(coords + [np.ones_like(coords[0])], -1).astype(np.float32)  # (L, k+1)
     grid = ctx.tensor(base.astype(theta.dtype.np_dtype)) @ theta.permute(0, 2, 1)
     return [grid.reshape((n,) + tuple(spatial) + (len(spatial),))]
+
+
+# -- GridSample: the grid is data, so coordinates, taps and weights are computed on the device --
+def _reflect(v: Tensor, lo: float, hi: float) -> Tensor:
+    """Fold v into [lo, hi] by reflecting at the borders (as often as needed)."""
+    span = hi - lo
+    below, above = v < lo, v > hi
+    dist = wt.where(below, lo - v, v - hi)
+    folds = (dist / span).floor()
+    rest = dist - folds * span
+    even = (folds - (folds * 0.5).floor() * 2.0) == 0.0
+    up, down = rest + lo, (rest * -1.0) + hi
+    return wt.where(below, wt.where(even, up, down), wt.where(above, wt.where(even, down, up), v))
+
+
+def _cubic_weights(f: Tensor) -> list[Tensor]:
+    a = -0.75
+
+    def near(t: Tensor) -> Tensor:
+        return ((t * (a + 2) - (a + 3)) * t) * t + 1.0
+
+    def far(t: Tensor) -> Tensor:
+        return ((t * a - 5 * a) * t + 8 * a) * t - 4 * a
+
+    g = f * -1.0 + 1.0
+    return [far(f + 1.0), near(f), near(g), far(g + 1.0)]
+
+
+def _grid_taps(v: Tensor, size: int, mode: str, padding: str, lo: float, hi: float
+               ) -> list[tuple[Tensor, Tensor]]:
+    """(index as float, weight) for each tap along one dim; weight 0 where a zeros-padded tap
+    falls outside, indices of other paddings clamped or reflected into range."""
+    taps: list[tuple[Tensor, Tensor | None]] = []
+    if mode == "nearest":
+        taps = [(v, None)]
+    else:
+        base = v.floor()
+        f = v - base
+        if mode == "linear":
+            taps = [(base, f * -1.0 + 1.0), (base + 1.0, f)]
+        else:
+            ws = _cubic_weights(f)
+            taps = [(base + float(d), w) for d, w in zip((-1, 0, 1, 2), ws)]
+    out: list[tuple[Tensor, Tensor]] = []
+    for i, w in taps:
+        if padding == "zeros":
+            inside = (i >= 0.0).cast("float32") * (i < float(size)).cast("float32")
+            w = inside if w is None else w * inside
+            i = i.clamp(0.0, float(size - 1))
+        elif padding == "border":
+            i = i.clamp(0.0, float(size - 1))
+        else:                                   # reflection, then truncation toward zero
+            r = _reflect(i, lo, hi)
+            i = wt.where(r < 0.0, r.ceil(), r.floor()).clamp(0.0, float(size - 1))
+        out.append((i, w if w is not None else (i * 0.0 + 1.0)))
+    return out
+
+
+@op("GridSample")
+def grid_sample(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
+                ) -> list[Tensor]:
+    x, grid = lift(ctx, ins[0], ins[1])
+    xs, gs = static_shape(ctx, x), static_shape(ctx, grid)
+    n, c, spatial = xs[0], xs[1], xs[2:]
+    k = len(spatial)
+    mode = attrs.get("mode", b"linear" if ctx.opsets.get("", 0) >= 20 else b"bilinear").decode()
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    padding = attrs.get("padding_mode", b"zeros").decode()
+    align = bool(attrs.get("align_corners", 0))
+    n_out = math.prod(gs[1:-1])
+    g = grid.cast("float32").reshape((n, n_out, k))
+    per_dim = []
+    for d, size in enumerate(spatial):
+        u = g.narrow(2, k - 1 - d, 1).reshape((n, n_out))     # grid's last dim is (x, y, z)
+        v = (u + 1.0) * (0.5 * (size - 1)) if align else ((u + 1.0) * float(size) - 1.0) * 0.5
+        lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+        if mode == "nearest":
+            v = v.round()
+        if padding == "border":
+            v = v.clamp(0.0, float(size - 1))
+        elif padding == "reflection":
+            v = _reflect(v, lo, hi)
+        per_dim.append(_grid_taps(v, size, mode, padding, lo, hi))
+    strides = [math.prod(spatial[d + 1:]) for d in range(k)]
+    flat_idx, weights = [], []
+    for combo in np.ndindex(*(len(t) for t in per_dim)):
+        idx: Tensor | None = None
+        w: Tensor | None = None
+        for d, t in enumerate(combo):
+            i_d, w_d = per_dim[d][t]
+            term = i_d * float(strides[d])
+            idx = term if idx is None else idx + term
+            w = w_d if w is None else w * w_d
+        assert idx is not None and w is not None
+        flat_idx.append(idx.reshape((n, n_out, 1)))
+        weights.append(w.reshape((n, n_out, 1)))
+    n_taps = len(flat_idx)
+    idx_all = wt.concat(flat_idx, 2) if n_taps > 1 else flat_idx[0]      # (N, O, T)
+    w_all = wt.concat(weights, 2) if n_taps > 1 else weights[0]
+    offset = ctx.tensor((np.arange(n) * math.prod(spatial)).astype(np.float32).reshape(n, 1, 1))
+    rows = (idx_all + offset).cast("int32").reshape((-1,))
+    table = x.cast("float32").reshape((n, c, -1)).permute(0, 2, 1).reshape((-1, c))
+    picked = table.gather(rows, axis=0).reshape((n, n_out, n_taps, c))
+    y = (picked * w_all.reshape((n, n_out, n_taps, 1))).sum(2)          # (N, O, C)
+    return [y.permute(0, 2, 1).reshape((n, c) + gs[1:-1]).cast(x.dtype)]
