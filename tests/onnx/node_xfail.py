@@ -39,12 +39,6 @@ XFAIL.update(dict.fromkeys([
     "test_be*",
 ], _why))
 
-# 12 tests
-_why = ('recurrent ops not implemented yet (ops/rnn.py)')
-XFAIL.update(dict.fromkeys([
-    "test_gru*", "test_ls*", "test_rn*", "test_sim*",
-], _why))
-
 # 19 tests
 _why = ('signal processing not implemented yet (ops/signal.py)')
 XFAIL.update(dict.fromkeys([
