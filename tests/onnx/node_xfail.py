@@ -12,12 +12,6 @@ XFAIL.update(dict.fromkeys([
     "test_ada*", "test_ai*", "test_mom*", "test_nes*",
 ], _why))
 
-# 80 tests
-_why = ('image sampling not implemented yet (ops/resize.py)')
-XFAIL.update(dict.fromkeys([
-    "test_basic_d*", "test_def*", "test_roi*",
-], _why))
-
 # 2 tests
 _why = ("lavapipe's WGSL tanh loses ~1e-3 relative for |x| < 1e-4 (exp-based), over the "
         '1e-3 tolerance')

@@ -1,10 +1,11 @@
 """Image-sampling rows: Resize (nearest / linear / cubic, every coordinate transformation mode,
-antialias, exclude_outside, axes, keep_aspect_ratio_policy), Upsample, CenterCropPad, AffineGrid
-and GridSample. Resize is separable: per resized axis the host computes, from shapes and
+antialias, exclude_outside, axes, keep_aspect_ratio_policy), Upsample, CenterCropPad, AffineGrid,
+GridSample, RoiAlign and DeformConv. Resize is separable: per resized axis the host computes, from shapes and
 attributes only, which input taps each output reads and with what weights; the device gathers
-the taps, weighs and sums them. GridSample's coordinates are data: the device computes them."""
+the taps, weighs and sums them. GridSample's, RoiAlign's and DeformConv's coordinates are data: the device computes them."""
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -350,3 +351,107 @@ def grid_sample(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
     picked = table.gather(rows, axis=0).reshape((n, n_out, n_taps, c))
     y = (picked * w_all.reshape((n, n_out, n_taps, 1))).sum(2)          # (N, O, C)
     return [y.permute(0, 2, 1).reshape((n, c) + gs[1:-1]).cast(x.dtype)]
+
+
+def _rows_of(ctx: Context, x: Tensor, groups: int = 1) -> Tensor:
+    """x (N, C, *spatial) as a row table (N * groups * pixels, C / groups) for row gathers."""
+    n, c = static_shape(ctx, x)[:2]
+    per = x.reshape((n, groups, c // groups, -1)).permute(0, 1, 3, 2)
+    return per.reshape((-1, c // groups))
+
+
+@op("RoiAlign")
+def roi_align(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
+    x, rois, batch = lift(ctx, *ins[:3])
+    n, c, h, w = static_shape(ctx, x)
+    r = static_shape(ctx, rois)[0]
+    ph, pw = int(attrs.get("output_height", 1)), int(attrs.get("output_width", 1))
+    ratio = int(attrs.get("sampling_ratio", 0))
+    if ratio <= 0:
+        raise OnnxImportError(f"{ctx.node_name}: RoiAlign sampling_ratio=0 (adaptive) makes "
+                              "the sample count depend on the rois' values; give a fixed "
+                              "sampling_ratio")
+    half = attrs.get("coordinate_transformation_mode", b"half_pixel") == b"half_pixel" \
+        and ctx.opsets.get("", 0) >= 16
+    scale = float(attrs.get("spatial_scale", 1.0))
+    box = rois.cast("float32") * scale - (0.5 if half else 0.0)      # (R, 4): x0 y0 x1 y1
+    axes = []
+    for start_col, size, bins in ((1, h, ph), (0, w, pw)):           # y, then x
+        start = box.narrow(1, start_col, 1)
+        extent = box.narrow(1, start_col + 2, 1) - start
+        if not half:
+            extent = extent.maximum(1.0)
+        # sample s of bin b sits at start + (b + (s + 0.5) / ratio) * extent / bins
+        at = (np.arange(bins)[:, None] + (np.arange(ratio)[None, :] + 0.5) / ratio).reshape(-1)
+        v = start + (extent / float(bins)) * ctx.tensor(at.astype(np.float32).reshape(1, -1))
+        inside = (v >= -1.0).cast("float32") * (v <= float(size)).cast("float32")
+        v = v.maximum(0.0)
+        edge = v.floor() >= float(size - 1)
+        low = wt.where(edge, float(size - 1), v.floor())
+        high = wt.where(edge, float(size - 1), v.floor() + 1.0)
+        frac = wt.where(edge, 0.0, v - v.floor())
+        axes.append([(low, (frac * -1.0 + 1.0) * inside), (high, frac * inside)])
+    idx, wts = [], []
+    for (yi, yw), (xi, xw) in itertools.product(axes[0], axes[1]):
+        # (R, ph*ratio, 1) x (R, 1, pw*ratio) -> (R, ph, pw, ratio, ratio) -> (R, ph*pw, S)
+        def cell(a: Tensor, b: Tensor) -> Tensor:
+            grid = a.reshape((r, ph, 1, ratio, 1)) + b.reshape((r, 1, pw, 1, ratio))
+            return grid.reshape((r, ph * pw, ratio * ratio, 1))
+        idx.append(cell(yi * float(w), xi))
+        wts.append(cell(yw, xw * 0.0) * cell(yw * 0.0, xw))
+    rows = wt.concat(idx, 3) + (batch.cast("float32") * float(h * w)).reshape((r, 1, 1, 1))
+    weights = wt.concat(wts, 3)                                      # (R, bins, S, 4)
+    picked = _rows_of(ctx, x.cast("float32")).gather(rows.cast("int32").reshape((-1,)), 0)
+    vals = picked.reshape((r, ph * pw, ratio * ratio, 4, c)) * \
+        weights.reshape((r, ph * pw, ratio * ratio, 4, 1))
+    if attrs.get("mode", b"avg") == b"max":
+        y = vals.max(3).max(2)
+    else:
+        y = vals.sum(3).sum(2) * (1.0 / (ratio * ratio))
+    return [y.permute(0, 2, 1).reshape((r, c, ph, pw)).cast(x.dtype)]
+
+
+@op("DeformConv")
+def deform_conv(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
+                ) -> list[Tensor]:
+    x, w, offset = lift(ctx, *ins[:3])
+    n, c, h, wd = static_shape(ctx, x)
+    oc, _, kh, kw = static_shape(ctx, w)
+    oh, ow = static_shape(ctx, offset)[2:]
+    groups, og = int(attrs.get("group", 1)), int(attrs.get("offset_group", 1))
+    sh, sw = (int(s) for s in attrs.get("strides", [1, 1]))
+    dh, dw = (int(d) for d in attrs.get("dilations", [1, 1]))
+    pads = [int(p) for p in attrs.get("pads", [0, 0, 0, 0])]
+    k, length = kh * kw, oh * ow
+    off = offset.cast("float32").reshape((n, og, k, 2, length))
+    base_h = (np.arange(oh)[None, :, None] * sh - pads[0]
+              + np.arange(kh)[:, None, None] * dh)                  # (kh, oh, 1)
+    base_w = (np.arange(ow)[None, None, :] * sw - pads[1]
+              + np.arange(kw)[:, None, None] * dw)                  # (kw, 1, ow)
+    base_h = np.broadcast_to(base_h[:, None], (kh, kw, oh, ow)).reshape(k, length)
+    base_w = np.broadcast_to(base_w[None], (kh, kw, oh, ow)).reshape(k, length)
+    per_dim = []
+    for d, (base, size) in enumerate(((base_h, h), (base_w, wd))):
+        v = off.narrow(3, d, 1).reshape((n, og, k, length)) + ctx.tensor(
+            base.astype(np.float32))
+        per_dim.append(_grid_taps(v, size, "linear", "zeros", 0.0, size - 1.0))
+    mask = ins[4] if len(ins) > 4 and ins[4] is not None else None
+    keep = ctx.tensor(mask).cast("float32").reshape((n, og, k, length)) \
+        if mask is not None else None
+    group_rows = ctx.tensor((np.arange(n * og) * h * wd).astype(np.float32)
+                            .reshape(n, og, 1, 1))
+    table = _rows_of(ctx, x.cast("float32"), og)
+    sampled: Tensor | None = None
+    for (yi, yw), (xi, xw) in itertools.product(*per_dim):
+        rows = (yi * float(wd) + xi + group_rows).cast("int32").reshape((-1,))
+        wgt = yw * xw if keep is None else yw * xw * keep
+        term = table.gather(rows, 0).reshape((n, og, k, length, c // og)) * \
+            wgt.reshape((n, og, k, length, 1))
+        sampled = term if sampled is None else sampled + term
+    assert sampled is not None
+    cols = sampled.permute(0, 1, 4, 2, 3).reshape((n, groups, c // groups * k, length))
+    wg = w.cast("float32").reshape((1, groups, oc // groups, c // groups * k))
+    y = (wg @ cols).reshape((n, oc, oh, ow))
+    if len(ins) > 3 and ins[3] is not None:
+        y = y + ctx.tensor(ins[3]).cast("float32").reshape((1, oc, 1, 1))
+    return [y.cast(x.dtype)]
