@@ -1,8 +1,9 @@
 """Image-sampling rows: Resize (nearest / linear / cubic, every coordinate transformation mode,
 antialias, exclude_outside, axes, keep_aspect_ratio_policy), Upsample, CenterCropPad, AffineGrid,
-GridSample, RoiAlign and DeformConv. Resize is separable: per resized axis the host computes, from shapes and
-attributes only, which input taps each output reads and with what weights; the device gathers
-the taps, weighs and sums them. GridSample's, RoiAlign's and DeformConv's coordinates are data: the device computes them."""
+GridSample, RoiAlign and DeformConv. Resize is separable: per resized axis the host computes,
+from shapes and attributes only, which input taps each output reads and with what weights; the
+device gathers the taps, weighs and sums them. GridSample's, RoiAlign's and DeformConv's
+coordinates are data: the device computes them."""
 from __future__ import annotations
 
 import itertools
