@@ -33,23 +33,16 @@ XFAIL.update(dict.fromkeys([
     "test_be*",
 ], _why))
 
-# 19 tests
-_why = ('signal processing not implemented yet (ops/signal.py)')
+# 2 tests
+_why = ('DFT inverse: float32 accumulation (the device has no float64); at n = N/2 the expected '
+        'imaginary parts are 1.9e-7, float64 residue of sums of magnitude 54, and atol is 1e-7 '
+        '(ops/signal.py)')
 XFAIL.update(dict.fromkeys([
-    "test_blackmanwindow", "test_blackmanwindow_symmetric", "test_df*", "test_hammingwindow",
-    "test_hammingwindow_symmetric", "test_hannwindow", "test_hannwindow_symmetric", "test_mel*",
-    "test_stf*",
+    "test_dft_inverse", "test_dft_inverse_opset19",
 ], _why))
 
 # 38 tests
 _why = ('string tensors: webrlx has no string dtype (permanent)')
 XFAIL.update(dict.fromkeys([
     "test_equal_s*", "test_im*", "test_reg*", "test_str*", "test_tf*",
-], _why))
-
-# 8 tests
-_why = ('training mode (BatchNormalization statistics, Dropout masks): inference only '
-        '(ops/nn.py)')
-XFAIL.update(dict.fromkeys([
-    "test_batchnorm_epsilon_*", "test_batchnorm_example_*", "test_trai*",
 ], _why))

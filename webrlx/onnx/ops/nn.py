@@ -105,13 +105,24 @@ def layer_norm(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -
 
 @op("BatchNormalization")
 def batch_norm(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Any]:
-    if attrs.get("training_mode", 0):
-        raise OnnxImportError("BatchNormalization: training_mode=1 is not supported")
     x, scale, b, mean, var = lift(ctx, *ins[:5])
     bshape = (1, -1) + (1,) * (x.ndim - 2)
     eps = attrs.get("epsilon", 1e-5)
-    inv = (var.reshape(bshape) + eps).rsqrt() * scale.reshape(bshape)
-    return [(x - mean.reshape(bshape)) * inv + b.reshape(bshape)]
+    training = attrs.get("training_mode", 0) or (len(node.outputs) > 1 and
+                                                  ctx.opsets.get("", 0) < 14)
+    if not training:
+        inv = (var.reshape(bshape) + eps).rsqrt() * scale.reshape(bshape)
+        return [(x - mean.reshape(bshape)) * inv + b.reshape(bshape)]
+    axes = (0,) + tuple(range(2, x.ndim))            # statistics of this batch
+    batch_mean = x.mean(axes, True)
+    centered = x - batch_mean
+    batch_var = (centered * centered).mean(axes, True)
+    y = centered * (batch_var + eps).rsqrt() * scale.reshape(bshape) + b.reshape(bshape)
+    momentum = attrs.get("momentum", 0.9)
+    saved_mean, saved_var = batch_mean.reshape((-1,)), batch_var.reshape((-1,))
+    outs = [y, mean * momentum + saved_mean * (1 - momentum),
+            var * momentum + saved_var * (1 - momentum), saved_mean, saved_var]
+    return outs[:len(node.outputs)]
 
 
 @op("InstanceNormalization")
@@ -126,13 +137,23 @@ def instance_norm(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]
 
 @op("Dropout")
 def dropout(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Any]:
+    """Identity at inference; in training mode the mask is drawn on the host from numpy's
+    RandomState(seed) (the onnx reference evaluator's generator), so a seed is required."""
     training = ins[2] if len(ins) > 2 else None
-    if training is not None and bool(np.asarray(ctx.host(training, "training_mode"))):
-        raise OnnxImportError("Dropout: training_mode=True is not supported (inference only)")
-    outs: list[Any] = [ins[0]]
-    if len(node.outputs) > 1:
-        outs.append(np.ones(ctx.shape(ins[0]), np.bool_))
-    return outs
+    ratio = float(ctx.host(ins[1], "Dropout ratio")) if len(ins) > 1 and ins[1] is not None \
+        else float(attrs.get("ratio", 0.5))
+    shape = ctx.shape(ins[0])
+    keep = np.ones(shape, np.bool_)
+    y = ins[0]
+    if training is not None and bool(np.asarray(ctx.host(training, "training_mode"))) \
+            and ratio > 0:
+        if "seed" not in attrs:
+            raise OnnxImportError(f"{ctx.node_name}: Dropout in training mode needs the seed "
+                                  "attribute (webrlx draws the mask once, on the host)")
+        keep = np.random.RandomState(attrs["seed"]).uniform(0, 1.0, shape) >= ratio
+        (x,) = lift(ctx, ins[0])
+        y = x * ctx.tensor((keep / (1.0 - ratio)).astype(x.dtype.np_dtype))
+    return [y, keep][:len(node.outputs)]
 
 
 # -- convolution and pooling ------------------------------------------------------------------
