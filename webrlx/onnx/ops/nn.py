@@ -373,6 +373,9 @@ def col2im(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> li
     blocks = tuple((image[i] + pads[i] + pads[i + k] - dil[i] * (block[i] - 1) - 1)
                    // strides[i] + 1 for i in range(k))
     n, ck, length = static_shape(ctx, x)
+    if length != math.prod(blocks):
+        raise OnnxImportError(f"{ctx.node_name}: Col2Im input has {length} blocks, the image, "
+                              f"block and attributes give {blocks} = {math.prod(blocks)}")
     c = ck // math.prod(block)
     cols = x.reshape((n, c, math.prod(block) * length))
     return [_col2im(ctx, cols, blocks, block, strides, dil, tuple(pads[:k]), image)]
