@@ -22,7 +22,7 @@ DEFAULTS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Ta
 
 def _spec(op: str, attrs: dict, feeds: dict, layout: int, hidden: int) -> list[np.ndarray]:
     """The ONNX spec's RNN/GRU/LSTM equations in float64 numpy."""
-    f64 = {k: v.astype(np.float64) for k, v in feeds.items()}
+    f64 = {k: v.astype(np.float64) for k, v in feeds.items() if k != "sequence_lens"}
     x = f64["X"].transpose(1, 0, 2) if layout else f64["X"]
     steps, batch, _ = x.shape
     dirs = f64["W"].shape[0]
@@ -52,7 +52,9 @@ def _spec(op: str, attrs: dict, feeds: dict, layout: int, hidden: int) -> list[n
         y = np.zeros((steps, batch, hidden))
         order = range(steps - 1, -1, -1) if attrs.get("direction") == "reverse" or d else \
             range(steps)
+        lens = feeds.get("sequence_lens", np.full(batch, steps))[:, None]
         for t in order:
+            h_prev, c_prev = h, c
             xw = x[t] @ w.T + wb
             if op == "RNN":
                 h = acts[0](pre(xw + h @ r.T + rb))
@@ -74,7 +76,8 @@ def _spec(op: str, attrs: dict, feeds: dict, layout: int, hidden: int) -> list[n
                 c = f * c + i * acts[1](pre(v[:, 3 * H:]))
                 o = acts[0](pre(v[:, H:2 * H] + p[H:2 * H] * c))
                 h = o * acts[2](c)
-            y[t] = h
+            h, c = np.where(t < lens, h, h_prev), np.where(t < lens, c, c_prev)
+            y[t] = np.where(t < lens, h, 0.0)
         ys.append(y)
         hs.append(h)
         cs.append(c)
@@ -88,7 +91,8 @@ def _rand(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return (rng.standard_normal(shape) * 0.5).astype(np.float32)
 
 
-def _check(op: str, attrs: dict, layout: int = 0, states: bool = False) -> None:
+def _check(op: str, attrs: dict, layout: int = 0, states: bool = False,
+           lens: np.ndarray | None = None) -> None:
     """Build one node with random weights and compare every output with _spec."""
     rng = np.random.default_rng(len(op) + len(attrs))
     steps, batch, size, hidden = 4, 2, 3, 5
@@ -98,17 +102,21 @@ def _check(op: str, attrs: dict, layout: int = 0, states: bool = False) -> None:
     feeds = {"X": x, "W": _rand(rng, dirs, g * hidden, size),
              "R": _rand(rng, dirs, g * hidden, hidden), "B": _rand(rng, dirs, 2 * g * hidden)}
     names = ["X", "W", "R", "B"]
+    if lens is not None:
+        feeds["sequence_lens"] = lens
+        names.append("sequence_lens")
     if states:
         st = (batch, dirs, hidden) if layout else (dirs, batch, hidden)
         feeds["initial_h"] = _rand(rng, *st)
-        names += ["", "initial_h"]
+        names += [""] * (5 - len(names)) + ["initial_h"]
         if op == "LSTM":
             feeds["initial_c"] = _rand(rng, *st)
             feeds["P"] = _rand(rng, dirs, 3 * hidden)
             names += ["initial_c", "P"]
     outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
     node = helper.make_node(op, names, outs, hidden_size=hidden, layout=layout, **attrs)
-    gi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, v.shape) for n, v in feeds.items()]
+    gi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+          for n, v in feeds.items()]
     go = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs]
     model = helper.make_model(helper.make_graph([node], "g", gi, go),
                               opset_imports=[helper.make_opsetid("", 22)])
@@ -132,6 +140,11 @@ def test_layout_with_states(op: str) -> None:
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
 def test_clip(op: str) -> None:
     _check(op, {"clip": 0.3})
+
+
+@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
+def test_sequence_lens(op: str) -> None:
+    _check(op, {"direction": "bidirectional"}, states=True, lens=np.array([2, 4], np.int32))
 
 
 def test_gru_linear_before_reset() -> None:

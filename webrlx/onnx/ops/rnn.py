@@ -1,7 +1,8 @@
 """Recurrent rows: RNN, GRU and LSTM unrolled over the time steps (the sequence length is a
 static dim). The input projection of every step is one matmul; each step adds the recurrent
 matmul and the gate math, all webrlx ops. Directions forward, reverse and bidirectional;
-activations with alpha/beta, clip, linear_before_reset, layout, initial states, peepholes."""
+activations with alpha/beta, clip, linear_before_reset, layout, initial states, peepholes,
+sequence_lens (rows past their length keep their state and output zeros, as the spec says)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -79,18 +80,17 @@ def _step_input(ctx: Context, op_type: str, attrs: dict[str, Any], ins: list[Any
         if h0 is not None:
             h0 = ctx.tensor(h0).transpose(0, 1)
     steps, batch, _ = static_shape(ctx, x, "input shape")
-    if lens is not None:
-        if np.any(ctx.host(lens, "sequence_lens") != steps):
-            raise OnnxImportError(f"{ctx.node_name}: sequence_lens shorter than the sequence "
-                                  "are not supported (the reference evaluator ignores them)")
-    return {"x": x, "w": w, "r": r, "b": b, "h0": h0, "steps": steps, "batch": batch}
+    if lens is not None:            # (B, 1) lengths: step t updates the rows with t < length
+        lens = ctx.tensor(lens).cast("int32").reshape((batch, 1))
+    return {"x": x, "w": w, "r": r, "b": b, "h0": h0, "steps": steps, "batch": batch,
+            "lens": lens}
 
 
 def _run(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Any]:
     op_type = node.op_type
     p = _step_input(ctx, op_type, attrs, ins)
     x, w, r, b, h0 = p["x"], p["w"], p["r"], p["b"], p["h0"]
-    steps, batch = p["steps"], p["batch"]
+    steps, batch, lens = p["steps"], p["batch"], p["lens"]
     hidden = attrs["hidden_size"]
     direction = attrs.get("direction", b"forward")
     direction = direction.decode() if isinstance(direction, bytes) else direction
@@ -122,7 +122,7 @@ def _run(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list
         out: dict[int, Tensor] = {}
         for s in range(steps):
             t = steps - 1 - s if reverse else s
-            xt = proj[t]
+            xt, h_prev, c_prev = proj[t], h, c
             if op_type == "RNN":
                 h = _rnn_cell(xt, h, rt, rb, acts[d], clip)
             elif op_type == "GRU":
@@ -131,7 +131,12 @@ def _run(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list
             else:
                 h, c = _lstm_cell(xt, h, c, rt, rb, pd, hidden, acts[d], clip,
                                   attrs.get("input_forget", 0))
-            out[t] = h
+            if lens is not None:    # past a row's length: state kept, output zero
+                live = lens > t
+                h, c = wt.where(live, h, h_prev), wt.where(live, c, c_prev)
+                out[t] = wt.where(live, h, h * 0.0)
+            else:
+                out[t] = h
         ys.append(wt.concat([out[t].unsqueeze(0) for t in range(steps)], 0))   # (T, B, H)
         hs.append(h)
         cs.append(c)
