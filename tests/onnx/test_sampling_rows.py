@@ -58,6 +58,11 @@ CASES = {
                                     {"auto_pad": "SAME_LOWER", "strides": [2]}, 1),
     "convtranspose_3d_strided": ("ConvTranspose", [_f(1, 2, 2, 3, 2), _f(2, 2, 2, 2, 3)],
                                  {"strides": [2, 1, 2], "pads": [0, 1, 1, 1, 0, 0]}, 1),
+    "conv_3d_grouped_strided_dilated": ("Conv", [_f(2, 4, 5, 6, 7), _f(6, 2, 2, 3, 2), _f(6)],
+                                        {"group": 2, "strides": [1, 2, 2],
+                                         "dilations": [2, 1, 1], "pads": [1, 0, 1, 0, 2, 1]}, 1),
+    "conv_3d_same_upper": ("Conv", [_f(1, 3, 4, 5, 3), _f(2, 3, 3, 2, 3)],
+                           {"auto_pad": "SAME_UPPER", "strides": [2, 1, 2]}, 1),
     "col2im_strided_dilated_padded": ("Col2Im", [_f(1, 8, 9), _i(6, 7), _i(2, 2)],
                                       {"strides": [2, 2], "dilations": [1, 2],
                                        "pads": [1, 0, 0, 1]}, 1),
@@ -109,8 +114,8 @@ CASES = {
 }
 
 # the reference evaluator is wrong here (LRN loops c over the batch dim; ConvTranspose with groups
-# and dilations reshapes wrongly): onnxruntime is the oracle
-ORT_ORACLE = {"lrn_batched", "convtranspose_2d_group_strided_dilated"}
+# and dilations reshapes wrongly; 3-D SAME_UPPER Conv drops the ceil): onnxruntime is the oracle
+ORT_ORACLE = {"lrn_batched", "convtranspose_2d_group_strided_dilated", "conv_3d_same_upper"}
 
 
 def _model(op: str, inputs: list, attrs: dict, outs: int, opset: int = 22) -> tuple[bytes, dict]:

@@ -15,7 +15,7 @@ from ...tensor import Tensor
 from ..context import Context, OnnxImportError
 from ..patterns import fused_attention
 from .common import lift, norm_axis, same_dtype, static_shape
-from .pool import conv_pads
+from .pool import Windows, conv_pads
 from .registry import op
 
 
@@ -171,20 +171,34 @@ def _pad_zeros(ctx: Context, x: Tensor, pads: list[int]) -> Tensor:
     return x
 
 
-def _as_2d(x: Tensor) -> tuple[Tensor, bool]:
-    if x.ndim == 3:
-        return x.reshape(x.shape[:2] + (1,) + x.shape[2:]), True
-    if x.ndim != 4:
-        raise OnnxImportError(f"only 1-D and 2-D convolution/pooling are supported, got an "
-                              f"input of rank {x.ndim}")
-    return x, False
+def _conv_windows(ctx: Context, x: Tensor, w: Tensor, bias: Tensor | None,
+                  attrs: dict[str, Any]) -> Tensor:
+    """An N-D convolution (3-D and up) as window gathers (im2col) and one grouped matmul."""
+    xs, ws = static_shape(ctx, x), static_shape(ctx, w)
+    n, c, spatial = xs[0], xs[1], xs[2:]
+    cout, kernel = ws[0], ws[2:]
+    g = int(attrs.get("group", 1))
+    strides = tuple(int(s) for s in attrs.get("strides", [1] * len(spatial)))
+    dil = tuple(int(d) for d in attrs.get("dilations", [1] * len(spatial)))
+    win = Windows(spatial, kernel, strides, dil, conv_pads(attrs, spatial, kernel, strides, dil),
+                  False)
+    n_out, taps = win.index.shape
+    cols = win.gather(ctx, x, 0.0).reshape((n, g, c // g, n_out, taps)).permute(0, 1, 3, 2, 4)
+    cols = cols.reshape((n, g, n_out, c // g * taps))
+    wg = w.reshape((1, g, cout // g, c // g * taps)).permute(0, 1, 3, 2)
+    y = (cols @ wg).permute(0, 1, 3, 2).reshape((n, cout) + tuple(win.out))
+    return y if bias is None else y + bias.reshape((1, cout) + (1,) * len(spatial))
 
 
 @op("Conv")
 def conv(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
     x, w = same_dtype(*lift(ctx, ins[0], ins[1]))
     bias = ctx.tensor(ins[2]).cast(x.dtype) if len(ins) > 2 and ins[2] is not None else None
-    x, one_d = _as_2d(x)
+    if x.ndim > 4:
+        return [_conv_windows(ctx, x, w, bias, attrs)]
+    one_d = x.ndim == 3
+    if one_d:
+        x = x.reshape(x.shape[:2] + (1,) + x.shape[2:])
     if one_d:
         w = w.reshape(w.shape[:2] + (1,) + w.shape[2:])
     kernel = static_shape(ctx, w)[2:]
