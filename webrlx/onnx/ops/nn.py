@@ -1,7 +1,7 @@
 """Neural-network rows: MatMul, Gemm, Softmax/LogSoftmax, LayerNormalization,
 BatchNormalization, InstanceNormalization, GroupNormalization, RMSNormalization,
-MeanVarianceNormalization, LpNormalization, LRN, Hardmax, Dropout (inference), Conv and
-ConvTranspose (1-D, 2-D, 3-D). Pooling rows live in pool.py."""
+MeanVarianceNormalization, LpNormalization, LRN, Hardmax, Dropout, Conv and ConvTranspose
+(1-D, 2-D, 3-D), Col2Im. Pooling rows live in pool.py."""
 from __future__ import annotations
 
 import math
