@@ -4,7 +4,7 @@ gguf_file=name)`):
 
 1. Added tokens (control: special; user-defined: not) are cut out of the text first, whole.
 2. Spaces become "▁". Llama/Mistral (Metaspace, prepend "first") also prepend "▁" to a stretch
-   of text that starts the input; Gemma prepends nothing.
+   of text that starts the input, unless it starts with one; Gemma prepends nothing.
 3. BPE over the characters of each stretch with the merges transformers derives from the
    vocabulary (`generate_merges`: every split of a token into two tokens, best score first;
    Gemma ranks by position in the file, its scores do not follow the merge order); characters
@@ -128,7 +128,7 @@ class SPMTokenizer:
 
     def _encode_plain(self, text: str, first: bool, out: list[int]) -> None:
         text = text.replace(" ", _SPACE)
-        if first and not self.gemma:
+        if first and not self.gemma and not text.startswith(_SPACE):   # Metaspace "first"
             text = _SPACE + text
         self._bpe(text, out)
 

@@ -17,6 +17,12 @@ from .device_tensor import DeviceTensor, HandleSlot
 UNIFORM_WORDS_ALIGN = 4   # a uniform struct's size is a multiple of 16 bytes
 
 
+def _no_timing(variant: Any) -> None:
+    """An autotune timer that measures nothing (choose() then takes a table's or the default
+    pick)."""
+    return None
+
+
 def _round4(n: int) -> int:
     return max(4, -(-n // 4) * 4)
 
@@ -95,15 +101,20 @@ class Plan:
                                    zip(calls, picks)
                                    for v in ([pick] if pick else autotune.options(c))])
         self.timings["pipelines_s"] = time.perf_counter() - t0
+        state_ids = {b.id for b in self.program.states.values()}
         for c, off, words, pick in zip(calls, offsets, blocks, picks):
             # at least 16 bytes: a vec4 array binding of an empty tensor needs one element
             entries = [self._entry(c, i) for i in range(len(c.buffers))]
             entries.append((self.uniform, off, words.nbytes))
             if pick is None:
                 t0 = time.perf_counter()
-                # quantized kernels stream a model's weights: timed with cold caches
-                pick = autotune.choose(backend.info.tune_name, c, autotune.timer(
-                    backend, entries, cold=c.shader.startswith("quant/")))
+                # quantized kernels stream a model's weights: timed with cold caches; a call
+                # that binds a state (a KV cache a fused GEMV writes) is not timed: its trial
+                # runs would write stale rows into a live cache (the table's or default pick)
+                timer = autotune.timer(backend, entries, cold=c.shader.startswith("quant/"))
+                pick = autotune.choose(backend.info.tune_name, c,
+                                       _no_timing if any(b.id in state_ids for b in c.buffers)
+                                       else timer)
                 self.timings["tune_s"] += time.perf_counter() - t0
             v = pick
             self.ran.append(v.name)
