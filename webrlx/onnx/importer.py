@@ -226,6 +226,11 @@ def import_model(model: Model | str | os.PathLike[str] | bytes,
     except NeedsHostValue as e:
         raise OnnxImportError(f"{model.source}: {e}; webrlx.onnx.InferenceSession binds "
                               "such inputs per run") from None
+    kinds = [n for n, o in zip(imp.output_names, imp.outputs)
+             if isinstance(o, (SeqValue, OptValue))]
+    if kinds:
+        raise OnnxImportError(f"{model.source}: outputs {kinds} are sequences or optionals, "
+                              "which a Graph cannot return; run them with InferenceSession")
     outs = [o if isinstance(o, Tensor) else imp.graph.constant(o, device_dtype(o.dtype))
             for o in imp.outputs]
     return imp.graph, outs, imp.params

@@ -72,11 +72,13 @@ class InferenceSession:
     # -- running -------------------------------------------------------------------------------
     def run(self, output_names: Sequence[str] | None, feeds: Mapping[str, Any],
             keep_on_device: bool = False) -> list[Any]:
-        """Run once; return the outputs named (all when None) as numpy arrays.
+        """Run once; return the outputs named (all when None) as numpy arrays (a sequence
+        output as a list of arrays, an empty optional as None).
 
         Args:
             output_names: which outputs, in order; None for all.
-            feeds: input name -> array.
+            feeds: input name -> array (a list of arrays for a sequence input, None for an
+                empty optional).
             keep_on_device: return DeviceTensors for values computed on the device.
         """
         plan, arrays = self._plan(feeds)
