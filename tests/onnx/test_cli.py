@@ -12,7 +12,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from webrlx.cli.onnx import _dims, main_onnx, random_feeds  # noqa: E402
+from webrlx.cli.onnx import parse_dims, main_onnx, random_feeds  # noqa: E402
 from webrlx.onnx import InferenceSession  # noqa: E402
 
 W = np.arange(12, dtype=np.float32).reshape(3, 4) / 10 - 0.5
@@ -106,7 +106,7 @@ def _model_bytes() -> bytes:
 def test_bad_arguments_are_named(tmp_path) -> None:
     import argparse
     with pytest.raises(argparse.ArgumentTypeError, match="batch"):
-        _dims("batch")
+        parse_dims("batch")
     path = _model(tmp_path / "m.onnx")
     assert main_onnx(["run", path, "--input", "nope=x.npy", "--device", "reference"]) == 2
 

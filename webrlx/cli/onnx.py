@@ -26,7 +26,7 @@ def _walk(graph: Any) -> list[Any]:
     return out
 
 
-def _dims(text: str) -> dict[str, int]:
+def parse_dims(text: str) -> dict[str, int]:
     """'batch=1,seq=128' -> {'batch': 1, 'seq': 128}."""
     out = {}
     for part in filter(None, text.split(",")):
@@ -175,7 +175,7 @@ def main_onnx(argv: list[str]) -> int:
     p.add_argument("model")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
                    help="an input from a .npy file (repeatable); the others are random")
-    p.add_argument("--dims", type=_dims, default={}, metavar="NAME=INT,...",
+    p.add_argument("--dims", type=parse_dims, default={}, metavar="NAME=INT,...",
                    help="values of symbolic dims, e.g. batch=1,sequence=128 (default 1)")
     p.add_argument("--runs", type=int, default=10, help="warm runs timed (default 10)")
     p.add_argument("--device", default=None, help="gpu | reference (default: the adapter)")
