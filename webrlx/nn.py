@@ -162,7 +162,8 @@ def rope(x: Tensor, pos: Tensor, base: float, interleaved: bool = True,
     Args:
         x: float32 (batch, seq, heads, head_dim), head_dim even.
         pos: int32 (1,): the absolute position of row 0, read at run time (a decode step's
-            graph is the same at every position).
+            graph is the same at every position); or (2, batch): per batch row
+            [positions; slots] (the slots unused here).
         base: the frequency base (Llama 10000, SmolLM2 100000).
         interleaved: True rotates pairs (2i, 2i+1) (GPT-J, llama.cpp: GGUF q/k weights are
             permuted for this); False rotates (i, i + D/2) (NeoX, HF rotate_half).
@@ -186,6 +187,8 @@ def cache_write(cache: Tensor, new: Tensor, pos: Tensor) -> Tensor:
         new: float32 (batch, seq, kv_heads, head_dim), the layout of a k/v projection
             reshaped by heads.
         pos: int32 (1,): the position of row 0 of new, read at run time.
+            Or (2, batch): per batch row [positions; KV slots] (cache rows are slots,
+            batched decoding).
     Returns: the updated cache, same shape.
     """
     return cache._op("cache_write", new, pos)
@@ -206,6 +209,8 @@ def cached_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, pos: Tensor,
         k_cache: float32 (batch, kv_heads, capacity, head_dim); heads % kv_heads == 0.
         v_cache: float32, the same shape as k_cache.
         pos: int32 (1,): the position of query row 0.
+            Or (2, batch): per batch row [positions; KV slots] (cache rows are slots,
+            batched decoding).
         scale: defaults to 1 / sqrt(head_dim).
         window: > 0: sliding-window attention, row at position r sees keys r - window < k
             <= r (Mistral, Gemma's local layers); 0: every earlier key.

@@ -57,10 +57,15 @@ def rope_inv_freq(d: int, base: float, factors: tuple[float, ...] = ()) -> list[
     return inv
 
 
-def _pos_arg(op: str, shape: Shape, dtype: dt.DType) -> None:
-    if tuple(shape) != (1,) or dtype != dt.int32:
-        raise ShapeError(f"{op}: pos must be int32 (1,) (the position of row 0), got "
-                         f"{shape} {dtype}")
+def _pos_arg(op: str, shape: Shape, dtype: dt.DType, batch: Any = None) -> bool:
+    """Check pos: int32 (1,) (the position of row 0, every batch row alike) or (2, batch)
+    (per batch row: [positions; KV slots]); True for the per-row form."""
+    if dtype == dt.int32 and tuple(shape) == (1,):
+        return False
+    if dtype == dt.int32 and len(shape) == 2 and shape[0] == 2 and shape[1] == batch:
+        return True
+    raise ShapeError(f"{op}: pos must be int32 (1,) (the position of row 0) or (2, {batch}) "
+                     f"(per batch row: [positions; KV slots]), got {shape} {dtype}")
 
 
 def _rope(shapes, dtypes, attrs):
@@ -68,7 +73,7 @@ def _rope(shapes, dtypes, attrs):
     if len(x) != 4 or not isinstance(x[3], int) or x[3] % 2 or dtypes[0] != dt.float32:
         raise ShapeError(f"rope: x must be float32 (batch, seq, heads, head_dim) with an even "
                          f"static head_dim, got {x} {dtypes[0]}")
-    _pos_arg("rope", shapes[1], dtypes[1])
+    _pos_arg("rope", shapes[1], dtypes[1], x[0])
     if not attrs["base"] > 0:
         raise ShapeError(f"rope: base must be > 0, got {attrs['base']}")
     factors = attrs.get("factors", ())
@@ -80,27 +85,30 @@ def _rope(shapes, dtypes, attrs):
 
 def _cache_write(shapes, dtypes, attrs):
     cache, new = shapes[0], shapes[1]
-    if len(cache) != 4 or len(new) != 4 or (new[0], new[2], new[3]) != (cache[0], cache[1],
-                                                                         cache[3]):
-        raise ShapeError(f"cache_write: cache must be (batch, kv_heads, capacity, head_dim) "
-                         f"and new (batch, seq, kv_heads, head_dim), got {cache} and {new}")
+    rows = len(new) == 4 and _pos_arg("cache_write", shapes[2], dtypes[2], new[0])
+    if len(cache) != 4 or len(new) != 4 or (new[2], new[3]) != (cache[1], cache[3]) or \
+            not rows and new[0] != cache[0]:
+        raise ShapeError(f"cache_write: cache must be (batch or slots, kv_heads, capacity, "
+                         f"head_dim) and new (batch, seq, kv_heads, head_dim), got {cache} and "
+                         f"{new}")
     if dtypes[0] != dt.float32 or dtypes[1] != dt.float32:
         raise ShapeError(f"cache_write: cache and new must be float32, got {dtypes[:2]}")
-    _pos_arg("cache_write", shapes[2], dtypes[2])
     return cache, dtypes[0]
 
 
 def _cached_attention(shapes, dtypes, attrs):
     q, k, v = shapes[:3]
-    if len(q) != 4 or len(k) != 4 or tuple(k) != tuple(v) or q[0] != k[0] or q[3] != k[3]:
+    rows = len(q) == 4 and _pos_arg("cached_attention", shapes[3], dtypes[3], q[0])
+    if len(q) != 4 or len(k) != 4 or tuple(k) != tuple(v) or q[3] != k[3] or \
+            not rows and q[0] != k[0]:
         raise ShapeError(f"cached_attention: q must be (batch, seq, heads, head_dim) and the "
-                         f"caches (batch, kv_heads, capacity, head_dim), got {q}, {k}, {v}")
+                         f"caches (batch or slots, kv_heads, capacity, head_dim), got {q}, {k}, "
+                         f"{v}")
     if not isinstance(q[2], int) or not isinstance(k[1], int) or q[2] % k[1]:
         raise ShapeError(f"cached_attention: heads {q[2]} must be a multiple of kv_heads "
                          f"{k[1]}")
     if any(d != dt.float32 for d in dtypes[:3]):
         raise ShapeError(f"cached_attention: q and caches must be float32, got {dtypes[:3]}")
-    _pos_arg("cached_attention", shapes[3], dtypes[3])
     window, softcap = attrs.get("window", 0), attrs.get("softcap", 0.0)
     if not isinstance(window, int) or window < 0 or not softcap >= 0:
         raise ShapeError(f"cached_attention: window must be an int >= 0 and softcap >= 0 (0: "

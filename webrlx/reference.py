@@ -304,12 +304,22 @@ def _sample(xs, at):
 
 
 # -- decoder: rope, cache_write (a copy with the rows set), cached_attention (dense, masked)
+def _kv_rows(pos, b):
+    """Per batch row (positions, KV slots): pos (1,) is row 0's position for every batch
+    (slot = batch index); pos (2, B) holds [positions; slots]."""
+    pos = np.asarray(pos).astype(np.int64)
+    if pos.ndim == 2:
+        return pos[0], pos[1]
+    return np.full(b, int(pos.reshape(-1)[0])), np.arange(b)
+
+
 def _rope(xs, at):
-    x, p0 = _f64(xs[0]), int(xs[1].reshape(-1)[0])
-    s, d = x.shape[1], x.shape[3]
+    x = _f64(xs[0])
+    b, s, d = x.shape[0], x.shape[1], x.shape[3]
+    p0 = _kv_rows(xs[1], b)[0]
     inv = np.array(rope_inv_freq(d, at["base"], at.get("factors", ())))
-    ang = (p0 + np.arange(s, dtype=np.float64))[:, None] * inv[None, :]   # (S, D/2)
-    cos, sin = np.cos(ang)[None, :, None, :], np.sin(ang)[None, :, None, :]
+    ang = (p0[:, None] + np.arange(s, dtype=np.float64)[None, :])[..., None] * inv  # (B,S,D/2)
+    cos, sin = np.cos(ang)[:, :, None, :], np.sin(ang)[:, :, None, :]
     if at["interleaved"]:
         x1, x2 = x[..., 0::2], x[..., 1::2]
     else:
@@ -321,21 +331,31 @@ def _rope(xs, at):
 
 
 def _cache_write(xs, at):
-    cache, new, p0 = xs[0].copy(), xs[1], int(xs[2].reshape(-1)[0])
-    for s in range(new.shape[1]):
-        if 0 <= p0 + s < cache.shape[2]:
-            cache[:, :, p0 + s, :] = new[:, s, :, :]
+    cache, new = xs[0].copy(), xs[1]
+    for bi, (p0, slot) in enumerate(zip(*_kv_rows(xs[2], new.shape[0]), strict=True)):
+        for s in range(new.shape[1]):
+            if 0 <= p0 + s < cache.shape[2]:
+                cache[slot, :, p0 + s, :] = new[bi, s, :, :]
     return cache
 
 
 def _cached_attention(xs, at):
-    q, p0 = _f64(xs[0]), max(int(xs[3].reshape(-1)[0]), 0)
+    q = _f64(xs[0])
     b, s, h, d = q.shape
-    hkv, t = xs[1].shape[1], xs[1].shape[2]
+    out = np.zeros_like(q)
+    for bi, (p0, slot) in enumerate(zip(*_kv_rows(xs[3], b), strict=True)):
+        out[bi] = _attend_cache(q[bi], xs[1][slot], xs[2][slot], max(int(p0), 0), at)
+    return out
+
+
+def _attend_cache(q, kc, vc, p0, at):
+    """One batch row: q (S, H, D) over its caches (Hkv, T, D), rows at p0 + s."""
+    s, h, _ = q.shape
+    hkv, t = kc.shape[0], kc.shape[1]
     n = min(t, p0 + s)                                    # keys past pos + S are never read
-    k = np.repeat(_f64(xs[1][:, :, :n]), h // hkv, axis=1)    # (B, H, n, D)
-    v = np.repeat(_f64(xs[2][:, :, :n]), h // hkv, axis=1)
-    sc = np.einsum("bshd,bhkd->bhsk", q, k) * at["scale"]
+    k = np.repeat(_f64(kc[:, :n]), h // hkv, axis=0)      # (H, n, D)
+    v = np.repeat(_f64(vc[:, :n]), h // hkv, axis=0)
+    sc = np.einsum("shd,hkd->hsk", q, k) * at["scale"]
     if at.get("softcap", 0.0) > 0:
         sc = np.tanh(sc / at["softcap"]) * at["softcap"]
     key, row = np.arange(n)[None, :], p0 + np.arange(s)[:, None]
@@ -343,7 +363,7 @@ def _cached_attention(xs, at):
     if at.get("window", 0) > 0:                           # sliding window: row - key < window
         visible &= row - key < at["window"]
     sc = np.where(visible, sc, -np.inf)
-    return np.einsum("bhsk,bhkd->bshd", _softmax(sc, -1), v)
+    return np.einsum("hsk,hkd->shd", _softmax(sc, -1), v)
 
 
 REFERENCE: dict[str, Rule] = {

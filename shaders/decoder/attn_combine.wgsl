@@ -4,10 +4,11 @@
 // same chunk length formula as attn_decode / attn_prefill), so the work is proportional to
 // pos + S. One thread per output vec4; the (m, l) reads are shared by the D4 threads of a
 // row (cached). Limits: memory traffic of the partials, tiny next to K/V.
-// bindings: 0 pos (i32, [1]), 1 part [B, Hkv, nsplit, S*G, D4 + 1] vec4, 2 out (B, S, H, D),
+// bindings: 0 pos (i32, [1], or [2, B] per batch row when nb = B > 0),
+// 1 part [B, Hkv, nsplit, S*G, D4 + 1] vec4, 2 out (B, S, H, D),
 // 3 params. grid: 1 thread per output vec4, continued in y.
 struct Params { n: u32, S: u32, H: u32, G: u32, Hkv: u32, D4: u32, T: u32, nsplit: u32,
-                gran: u32 }
+                gran: u32, nb: u32 }
 @group(0) @binding(0) var<storage, read_write> pos: array<i32>;
 @group(0) @binding(1) var<storage, read_write> part: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
@@ -26,7 +27,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let h = (idx / p.D4) % p.H;
     let s = (idx / (p.D4 * p.H)) % p.S;
     let b = idx / (p.D4 * p.H * p.S);
-    let p0 = u32(max(pos[0], 0));
+    let p0 = u32(max(pos[select(0u, b, p.nb > 0u)], 0));
     let L = valid_keys(p0);
     let cl = chunk_len(L);
     let nc = (L + cl - 1u) / cl;

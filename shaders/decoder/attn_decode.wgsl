@@ -54,7 +54,7 @@ var<workgroup> wpos: i32;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    if (lid == 0u) { wpos = max(pos[0], 0); }
+    if (lid == 0u) { wpos = max(row_pos(wid.z), 0); }
     let p0 = u32(workgroupUniformLoad(&wpos));
     let c = wid.x;
     let it = wid.y / p.Hkv;
@@ -70,7 +70,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let s_last = (i0 + R - 1u) / p.G;
     let k0 = c * cl;
     let k1 = min(min(k0 + cl, L), p0 + s_last + 1u);
-    let kbase = (b * p.Hkv + hk) * p.T * D4;
+    let kbase = (row_slot(b) * p.Hkv + hk) * p.T * D4;
     for (var e = lid; e < R * D4; e += WG) {
         let i = i0 + e / D4;
         Qs[e] = q[((b * p.S + i / p.G) * p.H + item_head(hk, i)) * D4 + e % D4] * p.scale;

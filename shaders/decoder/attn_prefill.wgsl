@@ -42,7 +42,7 @@ var<workgroup> wpos: i32;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    if (lid == 0u) { wpos = max(pos[0], 0); }
+    if (lid == 0u) { wpos = max(row_pos(wid.z), 0); }
     let p0 = u32(workgroupUniformLoad(&wpos));
     let c = wid.x;
     let it = wid.y / p.Hkv;
@@ -58,7 +58,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let s_last = (min(it * BQ + BQ, RI) - 1u) / p.G;
     let k0 = c * cl;
     let k1 = min(min(k0 + cl, L), p0 + s_last + 1u);
-    let kbase = (b * p.Hkv + hk) * p.T * DV4;
+    let kbase = (row_slot(b) * p.Hkv + hk) * p.T * DV4;
     let s = i / p.G;
     let h = item_head(hk, i);
     let my_end = min(k1, p0 + s + 1u);

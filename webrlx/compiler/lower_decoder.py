@@ -67,6 +67,13 @@ def cpu_adapter(L: EmitContext) -> bool:
     return L.info.software
 
 
+def _rows(L: EmitContext, pos: int) -> int:
+    """The kernels' nb: 0 for pos (1,) (every batch row alike), B for pos (2, B) (per batch
+    row: [positions; KV slots])."""
+    shape = L.shape(pos)
+    return int(shape[1]) if len(shape) == 2 else 0
+
+
 @lowering("rope")
 def _rope(L: EmitContext, node: Node) -> Buf:
     b, s, h, d = L.shape(node.inputs[0])
@@ -75,7 +82,7 @@ def _rope(L: EmitContext, node: Node) -> Buf:
     freq = rope_freq(L, d, node.attrs["base"], node.attrs.get("factors", ()))
     L.emit(kernel("decoder/rope"), {"x": L.buf(node.inputs[0]), "pos": L.buf(node.inputs[1]),
                                     "freq": freq, "out": out},
-           {"n": n, "S": s, "H": h, "D": d}, L.grid(n),
+           {"n": n, "S": s, "H": h, "D": d, "nb": _rows(L, node.inputs[1])}, L.grid(n),
            {"INTERLEAVED": bool(node.attrs["interleaved"])}, name="rope")
     return out
 
@@ -89,7 +96,8 @@ def _cache_write(L: EmitContext, node: Node) -> Buf:
     n = b * s * hkv * d
     L.emit(kernel("decoder/cache_write"), {"new_rows": L.buf(node.inputs[1]),
                                            "pos": L.buf(node.inputs[2]), "cache": cache},
-           {"n": n, "S": s, "Hkv": hkv, "D": d, "T": t}, L.grid(n), name="cache_write")
+           {"n": n, "S": s, "Hkv": hkv, "D": d, "T": t, "nb": _rows(L, node.inputs[2])},
+           L.grid(n), name="cache_write")
     return cache
 
 
@@ -134,7 +142,7 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
     out = L.temp((b, s, h, d), node.dtype)
     pos = L.buf(node.inputs[3])
     args = {"S": s, "H": h, "G": g, "Hkv": hkv, "D4": d4, "T": t, "nsplit": nsplit,
-            "gran": gran}
+            "gran": gran, "nb": _rows(L, node.inputs[3])}
     dst = out if nsplit == 1 else L.temp((b, hkv, nsplit, items, d4 + 1, 4), node.dtype)
     L.emit(kernel(shader), {"q": L.buf(node.inputs[0]), "kc": L.buf(node.inputs[1]),
                             "vc": L.buf(node.inputs[2]), "pos": pos, "dst": dst},
