@@ -62,13 +62,13 @@ def _native(path: Path) -> list[np.ndarray]:
     return sess.run(None, feeds)
 
 
-@pytest.mark.parametrize("mode", ["main", "worker"])
+@pytest.mark.parametrize("thread", ["main", "worker"])
 def test_onnx_page_runs_minilm(chromium: Any, web_server: str, minilm_onnx: Path,
-                               mode: str) -> None:
+                               thread: str) -> None:
     rel = minilm_onnx.relative_to(ROOT)
     page = chromium.new_page()
     try:
-        page.goto(f"{web_server}onnx.html?mode={mode}&dims={DIMS}&model=/repo/{rel}")
+        page.goto(f"{web_server}onnx.html?mode={thread}&dims={DIMS}&model=/repo/{rel}")
         page.wait_for_function("['loaded', 'failed'].some(s => document.getElementById("
                                "'status').textContent.includes(s))", timeout=600_000)
         status = page.inner_text("#status")
@@ -82,7 +82,7 @@ def test_onnx_page_runs_minilm(chromium: Any, web_server: str, minilm_onnx: Path
     finally:
         page.close()
     assert "loaded" in status and "navigator.gpu" in status, status
-    assert mode != "worker" or "Web Worker" in status, status
+    assert thread != "worker" or "Web Worker" in status, status
     assert any("input_ids" in r and "tensor(int64)" in r for r in io_rows), io_rows
     assert result is not None, final
     assert "per run" in timing, timing
