@@ -65,3 +65,63 @@ def test_cnn() -> None:
     from tests.onnx.models.cnn import export
     pixels = np.random.default_rng(0).standard_normal((2, 3, 64, 64)).astype(np.float32)
     compare(export(), {"pixels": pixels})
+
+
+@OPT_IN
+def test_vit() -> None:
+    from tests.onnx.models.hf_tiny import vit
+    pixels = np.random.default_rng(1).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    compare(vit(), {"pixel_values": pixels})
+
+
+@OPT_IN
+def test_clip_text_and_vision() -> None:
+    from tests.onnx.models.hf_tiny import clip
+    rng = np.random.default_rng(2)
+    ids = rng.integers(1, 99, (2, 10)).astype(np.int64)
+    mask = np.ones_like(ids)
+    mask[1, 7:] = 0
+    compare(clip(), {"input_ids": ids, "attention_mask": mask,
+                     "pixel_values": rng.standard_normal((3, 3, 32, 32)).astype(np.float32)})
+
+
+@OPT_IN
+def test_whisper_encoder() -> None:
+    from tests.onnx.models.hf_tiny import whisper_encoder
+    mel = np.random.default_rng(3).standard_normal((1, 80, 3000)).astype(np.float32)
+    compare(whisper_encoder(), {"input_features": mel})
+
+
+@OPT_IN
+def test_llama_genai_greedy_tokens_match() -> None:
+    """Prompt then 32 greedy steps with the KV cache fed back: the same tokens as onnxruntime,
+    logits to cosine >= 0.999 per row (4-bit weights)."""
+    from tests.onnx.models.llama_genai import build, empty_past
+    path = str(build())
+    sessions = {"ort": ort.InferenceSession(path, providers=["CPUExecutionProvider"]),
+                "webrlx": InferenceSession(path)}
+    names = [o.name for o in sessions["ort"].get_outputs()]
+    prompt = np.random.default_rng(4).integers(0, 256, (1, 7)).astype(np.int64)
+    tokens: dict[str, list[int]] = {}
+    for who, sess in sessions.items():
+        ids, past, out = prompt, empty_past(), []
+        for step in range(33):
+            total = past["past_key_values.0.key"].shape[2] + ids.shape[1]
+            feeds = {"input_ids": ids, "attention_mask": np.ones((1, total), np.int64), **past}
+            res = dict(zip(names, sess.run(None, feeds)))
+            if step == 0:
+                out_logits = res["logits"]
+                if who == "ort":
+                    ref_logits = out_logits
+                else:
+                    g, r = out_logits.reshape(-1, 256), ref_logits.reshape(-1, 256)
+                    cos = (g * r).sum(-1) / np.linalg.norm(g, axis=-1) / np.linalg.norm(
+                        r, axis=-1)
+                    assert cos.min() >= 0.999, cos
+            nxt = int(res["logits"][0, -1].argmax())
+            out.append(nxt)
+            ids = np.array([[nxt]], np.int64)
+            past = {k.replace("present", "past_key_values"): v for k, v in res.items()
+                    if k.startswith("present")}
+        tokens[who] = out[:32]
+    assert tokens["webrlx"] == tokens["ort"], tokens
