@@ -9,7 +9,7 @@ the `gguf` package's writer, constants and tensor-name maps, as llama.cpp's conv
 (Llama q/k rows permuted for the interleaved rope, Gemma norms stored as 1 + w, rope_freqs for
 Llama 3). Tokenizers: the first 2048 tokens of SmolLM2's byte-level BPE (gpt2 model), or a
 SentencePiece-style vocabulary built from its merges (llama model, Llama and Gemma spellings).
-`reference_model` gives the transformers model holding exactly the GGUF's (dequantized) values.
+`transformers_model` loads a fixture back with transformers' GGUF reader (the tests' reference).
 """
 from __future__ import annotations
 
@@ -272,22 +272,26 @@ def write_gguf(family: str, model: Any, vocab: dict[str, Any], qtype: str, path:
     w.close()
 
 
-def reference_model(family: str, model: Any, qtype: str) -> Any:
-    """The transformers model with the GGUF's values: each weight quantized to qtype and
-    dequantized by the gguf package (blocks run along rows, so llama.cpp's row permutation
-    of q/k commutes with it)."""
-    import gguf
+def transformers_model(family: str, path: Path) -> Any:
+    """transformers' model of the GGUF at `path`: its weights read and dequantized by
+    transformers' GGUF loader, under the family's full config (a GGUF does not carry every
+    option: soft-caps, layer types, Llama 3 rope scaling). transformers reads a llama-arch
+    file as Llama, so the Mistral fixture's weights move into a Mistral model (its window)."""
     import torch
-    from gguf import GGMLQuantizationType as Q
-    if qtype == "F32":
-        return model
-    with torch.no_grad():
-        for _, p in model.named_parameters():
-            if p.ndim == 2:
-                arr = p.detach().numpy().astype(np.float32)
-                deq = gguf.quants.dequantize(gguf.quants.quantize(arr, Q[qtype]), Q[qtype])
-                p.copy_(torch.from_numpy(np.asarray(deq, np.float32).reshape(arr.shape)))
-    return model
+    from transformers import AutoModelForCausalLM, LlamaConfig
+    _, vocab_fn, config_fn = FAMILIES[family]
+    cfg = config_fn(len(vocab_fn()["tokens"]))
+    load_cfg = cfg
+    if family == "mistral":
+        load_cfg = LlamaConfig(**_common(vocab_size=cfg.vocab_size, tie_word_embeddings=False,
+                                         rope_theta=10000.0))
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                 config=load_cfg, dtype=torch.float32)
+    if family == "mistral":
+        target = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+        target.load_state_dict(model.state_dict())
+        model = target
+    return model.eval()
 
 
 def main() -> None:

@@ -1,13 +1,14 @@
 """Every GGUF family webrlx.models.llm runs (llama with Llama 3 rope scaling, mistral with a
 sliding window, qwen2, qwen3, gemma2, gemma3, phi3) against transformers on the same weights:
 a small random-weight model per family from tools/make_llm_fixtures.py (made on first use into
-build/llm_fixtures/, then cached), loaded by webrlx from its GGUF and by transformers with the
-GGUF's dequantized values. Per family and type: prompt ids equal transformers' tokenizer read
-from the GGUF, last logits within 1e-3 x max|logit|, 32 greedy tokens equal, on 4 prompts.
+build/llm_fixtures/, then cached), loaded from its GGUF by webrlx and by transformers' GGUF
+reader (dequantized, torch CPU f32, under the family's full config). Per family and type:
+prompt ids equal transformers' tokenizer read from the GGUF, last logits within
+1e-3 x max|logit|, 32 greedy tokens equal, on 4 prompts.
 
 By default each family runs one type (Q8_0); WEBRLX_LLM_TYPES=F32,Q8_0 (any of the types
 the tools' quantizer writes: F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, ...) runs those instead.
-Needs torch and transformers (skipped without them, e.g. in Pyodide)."""
+Needs torch, transformers, gguf and accelerate (skipped without them, e.g. in Pyodide)."""
 from __future__ import annotations
 
 import io
@@ -35,6 +36,7 @@ STEPS = 32
 def _tools():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")            # transformers' GGUF loader needs it
     sys.path.insert(0, str(ROOT / "tools"))
     import make_llm_fixtures
     return make_llm_fixtures
@@ -49,11 +51,10 @@ def case(request):
     mk = _tools()
     family, qtype = request.param
     name = f"{family}-{qtype.lower()}.gguf"
-    model, vocab = mk.make_model(family)
     if not (CACHE / name).exists():
         CACHE.mkdir(parents=True, exist_ok=True)
-        mk.write_gguf(family, model, vocab, qtype, CACHE / name)
-    ref = mk.reference_model(family, model, qtype)
+        mk.write_gguf(family, *mk.make_model(family), qtype, CACHE / name)
+    ref = mk.transformers_model(family, CACHE / name)
     tok = AutoTokenizer.from_pretrained(str(CACHE), gguf_file=name)
     want = []
     with torch.no_grad():
