@@ -7,8 +7,8 @@
 #   bench   bench/engines.py natively and under Dawn, then `python -m webrlx bench --only X`
 #           both ways for each X of $BENCH_ONLY
 set -uo pipefail
-D=/tmp/dawn
-S=$D/snap                     # the snapshot: `git archive HEAD`, the wheel built from it
+export D=/tmp/dawn
+export S=$D/snap                    # the snapshot: `git archive HEAD`, the wheel built from it
 ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export VK_DRIVER_FILES=$ICD PYTHONPATH="$HOME/site:$S" HF_HUB_OFFLINE=1
 export WEBRLX_MINILM_DIR=$D/models/minilm WEBRLX_SMOLLM2_DIR=$D/models/smollm2
@@ -34,8 +34,7 @@ tests)
   # three Dawn sessions side by side (one Pyodide each), and the native suite
   G1="tests/backend/test_matmul.py tests/backend/test_elementwise.py tests/backend/test_reduce.py"
   G2="tests/backend/test_smollm2.py tests/backend/test_minilm.py tests/backend/test_models.py tests/backend/test_decoder_ops.py tests/backend/test_quant.py"
-  G3=$(cd $S && ls tests/backend/test_*.py | grep -v -e test_matmul -e test_elementwise \
-    -e test_reduce -e test_smollm2 -e test_minilm -e test_models -e test_decoder_ops -e test_quant)
+  G3=$(cd $S && ls tests/backend/test_*.py | grep -v -x $(printf -- "-e %s " $G1 $G2))
   i=0; for g in "$G1" "$G2" "$G3"; do i=$((i+1))
     dawn --json $OUT/dawn-tests-$i.json -- pytest $g > $OUT/dawn-tests-$i.txt 2>&1 &
   done
