@@ -1,9 +1,11 @@
-"""A tiny Llama decoder laid out as onnxruntime-genai's model builder lays out its int4 CPU/WebGPU
-models, written with onnx.helper from a config with random weights: Gather embeddings,
-SimplifiedLayerNormalization / SkipSimplifiedLayerNormalization, MatMulNBits (4-bit, block 32,
-zero points) projections, com.microsoft GroupQueryAttention with rotary (cos/sin caches),
-past_key_values.N.key/value inputs and present.N.key/value outputs, seqlens_k and
-total_sequence_length computed from attention_mask, SiLU-gated MLP, lm_head.
+"""A tiny Llama decoder laid out as onnxruntime-genai's model builder lays out its int4
+CPU/WebGPU models, written with onnx.helper from a config with random weights: Gather
+embeddings, SimplifiedLayerNormalization / SkipSimplifiedLayerNormalization, MatMulNBits
+projections (4-bit, block 32, zero points; accuracy_level 0, so onnxruntime multiplies in
+float32 as webrlx does, where genai's CPU builds take 4: int8 activations), com.microsoft
+GroupQueryAttention with rotary (cos/sin caches), past_key_values.N.key/value inputs and
+present.N.key/value outputs, seqlens_k and total_sequence_length computed from attention_mask,
+SiLU-gated MLP, lm_head.
 Run: `python -m tests.onnx.models.llama_genai` -> build/onnx/llama_genai.onnx."""
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ def build(out: Path = OUT, seed: int = 0) -> Path:
         b, s, z = quantize4(w, c["block"])
         node("MatMulNBits", [x, init(name + ".qweight", b), init(name + ".scales", s),
                              init(name + ".qzeros", z)], [name + ".out"], "com.microsoft",
-             K=k, N=n, bits=4, block_size=c["block"], accuracy_level=4)
+             K=k, N=n, bits=4, block_size=c["block"], accuracy_level=0)
         return name + ".out"
 
     def norm_w(name: str) -> str:
