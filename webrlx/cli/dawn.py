@@ -158,13 +158,12 @@ def main_dawn(argv: list[str]) -> int:
     p.add_argument("--wheels", default=None, help="a folder with the webrlx wheel and pytest's "
                    "wheels (default: build/wheels, the wheel rebuilt from the checkout)")
     p.add_argument("--no-jspi", action="store_true", help="run without JSPI: only async forms")
-    p.add_argument("--install", action="store_true", help=f"install {WEBGPU_NPM} and the "
-                   "Pyodide assets under build/, then exit")
+    p.add_argument("--install", action="store_true", help=f"install {WEBGPU_NPM} into "
+                   "build/dawn, then exit (tools/setup.sh)")
     p.add_argument("--json", default=None, help="pytest: write its per-test results here")
     args = p.parse_args(argv)
     root = checkout_root()
     if args.install:
-        build(root)
         print(dawn_package(WebAssets(root)))
         return 0
     if not command:
