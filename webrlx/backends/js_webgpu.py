@@ -310,7 +310,7 @@ class JsWebGPUBackend(Backend):
             js.Uint8Array.new(buf.getMappedRange(offset, nbytes)).assign_to(out)
         finally:
             buf.unmap()
-        return memoryview(out)
+        return out.data
 
     def read_buffer(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         if not can_run_sync():
