@@ -235,9 +235,10 @@ def _qkv(cfg: LlamaConfig, W: _Weights, p: str, h: Tensor) -> tuple[Tensor, Tens
         wv = W.linear(name, (k1, k1 + Hkv * hd))
     else:
         wq, wk, wv = (W.linear(p + f"attn_{x}.weight") for x in "qkv")
-    q = _linear(h, wq, W.bias(p + "attn_q.bias")).reshape(1, -1, H, hd)
-    k = _linear(h, wk, W.bias(p + "attn_k.bias")).reshape(1, -1, Hkv, hd)
-    v = _linear(h, wv, W.bias(p + "attn_v.bias")).reshape(1, -1, Hkv, hd)
+    b = h.shape[0]
+    q = _linear(h, wq, W.bias(p + "attn_q.bias")).reshape(b, -1, H, hd)
+    k = _linear(h, wk, W.bias(p + "attn_k.bias")).reshape(b, -1, Hkv, hd)
+    v = _linear(h, wv, W.bias(p + "attn_v.bias")).reshape(b, -1, Hkv, hd)
     if p + "attn_q_norm.weight" in W.infos:         # Qwen3, Gemma 3: RMSNorm per head
         q = nn.rms_norm(q, W.norm(p + "attn_q_norm.weight"), cfg.eps)
         k = nn.rms_norm(k, W.norm(p + "attn_k_norm.weight"), cfg.eps)
@@ -253,6 +254,39 @@ def _ffn(cfg: LlamaConfig, W: _Weights, p: str, h: Tensor) -> Tensor:
     gate, up = _linear(h, wg), _linear(h, wu)
     act = gate.silu() if cfg.family.activation == "silu" else gate.gelu("tanh")
     return _linear(act * up, W.linear(p + "ffn_down.weight"))
+
+
+def decoder_layers(cfg: LlamaConfig, W: _Weights, x: Tensor, pos: Tensor,
+                   cache: tuple[int, int, int, int]) -> Tensor:
+    """The layers over x (batch, s, width) with KV cache states k{i} / v{i} of shape cache
+    (batch or slots, kv_heads, capacity, head_dim); pos as nn.cached_attention reads it."""
+    fam = cfg.family
+    hd, H = cfg.head_dim, cfg.heads
+    factors = cfg.rope_factors
+    scale = cfg.attn_scale or 1.0 / math.sqrt(hd)
+    for i in range(cfg.layers):
+        p = f"blk.{i}."
+        h = nn.rms_norm(x, W.norm(p + "attn_norm.weight"), cfg.eps)
+        q, k, v = _qkv(cfg, W, p, h)
+        sliding = cfg.sliding(i)
+        base = cfg.swa_base if sliding and cfg.swa_base else cfg.rope_base
+        f = () if sliding and cfg.swa_base else factors   # Gemma 3 scales global layers only
+        q = nn.rope(q, pos, base, interleaved=fam.interleaved_rope, factors=f)
+        k = nn.rope(k, pos, base, interleaved=fam.interleaved_rope, factors=f)
+        kc = nn.cache_write(W.g.state(f"k{i}", cache), k, pos)
+        vc = nn.cache_write(W.g.state(f"v{i}", cache), v, pos)
+        a = nn.cached_attention(q, kc, vc, pos, scale, window=cfg.window if sliding else 0,
+                                softcap=cfg.attn_softcap).reshape(x.shape[0], -1, H * hd)
+        a = _linear(a, W.linear(p + "attn_output.weight"))
+        if fam.post_norms:
+            a = nn.rms_norm(a, W.norm(p + "post_attention_norm.weight"), cfg.eps)
+        x = x + a
+        h = nn.rms_norm(x, W.norm(p + "ffn_norm.weight"), cfg.eps)
+        m = _ffn(cfg, W, p, h)
+        if fam.post_norms:
+            m = nn.rms_norm(m, W.norm(p + "post_ffw_norm.weight"), cfg.eps)
+        x = x + m
+    return x
 
 
 def build_llama(cfg: LlamaConfig, infos: Mapping[str, Any], capacity: int
@@ -272,31 +306,7 @@ def build_llama(cfg: LlamaConfig, infos: Mapping[str, Any], capacity: int
     x, tied = _embedding(W, ids)                                     # (1, s, width)
     if fam.embed_scale:
         x = x * math.sqrt(cfg.width)
-    hd, H, Hkv = cfg.head_dim, cfg.heads, cfg.kv_heads
-    factors = cfg.rope_factors
-    scale = cfg.attn_scale or 1.0 / math.sqrt(hd)
-    for i in range(cfg.layers):
-        p = f"blk.{i}."
-        h = nn.rms_norm(x, W.norm(p + "attn_norm.weight"), cfg.eps)
-        q, k, v = _qkv(cfg, W, p, h)
-        sliding = cfg.sliding(i)
-        base = cfg.swa_base if sliding and cfg.swa_base else cfg.rope_base
-        f = () if sliding and cfg.swa_base else factors   # Gemma 3 scales global layers only
-        q = nn.rope(q, pos, base, interleaved=fam.interleaved_rope, factors=f)
-        k = nn.rope(k, pos, base, interleaved=fam.interleaved_rope, factors=f)
-        kc = nn.cache_write(g.state(f"k{i}", (1, Hkv, capacity, hd)), k, pos)
-        vc = nn.cache_write(g.state(f"v{i}", (1, Hkv, capacity, hd)), v, pos)
-        a = nn.cached_attention(q, kc, vc, pos, scale, window=cfg.window if sliding else 0,
-                                softcap=cfg.attn_softcap).reshape(1, -1, H * hd)
-        a = _linear(a, W.linear(p + "attn_output.weight"))
-        if fam.post_norms:
-            a = nn.rms_norm(a, W.norm(p + "post_attention_norm.weight"), cfg.eps)
-        x = x + a
-        h = nn.rms_norm(x, W.norm(p + "ffn_norm.weight"), cfg.eps)
-        m = _ffn(cfg, W, p, h)
-        if fam.post_norms:
-            m = nn.rms_norm(m, W.norm(p + "post_ffw_norm.weight"), cfg.eps)
-        x = x + m
+    x = decoder_layers(cfg, W, x, pos, (1, cfg.kv_heads, capacity, cfg.head_dim))
     x = nn.rms_norm(x, W.norm("output_norm.weight"), cfg.eps)
     head = W.linear("output.weight") if "output.weight" in infos else tied
     logits = _linear(x.gather(last, axis=1), head).reshape(1, cfg.vocab)
