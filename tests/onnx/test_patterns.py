@@ -89,3 +89,34 @@ def test_attention_pattern(mask_kind: str, scale_kind: str, fused: bool) -> None
     (ref,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
     (got,) = InferenceSession(data).run(None, feeds)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
+
+
+def _gelu_model(form: str) -> bytes:
+    nodes = [_c("r2", np.float32(2 ** 0.5)), _c("ir2", np.float32(2 ** -0.5)),
+             _c("one", np.float32(1.0)), _c("half", np.float32(0.5 if form != "not" else 0.4))]
+    if form == "torch":                   # torch.onnx: x * 0.5 * (1 + erf(x / sqrt 2)) ...
+        nodes += [helper.make_node("Div", ["x", "r2"], ["s"]),
+                  helper.make_node("Erf", ["s"], ["e"]), helper.make_node("Add", ["e", "one"],
+                                                                         ["p"]),
+                  helper.make_node("Mul", ["x", "p"], ["xp"]),
+                  helper.make_node("Mul", ["xp", "half"], ["y"])]
+    else:                                 # ... or (0.5 * x) * (erf(x * (1 / sqrt 2)) + 1)
+        nodes += [helper.make_node("Mul", ["x", "ir2"], ["s"]),
+                  helper.make_node("Erf", ["s"], ["e"]), helper.make_node("Add", ["one", "e"],
+                                                                         ["p"]),
+                  helper.make_node("Mul", ["half", "x"], ["hx"]),
+                  helper.make_node("Mul", ["hx", "p"], ["y"])]
+    g = helper.make_graph(nodes, "gelu", [helper.make_tensor_value_info("x", F, [4, 16])],
+                          [helper.make_tensor_value_info("y", F, [4, 16])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+@pytest.mark.parametrize("form, fused", [("torch", True), ("grouped", True), ("not", False)])
+def test_erf_gelu_pattern(form: str, fused: bool) -> None:
+    data = _gelu_model(form)
+    graph, outs, _ = import_model(data)
+    assert (graph.nodes[outs[0].id].op == "gelu") == fused
+    x = np.random.default_rng(5).standard_normal((4, 16)).astype(np.float32) * 3
+    (ref,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    (got,) = InferenceSession(data).run(None, {"x": x})
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)

@@ -1,7 +1,8 @@
 """Graph patterns imported ONNX models spell out node by node, recognized on the webrlx Graph
 and rebuilt as the fused op a hand-built model uses. `fused_attention`: softmax(q @ k^T * scale
 + mask) @ v -> the attention op, where mask is a key-padding mask ((1 - m) * -big, or
-where(m, 0, -big)), as BERT-style exports write it."""
+where(m, 0, -big)), as BERT-style exports write it. `erf_gelu`: x * 0.5 * (1 + erf(x / sqrt 2))
+-> the gelu op (which a matmul epilogue then absorbs)."""
 from __future__ import annotations
 
 from typing import Any
@@ -138,3 +139,48 @@ def fused_attention(p: Tensor, v: Tensor) -> Tensor | None:
         if mask is None:
             return None
     return nn.attention(q, _key(kt), v, mask=mask, scale=scale)
+
+
+def _factors(t: Tensor, depth: int = 2) -> list[Tensor]:
+    """The operands of a product tree of mul nodes, depth levels deep."""
+    if depth == 0 or t.node.op != "mul" or len(t.node.inputs) != 2:
+        return [t]
+    return _factors(_arg(t, 0), depth - 1) + _factors(_arg(t, 1), depth - 1)
+
+
+def _erf_arg(t: Tensor) -> Tensor | None:
+    """x when t = 1 + erf(x / sqrt 2) (or erf(x * (1 / sqrt 2)) + 1), else None."""
+    if t.node.op != "add" or len(t.node.inputs) != 2:
+        return None
+    a, b = _arg(t, 0), _arg(t, 1)
+    e = a if _scalar(b) == 1.0 else b if _scalar(a) == 1.0 else None
+    if e is None or e.node.op != "erf":
+        return None
+    x, scale = _strip_scale(_arg(e, 0))
+    return x if abs(scale - 2 ** -0.5) < 1e-6 else None
+
+
+def erf_gelu(a: Tensor, b: Tensor) -> Tensor | None:
+    """a * b as the gelu op when it is x * 0.5 * (1 + erf(x / sqrt 2)) in any grouping."""
+    fs = _factors(a) + _factors(b)
+    if len(fs) != 3 or not all(f.dtype.is_float for f in fs):
+        return None
+    for i, f in enumerate(fs):
+        x = _erf_arg(f)
+        if x is None:
+            continue
+        rest = fs[:i] + fs[i + 1:]
+        halves = [r for r in rest if _scalar(r) == 0.5 and len(r.shape) == 0]
+        same = [r for r in rest if r.id == x.id]
+        if len(halves) == 1 and len(same) == 1 and tuple(x.shape) == tuple(
+                _broadcast_shape(a, b)):
+            return x.gelu()
+    return None
+
+
+def _broadcast_shape(a: Tensor, b: Tensor) -> tuple[Any, ...]:
+    """The broadcast shape of a and b (numpy's rule)."""
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    n = max(len(sa), len(sb))
+    sa, sb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    return tuple(y if x == 1 else x for x, y in zip(sa, sb))

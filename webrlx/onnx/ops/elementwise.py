@@ -12,6 +12,7 @@ import numpy as np
 from ... import tensor as wt
 from ...tensor import Tensor
 from ..context import Context
+from ..patterns import erf_gelu
 from .common import lift, onnx_device_dtype, onnx_np_dtype, same_dtype, static_shape
 from .quant import ROUNDED_CASTS, cast_to, elem_type_of, host_cast
 from .registry import op
@@ -50,6 +51,9 @@ def _host_binary(node: Any, ins: list[np.ndarray], attrs: dict[str, Any]) -> lis
 @op("Add", "Sub", "Mul", host=_host_binary)
 def arith(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[Tensor]:
     a, b = same_dtype(*lift(ctx, *ins))
+    gelu = erf_gelu(a, b) if node.op_type == "Mul" else None     # exports' erf GELU
+    if gelu is not None:
+        return [gelu]
     fn = {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul}[node.op_type]
     return [fn(a, b)]
 
