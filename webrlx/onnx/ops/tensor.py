@@ -179,7 +179,7 @@ def slice_(ctx: Context, node: Any, ins: list[Any], attrs: dict[str, Any]) -> li
 def _host_gather(node: Any, ins: list[Any], attrs: dict[str, Any]) -> list[np.ndarray]:
     x, idx = ins
     axis = attrs.get("axis", 0)
-    return [np.take(x, idx.astype(np.int64), axis=axis)]
+    return [np.take(x, idx.astype(np.intp), axis=axis)]      # intp: int32 in wasm32
 
 
 def _indices(ctx: Context, idx: Any, n: int) -> Tensor:
