@@ -134,7 +134,7 @@ class LanguageModel:
         self.stop_ids = {self.eos_id} | {int(md[f"tokenizer.ggml.{k}_token_id"])
                                          for k in ("eot", "eom")
                                          if f"tokenizer.ggml.{k}_token_id" in md}
-        infos = file.tensors
+        infos = self.tensor_infos = file.tensors
         self.graph, outputs = build_llama(self.config, infos, capacity)
         self.executable: Executable = compile(self.graph, outputs=outputs, device=device,
                                               fuse=fuse)
@@ -313,6 +313,21 @@ class LanguageModel:
         n0 = self.stats.prompt_tokens
         toks = self.executable.read_state("tokens")
         return [int(t) for t in toks[n0: n0 + self.stats.new_tokens]]
+
+    def generate_batch(self, prompts: Sequence[str | Sequence[int]], max_new_tokens: int = 128,
+                       sampling: Sampling | None = None, ignore_eos: bool = False) -> list[str]:
+        """The completions of several prompts, decoded together in one batch per step
+        (webrlx.models.engine.Engine; see there for its memory and limits).
+
+        Args:
+            prompts: texts or token-id lists.
+            max_new_tokens: tokens at most per prompt (> 0).
+            sampling: Sampling(temperature, top_k, top_p, 1.0, seed) for every prompt;
+                None: greedy.
+            ignore_eos: keep going past the end-of-sequence token (benchmarks).
+        """
+        from .engine import generate_batch
+        return generate_batch(self, prompts, max_new_tokens, sampling, ignore_eos)
 
     def render_chat(self, messages: Sequence[dict[str, str]],
                     add_generation_prompt: bool = True) -> str:
