@@ -72,6 +72,7 @@ def test_onnx_page_runs_minilm(chromium: Any, web_server: str, minilm_onnx: Path
         page.wait_for_function("['loaded', 'failed'].some(s => document.getElementById("
                                "'status').textContent.includes(s))", timeout=600_000)
         status = page.inner_text("#status")
+        assert "loaded" in status and "navigator.gpu" in status, status
         io_rows = page.eval_on_selector_all("#io tr", "rows => rows.map(r => r.innerText)")
         page.click("#run")
         page.wait_for_function("window.onnxResult !== undefined || document.getElementById("
@@ -81,7 +82,6 @@ def test_onnx_page_runs_minilm(chromium: Any, web_server: str, minilm_onnx: Path
         timing = page.inner_text("#timing")
     finally:
         page.close()
-    assert "loaded" in status and "navigator.gpu" in status, status
     assert thread != "worker" or "Web Worker" in status, status
     assert any("input_ids" in r and "tensor(int64)" in r for r in io_rows), io_rows
     assert result is not None, final
