@@ -1,10 +1,11 @@
 """MiniLM's ONNX export (tests/onnx/export_minilm.py) through webrlx.onnx beside the hand-built
 webrlx.models.minilm and onnxruntime's CPU EP, in one run; prints JSON with the ratios.
 
-    python bench/onnx_minilm.py [--shapes 1x128,32x128] [--out F]
+    python bench/onnx_minilm.py [--shapes 1x128,32x128] [--iters 3] [--repeats 5] [--out F]
 
 Method: both webrlx sides time a compiled executable's run on inputs already on the device,
-synchronized (webrlx.cli.bench.time_executable, median of repeats); the hand-built graph also
+synchronized (webrlx.cli.bench.time_executable), alternating hand-built and ONNX batches
+`repeats` times so a shared machine's load falls on both alike (median); the hand-built graph also
 mean-pools and normalizes (a few small dispatches), the ONNX one ends at last_hidden_state.
 onnxruntime times session.run of the same .onnx file. Also reported: dispatches per run and
 attention ops in each schedule, and the ONNX output's agreement with onnxruntime.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -45,6 +47,8 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", default="1x128,32x128", help="batch x seq list")
     p.add_argument("--model", default=None, help="the .onnx (default: export to build/onnx)")
+    p.add_argument("--iters", type=int, default=3, help="runs per timed batch (at least)")
+    p.add_argument("--repeats", type=int, default=5, help="alternating batches per side")
     p.add_argument("--out", default=None)
     a = p.parse_args()
     import onnxruntime as ort
@@ -61,11 +65,14 @@ def main() -> None:
         batch, seq = (int(v) for v in case.split("x"))
         feeds = _feeds(batch, seq)
         hand = enc.feeds([list(r) for r in feeds["input_ids"]])
-        t_hand = time_executable(enc.executable, hand, 10, 5)
         (got,) = sess.run(None, feeds)
         plan, fed = sess._plan(feeds)
         assert plan.executable is not None
-        t_onnx = time_executable(plan.executable, fed, 10, 5)
+        hand_s, onnx_s = [], []
+        for _ in range(a.repeats):
+            hand_s.append(time_executable(enc.executable, hand, a.iters, 1))
+            onnx_s.append(time_executable(plan.executable, fed, a.iters, 1))
+        t_hand, t_onnx = statistics.median(hand_s), statistics.median(onnx_s)
         (ref,) = ref_sess.run(None, feeds)
         t_ort = _time(lambda: ref_sess.run(None, feeds), lambda: None, 3, 3)
         rows.append({"case": f"minilm {batch}x{seq}", "onnx_webrlx_ms": t_onnx * 1e3,
