@@ -14,6 +14,7 @@ SentencePiece-style vocabulary built from its merges (llama model, Llama and Gem
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,7 @@ SPACE = "\u2581"
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@functools.cache
 def _smollm2_md() -> dict[str, Any]:
     import sys
     sys.path.insert(0, str(ROOT))
@@ -277,10 +279,12 @@ def transformers_model(family: str, path: Path) -> Any:
     transformers' GGUF loader, under the family's full config (a GGUF does not carry every
     option: soft-caps, layer types, Llama 3 rope scaling). transformers reads a llama-arch
     file as Llama, so the Mistral fixture's weights move into a Mistral model (its window)."""
+    import gguf
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig
-    _, vocab_fn, config_fn = FAMILIES[family]
-    cfg = config_fn(len(vocab_fn()["tokens"]))
+    config_fn = FAMILIES[family][2]
+    field = gguf.GGUFReader(str(path)).fields["tokenizer.ggml.tokens"]
+    cfg = config_fn(len(field.data))
     load_cfg = cfg
     if family == "mistral":
         load_cfg = LlamaConfig(**_common(vocab_size=cfg.vocab_size, tie_word_embeddings=False,

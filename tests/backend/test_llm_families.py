@@ -11,6 +11,7 @@ the tools' quantizer writes: F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, ...) runs t
 Needs torch, transformers, gguf and accelerate (skipped without them, e.g. in Pyodide)."""
 from __future__ import annotations
 
+import functools
 import io
 import os
 import sys
@@ -46,10 +47,14 @@ def _tools():
                 ids=lambda p: f"{p[0]}-{p[1]}")
 def case(request):
     """(file, transformers' ids / last logits / greedy tokens per prompt) of a family x type."""
+    return _reference(*request.param)
+
+
+@functools.cache
+def _reference(family: str, qtype: str) -> tuple[Path, list]:
     import torch
     from transformers import AutoTokenizer
     mk = _tools()
-    family, qtype = request.param
     name = f"{family}-{qtype.lower()}.gguf"
     if not (CACHE / name).exists():
         CACHE.mkdir(parents=True, exist_ok=True)
