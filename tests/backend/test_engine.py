@@ -5,6 +5,9 @@ where the fixture has them), sequences joining and leaving mid-run disturb no ot
 max_context / max_sequences raise clear errors with the engine still usable."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helpers import rand
@@ -13,6 +16,8 @@ from test_decoder_ops import _attention_np, _rope_np
 import webrlx as wr
 from webrlx import nn
 from webrlx.compiler import lower_decoder
+from webrlx.models import llm
+from webrlx.models.engine import Engine, EngineFullError
 
 
 @pytest.mark.parametrize("kernel", ["decode", "prefill", "flash"])
@@ -54,3 +59,112 @@ def test_pos_shape_error():
     pool = g.state("kc", (4, 2, 64, 32))
     with pytest.raises(ValueError, match=r"pos must be int32 \(1,\).*\(2, 3\)"):
         nn.cached_attention(q, pool, pool, g.input("kv", (2, 2), "int32"), 0.1)
+
+
+# -- the engine on a small llama fixture (tools/make_llm_fixtures.py) ------------------------
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "build" / "llm_fixtures" / "llama-q8_0.gguf"
+PROMPTS = ["The quick brown fox jumps over the lazy dog",
+           "Hello",
+           "Once upon a time, there was a little robot named Bolt who lived in a",
+           "1 2 3"]
+STEPS = 12
+
+
+def _fixture() -> Path:
+    if not FIXTURE.exists():
+        pytest.importorskip("torch")
+        pytest.importorskip("transformers")
+        sys.path.insert(0, str(ROOT / "tools"))
+        import make_llm_fixtures as mk
+        FIXTURE.parent.mkdir(parents=True, exist_ok=True)
+        mk.write_gguf("llama", *mk.make_model("llama"), "Q8_0", FIXTURE)
+    return FIXTURE
+
+
+@pytest.fixture(scope="module")
+def eng(backend):
+    lm = llm.load(_fixture(), device=backend, max_context=64)
+    return Engine(lm, max_sequences=4, max_context=64)
+
+
+@pytest.fixture(scope="module")
+def alone(eng):
+    """Each prompt's greedy tokens run alone (a batch of one)."""
+    out = []
+    for p in PROMPTS:
+        s = eng.add_request(p, None, STEPS, ignore_eos=True)
+        eng.run()
+        out.append(s.token_ids)
+    return out
+
+
+def _transformers_greedy() -> list[list[int]] | None:
+    """transformers' greedy tokens on the same GGUF (dequantized), or None without it."""
+    try:
+        import torch
+        from transformers import AutoTokenizer
+        sys.path.insert(0, str(ROOT / "tools"))
+        import make_llm_fixtures as mk
+        ref = mk.transformers_model("llama", FIXTURE)
+        tok = AutoTokenizer.from_pretrained(str(FIXTURE.parent), gguf_file=FIXTURE.name)
+    except ImportError:
+        return None
+    want = []
+    with torch.no_grad():
+        for prompt in PROMPTS:
+            seq = list(tok(prompt)["input_ids"])
+            n = len(seq)
+            for _ in range(STEPS):
+                seq.append(int(ref(torch.tensor([seq])).logits[0, -1].argmax()))
+            want.append(seq[n:])
+    return want
+
+
+def test_batch_equals_each_sequence_alone_and_transformers(eng, alone):
+    streams = [eng.add_request(p, None, STEPS, ignore_eos=True) for p in PROMPTS]
+    assert eng.live == 4
+    eng.run()
+    assert [s.token_ids for s in streams] == alone
+    assert all(len(a) == STEPS for a in alone)
+    assert len({len(eng.lm.tokenizer.encode(p)) for p in PROMPTS}) == 4   # lengths differ
+    want = _transformers_greedy()
+    if want is not None:
+        assert alone == want
+
+
+def test_joining_and_leaving_disturbs_no_other(eng, alone):
+    a = eng.add_request(PROMPTS[0], None, STEPS, ignore_eos=True)
+    b = eng.add_request(PROMPTS[1], None, STEPS, ignore_eos=True)
+    short = eng.add_request(PROMPTS[3], None, 3, ignore_eos=True)    # leaves after 3 tokens
+    for _ in range(4):
+        eng.step()
+    assert short.finished and short.token_ids == alone[3][:3]
+    c = eng.add_request(PROMPTS[2], None, STEPS, ignore_eos=True)    # joins mid-run
+    eng.step()
+    b.cancel()                                                       # leaves early
+    assert eng.live == 2
+    pieces = list(a)                                                 # steps the engine
+    eng.run()
+    assert a.token_ids == alone[0] and c.token_ids == alone[2]
+    assert "".join(pieces) == eng.lm.tokenizer.decode(alone[0])
+    assert b.token_ids == alone[1][:len(b.token_ids)]
+
+
+def test_limits_give_clear_errors_and_the_engine_stays_usable(eng, alone):
+    with pytest.raises(ValueError, match="exceeds max_context 64"):
+        eng.add_request(PROMPTS[0], None, 60)
+    held = [eng.add_request(p, None, STEPS, ignore_eos=True) for p in PROMPTS]
+    with pytest.raises(EngineFullError, match="all 4 sequences"):
+        eng.add_request("one more", None, 4)
+    held[1].cancel()
+    again = eng.add_request(PROMPTS[1], None, STEPS, ignore_eos=True)   # the freed slot
+    eng.run()
+    assert [s.token_ids for s in (held[0], again, held[2], held[3])] == alone
+
+
+def test_kv_bytes_is_the_pool(eng):
+    cfg = eng.lm.config
+    assert eng.kv_bytes == 2 * cfg.layers * 4 * cfg.kv_heads * 64 * cfg.head_dim * 4
+    k0 = eng.executable.graph.nodes[eng.executable.graph.states["k0"]]
+    assert 2 * cfg.layers * int(np.prod(k0.shape)) * 4 == eng.kv_bytes
