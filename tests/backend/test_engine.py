@@ -5,6 +5,7 @@ where the fixture has them), sequences joining and leaving mid-run disturb no ot
 max_context / max_sequences raise clear errors with the engine still usable."""
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from webrlx import nn
 from webrlx.compiler import lower_decoder
 from webrlx.models import llm
 from webrlx.models.engine import Engine, EngineFullError
+from webrlx.models.llm import Sampling
 
 
 @pytest.mark.parametrize("kernel", ["decode", "prefill", "flash"])
@@ -168,3 +170,14 @@ def test_kv_bytes_is_the_pool(eng):
     assert eng.kv_bytes == 2 * cfg.layers * 4 * cfg.kv_heads * 64 * cfg.head_dim * 4
     k0 = eng.executable.graph.nodes[eng.executable.graph.states["k0"]]
     assert 2 * cfg.layers * int(np.prod(k0.shape)) * 4 == eng.kv_bytes
+
+
+def test_generate_batch_and_async_streams(eng, alone):
+    lm = eng.lm
+    texts = lm.generate_batch(PROMPTS[:2], STEPS, ignore_eos=True)    # on eng (free slots)
+    assert texts == [lm.tokenizer.decode(a) for a in alone[:2]]
+
+    async def collect() -> list[str]:
+        s = eng.add_request(PROMPTS[2], Sampling(), STEPS, ignore_eos=True)
+        return [p async for p in s]
+    assert "".join(asyncio.run(collect())) == lm.tokenizer.decode(alone[2])

@@ -185,6 +185,7 @@ class Engine:
         self.executable.reset_states(["tokens"])
         self.seqs = {}
         self.steps = 0
+        self.lm._batch_engine = self           # type: ignore[attr-defined]  # generate_batch
 
     @property
     def kv_bytes(self) -> int:
@@ -375,16 +376,15 @@ class Engine:
 def generate_batch(lm: LanguageModel, prompts: Sequence[str | Sequence[int]],
                    max_new_tokens: int = 128, sampling: Sampling | None = None,
                    ignore_eos: bool = False) -> list[str]:
-    """The completions of prompts, decoded together (one Engine per model, made on first use
-    with max_sequences = max(8, len(prompts)) and the model's max_context)."""
+    """The completions of prompts, decoded together on the model's latest Engine when it has
+    enough free slots (its other sequences advance too), else on a new one with
+    max_sequences = max(8, len(prompts)) and the model's max_context."""
     eng = getattr(lm, "_batch_engine", None)
-    if eng is None or eng.max_sequences < len(prompts):
+    if eng is None or eng.max_sequences - eng.live < len(prompts):
         eng = Engine(lm, max_sequences=max(8, len(prompts)))
-        lm._batch_engine = eng                                       # type: ignore[attr-defined]
-    for seq in list(eng.seqs.values()):
-        seq.stream.cancel()
     streams = [eng.add_request(p, sampling, max_new_tokens, ignore_eos) for p in prompts]
-    eng.run()
+    while not all(s.finished for s in streams):
+        eng.step()
     return ["".join(s.pieces) for s in streams]
 
 

