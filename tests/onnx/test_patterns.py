@@ -120,3 +120,36 @@ def test_erf_gelu_pattern(form: str, fused: bool) -> None:
     (ref,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
     (got,) = InferenceSession(data).run(None, {"x": x})
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("biases", ["all", "none", "two"])
+def test_sibling_matmuls_merge(biases: str) -> None:
+    """q, k, v projections of one input become one MatMul (+ bias) and Slices."""
+    rng = np.random.default_rng(6)
+    nodes, inits, outs = [helper.make_node("Relu", ["x"], ["h"])], [], []
+    for j, n in enumerate((8, 8, 5)):
+        inits.append(numpy_helper.from_array(rng.standard_normal((6, n)).astype(np.float32),
+                                             f"w{j}"))
+        has_bias = biases == "all" or (biases == "two" and j < 2)
+        nodes.append(helper.make_node("MatMul", ["h", f"w{j}"], [f"m{j}" if has_bias
+                                                                  else f"y{j}"]))
+        if has_bias:
+            inits.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32),
+                                                 f"b{j}"))
+            nodes.append(helper.make_node("Add", [f"m{j}", f"b{j}"], [f"y{j}"]))
+        outs.append(helper.make_tensor_value_info(f"y{j}", F, [3, 4, n]))
+    g = helper.make_graph(nodes, "qkv", [helper.make_tensor_value_info("x", F, [3, 4, 6])],
+                          outs, inits)
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    graph, outputs, params = import_model(data)
+    live = {o.id for o in outputs}
+    for n in reversed(graph.nodes):
+        if n.id in live:
+            live |= set(n.inputs)
+    matmuls = [n for n in graph.nodes if n.op == "matmul" and n.id in live]
+    assert len(matmuls) == {"all": 1, "none": 1, "two": 2}[biases]
+    x = rng.standard_normal((3, 4, 6)).astype(np.float32)
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = InferenceSession(data).run(None, {"x": x})
+    for g_, r in zip(got, ref):
+        np.testing.assert_allclose(g_, r, rtol=1e-5, atol=1e-5)

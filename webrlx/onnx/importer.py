@@ -14,6 +14,7 @@ from ..tensor import Graph, Tensor
 from . import ops  # noqa: F401  (registers every family's rows)
 from .context import Context, NeedsHostValue, OnnxImportError, OptValue, SeqValue, device_dtype
 from .ops.registry import OpRow, lookup
+from .patterns import merge_sibling_matmuls
 from .reader import GraphDef, Model, NodeDef, TypeInfo, load
 from .tensors import ELEM_TYPES, OnnxDtypeError, TensorData, elem_name, external_missing
 
@@ -88,6 +89,9 @@ def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,
     g, host_inputs = Graph(), dict(host_inputs or {})
     params: dict[str, np.ndarray] = {}
     inits = {name: _decode(t) for name, t in model.graph.initializers.items()}
+    nodes = model.graph.nodes
+    if model.opsets.get("", 0) >= 10:     # Slice with input starts/ends
+        nodes = merge_sibling_matmuls(nodes, inits, {vi.name for vi in model.graph.outputs})
     ctx = Context(g, model.opsets, params, {id(a): n for n, a in inits.items()}, import_nodes)
     ctx.values.update(inits)
     ctx.elem_types.update({n: t.elem_type for n, t in model.graph.initializers.items()})
@@ -113,7 +117,7 @@ def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,
                                   f"element type {vi.type.elem_type}")
         input_dtypes[vi.name] = device_dtype(np_dtype)
         ctx.values[vi.name] = g.input(vi.name, tuple(shape), input_dtypes[vi.name])
-    import_nodes(ctx, model.graph.nodes)
+    import_nodes(ctx, nodes)
     outs = []
     for vi in model.graph.outputs:
         v = ctx.values.get(vi.name)

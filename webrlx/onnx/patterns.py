@@ -2,7 +2,8 @@
 and rebuilt as the fused op a hand-built model uses. `fused_attention`: softmax(q @ k^T * scale
 + mask) @ v -> the attention op, where mask is a key-padding mask ((1 - m) * -big, or
 where(m, 0, -big)), as BERT-style exports write it. `erf_gelu`: x * 0.5 * (1 + erf(x / sqrt 2))
--> the gelu op (which a matmul epilogue then absorbs)."""
+-> the gelu op (which a matmul epilogue then absorbs). `merge_sibling_matmuls`: the q, k, v
+projections of one input -> one wide MatMul (+ bias) and Slices, before import."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,6 +13,7 @@ import numpy as np
 from .. import nn
 from ..graph import Node
 from ..tensor import Tensor
+from .reader import NodeDef
 
 BIG_NEGATIVE = -1e4     # additive mask values at or below this zero a softmax term in float32
 
@@ -184,3 +186,71 @@ def _broadcast_shape(a: Tensor, b: Tensor) -> tuple[Any, ...]:
     n = max(len(sa), len(sb))
     sa, sb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
     return tuple(y if x == 1 else x for x, y in zip(sa, sb))
+
+
+def merge_sibling_matmuls(nodes: list[NodeDef], inits: dict[str, np.ndarray],
+                          keep: set[str]) -> list[NodeDef]:
+    """MatMuls of one input by 2-D initializer weights (q, k, v projections), each maybe
+    followed by an Add of an initializer bias, become one MatMul (+ Add) by the concatenated
+    weight and Slices of its last axis: one wide GEMM where the hand-built model runs one.
+    New initializers go into inits; names in keep (graph outputs) are never absorbed."""
+    users: dict[str, list[int]] = {}
+    for i, n in enumerate(nodes):
+        for name in n.inputs:
+            users.setdefault(name, []).append(i)
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, n in enumerate(nodes):
+        w = inits.get(n.inputs[1]) if n.op_type == "MatMul" and not n.domain and \
+            len(n.inputs) == 2 else None
+        if w is not None and w.ndim == 2 and w.dtype == np.float32 and n.inputs[0] not in inits:
+            groups.setdefault((n.inputs[0], w.shape[0]), []).append(i)
+    out, replace, drop = list(nodes), {}, set()
+    for (src, _), members in groups.items():
+        if len(members) < 2:
+            continue
+        parts = []
+        for i in members:          # (matmul index, add index or None, bias or None, output)
+            n = nodes[i]
+            after = users.get(n.outputs[0], [])
+            add = nodes[after[0]] if len(after) == 1 else None
+            bias = None
+            if add is not None and add.op_type == "Add" and not add.domain and \
+                    n.outputs[0] not in keep:
+                other = [x for x in add.inputs if x != n.outputs[0]]
+                b = inits.get(other[0]) if len(other) == 1 else None
+                if b is not None and b.shape == (inits[n.inputs[1]].shape[1],):
+                    bias = b
+            parts.append((i, after[0] if bias is not None else None, bias,
+                          add.outputs[0] if bias is not None else n.outputs[0]))
+        with_bias = [p for p in parts if p[2] is not None]
+        if with_bias and len(with_bias) != len(parts):
+            parts = with_bias                          # merge the biased ones only
+            if len(parts) < 2:
+                continue
+        tag = f"webrlx_merged_{src}"
+        inits[tag + ".w"] = np.concatenate([inits[nodes[i].inputs[1]] for i, *_ in parts], 1)
+        fused = [NodeDef("MatMul", "", [src, tag + ".w"], [tag + ".mm"], tag)]
+        merged = tag + ".mm"
+        if parts[0][2] is not None:
+            inits[tag + ".b"] = np.concatenate([p[2] for p in parts])
+            fused.append(NodeDef("Add", "", [merged, tag + ".b"], [tag + ".out"], tag + "+b"))
+            merged = tag + ".out"
+        start = 0
+        for j, (i, a, _, name) in enumerate(parts):
+            n_out = inits[nodes[i].inputs[1]].shape[1]
+            for key, v in (("s", start), ("e", start + n_out)):
+                inits[f"{tag}.{j}{key}"] = np.array([v], np.int64)
+            inits[tag + ".axis"] = np.array([-1], np.int64)
+            fused.append(NodeDef("Slice", "", [merged, f"{tag}.{j}s", f"{tag}.{j}e",
+                                              tag + ".axis"], [name], f"{tag}/{j}"))
+            start += n_out
+            drop.update({i} | ({a} if a is not None else set()))
+        replace[min(i for i, *_ in parts)] = fused
+    if not replace:
+        return list(nodes)
+    result: list[NodeDef] = []
+    for i, n in enumerate(out):
+        result += replace.get(i, [])
+        if i not in drop:
+            result.append(n)
+    return result
