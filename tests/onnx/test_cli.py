@@ -12,7 +12,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from webrlx.cli.onnx import parse_dims, main_onnx, random_feeds  # noqa: E402
+from webrlx.cli.onnx import main_onnx, parse_dims, random_feeds  # noqa: E402
 from webrlx.onnx import InferenceSession  # noqa: E402
 
 W = np.arange(12, dtype=np.float32).reshape(3, 4) / 10 - 0.5

@@ -220,8 +220,10 @@ def merge_sibling_matmuls(nodes: list[NodeDef], inits: dict[str, np.ndarray],
                 b = inits.get(other[0]) if len(other) == 1 else None
                 if b is not None and b.shape == (inits[n.inputs[1]].shape[1],):
                     bias = b
-            parts.append((i, after[0] if bias is not None else None, bias,
-                          add.outputs[0] if bias is not None else n.outputs[0]))
+            if bias is not None and add is not None:
+                parts.append((i, after[0], bias, add.outputs[0]))
+            else:
+                parts.append((i, None, None, n.outputs[0]))
         with_bias = [p for p in parts if p[2] is not None]
         if with_bias and len(with_bias) != len(parts):
             parts = with_bias                          # merge the biased ones only
