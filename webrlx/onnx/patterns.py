@@ -208,7 +208,7 @@ def merge_sibling_matmuls(nodes: list[NodeDef], inits: dict[str, np.ndarray],
     for (src, _), members in groups.items():
         if len(members) < 2:
             continue
-        parts = []
+        parts: list[tuple[int, int | None, np.ndarray | None, str]] = []
         for i in members:          # (matmul index, add index or None, bias or None, output)
             n = nodes[i]
             after = users.get(n.outputs[0], [])
