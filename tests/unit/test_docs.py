@@ -103,6 +103,12 @@ def test_paths_the_pages_cite_exist() -> None:
     assert cited and not missing, missing
 
 
+def test_every_chart_is_on_the_performance_page() -> None:
+    charts = sorted(p.name for p in (ROOT / "docs" / "performance").glob("*.svg"))
+    page = (ROOT / "docs" / "performance.md").read_text()
+    assert charts and not [c for c in charts if f"(performance/{c})" not in page], charts
+
+
 def test_members_without_docstrings_render() -> None:
     config = (ROOT / "mkdocs.yml").read_text()
     assert re.search(r"show_if_no_docstring:\s*true", config), (
