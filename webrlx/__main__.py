@@ -1,5 +1,5 @@
 """Command line: `python -m webrlx info | demo | chat | generate | serve | bench | lite | dawn
-| docs | onnx`."""
+| docs | onnx | embed | serve-llm`."""
 from __future__ import annotations
 
 import argparse
@@ -111,6 +111,16 @@ def cmd_onnx(rest: list[str]) -> int:
     return main_onnx(rest)
 
 
+def cmd_embed(rest: list[str]) -> int:
+    from webrlx.cli.embed import main_embed
+    return main_embed(rest)
+
+
+def cmd_serve_llm(rest: list[str]) -> int:
+    from webrlx.cli.serve_llm import main_serve_llm
+    return main_serve_llm(rest)
+
+
 def cmd_docs(rest: list[str]) -> int:
     from webrlx.cli.docs import main_docs
     return main_docs(rest)
@@ -119,7 +129,7 @@ def cmd_docs(rest: list[str]) -> int:
 # Subcommands with their own options, in webrlx/cli/ (apart from the runtime's layers).
 PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench, "lite": cmd_lite, "chat": cmd_chat,
                 "generate": cmd_generate, "dawn": cmd_dawn, "docs": cmd_docs, "onnx": cmd_onnx,
-                "gguf": cmd_gguf}
+                "gguf": cmd_gguf, "embed": cmd_embed, "serve-llm": cmd_serve_llm}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
                    "it")
     sub.add_parser("onnx", help="inspect (onnx info M.onnx) or run (onnx run M.onnx) an "
                    ".onnx file (onnx --help)")
+    sub.add_parser("embed", help="embed INPUT OUTPUT: MiniLM over a Parquet/JSONL/CSV text "
+                   "column with Ray Data, locally or on a cluster (embed --help; webrlx[ray])")
+    sub.add_parser("serve-llm", help="an OpenAI-compatible server for a GGUF model "
+                   "(serve-llm --help; webrlx[ray])")
     sub.add_parser("dawn", help="run python, pytest or bench in Pyodide over Dawn in Node "
                    "(dawn --help)")
     sub.add_parser("lite", help=f"build and serve the JupyterLite notebooks site on port "
