@@ -1,9 +1,9 @@
 """Backend tests inside Pyodide in Node over Dawn (`python -m webrlx dawn`): Chrome's WebGPU
 engine and Tint on the browser's code path, here over SwiftShader's Vulkan driver.
 
-Every run: a slice (elementwise ops and the matmul kernels, a few minutes); WEBRLX_DAWN_FULL=1:
-the whole backend suite. Each test is its own item, `test_dawn[NODEID]`, with the node ids
-collected natively: a test that passes natively must pass under Dawn.
+Every run: a slice (elementwise ops, matmuls and their epilogues: a few minutes);
+WEBRLX_DAWN_FULL=1: the whole backend suite. Each test is its own item, `test_dawn[NODEID]`,
+with the node ids collected natively: a test that passes natively must pass under Dawn.
 """
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FULL = os.environ.get("WEBRLX_DAWN_FULL") == "1"
-# The slice: every elementwise test, and each matmul kernel on its odd shapes.
-SLICE = ("tests/backend/test_elementwise.py",
-         "tests/backend/test_matmul.py::test_each_tiled_kernel")
+# The slice: every elementwise test; matmuls with their fused epilogues, which include the
+# boolean pipeline constants dawn.node refused before js_webgpu passed numbers.
+SLICE = ("tests/backend/test_elementwise.py", "tests/backend/test_matmul.py::test_matmul",
+         "tests/backend/test_matmul.py::test_tiled_epilogue_as_overrides_and_as_uniforms")
 PATHS = ("tests/backend",) if FULL else SLICE
 
 
