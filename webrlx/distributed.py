@@ -50,7 +50,8 @@ def _text_error(text: Any) -> str | None:
 def _fail_or_mark(errors: list[str | None], ids: Any, strict: bool) -> None:
     bad = next((i for i, e in enumerate(errors) if e is not None), None)
     if strict and bad is not None:
-        raise RowError(f"row id {ids[bad]!r}: {errors[bad]} (strict=True fails the job; "
+        row_id = ids[bad].item() if isinstance(ids[bad], np.generic) else ids[bad]
+        raise RowError(f"row id {row_id!r}: {errors[bad]} (strict=True fails the job; "
                        f"without it the row gets an '{ERROR}' column and the job goes on)")
 
 

@@ -15,7 +15,7 @@ ray = pytest.importorskip("ray")
 wd = pytest.importorskip("webrlx.distributed")
 
 FULL = os.environ.get("WEBRLX_RAY_FULL") == "1"
-N = 2000 if FULL else 48
+N = 2000 if FULL else 32
 WORDS = ("river mountain quantum bread violin engine election galaxy spoon theorem harbor "
          "protein lantern glacier algorithm orchestra pepper satellite novel tide").split()
 
