@@ -103,7 +103,6 @@ class _Seq:
     stream: Stream
     produced: int = 0            # tokens sampled so far (on the device)
     shown: int = 0               # tokens read back and decoded
-    text: str = ""
     decoder: Any = None
     prefilled: bool = False
     done: bool = False
@@ -263,7 +262,7 @@ class Engine:
         return len(self.seqs)
 
     # -- steps: each yields ("run", feeds) / ("read",) requests to a sync or async driver ----
-    def _rows(self, n: int) -> dict[str, np.ndarray]:
+    def _rows(self) -> dict[str, np.ndarray]:
         r = self.max_sequences
         return {"pick": np.zeros(r, np.int32), "out_at": np.full(r, -1, np.int32),
                 "fparams": np.zeros((r, 4), np.float32), "iparams": np.zeros((r, 4), np.int32)}
@@ -290,7 +289,7 @@ class Engine:
             at = seq.slot * stride + np.arange(bucket, dtype=np.int32)
             feeds = {"put_at": at, "put_ids": np.array(padded, np.int32),
                      "tok_at": at[None, :], "kv": np.array([[0], [seq.slot]], np.int32),
-                     **self._rows(1)}
+                     **self._rows()}
             self._sample_row(feeds, 0, seq, n - 1, n)
             runs.append(("prefill", (seq, feeds)))
         live = [s for s in self.seqs.values() if s.prefilled and not s.done
@@ -300,7 +299,7 @@ class Engine:
             slots = np.array([s.slot for s in live], np.int32)
             feeds = {"put_at": np.full(1, -1, np.int32), "put_ids": np.zeros(1, np.int32),
                      "tok_at": (slots * stride + pos)[:, None], "kv": np.stack([pos, slots]),
-                     **self._rows(len(live))}
+                     **self._rows()}
             for r, s in enumerate(live):
                 self._sample_row(feeds, r, s, r, int(pos[r]) + 1)
             runs.append(("decode", (live, feeds)))
