@@ -47,7 +47,7 @@ def _text_error(text: Any) -> str | None:
     return None
 
 
-def _fail_or_mark(errors: list[str | None], ids: Any, strict: bool) -> None:
+def _raise_if_strict(errors: list[str | None], ids: Any, strict: bool) -> None:
     bad = next((i for i, e in enumerate(errors) if e is not None), None)
     if strict and bad is not None:
         row_id = ids[bad].item() if isinstance(ids[bad], np.generic) else ids[bad]
@@ -73,7 +73,7 @@ class Embedder:
         for i, t in enumerate(texts):
             if errors[i] is None and len(tok.encode(t, None)) > MAX_LENGTH:
                 errors[i] = f"over the context: more than {MAX_LENGTH} tokens"
-        _fail_or_mark(errors, batch[ID], self.strict)
+        _raise_if_strict(errors, batch[ID], self.strict)
         good = [i for i, e in enumerate(errors) if e is None]
         emb = np.full((len(texts), self.encoder.config.hidden_size), np.nan, np.float32)
         if good:
@@ -110,7 +110,7 @@ class Generator:
                 if len(row) + self.max_new_tokens > self.lm.capacity:
                     errors[i] = (f"over the context: {len(row)} prompt tokens + "
                                  f"{self.max_new_tokens} new > {self.lm.capacity}")
-        _fail_or_mark(errors, batch[ID], self.strict)
+        _raise_if_strict(errors, batch[ID], self.strict)
         out: list[str | None] = [None] * len(prompts)
         for i, row_ids in enumerate(ids):
             if errors[i] is None and row_ids is not None:
