@@ -183,8 +183,12 @@ def generate(dataset: Any, model: str | os.PathLike[str], *, prompt_column: str 
         model: a .gguf file every actor can read.
         prompt_column: the column of prompts.
         chat: wrap each prompt as one user message in the model's chat template.
-        max_new_tokens, temperature, top_k, top_p, repetition_penalty, seed: as in
-            LanguageModel.stream().
+        max_new_tokens: as in LanguageModel.stream().
+        temperature: as in LanguageModel.stream().
+        top_k: as in LanguageModel.stream().
+        top_p: as in LanguageModel.stream().
+        repetition_penalty: as in LanguageModel.stream().
+        seed: as in LanguageModel.stream().
         batch_size: rows per Ray Data batch.
         concurrency: actors (each one model on one device).
         num_gpus: GPUs each actor reserves.
