@@ -147,7 +147,13 @@ class BPETokenizer:
                 GPT-2's.
         """
         if split is not None:
-            import regex
+            try:
+                import regex
+            except ImportError as e:  # Pyodide: one of its own packages, loaded on request
+                raise ImportError(
+                    "BPETokenizer: this model's pre-tokenizer needs the `regex` package; "
+                    "natively `pip install regex`, in Pyodide "
+                    "`await pyodide.loadPackage('regex')` before loading the model") from e
             self._split: Any = regex.compile(split)
         else:
             self._split = None
