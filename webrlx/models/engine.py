@@ -34,15 +34,18 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import nn
 from ..runtime.executable import Executable, compile
 from ..tensor import Graph, Tensor, concat
+from .decoding import PREFILL_BUCKET, READ_EVERY, Sampling
 from .llama import LlamaConfig, _embedding, _linear, _Weights, decoder_layers
-from .llm import PREFILL_BUCKET, READ_EVERY, LanguageModel, Sampling
+
+if TYPE_CHECKING:
+    from .llm import LanguageModel
 
 
 class EngineFullError(RuntimeError):
