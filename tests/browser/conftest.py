@@ -30,11 +30,13 @@ MODE_PATHS = dict.fromkeys(MODES, SUITE_PATHS)
 if os.environ.get("WEBRLX_BROWSER_ONLY"):
     MODE_PATHS = dict.fromkeys(MODES, tuple(os.environ["WEBRLX_BROWSER_ONLY"].split(",")))
 
-# Backend tests left out of the in-browser session by default: SmolLM2's 98 MB model through
-# SwiftShader and numpy-in-wasm takes longer than the whole default suite may;
-# WEBRLX_BROWSER_LLM=1 runs these files in the browser too, with the chat page's test.
-BROWSER_EXCLUDE = () if os.environ.get("WEBRLX_BROWSER_LLM") == "1" else \
-    ("tests/backend/test_smollm2.py",)
+# Backend tests left out of the in-browser session: SmolLM2's 98 MB model through SwiftShader
+# and numpy-in-wasm takes longer than the whole default suite may (WEBRLX_BROWSER_LLM=1 runs it
+# in the browser too, with the chat page's test); the GGUF family fixtures and the engine's
+# references are made by transformers + torch + gguf, which Pyodide lacks (always native).
+NATIVE_ONLY = ("tests/backend/test_llm_families.py", "tests/backend/test_engine.py")
+BROWSER_EXCLUDE = NATIVE_ONLY if os.environ.get("WEBRLX_BROWSER_LLM") == "1" else \
+    ("tests/backend/test_smollm2.py", *NATIVE_ONLY)
 IGNORE_ARGS = [f"--ignore={p}" for p in BROWSER_EXCLUDE]
 
 # in_pyodide/ imports `js`: it runs only inside the browser, through the runner.
