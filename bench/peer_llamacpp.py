@@ -8,6 +8,7 @@ as llama.cpp's own samplers do.
 """
 from __future__ import annotations
 
+import functools
 import importlib.machinery
 import importlib.util
 import time
@@ -16,8 +17,9 @@ from typing import Any
 import numpy as np
 
 
+@functools.cache
 def load_module(path: str) -> Any:
-    """Import a llama-cpp-cffi extension module (`lib`, `ffi`) from its .so file."""
+    """Import a llama-cpp-cffi extension module (`lib`, `ffi`) from its .so file, once."""
     name = path.rsplit("/", 1)[-1].split(".")[0]
     loader = importlib.machinery.ExtensionFileLoader(name, path)
     spec = importlib.util.spec_from_loader(name, loader)
