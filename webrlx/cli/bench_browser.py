@@ -5,8 +5,9 @@ adapter (Chromium's SwiftShader Vulkan ICD through wgpu-py). Prints JSON.
     python -m webrlx bench --browser [--cases a,b,c] [--repeats 3] [--runners ...] [--out F]
 
 Runners: main (webrlx in Pyodide on the page's main thread), worker (webrlx in Pyodide in a
-Web Worker), ort_webgpu / ort_wasm (onnxruntime-web's WebGPU / wasm execution provider on the
-BertModel exported to build/minilm.onnx), native (webrlx in a subprocess with
+Web Worker), onnx (webrlx.onnx.InferenceSession in Pyodide on the main thread, on the BertModel
+exported to build/minilm.onnx), ort_webgpu / ort_wasm (onnxruntime-web's WebGPU / wasm execution
+provider on that same file), native (webrlx in a subprocess with
 VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json).
 Cases: a 3x12 tokens, b 1x128, c 8x128; ids per case as bench/minilm.py's synthetic_feeds
 ([101] + rng.integers(1000, 29000, seq-2) + [102], rng = default_rng(0) per case), mask all ones.
@@ -15,6 +16,7 @@ Method: every browser runner gets its own Chromium launch with a fresh profile (
 and shader caches, as on a first visit). load = model load from bytes already fetched (webrlx:
 minilm.load from Pyodide's FS or the disk, then MiniLMEncoder.warm_up_async: one sentence's
 kernels compiled at 16 and 128 tokens, reported as warm_up_s too; --no-warm-up leaves it out;
+webrlx.onnx: InferenceSession from the fetched bytes, no warm-up;
 ORT: InferenceSession.create from the fetched bytes);
 Pyodide's boot and the fetches are reported apart (boot_s, fetch_s). first = the first run of a
 case after load (compiles its plan; cases run in order a, b, c in one session, so b and c may
@@ -23,7 +25,8 @@ kernel program), pipelines (compiling them), tune (timing tile variants with no 
 plan_other (buffers, bind groups) and run (the rest: uploads, the submit, the readback; on a
 fresh process natively also the device's creation). warm = median of --repeats runs after one
 warm-up. A run is inputs -> pooled, normalized embedding read back on the CPU (webrlx:
-executable.run / run_async; ORT: session.run then mean pooling + L2 norm in JS). Cosine: per
+executable.run / run_async; webrlx.onnx: session.run_async then mean pooling + L2 norm in
+numpy; ORT: session.run then mean pooling + L2 norm in JS). Cosine: per
 row, against native webrlx (or the numpy reference device when the native runner is left out),
 minimum over rows.
 
@@ -47,7 +50,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = {"a": (3, 12), "b": (1, 128), "c": (8, 128)}
-RUNNERS = ("main", "worker", "ort_webgpu", "ort_wasm", "native")
+RUNNERS = ("main", "worker", "onnx", "ort_webgpu", "ort_wasm", "native")
 ORT_VERSION = "1.30.0"
 ORT_DIR = ROOT / "build" / "ortweb" / "node_modules" / "onnxruntime-web"
 ONNX_PATH = ROOT / "build" / "minilm.onnx"
@@ -60,18 +63,23 @@ def has_module(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
+def missing_for_export() -> list[str]:
+    """What the one-time export of build/minilm.onnx needs and this machine lacks (torch,
+    transformers, onnx), each with its install command; nothing once that file exists."""
+    if ONNX_PATH.is_file():
+        return []
+    return [f"{m} (for the one-time ONNX export to {ONNX_PATH.name}): pip install {m}"
+            for m in ("torch", "transformers", "onnx") if not has_module(m)]
+
+
 def missing_for_ort() -> list[str]:
     """What the ORT-web runners need and this machine lacks, each with its install command:
-    onnxruntime-web from npm, and torch + transformers + onnx for the one-time export of
-    build/minilm.onnx (not needed once that file exists)."""
+    onnxruntime-web from npm, and what the export needs (missing_for_export)."""
     missing = []
     if not (ORT_DIR / "dist" / "ort.webgpu.min.mjs").is_file():
         missing.append(f"onnxruntime-web {ORT_VERSION} (npm): "
                        f"npm install --prefix build/ortweb onnxruntime-web@{ORT_VERSION}")
-    if not ONNX_PATH.is_file():
-        missing += [f"{m} (for the one-time ONNX export to {ONNX_PATH.name}): pip install {m}"
-                    for m in ("torch", "transformers", "onnx") if not has_module(m)]
-    return missing
+    return missing + missing_for_export()
 
 
 def progress(msg: str) -> None:
@@ -189,6 +197,60 @@ def run_pyodide(ctx: Any, url: str, mode: str, config: dict, ids: dict, repeats:
     return result
 
 
+# ---- webrlx.onnx: the exported BertModel, pooled and normalized as ORT's page does -----------
+ONNX_RUN = """
+import json, time, numpy as np
+import webrlx as wr
+from webrlx.onnx import InferenceSession
+t = time.perf_counter()
+session = InferenceSession(MODEL_BYTES, device=await wr.device_async())
+out = {"load_s": time.perf_counter() - t, "adapter": session.device.info.name,
+       "backend": session.device.info.backend, "cases": {}}
+
+async def embed(rows):
+    ids = np.asarray(rows, np.int64)
+    mask = np.ones_like(ids)
+    (hidden,) = await session.run_async(None, {"input_ids": ids, "attention_mask": mask,
+                                               "token_type_ids": np.zeros_like(ids)})
+    pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
+
+for name, rows in IDS.items():
+    t = time.perf_counter(); first = await embed(rows)
+    first_s = time.perf_counter() - t
+    await embed(rows)
+    warm = []
+    for _ in range(REPEATS):
+        t = time.perf_counter(); await embed(rows)
+        warm.append(time.perf_counter() - t)
+    out["cases"][name] = {"first_ms": first_s * 1e3, "warm_ms": float(np.median(warm)) * 1e3,
+                          "warm_all_ms": [w * 1e3 for w in warm],
+                          "embedding": np.asarray(first, np.float64).round(7).tolist()}
+json.dumps(out)
+"""
+
+
+def run_onnx(ctx: Any, url: str, config: dict, ids: dict, repeats: int) -> dict:
+    """webrlx.onnx in Pyodide on the page's main thread, on /onnx/minilm.onnx."""
+    import browser_harness
+    t = time.perf_counter()
+    py = browser_harness.BrowserPython(ctx, url, "main", config)
+    boot_s = time.perf_counter() - t
+    code = (f"import time\nfrom pyodide.http import pyfetch\n_t = time.perf_counter()\n"
+            f"MODEL_BYTES = await (await pyfetch('{url}onnx/{ONNX_PATH.name}')).bytes()\n"
+            f"FETCH_S = time.perf_counter() - _t\nIDS = {ids!r}\nREPEATS = {repeats}\n"
+            + ONNX_RUN.replace('out = {"load_s"', 'out = {"fetch_s": FETCH_S, "load_s"'))
+    try:
+        result = json.loads(py.run(code))
+    except Exception as err:
+        raise RuntimeError(f"webrlx.onnx in the browser failed: {err}\n"
+                           f"console:\n{py.console_tail()}") from err
+    finally:
+        py.page.close()
+    result["boot_s"] = boot_s
+    return result
+
+
 def run_ort(ctx: Any, url: str, ep: str, ids: dict, repeats: int) -> dict:
     page = ctx.new_page()
     console: list[str] = []
@@ -237,6 +299,10 @@ def ratios(case: dict[str, dict]) -> dict[str, float]:
              ("browser_worker_over_native_warm", "worker", "warm_ms", "native", "warm_ms"),
              ("worker_over_main_warm", "worker", "warm_ms", "main", "warm_ms"),
              ("webrlx_main_over_ort_wasm_warm", "main", "warm_ms", "ort_wasm", "warm_ms"),
+             ("webrlx_onnx_over_ort_webgpu_warm", "onnx", "warm_ms", "ort_webgpu", "warm_ms"),
+             ("webrlx_onnx_first_over_ort_webgpu_first", "onnx", "first_ms", "ort_webgpu",
+              "first_ms"),
+             ("webrlx_onnx_over_main_warm", "onnx", "warm_ms", "main", "warm_ms"),
              ("ort_webgpu_over_ort_wasm_warm", "ort_webgpu", "warm_ms", "ort_wasm", "warm_ms")]
     for name, a, fa, b, fb in pairs:
         if a in case and b in case and case[b][fb]:
@@ -291,10 +357,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ort_runners = []
     routes: dict[str, Path] = {"/models/minilm/": model_dir,
                                "/bench-browser/": ROOT / "bench" / "browser"}
-    if ort_runners:
+    missing = missing_for_export() if "onnx" in runners else []
+    if missing:
+        progress("skipping onnx: this machine lacks " + "; ".join(missing))
+        result.setdefault("skipped", {})["onnx"] = missing
+        runners = [r for r in runners if r != "onnx"]
+        result["runners"] = runners
+    if ort_runners or "onnx" in runners:
         progress("onnx export (cached in build/minilm.onnx)")
-        routes["/ort/"] = ORT_DIR / "dist"
         routes["/onnx/"] = export_onnx(model_dir).parent
+    if ort_runners:
+        routes["/ort/"] = ORT_DIR / "dist"
         result["versions"]["onnxruntime_web"] = json.loads(
             (ORT_DIR / "package.json").read_text())["version"]
 
@@ -314,6 +387,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     if r in ("main", "worker"):
                         out_runs[r] = run_pyodide(ctx, url, r, config, ids, args.repeats,
                                                   not args.no_warm_up)
+                    elif r == "onnx":
+                        out_runs[r] = run_onnx(ctx, url, config, ids, args.repeats)
                     else:
                         out_runs[r] = run_ort(ctx, url, r.split("_")[1], ids, args.repeats)
                 progress(f"{r}: done " + ", ".join(
