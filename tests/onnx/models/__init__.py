@@ -1,1 +1,1 @@
-"""Export scripts of the real models tests/onnx/test_models.py runs against onnxruntime."""
+"""Export scripts of the real models tests/onnx/test_onnx_models.py runs against onnxruntime."""
