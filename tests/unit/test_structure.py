@@ -265,3 +265,14 @@ def test_that_all_docstrings_are_there():
                 if not (o.__doc__ or "").strip()]
     missing += [f"nn.{n}" for n, o in _public(nn) if not (o.__doc__ or "").strip()]
     assert not missing, f"public API without a docstring: {missing}"
+
+
+def test_test_file_basenames_are_unique():
+    """tests/ has no __init__.py files: pytest's rootdir imports refuse two test files of one
+    basename in different folders, and the whole run stops at collection."""
+    tests = Path(__file__).resolve().parents[1]
+    seen: dict[str, list[str]] = {}
+    for path in sorted(tests.rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not clashes, f"rename one of each: {clashes}"
