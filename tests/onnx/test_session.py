@@ -3,6 +3,8 @@ numpy: onnxruntime's surface, plan caching, shape folding, and the bad-input err
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +14,13 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import webrlx as wr  # noqa: E402
 from webrlx.onnx import InferenceSession, OnnxFormatError, OnnxImportError, import_model  # noqa: E402
+
+
+def _run_coroutine(coro: Any) -> Any:
+    """asyncio.run in a fresh thread: a session-wide Playwright sync API (the browser tests)
+    keeps an event loop running on the main thread, where asyncio.run refuses to start."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _model(nodes, inputs, outputs, inits=(), opset=17) -> bytes:
@@ -77,7 +86,7 @@ def test_keep_on_device_and_run_async() -> None:
     (y,) = sess.run(["y"], {"x": x}, keep_on_device=True)
     assert isinstance(y, wr.DeviceTensor)
     np.testing.assert_allclose(y.numpy(), _numpy_flatten(x), rtol=1e-5)
-    (y_async, _) = asyncio.run(sess.run_async(None, {"x": x}))
+    (y_async, _) = _run_coroutine(sess.run_async(None, {"x": x}))
     np.testing.assert_allclose(y_async, _numpy_flatten(x), rtol=1e-5)
 
 

@@ -11,6 +11,7 @@ import contextlib
 import sys
 import types
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,13 @@ from webrlx.cli import bench_browser
 from webrlx.models import assets
 
 VOCAB, DIM = 30_000, 8
+
+
+def _run_coroutine(coro: Any) -> Any:
+    """asyncio.run in a fresh thread: a session-wide Playwright sync API (the browser tests)
+    keeps an event loop running on the main thread, where asyncio.run refuses to start."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _bert_shaped(rng: np.random.Generator) -> tuple[bytes, np.ndarray, np.ndarray]:
@@ -56,7 +64,7 @@ def test_onnx_run_code_pools_and_normalizes_as_numpy() -> None:
                    flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     coro = eval(code, namespace)       # top-level await, as Pyodide's runPythonAsync runs it
     if coro is not None:
-        asyncio.run(coro)
+        _run_coroutine(coro)
     case = namespace["out"]["cases"]["a"]
     rows = np.asarray(ids["a"])
     pooled = (tokens[rows] + kinds[0]).mean(1)

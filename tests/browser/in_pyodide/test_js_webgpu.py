@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from webrlx.backends import js_webgpu
-from webrlx.backends.base import Copy, Dispatch
+from webrlx.backends.base import Copy, DeviceLostError, Dispatch
 
 ADD = """
 // out = a + b * SCALE; bindings: a, b (read), out (read_write); grid: ceil(n / 64)
@@ -235,12 +235,12 @@ def test_device_loss_becomes_a_python_exception() -> None:
     dev = js_webgpu.create_backend()
     buf = dev.create_buffer(16, "storage")
     dev.destroy()
-    with pytest.raises(js_webgpu.DeviceLostError, match="destroyed"):
+    with pytest.raises(DeviceLostError, match="destroyed"):
         dev.create_buffer(16, "storage")
     run_sync(dev.js_device.lost)
-    with pytest.raises(js_webgpu.DeviceLostError, match="device_async"):
+    with pytest.raises(DeviceLostError, match="device_async"):
         dev.write_buffer(buf, 0, np.zeros(4, np.float32))
-    with pytest.raises(js_webgpu.DeviceLostError):
+    with pytest.raises(DeviceLostError):
         dev.create_buffer(16, "storage")
 
 
