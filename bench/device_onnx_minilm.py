@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from webrlx.cli.bench import _time, time_executable  # noqa: E402
+from onnx_minilm import feeds as bert_feeds  # noqa: E402  (bench/ is the script's folder)
+from onnx_minilm import time_hand_and_onnx  # noqa: E402
+
+from webrlx.cli.bench import _time  # noqa: E402
 
 MODEL_DIR = Path("/tmp/minilm")
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -59,14 +61,6 @@ def make_model(model_dir: Path) -> Any:
                  "pre_tokenizer": {"type": "BertPreTokenizer"}}
     (model_dir / "tokenizer.json").write_text(json.dumps(tokenizer))
     return model
-
-
-def _feeds(batch: int, seq: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(batch * 7 + seq)
-    ids = rng.integers(1000, 29000, (batch, seq)).astype(np.int64)
-    ids[:, 0], ids[:, -1] = 2, 3                                  # [CLS] ... [SEP]
-    return {"input_ids": ids, "attention_mask": np.ones_like(ids),
-            "token_type_ids": np.zeros_like(ids)}
 
 
 def _rel(got: np.ndarray, ref: np.ndarray) -> float:
@@ -123,16 +117,9 @@ def main() -> None:
     rows = []
     for case in a.shapes.split(","):
         batch, seq = (int(v) for v in case.split("x"))
-        feeds = _feeds(batch, seq)
-        hand = enc.feeds([list(r) for r in feeds["input_ids"]])
+        feeds = bert_feeds(batch, seq, cls_sep=(2, 3))   # this tokenizer's [CLS], [SEP]
         (got,) = sess.run(None, feeds)
-        plan, fed = sess._plan(feeds)
-        assert plan.executable is not None
-        hand_s, onnx_s = [], []
-        for _ in range(a.repeats):
-            hand_s.append(time_executable(enc.executable, hand, a.iters, 1))
-            onnx_s.append(time_executable(plan.executable, fed, a.iters, 1))
-        t_hand, t_onnx = statistics.median(hand_s), statistics.median(onnx_s)
+        t_hand, t_onnx, _ = time_hand_and_onnx(enc, sess, feeds, a.iters, a.repeats)
         t_sess = _time(lambda: sess.run(None, feeds), lambda: None, a.iters, a.repeats)
 
         (ort_out,) = ort_sess.run(None, feeds)
