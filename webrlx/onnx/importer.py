@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Graph, Tensor
-from . import ops  # noqa: F401  (registers every family's rows)
 from .context import Context, NeedsHostValue, OnnxImportError, OptValue, SeqValue, device_dtype
-from .ops.registry import OpRow, lookup
+from .ops.registry import OpRow, lookup  # importing ops/ registers every family's rows
 from .patterns import merge_sibling_matmuls
 from .reader import GraphDef, Model, NodeDef, TypeInfo, load
 from .tensors import ELEM_TYPES, OnnxDtypeError, TensorData, elem_name, external_missing
