@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
+from single_node import single_node_model  # noqa: E402  (tests/onnx/single_node.py)
 
 import webrlx as wr  # noqa: E402
 from webrlx.onnx import InferenceSession  # noqa: E402
@@ -118,18 +118,8 @@ CASES = {
 ORT_ORACLE = {"lrn_batched", "convtranspose_2d_group_strided_dilated", "conv_3d_same_upper"}
 
 
-def _model(op: str, inputs: list, attrs: dict, outs: int, opset: int = 22) -> tuple[bytes, dict]:
-    names = [f"x{i}" if a is not None else "" for i, a in enumerate(inputs)]
-    vis = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-           for n, a in zip(names, inputs) if a is not None]
-    while names and not names[-1]:
-        names.pop()
-    node = helper.make_node(op, names, [f"y{i}" for i in range(outs)], **attrs)
-    ys = [helper.make_tensor_value_info(f"y{i}", 0, None) for i in range(outs)]
-    g = helper.make_graph([node], "g", vis, ys)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m = onnx.shape_inference.infer_shapes(m, strict_mode=True)     # the outputs' types
-    return m.SerializeToString(), {n: a for n, a in zip(names, inputs) if a is not None}
+def _model(op: str, inputs: list, attrs: dict, outs: int) -> tuple[bytes, dict]:
+    return single_node_model(op, inputs, attrs, outs, opset=22)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
