@@ -24,6 +24,10 @@ class DeviceInfo:
     # into runs of this many consecutive local_invocation_index values; 0: no subgroups, or
     # not checked (software adapters and the browser keep workgroup-memory reductions)
     subgroup_size: int = 0
+    # the adapter's subgroup-matrix configurations (Dawn's chromium-experimental-subgroup-matrix:
+    # adapter.info.subgroupMatrixConfigs) as (component, result, M, N, K), e.g.
+    # ("f16", "f32", 16, 16, 16); empty elsewhere
+    subgroup_matrix_configs: tuple[tuple[str, str, int, int, int], ...] = ()
 
     @property
     def tune_name(self) -> str:
@@ -78,3 +82,10 @@ class DeviceInfo:
     @property
     def has_f16(self) -> bool:
         return "shader-f16" in self.features
+
+    @property
+    def subgroup_matrix_f16(self) -> bool:
+        """Whether tensor-core f16 matmuls (compiler/smat.py) run here: the subgroup-matrix
+        feature, shader-f16, and f16 -> f32 16x16x16 matrices."""
+        return ("chromium-experimental-subgroup-matrix" in self.features and self.has_f16
+                and ("f16", "f32", 16, 16, 16) in self.subgroup_matrix_configs)

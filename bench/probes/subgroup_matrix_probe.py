@@ -72,9 +72,14 @@ class Gpu:
                         for c in adapter.info.subgroupMatrixConfigs]
         limits = adapter.limits
         self.device = run_sync(adapter.requestDevice(js_obj({
-            "requiredFeatures": ["shader-f16", FEATURE],
+            "requiredFeatures": ["shader-f16", FEATURE] +
+                                (["subgroups"] if "subgroups" in self.features else []),
             "requiredLimits": {"maxStorageBufferBindingSize": limits.maxStorageBufferBindingSize,
-                               "maxBufferSize": limits.maxBufferSize}})))
+                               "maxBufferSize": limits.maxBufferSize,
+                               "maxComputeWorkgroupStorageSize":
+                                   limits.maxComputeWorkgroupStorageSize,
+                               "maxComputeInvocationsPerWorkgroup":
+                                   limits.maxComputeInvocationsPerWorkgroup}})))
 
     def buffer(self, data: np.ndarray, usage: int) -> object:
         buf = self.device.createBuffer(js_obj({"size": max(data.nbytes, 16), "usage": usage}))

@@ -32,7 +32,10 @@ WANTED_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size",
                  "max-compute-invocations-per-workgroup", "max-compute-workgroup-size-x",
                  "max-compute-workgroup-size-y")
 # Optional features webrlx uses when the adapter has them (WebGPU spellings).
-WANTED_FEATURES = ("shader-f16", "subgroups", "timestamp-query")
+# chromium-experimental-subgroup-matrix: Dawn's tensor-core matrices (compiler/smat.py); the
+# browser offers it behind allow_unsafe_apis (the Dawn runner's flags), wgpu not at all
+WANTED_FEATURES = ("shader-f16", "subgroups", "timestamp-query",
+                   "chromium-experimental-subgroup-matrix")
 # probe_subgroups' kernel: per thread, its subgroup's size, its lane, the first lane's thread
 # and subgroupAdd(1)
 SUBGROUP_PROBE = """

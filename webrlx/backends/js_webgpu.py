@@ -68,6 +68,16 @@ def device_request(adapter_limits: dict[str, int], adapter_features: set[str]
                                if k in adapter_limits}}
 
 
+def subgroup_matrix_configs(js_info: Any) -> tuple[tuple[str, str, int, int, int], ...]:
+    """GPUAdapterInfo.subgroupMatrixConfigs as (component, result, M, N, K) tuples (Dawn's
+    chromium-experimental-subgroup-matrix); empty where the browser has none."""
+    configs = getattr(js_info, "subgroupMatrixConfigs", None)
+    if configs is None:
+        return ()
+    return tuple((str(c.componentType), str(c.resultComponentType), int(c.M), int(c.N),
+                  int(c.K)) for c in configs)
+
+
 def _sync_unavailable(what: str, instead: str) -> RuntimeError:
     return RuntimeError(
         f"{what} must wait for the GPU, and this browser context cannot wait synchronously "
@@ -110,7 +120,7 @@ async def create_backend_async(power_preference: str = "high-performance") -> Js
     js_info = adapter.info
     info = {k: str(getattr(js_info, k, "") or "")
             for k in ("vendor", "architecture", "device", "description")}
-    return JsWebGPUBackend(device, adapter_name(info))
+    return JsWebGPUBackend(device, adapter_name(info), subgroup_matrix_configs(js_info))
 
 
 def create_backend(power_preference: str = "high-performance") -> JsWebGPUBackend:
@@ -155,13 +165,16 @@ class JsWebGPUBackend(Backend):
 
     name = "webgpu"
 
-    def __init__(self, js_device: Any, adapter: str) -> None:
+    def __init__(self, js_device: Any, adapter: str,
+                 matrix_configs: tuple[tuple[str, str, int, int, int], ...] = ()) -> None:
         super().__init__()
         self.js_device = js_device
         self.js_queue = js_device.queue
+        features = frozenset(js_device.features)
         self.info = DeviceInfo(name=adapter, backend="navigator.gpu",
-                               limits=_limits(js_device.limits),
-                               features=frozenset(js_device.features))
+                               limits=_limits(js_device.limits), features=features,
+                               subgroup_matrix_configs=matrix_configs
+                               if "chromium-experimental-subgroup-matrix" in features else ())
         self._errors: list[str] = []               # uncaptured errors, raised at the next read
         self._pending_scopes: list[tuple[str, Any]] = []   # (what, popErrorScope promise)
         self._js_on_error = create_proxy(self._on_uncaptured_error)

@@ -12,7 +12,7 @@ from ..codegen import Expr
 from ..graph import Node
 from ..kernels import kernel
 from ..shape import strides_of
-from . import split
+from . import smat, split
 from .emit import MAX_FUSED_BUFFERS, EmitContext
 from .program import Buf, Variant
 from .registry import lowering
@@ -150,6 +150,8 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                  windows: dict[str, split.Window]) -> None:
     """One matmul dispatch (GEMV, register-tiled or scalar tiled, by shape)."""
     m, n, k, batch = mnkb
+    if smat.MODE not in (None, "off") and dtype == dt.float16:
+        smat.check_forced(L.info, smat.MODE)   # a forced tensor-core kernel it cannot run
     t = L.T(dtype)
     overrides = {"HAS_BIAS": bias is not None, "ACT": ACTIVATIONS[act].code}
     params = {"M": m, "N": n, "K": k, "a_off": 0, "b_off": 0, "a_bs": batch_strides[0],
@@ -210,6 +212,13 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                    tune_key=tuned, windows=windows)
             return
         variants = [other, *db64]
+        smats = smat_variants(L, dtype, (m, n, k, batch), offsets, batch_strides, overrides)
+        if smats:                        # tensor cores (compiler/smat.py): they lead
+            lead_kernel, lead = smats[0]
+            L.emit(lead_kernel, bindings, params, lead.grid, overrides, name=lead.name,
+                   variants=[*(v for _, v in smats[1:]), pick, *variants], tune_key=tuned,
+                   windows=windows)
+            return
         # f16 math runs at the f32 rate on the H200 under Vulkan (bench/probes/f16_alu_probe.py: 65
         # TFLOP/s for f32 vec4, f16 vec4 and f16 vec2 fma alike; no paired HFMA2), so an f16
         # matmul gains only its halved loads: 1.2x webrlx's f32 at 4096^3. Explicit fma()
@@ -225,6 +234,33 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     else:
         L.emit(kernel("matmul/matmul", T=t), bindings, params,
                (-(-n // 64), -(-m // 64), batch), overrides, name="matmul", windows=windows)
+
+
+def smat_variants(L: EmitContext, dtype: dt.DType, mnkb: tuple[int, int, int, int],
+                  offsets: dict[str, int], batch_strides: tuple[int, int],
+                  overrides: dict[str, Any]) -> list[tuple[Any, Variant]]:
+    """The subgroup-matrix kernels for an f16 matmul where the adapter has them, the default
+    first (128 x 128 tiles when they fill the GPU, else 64 x 64); [] elsewhere, or with
+    smat.MODE "off". smat.MODE naming a shape forces it, and raises
+    SubgroupMatrixUnavailable where the adapter lacks the feature."""
+    m, n, k, batch = mnkb
+    forced = smat.MODE if smat.MODE not in (None, "off") else None
+    if smat.MODE == "off" or dtype != dt.float16 or not smat.available(L.info) or \
+            not smat.eligible(m, n, k, offsets, batch_strides):
+        return []
+    shapes = [sh for sh in smat.SHAPES if smat.fits(L.info, sh)]
+    if forced is not None:
+        shapes = [sh for sh in shapes if sh.name == forced]
+        if not shapes:
+            raise ValueError(f"smat.MODE {forced!r}: no such subgroup-matrix shape that fits "
+                             f"this adapter; shapes: {[sh.name for sh in smat.SHAPES]}")
+    shapes.sort(key=lambda sh: smat.default_rank(sh, m, n, batch))
+    out = []
+    for sh in shapes:
+        kern = kernel("matmul/matmul_smat", T="f16", **smat.slots(sh, smat.SGID_BUILTIN))
+        out.append((kern, Variant.of(sh.name, kern, (-(-n // sh.bn), -(-m // sh.bm), batch),
+                                     overrides)))
+    return out
 
 
 # matmul/matmul_regs's (rows, column quads) a thread, on software adapters: the default there

@@ -1,0 +1,168 @@
+// f16 matmul on tensor cores through subgroup matrices (Dawn's
+// chromium_experimental_subgroup_matrix, over VK_KHR_cooperative_matrix / Metal simdgroup
+// matrices): C[b] = act(A[b] @ B[b] + bias), A [M,K], B [K,N] row-major f16, f32 accumulation,
+// C f16. A variant of the register-tiled vec4 matmuls (same bindings and Params, VEC4_IO's),
+// chosen only where the adapter offers f16 -> f32 16x16x16 subgroup matrices
+// (DeviceInfo.subgroup_matrix_f16); every other adapter keeps those kernels.
+// Needs K % 8 == 0, N % 8 == 0 and the offsets of A and B (a_off, b_off, a_bs, b_bs) multiples
+// of 8 elements: A and B are read as vec4<u32>, 8 halves a load. M is free; tails of M, N and K
+// are zero-filled in the tiles and masked at the store.
+// Workgroup: SGM x SGN subgroups of 32 lanes; each owns TM x TN 16x16 result tiles, so a
+// workgroup computes BM x BN = (SGM*TM*16) x (SGN*TN*16). K advances BK a step: every thread
+// loads its share of the next step's A and B tiles into registers while the subgroups multiply
+// the current ones out of workgroup memory; two tile buffers, one barrier a step. Rows of the
+// tiles are padded by 8 halves (16 bytes) so that a 16x16 load touches distinct banks.
+// Epilogue: each subgroup stores a result tile (f32) into its own 1 KB of workgroup memory; its
+// lanes add the bias, apply the activation and write f16 through VEC4_IO's store().
+// Limits (H100, Dawn, probe bench/probes/subgroup_matrix_probe.py): see the numbers in
+// bench/results/*-dawn-subgroup-matrix-probe*.json; loading the 16x16 operands straight from
+// storage without workgroup tiles reached 66 TFLOP/s (0.09x cuBLAS f16).
+// The SGID slot declares `@builtin(subgroup_id) sg` where Tint has it; else SGID_LET computes
+// sg from the thread index (subgroups of 32 consecutive threads).
+// The ACC_DECL, MMA and STORES slots are written out by the lowering (smat_slots).
+enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+{{MATH}}
+
+struct Params { M: u32, N: u32, K: u32, a_off: u32, b_off: u32, a_bs: u32, b_bs: u32,
+                c_off: u32, bias_off: u32, act: u32, has_bias: u32, KL: u32, ZS: u32 }
+@group(0) @binding(0) var<storage, read_write> A: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> B: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> bias: array<{{T}}>;
+@group(0) @binding(3) var<storage, read_write> C: array<vec4<{{T}}>>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+override HAS_BIAS: bool = false;
+override ACT: u32 = 0u;
+override RUNTIME_EPILOGUE: bool = false;
+
+const SGM: u32 = {{SGM}}u;          // subgroups along M
+const SGN: u32 = {{SGN}}u;          // subgroups along N
+const TM: u32 = {{TM}}u;            // 16-row tiles a subgroup
+const TN: u32 = {{TN}}u;            // 16-column tiles a subgroup
+const BK: u32 = {{BK}}u;            // k a step (a multiple of 16)
+const BM: u32 = SGM * TM * 16u;
+const BN: u32 = SGN * TN * 16u;
+const THREADS: u32 = SGM * SGN * 32u;
+const SA: u32 = BK + 8u;            // As row stride, halves
+const SB: u32 = BN + 8u;            // Bs row stride, halves
+const TILE_A: u32 = BM * SA;
+const TILE_B: u32 = BK * SB;
+const QA: u32 = BK / 8u;            // vec4<u32> loads per tile row of A
+const QB: u32 = BN / 8u;            // ... of B
+const LA: u32 = BM * QA / THREADS;  // loads a thread a step
+const LB: u32 = BK * QB / THREADS;
+var<workgroup> As: array<f16, 2u * TILE_A>;       // [buffer][m][k]
+var<workgroup> Bs: array<f16, 2u * TILE_B>;       // [buffer][k][n]
+var<workgroup> St: array<f32, SGM * SGN * 256u>;  // [subgroup][16][16] epilogue staging
+
+// 8 halves (one vec4<u32> load) into a tile at half offset `at`
+fn put_a(at: u32, v: vec4<u32>) {
+    let h0 = bitcast<vec2<f16>>(v.x);
+    let h1 = bitcast<vec2<f16>>(v.y);
+    let h2 = bitcast<vec2<f16>>(v.z);
+    let h3 = bitcast<vec2<f16>>(v.w);
+    As[at] = h0.x; As[at + 1u] = h0.y; As[at + 2u] = h1.x; As[at + 3u] = h1.y;
+    As[at + 4u] = h2.x; As[at + 5u] = h2.y; As[at + 6u] = h3.x; As[at + 7u] = h3.y;
+}
+
+fn put_b(at: u32, v: vec4<u32>) {
+    let h0 = bitcast<vec2<f16>>(v.x);
+    let h1 = bitcast<vec2<f16>>(v.y);
+    let h2 = bitcast<vec2<f16>>(v.z);
+    let h3 = bitcast<vec2<f16>>(v.w);
+    Bs[at] = h0.x; Bs[at + 1u] = h0.y; Bs[at + 2u] = h1.x; Bs[at + 3u] = h1.y;
+    Bs[at + 4u] = h2.x; Bs[at + 5u] = h2.y; Bs[at + 6u] = h3.x; Bs[at + 7u] = h3.y;
+}
+
+fn store(batch: u32, row: u32, c4: u32, a: vec4<f32>) {
+    let N4 = p.N / 4u;
+    if (row >= p.M || c4 >= N4) { return; }
+    var v = a;
+    if (select(HAS_BIAS, p.has_bias != 0u, RUNTIME_EPILOGUE)) {
+        let bo = p.bias_off + c4 * 4u;
+        v += vec4<f32>(f32(bias[bo]), f32(bias[bo + 1u]), f32(bias[bo + 2u]), f32(bias[bo + 3u]));
+    }
+    let act = select(ACT, p.act, RUNTIME_EPILOGUE);
+    v = vec4<f32>(activate(v.x, act), activate(v.y, act), activate(v.z, act), activate(v.w, act));
+    C[(p.c_off + batch * p.M * p.N) / 4u + row * N4 + c4] = vec4<{{T}}>(v);
+}
+
+@compute @workgroup_size(THREADS)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32,
+        {{SGID}}) {
+    {{SGID_LET}}
+    let sm = sg % SGM;
+    let sn = sg / SGM;
+    let row0 = wid.y * BM;
+    let col0 = wid.x * BN;
+    let K8 = p.K / 8u;
+    let N8 = p.N / 8u;
+    let a_base = (p.a_off + wid.z * p.a_bs) / 8u;
+    let b_base = (p.b_off + wid.z * p.b_bs) / 8u;
+    var ra: array<vec4<u32>, LA>;
+    var rb: array<vec4<u32>, LB>;
+    // the first step's tiles
+    for (var l = 0u; l < LA; l++) {
+        let i = l * THREADS + tid;
+        let r = row0 + i / QA;
+        let kq = i % QA;
+        ra[l] = vec4<u32>(0u);
+        if (r < p.M && kq < K8) { ra[l] = A[a_base + r * K8 + kq]; }
+    }
+    for (var l = 0u; l < LB; l++) {
+        let i = l * THREADS + tid;
+        let kr = i / QB;
+        let cq = col0 / 8u + i % QB;
+        rb[l] = vec4<u32>(0u);
+        if (kr < p.K && cq < N8) { rb[l] = B[b_base + kr * N8 + cq]; }
+    }
+    for (var l = 0u; l < LA; l++) {
+        let i = l * THREADS + tid;
+        put_a((i / QA) * SA + (i % QA) * 8u, ra[l]);
+    }
+    for (var l = 0u; l < LB; l++) {
+        let i = l * THREADS + tid;
+        put_b((i / QB) * SB + (i % QB) * 8u, rb[l]);
+    }
+    workgroupBarrier();
+{{ACC_DECL}}
+    for (var k0 = 0u; k0 < p.K; k0 += BK) {
+        let odd = (k0 / BK) & 1u;
+        let ca = odd * TILE_A + sm * TM * 16u * SA;
+        let cb = odd * TILE_B + sn * TN * 16u;
+        let kn = k0 + BK;
+        for (var l = 0u; l < LA; l++) {
+            let i = l * THREADS + tid;
+            let r = row0 + i / QA;
+            let kq = kn / 8u + i % QA;
+            ra[l] = vec4<u32>(0u);
+            if (r < p.M && kq < K8) { ra[l] = A[a_base + r * K8 + kq]; }
+        }
+        for (var l = 0u; l < LB; l++) {
+            let i = l * THREADS + tid;
+            let kr = kn + i / QB;
+            let cq = col0 / 8u + i % QB;
+            rb[l] = vec4<u32>(0u);
+            if (kr < p.K && cq < N8) { rb[l] = B[b_base + kr * N8 + cq]; }
+        }
+{{MMA}}
+        let na = (1u - odd) * TILE_A;
+        let nb = (1u - odd) * TILE_B;
+        for (var l = 0u; l < LA; l++) {
+            let i = l * THREADS + tid;
+            put_a(na + (i / QA) * SA + (i % QA) * 8u, ra[l]);
+        }
+        for (var l = 0u; l < LB; l++) {
+            let i = l * THREADS + tid;
+            put_b(nb + (i / QB) * SB + (i % QB) * 8u, rb[l]);
+        }
+        workgroupBarrier();
+    }
+    let lane = tid % 32u;
+    let er = lane / 2u;
+    let ec = (lane % 2u) * 8u;
+    let st = sg * 256u;
+{{STORES}}
+}

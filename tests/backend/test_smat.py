@@ -1,0 +1,73 @@
+"""Tensor-core f16 matmuls (compiler/smat.py, shaders/matmul/matmul_smat.wgsl) on every
+backend: where the adapter offers f16 -> f32 subgroup matrices (Dawn on NVIDIA, under the Dawn
+runner) each tile shape is forced and checked against numpy, and the default picks them;
+elsewhere forcing one raises SubgroupMatrixUnavailable naming the missing feature, leaves the
+device usable, and the default never offers them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import kernel_spy, rand, run_graph
+
+from webrlx.compiler import lower_matmul, smat
+from webrlx.compiler.lower import LoweringError
+
+CASES = [((130, 256), (256, 264)), ((3, 40, 64), (64, 136)), ((300, 520), (520, 72)),
+         ((37, 384), (384, 1544))]
+
+
+def _available(backend) -> bool:
+    info = getattr(backend, "info", None)
+    return info is not None and smat.available(info)
+
+
+def _matmul_bias_gelu(backend, a, b, bias):
+    return run_graph(backend, lambda x, y, z: x.matmul(y, bias=z, activation="gelu"),
+                     [a, b, bias])[0]
+
+
+def _reference(a, b, bias):
+    import math
+    y = a.astype(np.float64) @ b.astype(np.float64) + bias.astype(np.float64)
+    return 0.5 * y * (1 + np.vectorize(math.erf)(y / math.sqrt(2)))
+
+
+@pytest.mark.parametrize("shape", [sh.name for sh in smat.SHAPES])
+@pytest.mark.parametrize("a,b", CASES, ids=str)
+def test_each_subgroup_matrix_shape(backend, shape, a, b, monkeypatch):
+    """f16 inputs, f32 accumulation, f16 output with bias + gelu: within 2e-3 x max|ref|."""
+    monkeypatch.setattr(smat, "MODE", shape)
+    x = rand(*a).astype(np.float16)
+    w = rand(*b, seed=1).astype(np.float16)
+    bias = rand(b[-1], seed=2).astype(np.float16)
+    want = _reference(x, w, bias)
+    if backend.name != "reference" and not _available(backend):
+        with pytest.raises(LoweringError, match="chromium-experimental-subgroup-matrix") as e:
+            _matmul_bias_gelu(backend, x, w, bias)
+        assert isinstance(e.value.__cause__, smat.SubgroupMatrixUnavailable)
+        monkeypatch.setattr(smat, "MODE", None)          # the device is still usable
+        got = _matmul_bias_gelu(backend, x, w, bias)
+        assert np.abs(got - want).max() <= 2e-2 * np.abs(want).max()   # f16 sums
+        return
+    used = kernel_spy(monkeypatch, lower_matmul)
+    got = _matmul_bias_gelu(backend, x, w, bias).astype(np.float64)
+    assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()
+    assert backend.name == "reference" or "matmul/matmul_smat" in used
+
+
+def test_default_picks_subgroup_matrices_only_where_offered(backend, monkeypatch):
+    used = kernel_spy(monkeypatch, lower_matmul)
+    x, w = rand(256, 256).astype(np.float16), rand(256, 256, seed=1).astype(np.float16)
+    got = run_graph(backend, lambda p, q: p @ q, [x, w])[0].astype(np.float64)
+    want = x.astype(np.float64) @ w.astype(np.float64)
+    assert np.abs(got - want).max() <= 2e-2 * np.abs(want).max()
+    if backend.name != "reference":
+        assert ("matmul/matmul_smat" in used) == _available(backend)
+
+
+def test_float32_matmuls_never_take_subgroup_matrices(backend, monkeypatch):
+    used = kernel_spy(monkeypatch, lower_matmul)
+    x, w = rand(256, 256), rand(256, 256, seed=1)
+    got = run_graph(backend, lambda p, q: p @ q, [x, w])[0]
+    np.testing.assert_allclose(got, x.astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
+    assert "matmul/matmul_smat" not in used

@@ -1,0 +1,68 @@
+"""compiler/smat.py's rules without a device: when subgroup-matrix kernels are available,
+what a forced one says where they are not, alignment, workgroup sizes and the default shape."""
+from __future__ import annotations
+
+import pytest
+
+from webrlx.compiler import smat
+from webrlx.device_info import DeviceInfo
+
+F16_MATRIX = ("f16", "f32", 16, 16, 16)
+LIMITS = {"max-compute-workgroup-storage-size": 49152,
+          "max-compute-invocations-per-workgroup": 1024}
+
+
+def _info(features=(smat.FEATURE, "shader-f16"), configs=(F16_MATRIX,)) -> DeviceInfo:
+    return DeviceInfo("NVIDIA H100", "navigator.gpu", dict(LIMITS), frozenset(features),
+                      subgroup_matrix_configs=tuple(configs))
+
+
+def test_available_needs_feature_f16_and_the_config():
+    assert smat.available(_info())
+    assert not smat.available(_info(features=("shader-f16",)))
+    assert not smat.available(_info(features=(smat.FEATURE,)))
+    assert not smat.available(_info(configs=(("f16", "f16", 16, 16, 16),)))
+    assert not smat.available(DeviceInfo("llvmpipe", "wgpu (Vulkan)"))
+
+
+@pytest.mark.parametrize("features,missing", [
+    ((), smat.FEATURE), (("shader-f16",), smat.FEATURE), ((smat.FEATURE,), "shader-f16"),
+    ((smat.FEATURE, "shader-f16"), "16x16x16")])
+def test_forcing_names_what_is_missing(features, missing):
+    info = _info(features=features, configs=())
+    with pytest.raises(smat.SubgroupMatrixUnavailable, match=missing):
+        smat.check_forced(info, smat.SHAPES[0].name)
+    smat.check_forced(info, "matmul_vec4")           # other kernels: nothing to check
+
+
+def test_eligible_alignment():
+    assert smat.eligible(130, 264, 256, {}, (0, 0))
+    assert not smat.eligible(130, 260, 256, {}, (0, 0))          # N % 8
+    assert not smat.eligible(130, 264, 252, {}, (0, 0))          # K % 8
+    assert not smat.eligible(130, 264, 256, {"a_off": 4}, (0, 0))
+    assert not smat.eligible(130, 264, 256, {}, (12, 0))
+
+
+def test_every_shape_fits_an_h100_and_not_a_16k_adapter():
+    for sh in smat.SHAPES:
+        assert smat.fits(_info(), sh), sh.name
+        assert sh.bk % 16 == 0 and sh.workgroup_bytes() <= 49152
+    small = DeviceInfo("x", "navigator.gpu", {"max-compute-workgroup-storage-size": 16384})
+    assert not any(smat.fits(small, sh) for sh in smat.SHAPES)
+    assert len({sh.name for sh in smat.SHAPES}) == len(smat.SHAPES)
+
+
+def test_default_shape_by_grid():
+    def first(m, n, b=1):
+        return min(smat.SHAPES, key=lambda sh: smat.default_rank(sh, m, n, b))
+    assert first(4096, 4096).bm * first(4096, 4096).bn >= 128 * 128
+    assert first(128, 384).bm == 64                 # MiniLM's 128 tokens: small tiles
+
+
+def test_slots_fill_the_shader():
+    from webrlx.kernels import kernel
+    for sh in smat.SHAPES:
+        for builtin in (True, False):
+            src = kernel("matmul/matmul_smat", T="f16", **smat.slots(sh, builtin)).source
+            assert src.count("subgroupMatrixMultiplyAccumulate") == sh.tm * sh.tn * sh.bk // 16
+            assert ("@builtin(subgroup_id) sg: u32" in src) == builtin

@@ -1,0 +1,146 @@
+"""Subgroup-matrix (tensor core) matmul variants: shaders/matmul/matmul_smat.wgsl's tile shapes,
+the code its slots take, and the rule that offers them.
+
+They are offered only for f16 matmuls on an adapter whose DeviceInfo lists f16 -> f32 16x16x16
+subgroup matrices (Dawn's `chromium-experimental-subgroup-matrix` feature: Chrome / Dawn on
+Vulkan with VK_KHR_cooperative_matrix, or Metal); everywhere else the register-tiled kernels
+stay. The autotuner treats them as variants of the vec4 matmul call. Forcing one
+(`autotune.PREFER = "matmul_smat_..."`) where the adapter lacks the feature raises
+SubgroupMatrixUnavailable naming the missing feature instead of failing in the driver.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..device_info import DeviceInfo
+
+FEATURE = "chromium-experimental-subgroup-matrix"
+# None: offered (and the default) where available; "off": never; a shape's name (e.g.
+# "matmul_smat_128x128_k32"): only that one, and an error where the adapter lacks the feature
+# (tests and probes force each shape this way)
+MODE: str | None = None
+# the subgroup index from `@builtin(subgroup_id)` (True) or from the thread index (False)
+SGID_BUILTIN = True
+# workgroups from which the big tiles lead (an H100 has 132 SMs)
+BIG_TILE_WORKGROUPS = 128
+
+
+class SubgroupMatrixUnavailable(RuntimeError):
+    """A subgroup-matrix kernel was forced on an adapter that cannot run it."""
+
+
+@dataclass(frozen=True)
+class SmatShape:
+    """Subgroups along M and N (SGM x SGN, 32 lanes each), 16x16 tiles a subgroup (TM x TN),
+    and the k of a step (BK): a workgroup computes (SGM*TM*16) x (SGN*TN*16)."""
+    sgm: int
+    sgn: int
+    tm: int
+    tn: int
+    bk: int = 32
+
+    @property
+    def name(self) -> str:
+        return f"matmul_smat_{self.bm}x{self.bn}_s{self.sgm}x{self.sgn}_k{self.bk}"
+
+    @property
+    def bm(self) -> int:
+        return self.sgm * self.tm * 16
+
+    @property
+    def bn(self) -> int:
+        return self.sgn * self.tn * 16
+
+    @property
+    def threads(self) -> int:
+        return self.sgm * self.sgn * 32
+
+    def workgroup_bytes(self) -> int:
+        """Two A and B tile buffers (rows padded by 8 halves) and 1 KB of f32 staging a
+        subgroup."""
+        tiles = 2 * (self.bm * (self.bk + 8) + self.bk * (self.bn + 8)) * 2
+        return tiles + self.sgm * self.sgn * 1024
+
+
+# (H100 under Dawn: see shaders/matmul/matmul_smat.wgsl's header for what each measured)
+SHAPES = (SmatShape(2, 4, 4, 2), SmatShape(2, 2, 4, 4), SmatShape(4, 2, 2, 4),
+          SmatShape(2, 4, 4, 4, 16), SmatShape(2, 2, 2, 2))
+
+
+def default_rank(shape: SmatShape, m: int, n: int, batch: int) -> tuple[int, int]:
+    """Sort key of the shapes for one call: the first is the default. Big tiles when their
+    grid still has BIG_TILE_WORKGROUPS workgroups, else the smallest tiles; SHAPES' order
+    within a class."""
+    wgs = -(-m // shape.bm) * -(-n // shape.bn) * batch
+    big = shape.bm * shape.bn >= 128 * 128
+    fills = wgs >= BIG_TILE_WORKGROUPS
+    return (0 if big == fills else 1, SHAPES.index(shape))
+
+
+def available(info: DeviceInfo) -> bool:
+    """Whether the adapter runs matmul_smat: the feature, f16, and f16 -> f32 16x16x16."""
+    return info.subgroup_matrix_f16
+
+
+def check_forced(info: DeviceInfo, name: str) -> None:
+    """Raise SubgroupMatrixUnavailable when variant `name` needs what `info` lacks."""
+    if name.startswith("matmul_smat") and not available(info):
+        missing = [FEATURE] if FEATURE not in info.features else []
+        if "shader-f16" not in info.features:
+            missing.append("shader-f16")
+        if not missing:
+            missing.append("an f16 -> f32 16x16x16 subgroup matrix configuration")
+        raise SubgroupMatrixUnavailable(
+            f"kernel {name!r} needs {', '.join(missing)}, which adapter {info.name!r} "
+            f"({info.backend}) does not offer; it runs only where DeviceInfo."
+            "subgroup_matrix_f16 is true (Chrome/Dawn with the feature enabled)")
+
+
+def fits(info: DeviceInfo, shape: SmatShape) -> bool:
+    """Whether a shape's workgroup fits the adapter's limits."""
+    return shape.threads <= info.max_workgroup_invocations and \
+        shape.workgroup_bytes() <= info.limit("max-compute-workgroup-storage-size", 16384)
+
+
+def slots(shape: SmatShape, sgid_builtin: bool = True) -> dict[str, str]:
+    """matmul_smat's slots for one shape: the subgroup index, the accumulators, one step's
+    loads and multiply-accumulates (its BK / 16 k tiles written out), and the epilogue."""
+    tiles = [(i, j) for i in range(shape.tm) for j in range(shape.tn)]
+    acc = "\n".join(f"    var acc{i}_{j}: subgroup_matrix_result<f32, 16, 16>;" for i, j in tiles)
+    mma = []
+    for kk in range(shape.bk // 16):
+        mma.append("        {")
+        mma += [f"            let a{i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>("
+                f"&As, ca + {16 * i}u * SA + {16 * kk}u, false, SA);" for i in range(shape.tm)]
+        mma += [f"            let b{j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>("
+                f"&Bs, cb + {16 * kk}u * SB + {16 * j}u, false, SB);" for j in range(shape.tn)]
+        mma += [f"            acc{i}_{j} = subgroupMatrixMultiplyAccumulate(a{i}, b{j}, "
+                f"acc{i}_{j});" for i, j in tiles]
+        mma.append("        }")
+    stores = []
+    for i, j in tiles:
+        stores += [
+            f"    subgroupMatrixStore(&St, st, acc{i}_{j}, false, 16u);",
+            "    workgroupBarrier();",
+            "    {",
+            f"        let r = row0 + (sm * TM + {i}u) * 16u + er;",
+            f"        let c4 = (col0 + (sn * TN + {j}u) * 16u + ec) / 4u;",
+            "        let s = st + er * 16u + ec;",
+            "        store(wid.z, r, c4, vec4<f32>(St[s], St[s + 1u], St[s + 2u], St[s + 3u]));",
+            "        store(wid.z, r, c4 + 1u, vec4<f32>(St[s + 4u], St[s + 5u], St[s + 6u], "
+            "St[s + 7u]));",
+            "    }",
+            "    workgroupBarrier();"]
+    return {"SGM": str(shape.sgm), "SGN": str(shape.sgn), "TM": str(shape.tm),
+            "TN": str(shape.tn), "BK": str(shape.bk),
+            "SGID": "@builtin(subgroup_id) sg: u32" if sgid_builtin else "",
+            "SGID_LET": "" if sgid_builtin else "let sg = tid / 32u;",
+            "ACC_DECL": acc, "MMA": "\n".join(mma), "STORES": "\n".join(stores)}
+
+
+def eligible(m: int, n: int, k: int, offsets: dict[str, int], batch_strides: tuple[int, int]
+             ) -> bool:
+    """Whether a matmul call meets matmul_smat's alignment: K and N multiples of 8, and A's and
+    B's element offsets and batch strides multiples of 8 (vec4<u32> loads of 8 halves)."""
+    offs = [offsets.get("a_off", 0), offsets.get("b_off", 0), *batch_strides]
+    return m > 0 and k % 8 == 0 and n % 8 == 0 and all(o % 8 == 0 for o in offs)
