@@ -6,6 +6,8 @@
 #   tests   unpack the models; the backend suite natively and under Dawn, into $OUT
 #   bench   bench/engines.py natively and under Dawn, then `python -m webrlx bench --only X`
 #           both ways for each X of $BENCH_ONLY
+#   smat    the subgroup-matrix (tensor core) matmul: raw probe, torch f16 beside it, and its
+#           backend tests with test_matmul under Dawn
 set -uo pipefail
 export D=/tmp/dawn
 export S=$D/snap                    # the snapshot: `git archive HEAD`, the wheel built from it
@@ -53,5 +55,12 @@ bench)
     timeout ${BENCH_LIMIT:-120} bash -c "$(declare -f dawn); dawn -- bench --only $only" \
       > $OUT/bench-dawn-$only.json
   done
+  ;;
+smat)
+  (cd $S && python3 bench/probes/torch_f16_matmul.py > $OUT/torch-f16-matmul.json)
+  dawn -- python bench/probes/smat_probe.py --n 4096 > $OUT/smat-probe.json 2> $OUT/smat-probe.err
+  dawn -- pytest tests/backend/test_smat.py tests/backend/test_matmul.py -q -x \
+    > $OUT/smat-tests.txt 2>&1
+  cat $OUT/torch-f16-matmul.json; tail -c 3000 $OUT/smat-probe.err; tail -5 $OUT/smat-tests.txt
   ;;
 esac

@@ -1,0 +1,39 @@
+"""The peer of the subgroup-matrix probes: torch f16 matmul (cuBLAS, tensor cores) at n^3 on
+the same GPU machine, timed like them (a batch of dispatches ended by a sync, median of 5);
+prints JSON. python3 bench/probes/torch_f16_matmul.py [--n 4096 2048]"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, nargs="+", default=[4096, 2048])
+    p.add_argument("--reps", type=int, default=20)
+    a = p.parse_args()
+    out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "sizes": {}}
+    for n in a.n:
+        x = torch.randn(n, n, device="cuda", dtype=torch.float16)
+        y = torch.randn(n, n, device="cuda", dtype=torch.float16)
+        for _ in range(3):
+            x @ y
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(5):
+            t = time.perf_counter()
+            for _ in range(a.reps):
+                x @ y
+            torch.cuda.synchronize()
+            ts.append((time.perf_counter() - t) / a.reps)
+        s = statistics.median(ts)
+        out["sizes"][str(n)] = {"ms": s * 1e3, "tflops": 2 * n ** 3 / s / 1e12}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
