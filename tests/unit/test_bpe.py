@@ -18,7 +18,13 @@ from gguf import GGUFReader  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
 from webrlx.models.assets import smollm2_gguf  # noqa: E402
-from webrlx.models.bpe import BPETokenizer, bytes_to_unicode, pre_tokenize  # noqa: E402
+from webrlx.models.bpe import (  # noqa: E402
+    PRE_SPLITS,
+    BPETokenizer,
+    ClassSplit,
+    bytes_to_unicode,
+    pre_tokenize,
+)
 
 BYTE_CHARS = bytes_to_unicode()
 
@@ -301,3 +307,22 @@ def test_encode_speed(metadata):
     start = time.perf_counter()
     tok.encode(text)
     assert time.perf_counter() - start < 0.1
+
+
+@pytest.mark.parametrize("pre", ["llama-bpe", "qwen2"])
+def test_class_split_matches_the_regex_package(pre):
+    """Without `regex` (Pyodide) a PRE_SPLITS regex runs as ClassSplit: the same pieces as the
+    `regex` package's findall on random text of every assigned character class mixed with the
+    apostrophe contractions, digits and kinds of whitespace the patterns treat apart."""
+    regex = pytest.importorskip("regex")
+    pattern = PRE_SPLITS[pre]
+    ours, ref = ClassSplit(pattern), regex.compile(pattern)
+    chars = [chr(cp) for cp in range(0x30000)
+             if unicodedata.category(chr(cp)) not in ("Cn", "Cs", "Co")]
+    common = [*" \t\n\r'sStTrevmlLdD0123456789aZ.,!-_", "\r\n", "\u00a0", "\u3000", "\x1c",
+              "\x85", "\u0661", "\u00bd", "\u017f", "\u212a"]
+    rng = random.Random(7)
+    for _ in range(4000):
+        text = "".join(rng.choice(common) if rng.random() < 0.6 else rng.choice(chars)
+                       for _ in range(rng.randint(1, 40)))
+        assert ours.findall(text) == ref.findall(text), repr(text)

@@ -25,8 +25,10 @@ runs on that string, whose match spans are the spans in the text. Classes come f
 `unicodedata`; the Oniguruma tables inside `tokenizers` are newer (Unicode 16), so characters
 unassigned in this Python's Unicode version but assigned later may split differently.
 Pre-tokenizer names that `transformers` splits with another regex (llama-bpe, qwen2, ...; the
-PRE_SPLITS table) run that regex with the `regex` package (Pyodide ships it); the rest are
-refused. GPT-2's split needs only the standard library.
+PRE_SPLITS table) run that regex with the `regex` package where it is installed (natively);
+without it (Pyodide, whose offline build here lacks its wheel) the same class-string trick
+runs the regex with \\p{L}, \\p{N}, \\s and \\S rewritten to ASCII classes (`ClassSplit`).
+The rest are refused. GPT-2's split needs only the standard library.
 
 Why not a library: `tokenizers` (what transformers runs) has no Pyodide build; tiktoken (which
 Pyodide ships) ranks merged byte strings, not merge pairs, and knows neither added tokens nor
@@ -43,7 +45,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 # `tokenizer.ggml.pre` values that transformers pre-tokenizes with a regex other than GPT-2's
-# (transformers' GGUF_PRE_TOKENIZER_SPLITS), run with the `regex` package (\p{L}; in Pyodide).
+# (transformers' GGUF_PRE_TOKENIZER_SPLITS), run with the `regex` package (\p{L}), or without it
+# (Pyodide) with ClassSplit.
 _LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
                  r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 _QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
@@ -88,7 +91,21 @@ class _CharClasses(dict[int, str]):
         return rep
 
 
+class _FoldedClasses(_CharClasses):
+    """_CharClasses for ClassSplit's case-insensitive contractions: a letter whose case
+    mapping is one ASCII letter (U+017F long s, U+212A Kelvin) stands for that letter."""
+
+    def __missing__(self, cp: int) -> str:
+        rep = super().__missing__(cp)
+        c = chr(cp)
+        if rep == "a":
+            rep = next((v for v in (c.lower(), c.upper()) if len(v) == 1 and v.isascii()), rep)
+            self[cp] = rep
+        return rep
+
+
 _CHAR_CLASSES = _CharClasses()
+_FOLDED_CLASSES = _FoldedClasses()
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -112,6 +129,43 @@ def pre_tokenize(text: str) -> list[str]:
     """Split text (without added tokens) with the GPT-2 byte-level regex; returns the pieces."""
     classes = text if text.isascii() else text.translate(_CHAR_CLASSES)
     return [text[m.start():m.end()] for m in _SPLIT_RE.finditer(classes)]
+
+
+# What ClassSplit writes for a \p / \s escape of a PRE_SPLITS regex: (inside [...], outside).
+_CLASS_ESCAPES = {r"\p{L}": ("A-Za-z", "[A-Za-z]"), r"\p{N}": ("0-9", "[0-9]"),
+                  r"\s": (_ASCII_SPACE, f"[{_ASCII_SPACE}]"), r"\S": (None, f"[^{_ASCII_SPACE}]")}
+
+
+class ClassSplit:
+    """A PRE_SPLITS regex run with `re` over the class string (see the module docstring)."""
+
+    def __init__(self, split: str) -> None:
+        out: list[str] = []
+        i, in_class = 0, False
+        while i < len(split):
+            esc = next((e for e in _CLASS_ESCAPES if split.startswith(e, i)), None)
+            if esc is not None:
+                inside, outside = _CLASS_ESCAPES[esc]
+                if in_class and inside is None:
+                    raise ValueError(f"ClassSplit: {esc} inside [...] in {split!r}")
+                out.append(outside if not in_class else inside or "")
+                i += len(esc)
+                continue
+            if split[i] == "\\":              # any other escape, as written
+                out.append(split[i:i + 2])
+                i += 2
+                continue
+            if split[i] == "[" and not in_class:
+                in_class = True
+            elif split[i] == "]" and in_class:
+                in_class = False
+            out.append(split[i])
+            i += 1
+        self.pattern = re.compile("".join(out))
+
+    def findall(self, text: str) -> list[str]:
+        classes = text if text.isascii() else text.translate(_FOLDED_CLASSES)
+        return [text[m.start():m.end()] for m in self.pattern.finditer(classes)]
 
 
 def _meta(metadata: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -143,20 +197,16 @@ class BPETokenizer:
             token_types: tokenizer.ggml.token_type (3 control, 4 user-defined, ...).
             bos_id, eos_id, unk_id, pad_id: the ids the metadata names, if any.
             add_bos, add_eos: whether `encode` adds BOS / EOS by default.
-            split: the pre-tokenizer regex (\\p classes, for the `regex` package); None:
-                GPT-2's.
+            split: the pre-tokenizer regex (\\p classes, for the `regex` package, else
+                ClassSplit); None: GPT-2's.
         """
+        self._split: Any = None
         if split is not None:
             try:
                 import regex
-            except ImportError as e:  # Pyodide: one of its own packages, loaded on request
-                raise ImportError(
-                    "BPETokenizer: this model's pre-tokenizer needs the `regex` package; "
-                    "natively `pip install regex`, in Pyodide "
-                    "`await pyodide.loadPackage('regex')` before loading the model") from e
-            self._split: Any = regex.compile(split)
-        else:
-            self._split = None
+                self._split = regex.compile(split)
+            except ImportError:         # Pyodide without its `regex` package
+                self._split = ClassSplit(split)
         self.tokens = list(tokens)
         self.bos_id, self.eos_id, self.unk_id, self.pad_id = bos_id, eos_id, unk_id, pad_id
         self.add_bos = bool(add_bos) and bos_id is not None
