@@ -210,7 +210,7 @@ def generate(dataset: Any, model: str | os.PathLike[str], *, prompt_column: str 
 
 def serve_app(model: str | os.PathLike[str], num_replicas: int = 1, *, num_gpus: float = 0,
               embedding_model: str | None = "minilm", max_queue: int = 8,
-              max_context: int | None = None) -> Any:
+              max_context: int | None = None, max_sequences: int = 8) -> Any:
     """A Ray Serve application: `num_replicas` copies of the OpenAI-compatible app
     (webrlx.openai_api), each with its own models on one device, behind Serve's one HTTP
     endpoint. Run it with `ray.serve.run(serve_app("model.gguf", 2, num_gpus=1))`.
@@ -220,8 +220,9 @@ def serve_app(model: str | os.PathLike[str], num_replicas: int = 1, *, num_gpus:
         num_replicas: replicas (one per GPU on a GPU cluster).
         num_gpus: GPUs each replica reserves.
         embedding_model: "minilm", a MiniLM directory, or None (no /v1/embeddings).
-        max_queue: requests each replica lets wait behind its running one (then 429).
-        max_context: KV cache positions of each replica's model.
+        max_queue: requests each replica lets wait for a free sequence slot (then 429).
+        max_context: KV positions per sequence of each replica's model.
+        max_sequences: sequences each replica's batched engine decodes at once.
     """
     _ray()
     from ray import serve
@@ -229,12 +230,13 @@ def serve_app(model: str | os.PathLike[str], num_replicas: int = 1, *, num_gpus:
     def build() -> Any:
         """The replica's app, built and its models loaded on the replica."""
         from .openai_api import create_app
-        app = create_app(os.fspath(model), embedding_model, max_queue, max_context)
+        app = create_app(os.fspath(model), embedding_model, max_queue, max_context,
+                         max_sequences)
         app.state.server.load()
         return app
 
     @serve.deployment(num_replicas=num_replicas, ray_actor_options={"num_gpus": num_gpus},
-                      max_ongoing_requests=2 + max_queue)
+                      max_ongoing_requests=max_sequences + max_queue + 1)
     @serve.ingress(build)
     class OpenAIServer:
         """One replica of the OpenAI-compatible app."""

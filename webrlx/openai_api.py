@@ -3,25 +3,34 @@
 /v1/embeddings, /v1/models. `python -m webrlx serve-llm` runs it with uvicorn;
 webrlx.distributed.serve_app runs it as Ray Serve replicas.
 
-One sequence runs at a time (webrlx has no batched decoding engine yet): requests wait in a
-queue of at most `max_queue`; past it they get 429. A client that disconnects is dropped at the
-next piece of text and frees its place. Errors have OpenAI's shape,
-`{"error": {"message", "type", "param", "code"}}`.
+Completions share one batched Engine (webrlx.models.engine): a worker thread owns it, adds
+each request as an engine stream when a slot is free (`max_sequences` live at once), steps
+every live sequence together and hands the text pieces to the requests' event loop as they
+come. Admitted requests beyond the slots wait in the worker's queue; past
+`max_sequences + max_queue` admitted requests, a request gets 429. A client that disconnects
+cancels its request: its slot (or place in the queue) frees before the next step. Errors have
+OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import queue
+import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 DEFAULT_MAX_QUEUE = 8
+DEFAULT_MAX_SEQUENCES = 8
 
 
 class APIError(Exception):
@@ -50,7 +59,7 @@ def _number(body: dict[str, Any], name: str, default: float, ok: Callable[[float
 
 
 def sampling_args(body: dict[str, Any]) -> dict[str, Any]:
-    """LanguageModel.stream() keyword arguments from an OpenAI request body (400 if bad)."""
+    """Sampling settings and `stop` from an OpenAI request body (400 if bad)."""
     n = body.get("n")
     if n not in (None, 1):
         raise APIError(400, f"'n' must be 1 (one completion per request), got {n!r}", "n")
@@ -63,42 +72,204 @@ def sampling_args(body: dict[str, Any]) -> dict[str, Any]:
                        f"got {stop!r}", "stop")
     if not isinstance(body.get("stream", False), bool):
         raise APIError(400, f"'stream' must be a boolean, got {body['stream']!r}", "stream")
+    penalty = _number(body, "repetition_penalty", 1.0, lambda v: v > 0, "a number > 0")
+    if penalty != 1.0:
+        raise APIError(400, f"'repetition_penalty' must be 1.0 on this server (the batched "
+                       f"engine has no penalty), got {penalty!r}", "repetition_penalty")
     return {
         "temperature": _number(body, "temperature", 0.0, lambda v: 0 <= v <= 2,
                                "a number in [0, 2]"),
         "top_p": _number(body, "top_p", 1.0, lambda v: 0 < v <= 1, "a number in (0, 1]"),
         "top_k": _number(body, "top_k", 0, lambda v: v >= 0, "an integer >= 0", True),
-        "repetition_penalty": _number(body, "repetition_penalty", 1.0, lambda v: v > 0,
-                                      "a number > 0"),
         "seed": _number(body, "seed", 0, lambda v: 0 <= v < 1 << 31,
                         "an integer in [0, 2**31)", True),
-        "stop": stop}
+        "stop": stop or []}
+
+
+@dataclass
+class _Done:
+    """The end of a request's pieces: the tokens it drew (an end-of-turn token included)."""
+    tokens: int
+
+
+@dataclass(eq=False)
+class Job:
+    """One completion request as the worker sees it; its pieces go to `out` on `loop`."""
+    ids: list[int]
+    max_new: int
+    sampling: Any
+    loop: asyncio.AbstractEventLoop
+    out: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    stream: Any = None
+
+    def put(self, item: Any) -> None:
+        """Hand a piece, _Done or an APIError to the request (from the worker thread)."""
+        self.loop.call_soon_threadsafe(self.out.put_nowait, item)
+
+
+class EngineWorker:
+    """The thread that owns the Engine: it takes jobs and cancellations from a queue between
+    steps, gives free slots to waiting jobs in order, steps while any sequence is live and
+    passes each stream's new pieces on."""
+
+    def __init__(self, make_engine: Callable[[], Any]) -> None:
+        self.make_engine = make_engine
+        self.engine: Any = None
+        self.error: BaseException | None = None
+        self.ready = threading.Event()
+        self.commands: queue.SimpleQueue[tuple[str, Job | None]] = queue.SimpleQueue()
+        self.waiting: deque[Job] = deque()
+        self.active: list[Job] = []
+        self.thread = threading.Thread(target=self._run, name="webrlx-engine", daemon=True)
+        self.thread.start()
+
+    def submit(self, job: Job) -> None:
+        """Queue a job; it gets a slot when one is free."""
+        self.commands.put(("add", job))
+
+    def cancel(self, job: Job) -> None:
+        """Drop a job (waiting or live); a live one's slot frees before the next step."""
+        self.commands.put(("cancel", job))
+
+    def close(self) -> None:
+        """Stop the thread after the current step."""
+        self.commands.put(("stop", None))
+
+    def _run(self) -> None:
+        try:
+            self.engine = self.make_engine()
+        except BaseException as e:  # noqa: BLE001 - reported to every request
+            self.error = e
+        self.ready.set()
+        if self.error is not None:
+            return
+        while True:
+            if not self._take(block=not self.active):
+                return
+            self._admit()
+            if not self.active:
+                continue
+            try:
+                self.engine.step()
+            except Exception as e:  # noqa: BLE001 - a failed step fails its requests only
+                for job in self.active:
+                    job.stream.cancel()
+                    job.put(APIError(500, f"the engine failed: {type(e).__name__}: {e}",
+                                     type="server_error"))
+                self.active.clear()
+                continue
+            self._flush()
+
+    def _take(self, block: bool) -> bool:
+        """Apply queued commands (waiting for one if `block`); False on stop."""
+        while True:
+            try:
+                kind, job = self.commands.get(block=block)
+            except queue.Empty:
+                return True
+            block = False
+            if kind == "stop":
+                return False
+            if kind == "add":
+                self.waiting.append(job)                     # type: ignore[arg-type]
+            elif job in self.waiting:
+                self.waiting.remove(job)                     # type: ignore[arg-type]
+            elif job in self.active:
+                job.stream.cancel()                          # type: ignore[union-attr]
+                self.active.remove(job)                      # type: ignore[arg-type]
+
+    def _admit(self) -> None:
+        from .models.decoding import Sampling
+        eng = self.engine
+        while self.waiting and eng.live < eng.max_sequences:
+            job = self.waiting.popleft()
+            try:
+                job.stream = eng.add_request(job.ids, Sampling(**job.sampling), job.max_new)
+            except ValueError as e:
+                job.put(APIError(400, str(e), "max_tokens" if "tokens" in str(e) else None))
+                continue
+            self.active.append(job)
+
+    def _flush(self) -> None:
+        for job in list(self.active):
+            s = job.stream
+            for piece in s.pieces:
+                job.put(piece)
+            s.pieces.clear()
+            if s.finished:
+                job.put(_Done(len(s.token_ids)))
+                self.active.remove(job)
+
+
+class _StopFilter:
+    """Cuts text at the first stop string, holding back an end that may still become one (as
+    LanguageModel.stream does)."""
+
+    def __init__(self, stop: list[str]) -> None:
+        self.stop, self.text, self.emitted, self.hit = stop, "", 0, False
+
+    def feed(self, piece: str) -> str:
+        from .models.llm import _find_stop, _stop_prefix
+        self.text += piece
+        cut = _find_stop(self.text, self.stop)
+        if cut is not None:
+            self.text, self.hit = self.text[:cut], True
+            safe = cut
+        else:
+            safe = len(self.text) - _stop_prefix(self.text, self.stop)
+        out, self.emitted = self.text[self.emitted:safe], max(self.emitted, safe)
+        return out
+
+    def tail(self) -> str:
+        out, self.emitted = self.text[self.emitted:], len(self.text)
+        return out
 
 
 class Server:
-    """The models, their worker threads (one each: a model serves one call at a time) and the
-    queue count. Models load on first use unless given loaded."""
+    """The models, the engine worker, the embedding thread and the admitted-request count.
+    Models load on first use unless given loaded (or on load())."""
 
     def __init__(self, model: Any = None, embedding_model: Any = "minilm",
-                 max_queue: int = DEFAULT_MAX_QUEUE, max_context: int | None = None) -> None:
-        if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 0:
-            raise ValueError(f"max_queue must be an int >= 0, got {max_queue!r}")
+                 max_queue: int = DEFAULT_MAX_QUEUE, max_context: int | None = None,
+                 max_sequences: int = DEFAULT_MAX_SEQUENCES) -> None:
+        for name, v, low in (("max_queue", max_queue, 0), ("max_sequences", max_sequences, 1)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
         self.model, self.embedding_model = model, embedding_model
         self.max_queue, self.max_context = max_queue, max_context
+        self.max_sequences = max_sequences
         self.in_flight = 0                  # admitted requests, running or waiting
         self.dropped = 0                    # completions cut short by a client that left
-        self.lm_pool = ThreadPoolExecutor(1, "webrlx-lm")
         self.embed_pool = ThreadPoolExecutor(1, "webrlx-embed")
-        self.lm_lock = asyncio.Lock()
+        self.worker: EngineWorker | None = None
+        self._start_lock = threading.Lock()
 
-    def _lm(self) -> Any:
-        if self.model is None:
-            raise APIError(404, "this server has no language model (serve-llm --model)",
-                           "model", code="model_not_found")
+    def _make_engine(self) -> Any:
+        from .models.engine import Engine
         if isinstance(self.model, str):
             from .models import llm
             self.model = llm.load(self.model, max_context=self.max_context)
-        return self.model
+        return Engine(self.model, self.max_sequences, self.max_context)
+
+    def _worker(self) -> EngineWorker:
+        if self.model is None:
+            raise APIError(404, "this server has no language model (serve-llm --model)",
+                           "model", code="model_not_found")
+        with self._start_lock:
+            if self.worker is None:
+                self.worker = EngineWorker(self._make_engine)
+        return self.worker
+
+    async def lm(self) -> Any:
+        """The loaded language model (waits for the worker to load it)."""
+        worker = self._worker()
+        if not worker.ready.is_set():
+            await asyncio.get_running_loop().run_in_executor(None, worker.ready.wait)
+        if worker.error is not None:
+            raise APIError(500, f"the language model failed to load: "
+                           f"{type(worker.error).__name__}: {worker.error}",
+                           type="server_error")
+        return worker.engine.lm
 
     def _encoder(self) -> Any:
         if self.embedding_model is None:
@@ -111,10 +282,19 @@ class Server:
         return self.embedding_model
 
     def load(self) -> None:
-        """Load both models now (in their threads) rather than on the first request."""
-        self.lm_pool.submit(self._lm if self.model is not None else lambda: None).result()
+        """Load both models and compile the engine now rather than on the first request."""
+        if self.model is not None:
+            worker = self._worker()
+            worker.ready.wait()
+            if worker.error is not None:
+                raise worker.error
         if self.embedding_model is not None:
             self.embed_pool.submit(self._encoder).result()
+
+    def close(self) -> None:
+        """Stop the engine worker."""
+        if self.worker is not None:
+            self.worker.close()
 
     def model_names(self) -> list[str]:
         names = []
@@ -125,43 +305,53 @@ class Server:
         return names
 
     def admit(self) -> None:
-        """Count one more request, or raise 429 past the queue limit."""
-        if self.in_flight >= 1 + self.max_queue:
+        """Count one more request, or raise 429 past the slots and the queue limit."""
+        if self.in_flight >= self.max_sequences + self.max_queue:
             raise APIError(429, f"the server is busy: {self.in_flight} requests are running or "
-                           f"queued (max_queue {self.max_queue}); retry later", None,
+                           f"queued (max_sequences {self.max_sequences} + max_queue "
+                           f"{self.max_queue}); retry later", None,
                            "requests", "rate_limit_exceeded")
         self.in_flight += 1
 
     async def pieces(self, prompt: str, max_tokens: int | None, sampling: dict[str, Any],
-                     usage: dict[str, Any]) -> AsyncIterator[str]:
-        """Text pieces of one completion; `usage` gets the token counts and finish_reason."""
-        loop = asyncio.get_running_loop()
-        async with self.lm_lock:            # one sequence at a time on the model
-            def start() -> Any:
-                lm = self._lm()
-                ids = lm.tokenizer.encode(prompt)
-                n = lm.capacity - len(ids) if max_tokens is None else max_tokens
-                usage["prompt_tokens"], usage["max_tokens"] = len(ids), n
-                try:
-                    return lm.stream(ids, max(n, 1), **sampling)
-                except ValueError as e:
-                    raise APIError(400, str(e), "max_tokens" if "tokens" in str(e) else None
-                                   ) from None
-            it = await loop.run_in_executor(self.lm_pool, start)
-            finished = False
-            try:
-                while True:                 # a cancelled await drops `it`: the slot is free
-                    piece = await loop.run_in_executor(self.lm_pool, next, it, None)
-                    if piece is None:
-                        break
-                    yield piece
-                finished = True
-            finally:
-                self.dropped += not finished
-            stats = self._lm().stats
-            usage["completion_tokens"] = stats.new_tokens
-            usage["finish_reason"] = "length" if stats.new_tokens >= usage["max_tokens"] \
-                else "stop"
+                     usage: dict[str, Any]) -> AsyncGenerator[str, None]:
+        """Text pieces of one completion on the shared engine; `usage` gets the token counts
+        and finish_reason. Leaving the iteration early cancels the request."""
+        lm = await self.lm()
+        worker = self._worker()
+        ids = lm.tokenizer.encode(prompt)
+        context = int(worker.engine.max_context)
+        n = context - len(ids) if max_tokens is None else max_tokens
+        if not ids or n < 1 or len(ids) + n > context:
+            raise APIError(400, f"the prompt of {len(ids)} tokens + max_tokens {n} exceeds "
+                           f"the context of {context} positions; shorten the prompt or lower "
+                           f"max_tokens", "max_tokens" if max_tokens else "messages",
+                           code="context_length_exceeded")
+        usage["prompt_tokens"], usage["max_tokens"] = len(ids), n
+        args = dict(sampling)
+        stop = _StopFilter(args.pop("stop"))
+        job = Job(ids, n, args, asyncio.get_running_loop())
+        worker.submit(job)
+        done: _Done | None = None
+        try:
+            while done is None and not stop.hit:
+                item = await job.out.get()
+                if isinstance(item, APIError):
+                    raise item
+                if isinstance(item, _Done):
+                    done = item
+                    text = stop.tail()
+                else:
+                    text = stop.feed(item)
+                if text:
+                    yield text
+        finally:
+            if done is None:
+                worker.cancel(job)
+                self.dropped += not stop.hit
+        produced = done.tokens if done is not None else len(job.stream.token_ids)
+        usage["completion_tokens"] = produced
+        usage["finish_reason"] = "length" if produced >= n and not stop.hit else "stop"
 
     async def embed(self, texts: list[str]) -> tuple[Any, int]:
         """(n, 384) embeddings and the token count; 400 for empty or over-long texts."""
@@ -227,18 +417,27 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
 
 
 def create_app(model: Any = None, embedding_model: Any = "minilm",
-               max_queue: int = DEFAULT_MAX_QUEUE, max_context: int | None = None) -> FastAPI:
+               max_queue: int = DEFAULT_MAX_QUEUE, max_context: int | None = None,
+               max_sequences: int = DEFAULT_MAX_SEQUENCES) -> FastAPI:
     """Build the app.
 
     Args:
         model: a .gguf path (loaded on first use) or a loaded LanguageModel; None: no chat.
         embedding_model: "minilm", a MiniLM directory, a loaded encoder, or None.
-        max_queue: requests that may wait behind the running one before 429s.
-        max_context: KV cache positions of the language model.
+        max_queue: requests that may wait for a free sequence slot before 429s.
+        max_context: KV positions per sequence (prompt + completion); None: the model's
+            load(max_context=) for a path, its capacity for a loaded model.
+        max_sequences: sequences the batched engine decodes at once (its KV slots).
     """
     from .models.llm import ROLES
-    app = FastAPI(title="webrlx OpenAI-compatible server")
-    server = Server(model, embedding_model, max_queue, max_context)
+    server = Server(model, embedding_model, max_queue, max_context, max_sequences)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        server.close()
+
+    app = FastAPI(title="webrlx OpenAI-compatible server", lifespan=lifespan)
     app.state.server = server
 
     @app.exception_handler(APIError)
@@ -278,10 +477,12 @@ def create_app(model: Any = None, embedding_model: Any = "minilm",
         if not body.get("stream"):
             try:
                 text = []
-                async for piece in server.pieces(prompt, max_tokens, sampling, usage):
-                    text.append(piece)
-                    if await request.is_disconnected():
-                        return None
+                async with contextlib.aclosing(
+                        server.pieces(prompt, max_tokens, sampling, usage)) as gen:
+                    async for piece in gen:
+                        text.append(piece)
+                        if await request.is_disconnected():
+                            return None
             finally:
                 server.in_flight -= 1
             return {"id": rid, "object": kind, "created": created, "model": name,
@@ -295,17 +496,18 @@ def create_app(model: Any = None, embedding_model: Any = "minilm",
 
         async def events() -> AsyncIterator[str]:
             try:
-                gen = server.pieces(prompt, max_tokens, sampling, usage)
-                try:
-                    first = await gen.__anext__()
-                except StopAsyncIteration:
-                    first = None
-                if chat:
-                    yield event(choice("", None))
-                if first is not None:
-                    yield event(choice(first, None))
-                    async for piece in gen:
-                        yield event(choice(piece, None))
+                async with contextlib.aclosing(
+                        server.pieces(prompt, max_tokens, sampling, usage)) as gen:
+                    try:
+                        first = await gen.__anext__()
+                    except StopAsyncIteration:
+                        first = None
+                    if chat:
+                        yield event(choice("", None))
+                    if first is not None:
+                        yield event(choice(first, None))
+                        async for piece in gen:
+                            yield event(choice(piece, None))
                 yield event(choice(None, usage["finish_reason"]))
                 yield "data: [DONE]\n\n"
             except APIError as e:           # after the 200 went out: an error event
@@ -320,7 +522,7 @@ def create_app(model: Any = None, embedding_model: Any = "minilm",
     async def chat_completions(request: Request) -> Any:
         body = await _json_body(request)
         messages = _messages(body, ROLES)
-        lm = await asyncio.get_running_loop().run_in_executor(server.lm_pool, server._lm)
+        lm = await server.lm()
         try:
             prompt = lm.render_chat(messages)
         except ValueError as e:

@@ -16,10 +16,13 @@ def main_serve_llm(argv: list[str]) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=SERVE_LLM_PORT)
     p.add_argument("--max-queue", type=int, default=8,
-                   help="requests that may wait behind the running one; past it: HTTP 429")
+                   help="requests that may wait for a free sequence slot; past it: HTTP 429")
+    p.add_argument("--max-sequences", type=int, default=8,
+                   help="sequences decoded together by the batched engine (KV slots)")
     p.add_argument("--embedding-model", default="minilm",
                    help="minilm, a MiniLM directory, or none")
-    p.add_argument("--max-context", type=int, default=None, help="KV cache positions")
+    p.add_argument("--max-context", type=int, default=None,
+                   help="KV positions per sequence (prompt + completion)")
     args = p.parse_args(argv)
     import uvicorn
 
@@ -27,7 +30,8 @@ def main_serve_llm(argv: list[str]) -> int:
     from ..openai_api import create_app
     model = args.model or str(smollm2_gguf(None))
     embedding = None if args.embedding_model == "none" else args.embedding_model
-    app = create_app(model, embedding, args.max_queue, args.max_context)
+    app = create_app(model, embedding, args.max_queue, args.max_context,
+                     args.max_sequences)
     app.state.server.load()
     uvicorn.run(app, host=args.host, port=args.port)
     return 0
