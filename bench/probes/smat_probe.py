@@ -55,6 +55,11 @@ def main() -> None:
     p.add_argument("--n", type=int, default=4096)
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--sgid", default="both", choices=("builtin", "computed", "both"))
+    p.add_argument("--shapes", nargs="*", default=[],
+                   help="extra shapes SGM,SGN,TM,TN,BK beside smat.SHAPES")
+    p.add_argument("--only-extra", action="store_true")
+    p.add_argument("--diag", nargs="*", default=[],
+                   help="shape names also timed without tile copies and without products")
     a = p.parse_args()
     gpu = Gpu()
     rng = np.random.default_rng(0)
@@ -65,8 +70,21 @@ def main() -> None:
                rng.standard_normal((n, n)).astype(np.float16)) for n in (a.n, 2048)}
     out: dict = {"configs": gpu.configs, "n": a.n, "variants": []}
     modes = ("builtin", "computed") if a.sgid == "both" else (a.sgid,)
+    extra = [smat.SmatShape(*map(int, sp.split(","))) for sp in a.shapes]
+    shapes = extra + ([] if a.only_extra else list(smat.SHAPES))
+    for name in a.diag:
+        sh = next(x for x in shapes if x.name == name)
+        for copy, mma in ((False, True), (True, False)):
+            src = kernel("matmul/matmul_smat", T="f16",
+                         **smat.slots(sh, True, copy, mma)).source
+            pipe = gpu.pipeline(src)
+            x, y = big[a.n]
+            _, sec = run(gpu, pipe, sh, x, y, a.reps, 5)
+            row = {"diag": name, "copy": copy, "mma": mma, f"ms_{a.n}": sec * 1e3}
+            out.setdefault("diag", []).append(row)
+            print(json.dumps(row), file=sys.stderr)
     for mode in modes:
-        for shape in smat.SHAPES:
+        for shape in shapes:
             row: dict = {"shape": shape.name, "sgid": mode,
                          "workgroup_bytes": shape.workgroup_bytes()}
             out["variants"].append(row)

@@ -42,6 +42,7 @@ const SGN: u32 = {{SGN}}u;          // subgroups along N
 const TM: u32 = {{TM}}u;            // 16-row tiles a subgroup
 const TN: u32 = {{TN}}u;            // 16-column tiles a subgroup
 const BK: u32 = {{BK}}u;            // k a step (a multiple of 16)
+const COPY: bool = {{COPY}};        // false: the tiles stay as first loaded (probes only)
 const BM: u32 = SGM * TM * 16u;
 const BN: u32 = SGN * TN * 16u;
 const THREADS: u32 = SGM * SGN * 32u;
@@ -133,6 +134,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let ca = odd * TILE_A + sm * TM * 16u * SA;
         let cb = odd * TILE_B + sn * TN * 16u;
         let kn = k0 + BK;
+        if (COPY) {
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
             let r = row0 + i / QA;
@@ -147,9 +149,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             rb[l] = vec4<u32>(0u);
             if (kr < p.K && cq < N8) { rb[l] = B[b_base + kr * N8 + cq]; }
         }
+        }
 {{MMA}}
         let na = (1u - odd) * TILE_A;
         let nb = (1u - odd) * TILE_B;
+        if (COPY) {
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
             put_a(na + (i / QA) * SA + (i % QA) * 8u, ra[l]);
@@ -157,6 +161,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
             put_b(nb + (i / QB) * SB + (i % QB) * 8u, rb[l]);
+        }
         }
         workgroupBarrier();
     }

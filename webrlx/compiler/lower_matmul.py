@@ -212,13 +212,6 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                    tune_key=tuned, windows=windows)
             return
         variants = [other, *db64]
-        smats = smat_variants(L, dtype, (m, n, k, batch), offsets, batch_strides, overrides)
-        if smats:                        # tensor cores (compiler/smat.py): they lead
-            lead_kernel, lead = smats[0]
-            L.emit(lead_kernel, bindings, params, lead.grid, overrides, name=lead.name,
-                   variants=[*(v for _, v in smats[1:]), pick, *variants], tune_key=tuned,
-                   windows=windows)
-            return
         # f16 math runs at the f32 rate on the H200 under Vulkan (bench/probes/f16_alu_probe.py: 65
         # TFLOP/s for f32 vec4, f16 vec4 and f16 vec2 fma alike; no paired HFMA2), so an f16
         # matmul gains only its halved loads: 1.2x webrlx's f32 at 4096^3. Explicit fma()
@@ -228,6 +221,13 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
             variants.append(Variant.of("matmul_wide", kernel("matmul/matmul_wide", T=t,
                                                              C=acc_t, **wide_slots()),
                                        (-(-n // 256), -(-m // 128), batch), overrides))
+        smats = smat_variants(L, dtype, (m, n, k, batch), offsets, batch_strides, overrides)
+        if smats:                        # tensor cores (compiler/smat.py): they lead
+            lead_kernel, lead = smats[0]
+            L.emit(lead_kernel, bindings, params, lead.grid, overrides, name=lead.name,
+                   variants=[*(v for _, v in smats[1:]), pick, *variants], tune_key=tuned,
+                   windows=windows)
+            return
         L.emit(tile_kernel(t, acc_t, first, L.info.software)[1], bindings,
                params, pick.grid, overrides, name=pick.name, variants=variants,
                tune_key=tuned, windows=windows)

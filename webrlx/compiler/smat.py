@@ -102,13 +102,16 @@ def fits(info: DeviceInfo, shape: SmatShape) -> bool:
         shape.workgroup_bytes() <= info.limit("max-compute-workgroup-storage-size", 16384)
 
 
-def slots(shape: SmatShape, sgid_builtin: bool = True) -> dict[str, str]:
+def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, products: bool = True
+          ) -> dict[str, str]:
     """matmul_smat's slots for one shape: the subgroup index, the accumulators, one step's
-    loads and multiply-accumulates (its BK / 16 k tiles written out), and the epilogue."""
+    loads and multiply-accumulates (its BK / 16 k tiles written out), and the epilogue.
+    copy=False / products=False leave out the tile copies / the products of the K loop (wrong
+    results: probes time the two halves apart)."""
     tiles = [(i, j) for i in range(shape.tm) for j in range(shape.tn)]
     acc = "\n".join(f"    var acc{i}_{j}: subgroup_matrix_result<f32, 16, 16>;" for i, j in tiles)
     mma = []
-    for kk in range(shape.bk // 16):
+    for kk in range(shape.bk // 16 if products else 0):
         mma.append("        {")
         mma += [f"            let a{i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>("
                 f"&As, ca + {16 * i}u * SA + {16 * kk}u, false, SA);" for i in range(shape.tm)]
@@ -132,7 +135,7 @@ def slots(shape: SmatShape, sgid_builtin: bool = True) -> dict[str, str]:
             "    }",
             "    workgroupBarrier();"]
     return {"SGM": str(shape.sgm), "SGN": str(shape.sgn), "TM": str(shape.tm),
-            "TN": str(shape.tn), "BK": str(shape.bk),
+            "TN": str(shape.tn), "BK": str(shape.bk), "COPY": "true" if copy else "false",
             "SGID": "@builtin(subgroup_id) sg: u32" if sgid_builtin else "",
             "SGID_LET": "" if sgid_builtin else "let sg = tid / 32u;",
             "ACC_DECL": acc, "MMA": "\n".join(mma), "STORES": "\n".join(stores)}
