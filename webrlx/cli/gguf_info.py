@@ -1,5 +1,6 @@
 """`python -m webrlx gguf info FILE`: a GGUF file's metadata, tensor types and whether
-webrlx runs it (and if not, why)."""
+webrlx runs it (and if not, why); `describe` and `over_limits` are what web/chat.html shows
+and checks from a file's header before it downloads or uploads the weights."""
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,8 @@ def runs(file: Any) -> tuple[bool, str]:
     """(whether webrlx.models.llm runs the file, why not / what it builds)."""
     from .. import quant
     from ..models import llama, llm
-    try:
-        cfg = llm.model_config(file)
+    try:                        # the header alone: no tensor data is read
+        cfg = llama.LlamaConfig.from_metadata(file.metadata, str(file.path))
         llm.make_tokenizer(file.metadata)
     except (ValueError, NotImplementedError) as e:
         return False, str(e)
@@ -36,6 +37,50 @@ def runs(file: Any) -> tuple[bool, str]:
     return True, (f"{cfg.arch}: {cfg.layers} layers, width {cfg.width}, {cfg.heads}/"
                   f"{cfg.kv_heads} heads of {cfg.head_dim}, vocab {cfg.vocab}, context "
                   f"{cfg.context}" + (f", sliding window {cfg.window}" if cfg.window else ""))
+
+
+def device_bytes(tensor: Any) -> int:
+    """Bytes a weight takes on the device: F32/F16 as float32 (llama.FLOAT_TYPES), blocks and
+    anything else as stored."""
+    from ..models import llama
+    return tensor.n_elements * 4 if tensor.type in llama.FLOAT_TYPES else tensor.nbytes
+
+
+def describe(file: Any) -> dict[str, Any]:
+    """What a page shows before loading a GGUF (from its header): name, family, parameters,
+    weight types by bytes, context, whether webrlx runs it, and the limits its largest weight
+    needs (maxBufferSize and maxStorageBufferBindingSize: each weight is one buffer, bound
+    whole by the quantized kernels)."""
+    sizes: Counter[str] = Counter()
+    for t in file.tensors.values():
+        sizes[t.type] += t.nbytes
+    ok, why = runs(file)
+    largest = max(file.tensors.values(), key=device_bytes, default=None)
+    need = device_bytes(largest) if largest is not None else 0
+    return {"name": str(file.get("general.name", "")), "family": file.arch,
+            "parameters": sum(t.n_elements for t in file.tensors.values()),
+            "types": [kind for kind, _ in sizes.most_common()],
+            "context": file.arch_get("context_length"), "runs": ok, "why": why,
+            "largest": None if largest is None else {
+                "name": largest.name, "type": largest.type, "shape": list(largest.shape),
+                "bytes": need},
+            "needs": {"max-buffer-size": need, "max-storage-buffer-binding-size": need}}
+
+
+def over_limits(description: dict[str, Any], limits: dict[str, int], adapter: str) -> str:
+    """The message for a file whose largest weight exceeds an adapter's limits ("" if it fits).
+
+    `limits` are the adapter's (dashed names, as DeviceInfo.limits): the most a device of it
+    may be given, so a file over them cannot run there whatever is requested."""
+    over = [f"{name} {limits[name]:,}" for name, need in description["needs"].items()
+            if name in limits and need > limits[name]]
+    if not over:
+        return ""
+    big = description["largest"]
+    return (f"this model is too big for this GPU: its largest weight {big['name']!r} "
+            f"({big['type']} {big['shape']}) needs a buffer of {big['bytes']:,} bytes, and "
+            f"{adapter} allows at most {' and '.join(over)} bytes. Pick a smaller model or a "
+            f"smaller quant type (e.g. Q4_K_M instead of F16), or another GPU/browser.")
 
 
 def info(path: str, out: TextIO = sys.stdout) -> int:

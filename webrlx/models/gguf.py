@@ -56,6 +56,14 @@ class GGUFError(ValueError):
     """A file that is not GGUF, is truncated, or holds corrupt values."""
 
 
+class GGUFNeedMore(GGUFError):
+    """read_header: the header runs past the bytes given; `needed` is how many it needs."""
+
+    def __init__(self, message: str, needed: int) -> None:
+        super().__init__(message)
+        self.needed = needed
+
+
 @dataclass(frozen=True)
 class TensorInfo:
     """One tensor of a GGUF file.
@@ -80,8 +88,9 @@ class TensorInfo:
 class _Parser:
     """Sequential reader over the file bytes that turns every overrun into a GGUFError."""
 
-    def __init__(self, buf: Any, size: int, where: str) -> None:
+    def __init__(self, buf: Any, size: int, where: str, have: int | None = None) -> None:
         self.buf, self.size, self.where, self.pos = buf, size, where, 0
+        self.have = size if have is None else have    # bytes of the file in buf (a prefix)
 
     def error(self, message: str) -> GGUFError:
         return GGUFError(f"gguf: {self.where}: {message}")
@@ -89,6 +98,9 @@ class _Parser:
     def take(self, n: int, what: str) -> int:
         """Advance over n bytes; return where they start."""
         start, end = self.pos, self.pos + n
+        if self.have < end <= self.size:
+            raise GGUFNeedMore(f"gguf: {self.where}: {what} needs bytes [{start}, {end}), "
+                               f"{self.have} given", end)
         if end > self.size:
             raise self.error(f"truncated: {what} needs bytes [{start}, {end}), "
                              f"file has {self.size}")
@@ -165,16 +177,16 @@ class _Parser:
                 pos = end
         except (struct.error, UnicodeDecodeError):
             pos = self.size + 1
-        if pos > self.size:  # an overrun or a bad item: read again, checking each
+        if pos > self.have:  # an overrun or a bad item: read again, checking each
             return [self.string(f"{what}[{i}]") for i in range(n)]
         self.pos = pos
         return out
 
 
-def _parse(buf: Any, size: int, where: str) -> GGUFFile:
-    p = _Parser(buf, size, where)
-    if size < 4 or bytes(buf[:4]) != MAGIC:
-        found = bytes(buf[: min(size, 4)])
+def _parse(buf: Any, size: int, where: str, have: int | None = None) -> GGUFFile:
+    p = _Parser(buf, size, where, have)
+    if p.have < 4 or bytes(buf[:4]) != MAGIC:
+        found = bytes(buf[: min(p.have, 4)])
         raise p.error(f"not a GGUF file: it starts with {found!r}, not {MAGIC!r}")
     p.pos = 4
     version = p.scalar(4, "header version")
@@ -390,3 +402,16 @@ def load(source: str | os.PathLike[str] | bytes | bytearray | memoryview,
         if progress is not None:
             progress(len(buf), len(buf))
     return _parse(buf, len(buf), where)
+
+
+def read_header(prefix: bytes | bytearray | memoryview, file_size: int,
+                where: str = "<bytes>") -> GGUFFile:
+    """Parse metadata and tensor infos from the first bytes of a file of `file_size` bytes
+    (what a page reads before downloading or uploading the rest). Tensor data is not there.
+
+    Raises:
+        GGUFNeedMore: the header runs past `prefix`; read at least `.needed` bytes and retry.
+        GGUFError: not GGUF, corrupt, or a tensor past `file_size` (truncated).
+    """
+    buf = _as_bytes(prefix)
+    return _parse(buf, file_size, where, min(len(buf), file_size))
