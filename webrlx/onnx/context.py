@@ -93,6 +93,17 @@ class Context:
             self._lifted[key] = (v, t)
         return t
 
+    def param_from(self, v: Value, arr: np.ndarray, tag: str) -> Tensor:
+        """A graph Tensor holding arr, which the host computed from v (a weight padded or laid
+        out anew): a param named after v's initializer and tag, so the plans of a session
+        share its device copy; a constant when v is no initializer."""
+        name = self._initializer_names.get(id(v))
+        if name is None:
+            return self.g.constant(arr, device_dtype(arr.dtype))
+        name = f"{name}#{tag}"
+        self.params[name] = arr.astype(np.dtype(device_dtype(arr.dtype)))
+        return self.g.param(name, arr.shape, device_dtype(arr.dtype))
+
     def host(self, v: Value, what: str) -> np.ndarray:
         """v's value on the host; a value computed from graph inputs raises NeedsHostValue."""
         if isinstance(v, Tensor):

@@ -1,15 +1,19 @@
 """InferenceSession: onnxruntime's surface over webrlx. A plan (imported graph + compiled
 Executable) is built per concrete input shapes (and per value of inputs that feed shapes) and
-cached, so runs with the same dims reuse the compiled executable."""
+cached, so runs with the same dims reuse the compiled executable. Plans share one device copy
+of the weights and the kernels (the device caches pipelines); past max_plans (a decoder's
+growing past length makes a plan a step) the least recently used plan's memory is freed."""
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..runtime.engines import DEFAULT_MAX_PLANS
 from ..runtime.executable import Executable
 from ..runtime.executable import compile as compile_graph
 from ..tensor import Tensor
@@ -42,10 +46,13 @@ class InferenceSession:
         path_or_bytes: the .onnx file's path or contents.
         device: a webrlx device, "reference", or None for the default adapter.
         external_data: a directory or a dict of file name -> bytes holding external tensors.
+        max_plans: plans (one per set of input dims) kept compiled; default WEBRLX_MAX_PLANS
+            or 16.
     """
 
     def __init__(self, path_or_bytes: str | os.PathLike[str] | bytes, device: Any = None,
-                 external_data: Mapping[str, bytes] | str | None = None) -> None:
+                 external_data: Mapping[str, bytes] | str | None = None,
+                 max_plans: int | None = None) -> None:
         self.model: Model = load(path_or_bytes, external_data)
         check_supported(self.model)
         check_tensors(self.model)
@@ -53,7 +60,8 @@ class InferenceSession:
         inits = self.model.graph.initializers
         self._inputs = [vi for vi in self.model.graph.inputs if vi.name not in inits]
         self._host_inputs: set[str] = set()
-        self._plans: dict[tuple, _Plan] = {}
+        self._plans: OrderedDict[tuple, _Plan] = OrderedDict()    # least recently used first
+        self.max_plans = max_plans or int(os.environ.get("WEBRLX_MAX_PLANS", DEFAULT_MAX_PLANS))
         self.executable: Executable | None = None
 
     # -- metadata ------------------------------------------------------------------------------
@@ -101,6 +109,7 @@ class InferenceSession:
                 tuple((n, np.asarray(arrays[n]).tobytes()) for n in sorted(self._host_inputs))
             if key in self._plans:
                 plan = self._plans[key]
+                self._plans.move_to_end(key)
                 break
             try:
                 plan = self._build(arrays, specs)
@@ -110,6 +119,10 @@ class InferenceSession:
                     raise OnnxImportError(f"{self.model.source}: {e}") from None
                 self._host_inputs |= e.inputs
                 continue
+            while len(self._plans) >= self.max_plans:
+                _, old = self._plans.popitem(last=False)
+                if old.executable is not None:
+                    old.executable.release()
             self._plans[key] = plan
             break
         self.executable = plan.executable
@@ -156,7 +169,10 @@ class InferenceSession:
         exe = None
         if tensors:
             exe = compile_graph(imp.graph, tensors, self.device)
-            exe.set_params(imp.params)
+            donor = next((p.executable for p in reversed(self._plans.values())
+                          if p.executable is not None), None)
+            shared = set(exe.share_params(donor)) if donor is not None and imp.params else set()
+            exe.set_params({n: a for n, a in imp.params.items() if n not in shared})
         return _Plan(imp, exe, device_outs)
 
     def _collect(self, plan: _Plan, values: list[Any], output_names: Sequence[str] | None,

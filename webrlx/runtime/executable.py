@@ -102,6 +102,46 @@ class Executable:
                 for name, arr in checked.items():
                     self._engine.set_param(name, arr)
 
+    def share_params(self, other: Executable) -> list[str]:
+        """Use other's device copies of the params both graphs declare with the same name,
+        shape and dtype, uploading nothing (a graph rebuilt for other dims keeps one copy of
+        its weights); return the names shared. Nothing is shared unless other has run on a
+        GPU device that this executable was compiled for (or for the default one).
+
+        Args:
+            other: an executable that has run (its engine holds the params on the device).
+        """
+        if other._engine is None or not hasattr(other._engine, "param_bufs") or \
+                self._device not in (None, other._device):
+            return []
+        self._device = other._device
+        mine, theirs = self.engine.param_bufs, other._engine.param_bufs
+        shared = []
+        for name, arr in other._params.items():
+            node_id = self.graph.params.get(name)
+            if node_id is None or name not in theirs:
+                continue
+            node = self.graph.nodes[node_id]
+            if tuple(node.shape) == arr.shape and node.dtype == other.graph.nodes[
+                    other.graph.params[name]].dtype:
+                mine[name] = theirs[name]
+                self._params[name] = arr
+                shared.append(name)
+        return shared
+
+    def release(self) -> None:
+        """Free the device memory of every compiled plan (arenas, uniforms); params and
+        states stay (another executable may share them), as does the executable: a later
+        run compiles its plan again."""
+        engine = self._engine
+        if engine is None or not hasattr(engine, "plans"):
+            return
+        with self.device.lock:
+            for plan in engine.plans.values():
+                plan.release()
+            engine.plans.clear()
+            engine.last_plan = None
+
     # -- states ---------------------------------------------------------------------------------
     def reset_states(self, names: Sequence[str] | None = None) -> None:
         """Zero the named states (default: all of them)."""
