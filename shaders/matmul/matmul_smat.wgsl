@@ -14,9 +14,17 @@
 // tiles are padded by 8 halves (16 bytes) so that a 16x16 load touches distinct banks.
 // Epilogue: each subgroup stores a result tile (f32) into its own 1 KB of workgroup memory; its
 // lanes add the bias, apply the activation and write f16 through VEC4_IO's store().
-// Limits (H100, Dawn, probe bench/probes/subgroup_matrix_probe.py): see the numbers in
-// bench/results/*-dawn-subgroup-matrix-probe*.json; loading the 16x16 operands straight from
-// storage without workgroup tiles reached 66 TFLOP/s (0.09x cuBLAS f16).
+// Limits, H100 under Dawn (bench/probes/smat_probe.py, 4096^3,
+// bench/results/2026-11-26-h100-dawn-smat-probe.json): best 128x256 tiles (2x4 subgroups of
+// 4x4 tiles, BK 16) 1.44 ms = 96 TFLOP/s = 0.13x cuBLAS f16 (758); 128x128 (2x4 / 2x2 / 4x2
+// subgroups, BK 32) 1.84-2.07 ms; 64x64 4.5 ms (small shapes only). Without tiles in workgroup
+// memory (operands straight from storage, one subgroup a workgroup) it was 66 TFLOP/s. The
+// K loop with the tile copies left out took 1.01 ms and with the products left out 1.21 ms,
+// so both halves limit: the products' operand loads (subgroupMatrixLoad of an array<f16>: the
+// driver sees 2-byte elements) and the copies' eight 2-byte workgroup stores per 16-byte load
+// (a subgroup-matrix load needs array<f16>, so wider stores cannot be used). 16 subgroups (512
+// threads) leave a thread no load at BK 16. Tried: BK 16 / 32, four subgroup layouts, row
+// padding 8 halves (conflict-free 16-byte rows).
 // The SGID slot declares `@builtin(subgroup_id) sg` where Tint has it; else SGID_LET computes
 // sg from the thread index (subgroups of 32 consecutive threads).
 // The ACC_DECL, MMA and STORES slots are written out by the lowering (smat_slots).
