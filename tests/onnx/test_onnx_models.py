@@ -128,15 +128,24 @@ def test_llama_genai_greedy_tokens_match() -> None:
     assert tokens["webrlx"] == tokens["ort"], tokens
 
 
-def whisper_greedy(make: Callable[[Path], object], enc: np.ndarray, steps: int = 32,
-                   each_step: Callable[[int], None] | None = None
+def whisper_greedy(variant: str, make: Callable[[Path], object], enc: np.ndarray,
+                   steps: int = 32, each_step: Callable[[int], None] | None = None
                    ) -> tuple[list[int], np.ndarray]:
-    """Greedy decoding with tests.onnx.models.whisper_decoder's pair: the prompt through
-    decoder_model, then one token a step through decoder_with_past_model with the present
-    keys/values fed back; (tokens, last-position logits per step)."""
-    from tests.onnx.models.whisper_decoder import PROMPT, export
-    plain, past = (make(p) for p in export())
+    """Greedy decoding with tests.onnx.models.whisper_decoder's models: "pair" runs the prompt
+    through decoder_model, then one token a step through decoder_with_past_model with the
+    present keys/values fed back; "merged" runs decoder_model_merged throughout (past of length
+    0 and use_cache_branch false first). Returns (tokens, last-position logits per step)."""
+    from tests.onnx.models.whisper_decoder import PROMPT, export, merged, past_names
+    if variant == "pair":
+        plain, past = (make(p) for p in export())
+    else:
+        plain = past = make(merged())
     feeds: dict[str, np.ndarray] = {"input_ids": PROMPT, "encoder_hidden_states": enc}
+    heads, width = 4, 16
+    if variant == "merged":
+        feeds.update({n: np.zeros((1, heads, 0, width), np.float32)
+                      for n in past_names("past_key_values")},
+                     use_cache_branch=np.array([False]))
     tokens: list[int] = []
     logits = []
     for step in range(steps):
@@ -149,25 +158,29 @@ def whisper_greedy(make: Callable[[Path], object], enc: np.ndarray, steps: int =
         feeds.update({k.replace("present", "past_key_values"): v for k, v in res.items()
                       if k.startswith("present")})
         feeds["input_ids"] = np.array([[tokens[-1]]], np.int64)
+        if variant == "merged":     # (the with-past branch reads no encoder states)
+            feeds.update(encoder_hidden_states=enc[:, :1], use_cache_branch=np.array([True]))
         if each_step is not None:
             each_step(step)
     return tokens, np.array(logits)
 
 
 @OPT_IN
-def test_whisper_decoder_with_past_greedy_tokens_match() -> None:
-    """Whisper-tiny-shaped encoder, then 32 greedy decoder steps with past key/values (optimum's
-    decoder_model + decoder_with_past_model): the same tokens as onnxruntime, the logits of each
-    step to 1e-4 x max|ref|. A plan a step (the past grows): the weights are uploaded once,
-    kernels come from the device's pipeline cache, and past max_plans the oldest plan's memory
-    is freed, so device buffers stop growing."""
+@pytest.mark.parametrize("variant", ["pair", "merged"])
+def test_whisper_decoder_with_past_greedy_tokens_match(variant: str) -> None:
+    """Whisper-tiny-shaped encoder, then 32 greedy decoder steps with past key/values, as
+    optimum's decoder_model + decoder_with_past_model pair and as its decoder_model_merged:
+    the same tokens as onnxruntime, the logits of each step to 1e-4 x max|ref|. A plan a step
+    (the past grows): the weights are uploaded once, kernels come from the device's pipeline
+    cache, and past max_plans the oldest plan's memory is freed, so device buffers stop
+    growing."""
     from tests.onnx.models.hf_tiny import whisper_encoder
     mel = np.random.default_rng(5).standard_normal((1, 80, 3000)).astype(np.float32)
     enc_path = str(whisper_encoder())
     enc_ref = ort.InferenceSession(enc_path, providers=["CPUExecutionProvider"]).run(
         None, {"input_features": mel})[0]
-    ref_tokens, ref_logits = whisper_greedy(
-        lambda p: ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]), enc_ref)
+    ref_tokens, ref_logits = whisper_greedy(variant, lambda p: ort.InferenceSession(
+        str(p), providers=["CPUExecutionProvider"]), enc_ref)
     assert len(set(ref_tokens)) > 8, ref_tokens     # a decode worth comparing
     enc = InferenceSession(enc_path).run(None, {"input_features": mel})[0]
     assert float(np.abs(enc - enc_ref).max()) <= 1e-4 * float(np.abs(enc_ref).max())
@@ -183,10 +196,9 @@ def test_whisper_decoder_with_past_greedy_tokens_match() -> None:
         stats = sessions[0].executable.stats           # type: ignore[union-attr]
         live.append(stats["buffers"] - stats.get("buffers_released", 0))
         pipelines.append(stats["pipelines"])
-    tokens, logits = whisper_greedy(make, enc, each_step=each_step)
+    tokens, logits = whisper_greedy(variant, make, enc, each_step=each_step)
     assert tokens == ref_tokens, (tokens, ref_tokens)
     err = np.abs(logits - ref_logits).max(-1) / np.abs(ref_logits).max(-1)
     assert err.max() <= 1e-4, f"max error / max|ref| per step: {err}"
-    print("device buffers alive, pipelines after each step:", live, pipelines)
     assert max(live[8:]) == live[8], f"device buffers alive after each step: {live}"
     assert pipelines[-1] == pipelines[8], f"pipelines after each step: {pipelines}"

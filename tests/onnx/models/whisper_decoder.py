@@ -7,7 +7,9 @@ and values never change, so they are fed back from the first model's outputs). R
 from a transformers WhisperConfig (seeded; hf_tiny.whisper_encoder's sizes, so its output
 feeds it), torch.onnx's TorchScript exporter, opset 17, eager attention, dynamic batch,
 sequence and past length.
-Run: `python -m tests.onnx.models.whisper_decoder` -> build/onnx/whisper_decoder{,_with_past}.onnx.
+merged() joins the pair into optimum's decoder_model_merged (an If on use_cache_branch).
+Run: `python -m tests.onnx.models.whisper_decoder` -> build/onnx/whisper_decoder{,_with_past,
+_merged}.onnx.
 """
 from __future__ import annotations
 
@@ -123,5 +125,63 @@ def export(out_dir: Path = OUT) -> tuple[Path, Path]:
     return plain, past
 
 
+def merged(out: Path = OUT / "whisper_decoder_merged.onnx") -> Path:
+    """Write decoder_model_merged (what transformers.js loads): one If on the bool input
+    use_cache_branch, its else branch decoder_model's graph, its then branch
+    decoder_with_past_model's (passing the encoder's past through as present.N.encoder.*), the
+    inputs of both; the first step feeds past tensors of length 0. Built with onnx.helper from
+    the pair as optimum's merge_decoders builds it, less its sharing of equal initializers."""
+    if out.exists():
+        return out
+    import onnx
+    from onnx import TensorProto, helper
+    plain, past = (onnx.load(str(p)) for p in export(out.parent))
+    names = [o.name for o in plain.graph.output]
+
+    def branch(m: Any, prefix: str, extra: list[Any]) -> tuple[Any, list[Any]]:
+        g = m.graph
+        inits = {t.name for t in g.initializer}
+        outer = {i.name for i in g.input if i.name not in inits}
+
+        def ren(n: str) -> str:
+            return n if not n or n in outer else prefix + n
+        for node in g.node:
+            node.input[:] = [ren(x) for x in node.input]
+            node.output[:] = [ren(x) for x in node.output]
+            node.name = prefix + node.name
+        for t in g.initializer:
+            t.name = prefix + t.name
+        made = {o.name: ren(o.name) for o in g.output}
+        for n in names:
+            if n not in made:             # the cross-attention cache, unchanged
+                made[n] = prefix + n
+                extra.append(helper.make_node("Identity", [n.replace(
+                    "present", "past_key_values")], [made[n]]))
+        outs = [value(made[n], n) for n in names]
+        return helper.make_graph([*g.node, *extra], prefix.strip("/"), [], outs), \
+            list(g.initializer)
+
+    def value(name: str, like: str) -> Any:
+        dims = ["batch", "sequence_length", plain.graph.output[0].type.tensor_type.shape.dim[
+            2].dim_value] if like == "logits" else ["batch", CONFIG["decoder_attention_heads"],
+                                                    f"{like}_length", CONFIG["d_model"] //
+                                                    CONFIG["decoder_attention_heads"]]
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, dims)
+    then, then_inits = branch(past, "with_past/", [])
+    other, other_inits = branch(plain, "no_past/", [])
+    node = helper.make_node("If", ["use_cache_branch"], names, name="optimum::if",
+                            then_branch=then, else_branch=other)
+    inputs = [*plain.graph.input, *(i for i in past.graph.input
+                                    if i.name.startswith("past_key_values")),
+              helper.make_tensor_value_info("use_cache_branch", TensorProto.BOOL, [1])]
+    graph = helper.make_graph([node], "whisper_decoder_merged", inputs,
+                              [value(n, n) for n in names], then_inits + other_inits)
+    model = helper.make_model(graph, opset_imports=plain.opset_import)
+    model.ir_version = plain.ir_version
+    onnx.checker.check_model(model)
+    onnx.save(model, str(out))
+    return out
+
+
 if __name__ == "__main__":
-    print(*export())
+    print(*export(), merged())
