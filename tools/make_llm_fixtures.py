@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -219,12 +219,19 @@ def _tensors(family: str, model: Any) -> dict[str, np.ndarray]:
 
 def write_gguf(family: str, model: Any, vocab: dict[str, Any], qtype: str, path: Path) -> None:
     """Write the model to `path` with weights (2-D tensors) in qtype, the rest F32."""
+    write_file(FAMILIES[family][0], f"webrlx-{family}-fixture", model.config, vocab,
+               _tensors(family, model).items(), qtype, path)
+
+
+def write_file(arch: str, name: str, cfg: Any, vocab: dict[str, Any],
+               tensors: Iterable[tuple[str, np.ndarray]], qtype: str, path: Path) -> None:
+    """Write a GGUF of architecture `arch` from a transformers-style config (its attributes
+    only), tokenizer metadata and (GGUF name, float32 array) pairs, taken one at a time:
+    2-D tensors in qtype (F16, Q8_0, ...: what the gguf package quantizes), the rest F32."""
     import gguf
     from gguf import GGMLQuantizationType as Q
-    arch = FAMILIES[family][0]
-    cfg = model.config
     w = gguf.GGUFWriter(str(path), arch)
-    w.add_name(f"webrlx-{family}-fixture")
+    w.add_name(name)
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
     w.add_block_count(cfg.num_hidden_layers)
@@ -242,7 +249,7 @@ def write_gguf(family: str, model: Any, vocab: dict[str, Any], qtype: str, path:
     w.add_vocab_size(cfg.vocab_size)
     if getattr(cfg, "sliding_window", None):
         w.add_sliding_window(cfg.sliding_window)
-    if getattr(cfg, "layer_types", None) and family.startswith("gemma"):
+    if getattr(cfg, "layer_types", None) and arch.startswith("gemma"):
         w.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
     if getattr(cfg, "attn_logit_softcapping", None):
         w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
@@ -262,12 +269,12 @@ def write_gguf(family: str, model: Any, vocab: dict[str, Any], qtype: str, path:
     w.add_add_bos_token(vocab["add_bos"])
     if vocab["template"]:
         w.add_chat_template(vocab["template"])
-    for name, arr in _tensors(family, model).items():
+    for tname, arr in tensors:
         if arr.ndim == 2 and qtype != "F32":
             raw = gguf.quants.quantize(arr, Q[qtype])
-            w.add_tensor(name, raw, raw_dtype=Q[qtype])
+            w.add_tensor(tname, raw, raw_dtype=Q[qtype])
         else:
-            w.add_tensor(name, arr)
+            w.add_tensor(tname, arr)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -368,6 +368,28 @@ def test_bytes_like_inputs_and_zero_copy_views() -> None:
     assert not load(good).tensor_bytes("f").flags.writeable  # bytes stay read-only
 
 
+def test_path_is_mapped_and_release_keeps_views(tmp_path: Path) -> None:
+    """A path is memory-mapped copy-on-write: views are writable without touching the file,
+    and release() (dropping a tensor's host pages) leaves them reading the file's bytes."""
+    big = np.arange(3 * 4096, dtype=np.float32)        # spans whole pages
+    w = gguf.GGUFWriter(str(tmp_path / "m.gguf"), "llama")
+    w.add_tensor("big", big)
+    w.add_tensor("small", np.ones(3, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    f = load(tmp_path / "m.gguf")
+    assert f.mapped and not load((tmp_path / "m.gguf").read_bytes()).mapped
+    view = f.tensor_bytes("big").view(np.float32)
+    np.testing.assert_array_equal(view, big)
+    f.release("big")
+    f.release("small")
+    np.testing.assert_array_equal(view, big)
+    view[0] = 7.0                                      # a private copy: the file keeps 0
+    assert load(tmp_path / "m.gguf").tensor_bytes("big").view(np.float32)[0] == 0.0
+
+
 def test_progress_reports_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import webrlx.models.gguf as mod
 

@@ -1,4 +1,6 @@
-"""Read GGUF model files (llama.cpp's format) with numpy only: no mmap, so it runs in Pyodide.
+"""Read GGUF model files (llama.cpp's format) with numpy; a path is memory-mapped natively
+(tensors are paged in as they are uploaded and released after: host memory stays bounded),
+bytes (the browser's fetch) are read as they are.
 
 Why not llama.cpp's own reader (the `gguf` package): it maps a path with np.memmap, while the
 browser has bytes from a fetch (read here as they arrive, with progress); nor does Pyodide
@@ -10,6 +12,7 @@ key/value pairs, the tensor infos, padding to `general.alignment`, then the tens
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -304,10 +307,26 @@ class GGUFFile:
         """Return the raw bytes of a tensor as a flat uint8 array viewing the file buffer.
 
         No copy: quantized blocks stay as stored. Writable only if the buffer is (a path is
-        read into a bytearray; bytes input gives read-only views).
+        mapped copy-on-write or read into a bytearray; bytes input gives read-only views).
         """
         info = self._info(name)
         return np.frombuffer(self.buffer, np.uint8, count=info.nbytes, offset=info.offset)
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the tensors view a memory-mapped file (release() then frees host memory)."""
+        return isinstance(self.buffer, mmap.mmap)
+
+    def release(self, name: str) -> None:
+        """Let the OS drop the host pages of a tensor's bytes (a mapped file, once uploaded);
+        its views stay valid and page the bytes in from the file again if read."""
+        if not self.mapped:
+            return
+        info = self._info(name)
+        start = -(-info.offset // mmap.PAGESIZE) * mmap.PAGESIZE
+        end = (info.offset + info.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
+        if end > start:
+            self.buffer.madvise(mmap.MADV_DONTNEED, start, end - start)
 
     def tensor_f32(self, name: str) -> np.ndarray:
         """Return a tensor as a new float32 array of its (numpy-order) shape, dequantized."""
@@ -380,6 +399,18 @@ def _read_file(path: str | os.PathLike[str], progress: Progress | None) -> bytea
     return buf
 
 
+def _map_file(path: str | os.PathLike[str]) -> mmap.mmap | None:
+    """Map a file copy-on-write (writable views, the file untouched); None where mmap cannot
+    (Pyodide, an empty file, no madvise): the caller reads it instead."""
+    if not hasattr(mmap, "MADV_DONTNEED"):
+        return None
+    with open(path, "rb") as f:
+        try:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+        except (OSError, ValueError):
+            return None
+
+
 def load(source: str | os.PathLike[str] | bytes | bytearray | memoryview,
          progress: Progress | None = None) -> GGUFFile:
     """Read and parse a GGUF file; tensor data stays in one buffer that tensors view.
@@ -387,7 +418,9 @@ def load(source: str | os.PathLike[str] | bytes | bytearray | memoryview,
     Args:
         source: a file path, or the file's bytes (bytes, bytearray, memoryview: in Pyodide,
             `await (await fetch(url)).arrayBuffer()` then `.to_py()`).
-        progress: called as progress(done_bytes, total_bytes) while the file is read.
+        progress: called as progress(done_bytes, total_bytes) while the file is read. A
+            path is memory-mapped where it can be (nothing is read up front), unless this
+            is given: then it is read into memory in chunks.
 
     Raises:
         GGUFError: (a ValueError) naming the file and the problem: not GGUF, unsupported
@@ -395,7 +428,9 @@ def load(source: str | os.PathLike[str] | bytes | bytearray | memoryview,
     """
     if isinstance(source, (str, os.PathLike)):
         where = os.fspath(source)
-        buf: Any = _read_file(source, progress)
+        buf: Any = _map_file(source) if progress is None else None
+        if buf is None:
+            buf = _read_file(source, progress)
     else:
         where = "<bytes>"
         buf = _as_bytes(source)

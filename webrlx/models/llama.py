@@ -166,6 +166,11 @@ def _rows(name: str) -> tuple[str, int, int]:
     return base, r0, r1
 
 
+def tensor_name(param: str) -> str:
+    """The GGUF tensor a param is read from ('t^T', 't[r0:r1]' -> 't')."""
+    return _rows(param.removesuffix("^T"))[0]
+
+
 class _Weights:
     """Declares the params of the graph from the GGUF tensor infos (format, shape, words)."""
 

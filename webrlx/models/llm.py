@@ -30,12 +30,20 @@ from . import gguf
 from .bpe import BPETokenizer
 from .chat_template import render_chat
 from .decoding import PREFILL_BUCKET, READ_EVERY, Sampling
-from .llama import FAMILIES, LlamaConfig, UnsupportedModelError, build_llama, weight_arrays
+from .llama import (
+    FAMILIES,
+    LlamaConfig,
+    UnsupportedModelError,
+    build_llama,
+    tensor_name,
+    weight_arrays,
+)
 from .spm import SPMTokenizer
 
 ROLES = ("system", "user", "assistant")
 SPECIAL_TOKEN_NAMES = {"bos": "bos_token", "eos": "eos_token", "unknown": "unk_token",
                        "padding": "pad_token"}     # GGUF key part -> transformers
+UPLOAD_SETTLE_BYTES = 64 << 20   # queued uploads held in host staging memory, at most
 DEFAULT_CAPACITY = 2048  # KV cache positions (the model's context is 8192; pass capacity=)
 
 
@@ -105,14 +113,34 @@ class LanguageModel:
         self.graph, outputs = build_llama(self.config, infos, capacity)
         self.executable: Executable = compile(self.graph, outputs=outputs, device=device,
                                               fuse=fuse)
-        self.executable.set_params(weight_arrays(infos, file.tensor_bytes,
-                                                 list(self.graph.params)))
+        names = list(self.graph.params)
+        if file.mapped:
+            self._upload(file, names)
+        else:
+            self.executable.set_params(weight_arrays(infos, file.tensor_bytes, names))
         self.stats = Stats()
         self.last_logits: Any = None     # a DeviceTensor: the prefill's last-position logits
 
     @property
     def device(self) -> Any:
         return self.executable.device
+
+    def _upload(self, file: gguf.GGUFFile, names: list[str]) -> None:
+        """Upload the params tensor by tensor from a mapped file, dropping each one's host
+        pages after it; every UPLOAD_SETTLE_BYTES the smallest param so far is read back,
+        which runs the queued writes and frees their staging copies (host memory until then)."""
+        exe = self.executable
+        settle = getattr(exe.engine, "param_bufs", None) is not None   # uploads start now
+        pending, smallest = 0, (1 << 62, "")
+        for name in names:
+            arrays = weight_arrays(file.tensors, file.tensor_bytes, [name])
+            exe.set_params(arrays)
+            file.release(tensor_name(name))
+            pending += arrays[name].nbytes
+            smallest = min(smallest, (arrays[name].nbytes, name))
+            if settle and pending >= UPLOAD_SETTLE_BYTES:
+                exe.read_param(smallest[1])
+                pending = 0
 
     # -- the generation loop, written once for sync and async drivers ----------------------
     def _check(self, ids: Sequence[int], max_new_tokens: int, sampling: Sampling) -> None:
