@@ -159,8 +159,8 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     bindings = {"A": a, "B": b, "bias": bias if bias is not None else L.dummy(0), "C": out}
     if n % 4 == 0 and m <= GEMV_ROWS:
         L.emit(kernel("matmul/gemv", T=t), bindings, params,
-               (-(-n // (4 * GEMV_QUADS)), 1, batch),
-               {**overrides, "ROWS": m, "QUADS": GEMV_QUADS,
+               (-(-n // (4 * gemv_quads(k, L.info.software))), 1, batch),
+               {**overrides, "ROWS": m, "QUADS": gemv_quads(k, L.info.software),
                 "UNROLL": gemv_unroll(L.info.software)},
                name="gemv", windows=windows)
     elif k % 4 == 0 and n % 4 == 0:     # register-tiled vec4: 128 or 64 square tiles
@@ -393,6 +393,21 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
 # 82 / 65 / 61 / 88; 1x4096x16384 299 / 182 / 164 / 174; 1x384x1536 60 / 60 / 37 / 38 (torch 25,
 # 89, 13). Fewer quads mean more workgroups but longer reductions.
 GEMV_QUADS = 4
+
+
+def gemv_quads(k: int, software: bool) -> int:
+    """matmul/gemv's column quads a workgroup: GEMV_QUADS on GPUs. Software adapters run a
+    workgroup's 256 threads on one CPU core, where the barriers of the reduction over K slices
+    cost more than the loads: as many slices as give each thread ~16 steps of K (4 to 64
+    quads). lavapipe, 2 busy cores, ms at quads 4 / 16 / 64: 1x64x51868 148 / 27 / 11;
+    1x384x51868 317 / 73 / 113; 1x384x1536 16 / 1.5 / 3.5; 1x1536x384 1.9 / 3.3 / 2.6;
+    1x4096x4096 167 / 388 / 336."""
+    if not software:
+        return GEMV_QUADS
+    slices = 1 << max(0, min(6, (k // 16).bit_length() - 1))
+    return max(GEMV_QUADS, min(64, 256 // slices))
+
+
 # matmul/gemv's K loop four steps at a time, four loads of B in flight a thread (UNROLL): on
 # GPUs. H100 1x4096x4096, GPU time (bench/probes/gemv_probe.py): 43.5 -> 29.5 us (1.5 -> 2.3 TB/s).
 # Cutting K into pieces over more workgroups (up to 16x, a second kernel summing them) gave
