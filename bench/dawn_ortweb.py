@@ -56,7 +56,8 @@ def model_path(host_path: str) -> str:
     import js
     import pyodide_js
     from pyodide.ffi import to_js
-    host = Path(host_path)
+    node_fs = getattr(js.process, "getBuiltinModule", None)
+    host = Path(node_fs("fs").realpathSync(host_path) if node_fs else host_path)  # symlinks
     fs = pyodide_js.FS
     fs.mkdirTree(MOUNT)
     fs.mount(fs.filesystems.NODEFS, to_js({"root": str(host.parent)},
