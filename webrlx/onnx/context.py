@@ -71,6 +71,7 @@ class Context:
         self.elem_types: dict[str, int] = {}
         self._initializer_names = initializer_names
         self._lifted: dict[int, tuple[np.ndarray, Tensor]] = {}
+        self.derived: dict[str, np.ndarray] = {}     # param_from's arrays (the model's, shared)
         self.node_name = ""
 
     # -- values --------------------------------------------------------------------------------
@@ -85,7 +86,7 @@ class Context:
         target = dtype or device_dtype(arr.dtype)
         name = self._initializer_names.get(key)
         if name is not None and arr.size > 1 and dtype is None:
-            self.params[name] = arr.astype(np.dtype(target))
+            self.params[name] = arr.astype(np.dtype(target), copy=False)
             t = self.g.param(name, arr.shape, target)
         else:
             t = self.g.constant(arr.astype(np.dtype(target)), target)
@@ -93,15 +94,19 @@ class Context:
             self._lifted[key] = (v, t)
         return t
 
-    def param_from(self, v: Value, arr: np.ndarray, tag: str) -> Tensor:
-        """A graph Tensor holding arr, which the host computed from v (a weight padded or laid
-        out anew): a param named after v's initializer and tag, so the plans of a session
-        share its device copy; a constant when v is no initializer."""
+    def param_from(self, v: Value, make: Callable[[np.ndarray], np.ndarray], tag: str) -> Tensor:
+        """A graph Tensor holding make(v), an array the host computes from v (a weight padded
+        or laid out anew): for an initializer v a param named after it and tag, computed once
+        per model and shared by the plans of a session; else a constant."""
         name = self._initializer_names.get(id(v))
         if name is None:
+            arr = make(np.asarray(v))
             return self.g.constant(arr, device_dtype(arr.dtype))
         name = f"{name}#{tag}"
-        self.params[name] = arr.astype(np.dtype(device_dtype(arr.dtype)))
+        if name not in self.derived:
+            arr = make(np.asarray(v))
+            self.derived[name] = arr.astype(np.dtype(device_dtype(arr.dtype)), copy=False)
+        arr = self.params[name] = self.derived[name]
         return self.g.param(name, arr.shape, device_dtype(arr.dtype))
 
     def host(self, v: Value, what: str) -> np.ndarray:

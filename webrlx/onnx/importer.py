@@ -92,6 +92,7 @@ def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,
     if model.opsets.get("", 0) >= 10:     # Slice with input starts/ends
         nodes = merge_sibling_matmuls(nodes, inits, {vi.name for vi in model.graph.outputs})
     ctx = Context(g, model.opsets, params, {id(a): n for n, a in inits.items()}, import_nodes)
+    ctx.derived = model.derived
     ctx.values.update(inits)
     ctx.elem_types.update({n: t.elem_type for n, t in model.graph.initializers.items()})
     input_dtypes: dict[str, str] = {}

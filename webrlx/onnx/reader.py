@@ -77,6 +77,8 @@ class Model:
     metadata: dict[str, str] = field(default_factory=dict)
     functions: list[str] = field(default_factory=list)     # names of model-local functions
     source: str = "<bytes>"
+    # host arrays computed from initializers (a padded weight), kept across imports by name
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def load(model: str | os.PathLike[str] | bytes | bytearray | memoryview,

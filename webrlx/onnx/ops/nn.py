@@ -43,9 +43,10 @@ def _padded_matmul(ctx: Context, a: Tensor, w: np.ndarray) -> Tensor:
     scalar tiled kernel is some 100x slower at one row; so w gets zero columns up to a multiple
     of 4 (a param of its own, shared by a session's plans) and the product is cut back to n."""
     n = w.shape[1]
-    padded = np.zeros((w.shape[0], n + (-n) % 4), w.dtype)
-    padded[:, :n] = w
-    y = _float_matmul(a, ctx.param_from(w, padded, "pad4"))
+
+    def pad(w: np.ndarray) -> np.ndarray:
+        return np.pad(w, ((0, 0), (0, (-n) % 4)))
+    y = _float_matmul(a, ctx.param_from(w, pad, "pad4"))
     return y.narrow(y.ndim - 1, 0, n)
 
 
