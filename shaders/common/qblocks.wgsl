@@ -1,10 +1,10 @@
 // GGUF block decoding and row dots shared by the quantized GEMVs (quant/qgemv,
 // quant/qgemv_fused, quant/qmatmul_fused): a "unit" is 8 weights of one block of weight row n,
-// dequantized in registers: Q4_1 and Q8_0 by their own paths here (OWN), every other format
-// of common/qformats.wgsl by its deq8. The including shader declares `wword(i, second)` (word
-// i of the blocks; second: the second weight of a fused kernel, a constant at each call),
-// `x_vec(r, k4)` (x row r's k4-th vec4, as f32), `p.M`, `p.K`, `p.nw`, the ROWS, RPT and RQ
-// overrides and RPW.
+// dequantized in registers: Q4_1 and Q8_0 by their own paths here (OWN), Q4_K and Q6_K a
+// word of quants a unit (common/qformats.wgsl's kunit), every other format by its deq8. The
+// including shader declares `wword(i, second)` (word i of the blocks; second: the second
+// weight of a fused kernel, a constant at each call), `x_vec(r, k4)` (x row r's k4-th vec4,
+// as f32), `p.M`, `p.K`, `p.nw`, the ROWS, RPT and RQ overrides and RPW.
 // 8 weights of a block: d * q + m at k0..k0+3 (lo) and k1..k1+3 (hi) (unit_k)
 struct Unit { lo: vec4<f32>, hi: vec4<f32>, d: f32, m: f32 }
 
@@ -13,8 +13,11 @@ struct Unit { lo: vec4<f32>, hi: vec4<f32>, d: f32, m: f32 }
 // unit u (0 .. K/8) of weight row n (of the second weight if `second`)
 fn load_unit(n: u32, u: u32, second: bool) -> Unit {
     var r: Unit;
-    if (!OWN) {                                       // deq8: 8 consecutive weights, d folded in
-        let v = deq8(n * (p.K / QK) + u / (QK / 8u), u % (QK / 8u), second);
+    if (!OWN) {                                       // deq8 or kunit: d folded in
+        let b = n * (p.K / QK) + u / (QK / 8u);
+        var v: array<vec4<f32>, 2>;
+        if (WORD_UNITS) { v = kunit(b, u % (QK / 8u), second); }
+        else { v = deq8(b, u % (QK / 8u), second); }
         r.lo = v[0];
         r.hi = v[1];
         r.d = 1.0;
@@ -69,6 +72,7 @@ fn slot_r(r0: u32, slot: u32) -> u32 {
 
 // where unit u's 8 weights sit in a row: k0..k0+3 and k1..k1+3 (as load_unit's k0, k1)
 fn unit_k(u: u32) -> vec2<u32> {
+    if (WORD_UNITS) { return kunit_k(u % 32u) + vec2<u32>((u / 32u) * 256u); }
     if (!OWN) { return vec2<u32>(u * 8u, u * 8u + 4u); }
     let k0 = (u >> 2u) * 32u + (u & 3u) * select(4u, 8u, Q8_0);
     return vec2<u32>(k0, k0 + select(16u, 4u, Q8_0));

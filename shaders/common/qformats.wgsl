@@ -14,6 +14,7 @@ override QK: u32 = 32u;           // weights per block: 32, or 256 (K-quants)
 override QBYTES: u32 = 20u;       // bytes per block
 override OWN: bool = true;        // Q4_1 / Q8_0: the kernels' own decoding paths
 override Q8_0: bool = FMT == 8u;  // (the own paths: Q8_0, else Q4_1)
+override WORD_UNITS: bool = FMT == 12u || FMT == 14u;   // Q4_K, Q6_K: the GEMVs' kunit
 
 // byte o of the blocks; the 4 bytes from o (o even; o % 4 == 0 where QBYTES % 4 == 0: every
 // caller's offsets are then 4-aligned); the f16 at o (o even)
@@ -176,6 +177,57 @@ fn deq8_iq4(o: u32, j: u32, s: bool) -> array<vec4<f32>, 2> {
         sh = ((j >> 1u) & 1u) * 4u;
     }
     return pair(d * iq4x4(qword(q, s), sh), d * iq4x4(qword(q + 4u, s), sh));
+}
+
+// Q4_K and Q6_K for the GEMVs (common/qblocks.wgsl), a unit a word of 4-bit quants: unit w
+// (0..31) of a block is word w of qs (Q4_K) / ql (Q6_K), 8 weights at k0..k0+3 (its low
+// nibbles) and k1..k1+3 (its high ones), kunit_k(w). deq8's 8 consecutive weights read each
+// nibble word twice (low nibbles for one unit, high for another) and the scales byte by byte:
+// for Q4_K 5 to 6 loads a unit, 2-byte-aligned Q6_K ~10 (each qword two); here 5 (Q4_K: d,
+// three scale words a warp shares, one quant word) and 7 (Q6_K), both halves' scales applied.
+fn kunit_k(w: u32) -> vec2<u32> {
+    if (FMT == 12u) {             // qs chunk w / 8: sub-blocks 2 (w / 8) (low), + 1 (high)
+        let k0 = (w >> 3u) * 64u + (w & 7u) * 4u;
+        return vec2<u32>(k0, k0 + 32u);
+    }
+    // Q6_K: ql byte 64 h + 32 t + l holds weight 128 h + 32 t + l (low), t + 2 (high)
+    let k0 = (w >> 4u) * 128u + ((w >> 3u) & 1u) * 32u + (w & 7u) * 4u;
+    return vec2<u32>(k0, k0 + 64u);
+}
+fn int8_at(v: u32) -> f32 {
+    return f32((bitcast<i32>(v) << 24u) >> 24u);
+}
+fn kunit(b: u32, w: u32, s: bool) -> array<vec4<f32>, 2> {
+    let o = b * QBYTES;
+    if (FMT == 12u) {
+        // the 6-bit scales and mins of sub-blocks 2c, 2c + 1 (c = w / 8) as 2 bytes each,
+        // from scales[0..3] (lo), [4..7] (mo), [8..11] (hi) shifted to bytes 2 (c % 2)..
+        let c = w >> 3u;
+        let e = (c & 1u) * 16u;
+        let a = o >> 2u;
+        let lo = wword(a + 1u, s) >> e;
+        let mo = wword(a + 2u, s) >> e;
+        let hi = wword(a + 3u, s) >> e;
+        let upper = c >= 2u;
+        let sc = select(lo & 0x3F3Fu, (hi & 0x0F0Fu) | ((lo >> 2u) & 0x3030u), upper);
+        let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u), upper);
+        let dm = unpack2x16float(wword(a, s));
+        let q = wword(a + 4u + w, s);
+        return pair(dm.x * f32(sc & 255u) * nib4(q, 0u) - dm.y * f32(mn & 255u),
+                    dm.x * f32((sc >> 8u) & 255u) * nib4(q, 4u) - dm.y * f32((mn >> 8u) & 255u));
+    }
+    // Q6_K: bits 2 t (low) and 2 t + 4 (high) of qh[32 h + l..] are the quants' bits 4..5
+    let h = w >> 4u;
+    let t = (w >> 3u) & 1u;
+    let l = (w & 7u) * 4u;
+    let ql = qword(o + 4u * w, s);
+    let qh = qword(o + 128u + 32u * h + l, s) >> (2u * t);
+    let lo = nib4(ql, 0u) + 16.0 * bytes4(qh & 0x03030303u);
+    let hi = nib4(ql, 4u) + 16.0 * bytes4((qh >> 4u) & 0x03030303u);
+    let sa = o + 192u + 8u * h + 2u * t + (l >> 4u);   // the low half's int8 scale; + 4: high
+    let d = qhalf(o + 208u, s);
+    return pair(d * int8_at(qbyte(sa, s)) * (lo - 32.0),
+                d * int8_at(qbyte(sa + 4u, s)) * (hi - 32.0));
 }
 
 // weights 8j..8j+7 of block b, in FMT

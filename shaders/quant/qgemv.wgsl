@@ -35,6 +35,14 @@
 // constants (so not bandwidth), no barrier at all, accumulators as an array vs named, the weight
 // transposed to [K/32][5 words][N] so lanes read neighbouring words (SwiftShader ~1.4x, lavapipe
 // 2x slower).
+// K-quants (Q4_K_M files are Q4_K + Q6_K): a unit is one word of 4-bit quants and both its
+// halves' sub-block scales (common/qformats.wgsl's kunit), not deq8's 8 consecutive weights,
+// which read every quant word twice and the scales byte by byte (Q6_K's 210-byte blocks are
+// only 2-byte aligned: each unaligned word is two loads). Measured as 10 chained 2048x2048
+// GEMVs (M = 1, 1x8) on lavapipe, ms per GEMV: Q6_K 11.0 -> 6.6, Q4_K 6.0 -> 5.9 (Q4_1 6.1).
+// What limits them still: 5 (Q4_K) / 7 (Q6_K) loads a unit against Q4_1's 2, three of Q4_K's
+// the scale words every thread of a row reads again (decoded per unit, not per sub-block),
+// and 8 scale FMAs where Q4_1 folds d and m out of the dot. Not yet timed on a GPU.
 // Tried before: RPW 4 / 8 / 32 (no difference on lavapipe); a thread taking whole blocks (no
 // gain); unpack4x8unorm decoding with the scale folded (no gain on lavapipe). Q4_1's offset is
 // folded out of the dot (d * q.x + m * sum(x)). Subgroups would only replace the final
