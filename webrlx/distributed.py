@@ -55,6 +55,30 @@ def _raise_if_strict(errors: list[str | None], ids: Any, strict: bool) -> None:
                        f"without it the row gets an '{ERROR}' column and the job goes on)")
 
 
+def actor_device(device: str | None = None) -> str | None:
+    """The webrlx device of this Ray worker: `device` when given; else, in an actor or task
+    that reserved GPUs (num_gpus >= 1), "gpu:N" for the first GPU id Ray assigned it
+    (ray.get_gpu_ids(), the same ids as CUDA_VISIBLE_DEVICES), so that two actors on a 2-GPU
+    host use different adapters; else None (the default adapter). Vulkan drivers ignore
+    CUDA_VISIBLE_DEVICES, so the id indexes webrlx's adapters of the default kind
+    (device("gpu:N")), which the driver lists in PCI order, as CUDA does with
+    CUDA_DEVICE_ORDER=PCI_BUS_ID."""
+    if device is not None:
+        return device
+    try:
+        import ray
+        ids = ray.get_gpu_ids() if ray.is_initialized() else []
+    except ImportError:
+        return None
+    if not ids:
+        return None
+    first = str(ids[0])
+    if not first.isdigit():
+        raise RuntimeError(f"actor_device(): Ray assigned GPU {first!r}, not an index; start "
+                           f"Ray with CUDA_VISIBLE_DEVICES as indices, or pass device='gpu:N'")
+    return f"gpu:{first}"
+
+
 class Embedder:
     """A Ray Data callable class: one MiniLM encoder on this actor's device; a batch of rows in,
     the same rows with `embedding` (n, 384) and `error` columns out."""
@@ -62,7 +86,9 @@ class Embedder:
     def __init__(self, model: str | None = "minilm", text_column: str = "text",
                  batch_size: int = 32, strict: bool = False, device: str | None = None) -> None:
         from .models import minilm
-        self.encoder = minilm.load(None if model in (None, "minilm") else model, device=device)
+        self.device = actor_device(device)
+        self.encoder = minilm.load(None if model in (None, "minilm") else model,
+                                   device=self.device)
         self.text_column, self.batch_size, self.strict = text_column, batch_size, strict
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -90,7 +116,8 @@ class Generator:
                  strict: bool = False, device: str | None = None,
                  max_context: int | None = None) -> None:
         from .models import llm
-        self.lm = llm.load(model, device=device, max_context=max_context)
+        self.device = actor_device(device)
+        self.lm = llm.load(model, device=self.device, max_context=max_context)
         self.prompt_column, self.chat, self.strict = prompt_column, chat, strict
         self.max_new_tokens, self.sampling = max_new_tokens, dict(sampling or {})
         llm.Sampling(**self.sampling).check()
@@ -158,7 +185,8 @@ def embed(dataset: Any, model: str = "minilm", *, text_column: str = "text",
         num_gpus: GPUs each actor reserves (1 on a GPU cluster, 0 on a CPU box).
         num_cpus: CPUs each actor reserves (leave some to the read and write tasks).
         strict: fail the job on the first bad row (naming its id) instead of marking it.
-        device: the actors' webrlx device (None: the default adapter; "reference").
+        device: the actors' webrlx device (None: the GPU Ray assigned each actor, see
+            actor_device, else the default adapter; "gpu:N"; "reference").
         max_restarts: restarts of a dead actor (-1: unlimited).
         max_task_retries: retries of a dead actor's batches (-1: unlimited).
     """
@@ -194,7 +222,8 @@ def generate(dataset: Any, model: str | os.PathLike[str], *, prompt_column: str 
         num_gpus: GPUs each actor reserves.
         num_cpus: CPUs each actor reserves.
         strict: fail the job on the first bad row instead of marking it.
-        device: the actors' webrlx device (None: the default adapter).
+        device: the actors' webrlx device (None: the GPU Ray assigned each actor, see
+            actor_device, else the default adapter).
         max_context: KV cache positions of each actor's model.
         max_restarts: restarts of a dead actor (-1: unlimited).
         max_task_retries: retries of a dead actor's batches (-1: unlimited).
@@ -212,8 +241,9 @@ def serve_app(model: str | os.PathLike[str], num_replicas: int = 1, *, num_gpus:
               embedding_model: str | None = "minilm", max_queue: int = 8,
               max_context: int | None = None, max_sequences: int = 8) -> Any:
     """A Ray Serve application: `num_replicas` copies of the OpenAI-compatible app
-    (webrlx.openai_api), each with its own models on one device, behind Serve's one HTTP
-    endpoint. Run it with `ray.serve.run(serve_app("model.gguf", 2, num_gpus=1))`.
+    (webrlx.openai_api), each with its own models on one device (the GPU Ray assigned the
+    replica, see actor_device), behind Serve's one HTTP endpoint. Run it with
+    `ray.serve.run(serve_app("model.gguf", 2, num_gpus=1))`.
 
     Args:
         model: a .gguf file every replica can read.
@@ -231,7 +261,7 @@ def serve_app(model: str | os.PathLike[str], num_replicas: int = 1, *, num_gpus:
         """The replica's app, built and its models loaded on the replica."""
         from .openai_api import create_app
         app = create_app(os.fspath(model), embedding_model, max_queue, max_context,
-                         max_sequences)
+                         max_sequences, device=actor_device(None))
         app.state.server.load()
         return app
 

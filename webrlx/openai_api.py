@@ -231,13 +231,13 @@ class Server:
 
     def __init__(self, model: Any = None, embedding_model: Any = "minilm",
                  max_queue: int = DEFAULT_MAX_QUEUE, max_context: int | None = None,
-                 max_sequences: int = DEFAULT_MAX_SEQUENCES) -> None:
+                 max_sequences: int = DEFAULT_MAX_SEQUENCES, device: Any = None) -> None:
         for name, v, low in (("max_queue", max_queue, 0), ("max_sequences", max_sequences, 1)):
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
         self.model, self.embedding_model = model, embedding_model
         self.max_queue, self.max_context = max_queue, max_context
-        self.max_sequences = max_sequences
+        self.max_sequences, self.device = max_sequences, device
         self.in_flight = 0                  # admitted requests, running or waiting
         self.dropped = 0                    # completions cut short by a client that left
         self.embed_pool = ThreadPoolExecutor(1, "webrlx-embed")
@@ -248,7 +248,7 @@ class Server:
         from .models.engine import Engine
         if isinstance(self.model, str):
             from .models import llm
-            self.model = llm.load(self.model, max_context=self.max_context)
+            self.model = llm.load(self.model, self.device, max_context=self.max_context)
         return Engine(self.model, self.max_sequences, self.max_context)
 
     def _worker(self) -> EngineWorker:
@@ -278,7 +278,8 @@ class Server:
         if isinstance(self.embedding_model, str):
             from .models import minilm
             name = self.embedding_model
-            self.embedding_model = minilm.load(None if name == "minilm" else name)
+            self.embedding_model = minilm.load(None if name == "minilm" else name,
+                                               device=self.device)
         return self.embedding_model
 
     def load(self) -> None:
@@ -418,7 +419,7 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
 
 def create_app(model: Any = None, embedding_model: Any = "minilm",
                max_queue: int = DEFAULT_MAX_QUEUE, max_context: int | None = None,
-               max_sequences: int = DEFAULT_MAX_SEQUENCES) -> FastAPI:
+               max_sequences: int = DEFAULT_MAX_SEQUENCES, device: Any = None) -> FastAPI:
     """Build the app.
 
     Args:
@@ -428,9 +429,10 @@ def create_app(model: Any = None, embedding_model: Any = "minilm",
         max_context: KV positions per sequence (prompt + completion); None: the model's
             load(max_context=) for a path, its capacity for a loaded model.
         max_sequences: sequences the batched engine decodes at once (its KV slots).
+        device: where models given by name load ("gpu:N", "reference"; None: the default).
     """
     from .models.llm import ROLES
-    server = Server(model, embedding_model, max_queue, max_context, max_sequences)
+    server = Server(model, embedding_model, max_queue, max_context, max_sequences, device)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -14,10 +14,30 @@ _default: dict[str, Any] = {}
 
 def _wanted(name: str | None) -> str:
     name = name or os.environ.get("WEBRLX_DEVICE") or "default"
-    if name not in ("default", "gpu", "reference"):
-        raise ValueError(f"device(): unknown device {name!r}; use 'gpu', 'reference' or None "
-                         f"(also settable with WEBRLX_DEVICE)")
+    if name not in ("default", "gpu", "reference") and not (
+            name.startswith("gpu:") and name[4:].isdigit()):
+        raise ValueError(f"device(): unknown device {name!r}; use 'gpu', 'gpu:N' (the N-th "
+                         f"adapter), 'reference' or None (also settable with WEBRLX_DEVICE)")
     return name
+
+
+def _indexed_gpu(name: str) -> Any:
+    """device("gpu:N"): the N-th adapter of the default one's backend and type (natively)."""
+    if sys.platform == "emscripten":
+        raise ValueError(f"device({name!r}): the browser offers one adapter; use 'gpu'")
+    dev = _default.get(name)
+    if dev is not None and dev.lost is None:
+        return dev
+    from .wgpu_native import WgpuBackend, gpu_adapters
+    adapters = gpu_adapters()
+    index = int(name[4:])
+    if index >= len(adapters):
+        names = [a.info.get("device", "?") for a in adapters]
+        raise RuntimeError(f"device({name!r}): there are {len(adapters)} adapters of the "
+                           f"default adapter's kind ({names}); use gpu:0 .. "
+                           f"gpu:{len(adapters) - 1}")
+    dev = _default[name] = WgpuBackend(adapters[index])
+    return dev
 
 
 def _native_gpu() -> Any:
@@ -38,11 +58,15 @@ def device(name: str | None = None) -> Any:
 
     Args:
         name: None (default adapter; WEBRLX_DEVICE overrides), "gpu" (fail without one),
-            or "reference" (the numpy oracle).
+            "gpu:N" (the N-th adapter of the default one's backend and type, in the driver's
+            order: one GPU of several, as Ray's GPU ids number them), or "reference" (the
+            numpy oracle).
     """
     name = _wanted(name)
     if name == "reference":
         return _default.setdefault("reference", ReferenceDevice())
+    if name.startswith("gpu:"):
+        return _indexed_gpu(name)
     if "gpu" in _default and _default["gpu"].lost is None:
         return _default["gpu"]                     # (a lost device is replaced by a fresh one)
     if sys.platform == "emscripten":

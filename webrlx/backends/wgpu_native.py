@@ -73,6 +73,19 @@ def request_adapter(power_preference: str = "high-performance") -> Any:
     return wgpu.gpu.request_adapter_sync(power_preference=power_preference)
 
 
+def gpu_adapters() -> list[Any]:
+    """The adapters of the default adapter's backend and type (e.g. every NVIDIA GPU over
+    Vulkan), in the driver's enumeration order: what `device("gpu:N")` indexes."""
+    _quiet_xdg()
+    import wgpu
+    default = request_adapter()
+    if default is None:
+        return []
+    key = (default.info.get("backend_type"), default.info.get("adapter_type"))
+    return [a for a in wgpu.gpu.enumerate_adapters_sync()
+            if (a.info.get("backend_type"), a.info.get("adapter_type")) == key]
+
+
 class WgpuBackend(Backend):
     """The Backend contract over wgpu-py."""
 
