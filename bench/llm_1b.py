@@ -52,16 +52,16 @@ def config(shape: str) -> SimpleNamespace:
 
 
 def byte_vocab(n: int) -> dict[str, Any]:
-    """tokenizer.* metadata of n tokens: GPT-2's 256 byte characters, one merge, then Llama 3
-    style special tokens (llama.cpp needs as many tokens as the embedding has rows)."""
+    """tokenizer.* metadata of n tokens: GPT-2's 256 byte characters, one merge, Llama 3's
+    begin/end of text (control tokens), then filler tokens (normal: a tokenizer splits text
+    on control tokens; llama.cpp needs as many tokens as the embedding has rows)."""
     from webrlx.models.bpe import bytes_to_unicode
     chars = list(bytes_to_unicode().values())
-    specials = ["<|begin_of_text|>", "<|end_of_text|>"] + \
-        [f"<|reserved_special_token_{i}|>" for i in range(n - 256 - 1 - 2)]
-    tokens = chars + ["\u0120t"] + specials
+    filler = [f"<filler_{i}>" for i in range(n - 256 - 1 - 2)]
+    tokens = chars + ["\u0120t", "<|begin_of_text|>", "<|end_of_text|>"] + filler
     return {"model": "gpt2", "pre": "llama-bpe", "tokens": tokens, "merges": ["\u0120 t"],
-            "types": [1] * 257 + [3] * len(specials), "bos": 257, "eos": 258, "unk": 258,
-            "add_bos": False, "template": None}
+            "types": [1] * 257 + [3, 3] + [1] * len(filler), "bos": 257, "eos": 258,
+            "unk": 258, "add_bos": False, "template": None}
 
 
 def llama3_rope_freqs(cfg: SimpleNamespace) -> np.ndarray:
