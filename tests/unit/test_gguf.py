@@ -506,3 +506,25 @@ def test_path_and_bytes_load_alike(path: Path, ours: GGUFFile) -> None:
     assert np.shares_memory(raw, np.frombuffer(data, np.uint8))
     assert raw.tobytes() == data[info.offset : info.offset + info.nbytes]
     assert np.array_equal(raw, ours.tensor_bytes("blk.3.attn_v.weight"))
+
+
+def test_language_model_uploads_tensor_by_tensor(path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """llm.load of a path sets each weight, then drops that tensor's host pages; the params
+    still hold the file's bytes after (read back from the reference device)."""
+    from webrlx.models import llm
+    from webrlx.models.llama import weight_words
+    from webrlx.runtime.executable import Executable
+    events: list[tuple[str, str]] = []
+    set_params, release = Executable.set_params, GGUFFile.release
+    monkeypatch.setattr(Executable, "set_params", lambda self, params: (
+        events.extend(("set", n) for n in params), set_params(self, params))[-1])
+    monkeypatch.setattr(GGUFFile, "release", lambda self, name: (
+        events.append(("release", name)), release(self, name))[-1])
+    lm = llm.load(path, device="reference", max_context=64)
+    names = list(lm.graph.params)
+    assert events == [e for n in names for e in (("set", n), ("release", n))]
+    whole = load(path.read_bytes())
+    for name in ("blk.0.attn_q.weight", "token_embd.weight"):
+        np.testing.assert_array_equal(lm.executable.read_param(name),
+                                      weight_words(whole.tensor_bytes(name)))
