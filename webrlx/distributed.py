@@ -55,14 +55,29 @@ def _raise_if_strict(errors: list[str | None], ids: Any, strict: bool) -> None:
                        f"without it the row gets an '{ERROR}' column and the job goes on)")
 
 
+def gpu_for(ids: list[Any], adapters: int) -> str:
+    """The webrlx device ("gpu:N") of the first of the GPU ids Ray assigned a worker, when the
+    driver lists `adapters` adapters of the default kind. Vulkan drivers list every GPU of the
+    host whatever CUDA_VISIBLE_DEVICES says, in PCI order (CUDA's order with
+    CUDA_DEVICE_ORDER=PCI_BUS_ID): the id is the adapter index. A driver that lists only the
+    visible GPUs (as many adapters as ids) gets gpu:0."""
+    first = str(ids[0])
+    if not first.isdigit():
+        raise RuntimeError(f"actor_device(): Ray assigned GPU {first!r}, not an index; start "
+                           f"Ray with CUDA_VISIBLE_DEVICES as indices, or pass device='gpu:N'")
+    if int(first) < adapters:
+        return f"gpu:{first}"
+    if adapters == len(ids):
+        return "gpu:0"
+    raise RuntimeError(f"actor_device(): Ray assigned GPU {first} but the driver lists "
+                       f"{adapters} adapters; pass device='gpu:N'")
+
+
 def actor_device(device: str | None = None) -> str | None:
     """The webrlx device of this Ray worker: `device` when given; else, in an actor or task
-    that reserved GPUs (num_gpus >= 1), "gpu:N" for the first GPU id Ray assigned it
-    (ray.get_gpu_ids(), the same ids as CUDA_VISIBLE_DEVICES), so that two actors on a 2-GPU
-    host use different adapters; else None (the default adapter). Vulkan drivers ignore
-    CUDA_VISIBLE_DEVICES, so the id indexes webrlx's adapters of the default kind
-    (device("gpu:N")), which the driver lists in PCI order, as CUDA does with
-    CUDA_DEVICE_ORDER=PCI_BUS_ID."""
+    that reserved GPUs (num_gpus >= 1), the adapter of the first GPU id Ray assigned it
+    (ray.get_gpu_ids(), the ids of CUDA_VISIBLE_DEVICES; see gpu_for), so that two actors on
+    a 2-GPU host use different GPUs; else None (the default adapter)."""
     if device is not None:
         return device
     try:
@@ -72,11 +87,8 @@ def actor_device(device: str | None = None) -> str | None:
         return None
     if not ids:
         return None
-    first = str(ids[0])
-    if not first.isdigit():
-        raise RuntimeError(f"actor_device(): Ray assigned GPU {first!r}, not an index; start "
-                           f"Ray with CUDA_VISIBLE_DEVICES as indices, or pass device='gpu:N'")
-    return f"gpu:{first}"
+    from .backends.wgpu_native import gpu_adapters
+    return gpu_for(list(ids), len(gpu_adapters()))
 
 
 class Embedder:

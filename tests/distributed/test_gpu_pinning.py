@@ -1,7 +1,8 @@
 """Per-actor GPU pinning: device("gpu:N") picks the N-th adapter of the default one's kind (and
-names the count when there is no such adapter), and on a local Ray that declares 2 GPUs, two
-actors with num_gpus=1 each resolve their webrlx device from the GPU Ray assigned them
-(ray.get_gpu_ids(), CUDA_VISIBLE_DEVICES) to different adapters, gpu:0 and gpu:1."""
+names the count when there is no such adapter); gpu_for maps Ray's GPU ids to adapters (by
+index where the driver lists every GPU, gpu:0 where it lists only the visible one); and on a
+local Ray that declares 2 GPUs, two actors with num_gpus=1 get different GPU ids, each with its
+CUDA_VISIBLE_DEVICES, and resolve their device from them."""
 from __future__ import annotations
 
 import pytest
@@ -11,7 +12,7 @@ from webrlx.backends import auto
 from webrlx.backends.wgpu_native import gpu_adapters
 
 ray = pytest.importorskip("ray")
-from webrlx.distributed import actor_device  # noqa: E402
+from webrlx.distributed import actor_device, gpu_for  # noqa: E402
 
 
 def test_indexed_adapter_and_its_errors():
@@ -26,6 +27,16 @@ def test_indexed_adapter_and_its_errors():
     with pytest.raises(ValueError, match="'gpu:N'"):
         wr.device("gpu:x")
     assert auto.device("reference").info.name != dev.info.name
+
+
+def test_gpu_ids_to_adapters():
+    assert [gpu_for([i], 2) for i in (0, 1)] == ["gpu:0", "gpu:1"]    # every GPU listed
+    assert gpu_for(["1"], 8) == "gpu:1"
+    assert gpu_for([1], 1) == "gpu:0"             # the driver lists only the visible GPU
+    with pytest.raises(RuntimeError, match="lists 2 adapters"):
+        gpu_for([3], 2)
+    with pytest.raises(RuntimeError, match="not an index"):
+        gpu_for(["GPU-5f3e"], 2)
 
 
 def test_outside_ray_and_explicit_devices_pass_through():
@@ -48,9 +59,10 @@ def test_two_actors_get_the_gpus_ray_assigned(monkeypatch):
 
         actors = [Probe.remote() for _ in range(2)]
         got = ray.get([a.where.remote() for a in actors])
-        assert sorted(d for d, _, _ in got) == ["gpu:0", "gpu:1"]
+        assert sorted(str(ids[0]) for _, ids, _ in got) == ["0", "1"]
+        n = len(gpu_adapters())
         for d, ids, visible in got:
-            assert d == f"gpu:{ids[0]}" and visible == str(ids[0])
+            assert visible == str(ids[0]) and d == gpu_for(ids, n)
 
         @ray.remote(num_gpus=0, num_cpus=0)
         def cpu_task() -> str | None:
