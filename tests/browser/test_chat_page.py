@@ -72,7 +72,7 @@ def test_chat_page_streams_stops_and_starts_over(chromium: Any, web_server: str)
         # The load went through its phases, with bytes while downloading.
         assert any(re.search(r"Downloading the model \| [\d.]+ of [\d.]+ MB", s)
                    for s in statuses), statuses[:20]
-        assert any(s.startswith("Step 4 of 4: Compiling") for s in statuses), statuses[:20]
+        assert any(s.startswith("Step 5 of 5: Compiling") for s in statuses), statuses[:20]
         assert adapter.strip() and "navigator.gpu" in page.inner_text("#adapter")
         assert page.evaluate(BUTTONS) == [False, True, True]     # nothing to clear yet
 
