@@ -6,6 +6,7 @@ import pytest
 
 import webrlx as wr
 from webrlx.backends.base import DeviceInfo
+from webrlx.compiler import smat
 from webrlx.compiler.lower import lower
 from webrlx.compiler.lower_matmul import regs_slots, tiled_db_slots, tiled_slots, wide_slots
 from webrlx.compiler.memory import lifetimes, peak_live_bytes, plan_memory
@@ -121,6 +122,7 @@ def test_every_shader_renders_without_unknown_slots():
                          **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
                             wide_slots() if name == "matmul/matmul_wide" else
                             tiled_db_slots() if name == "matmul/matmul_tiled_db" else
+                            smat.slots(smat.SHAPES[0]) if name == "matmul/matmul_smat" else
                             tiled_slots(1)))
             assert "{{" not in out and "@compute" in out
 
