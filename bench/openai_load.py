@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import socket
 import sys
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "url": args.url or "127.0.0.1 (started here)", "max_tokens": args.max_tokens,
         "requests_per_client": args.requests, "levels": rows,
         "setup_s": round(setup_s, 1), "python": platform.python_version(),
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "command": "python bench/openai_load.py " + " ".join(argv or sys.argv[1:])}
     if app is not None:
         srv = app.state.server

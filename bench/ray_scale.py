@@ -73,7 +73,7 @@ def run_embed(args: argparse.Namespace) -> dict[str, Any]:
             return {"id": out["id"], "ok": np.array([e is None for e in out["error"]]),
                     "norm": np.linalg.norm(out["embedding"], axis=1),
                     "pid": np.full(n, os.getpid()), "t0": np.full(n, t0),
-                    "t1": np.full(n, time.time()), "device": np.array([self.device] * n,
+                    "t1": np.full(n, time.time()), "device": np.array([str(self.device)] * n,
                                                                        dtype=object)}
 
     import pandas as pd
@@ -168,7 +168,8 @@ def run_serve(args: argparse.Namespace) -> dict[str, Any]:
     app = wd.serve_app(args.model, args.replicas, num_gpus=1 if args.gpus else 0,
                        embedding_model=None, max_queue=args.max_queue,
                        max_context=args.max_context, max_sequences=args.max_sequences)
-    serve.run(app, route_prefix="/")
+    serve.start(http_options={"host": "127.0.0.1", "port": 8000})
+    serve.run(app)
     setup = time.time() - t0
     url = "http://127.0.0.1:8000"
     try:
