@@ -4,7 +4,8 @@ straight to a GGUF F16 by our converter (tools/make_llm_fixtures.write_file: con
 only, no download), quantized to Q4_K_M by llama.cpp's quantizer, then in one run on that file:
 webrlx's greedy decode tok/s (--new tokens after an 11-token prompt, EOS ignored) and a
 --prefill-token prefill (best of 3) beside llama.cpp Vulkan; the Engine's aggregate decode
-tok/s at 1 and 8 sequences; GPU bytes of the weights vs the file's tensor bytes; peak host
+tok/s at 1 and 8 sequences; GPU bytes of the weights vs the file's tensor bytes (the
+LanguageModel's, and with the batched Engine's beside); peak host
 RSS while loading (a child process: VmHWM after the weights are on the device) vs the file
 size. Prints JSON.
 
@@ -133,13 +134,20 @@ def rss_child(path: str) -> dict[str, Any]:
     """In this (child) process: load the model, its weights onto the device, and read the
     peak RSS (VmHWM) against the RSS before loading (device acquired, modules imported)."""
     import webrlx as wr
-    from webrlx.models import llm
+    from webrlx.models import gguf, llm
 
     def status(key: str) -> int:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
         raise KeyError(key)
+    trace: list[tuple[int, str]] = []           # RSS (MB) after each tensor's upload
+    release = gguf.GGUFFile.release
+
+    def traced(self: gguf.GGUFFile, name: str) -> None:
+        release(self, name)
+        trace.append((status("VmRSS") >> 20, name))
+    gguf.GGUFFile.release = traced              # type: ignore[method-assign]
     dev = wr.device()
     dev.info                                    # noqa: B018 - the adapter is opened
     before = status("VmRSS")
@@ -148,7 +156,9 @@ def rss_child(path: str) -> dict[str, Any]:
     eng = lm.executable.engine                  # the weights are uploaded here
     load_s = time.perf_counter() - t
     return {"rss_before_load": before, "peak_rss": status("VmHWM"), "rss_after_load":
-            status("VmRSS"), "load_s": load_s, "params": len(eng.param_bufs)}
+            status("VmRSS"), "load_s": load_s, "params": len(eng.param_bufs),
+            "rss_mb_max_after_a_tensor": max(trace, default=None),
+            "rss_mb_after_each_tensor": [mb for mb, _ in trace]}
 
 
 def measure_rss(path: Path) -> dict[str, Any]:
@@ -198,6 +208,9 @@ def webrlx_run(path: Path, prompt: list[int], prefill: list[int], new: int,
                       "ratio": gpu / tensor_bytes,
                       "tensor_types": dict(Counter(i.type for i in infos.values()))}
     eng = Engine(lm, max_sequences=max(sizes), max_context=context)
+    bufs = {id(b): int(b.size) for e in (lm.executable.engine, eng.executable.engine)
+            for b in e.param_bufs.values()}
+    res["weights"]["gpu_bytes_with_engine"] = sum(bufs.values())    # one copy if shared
     rows = []
     for n in sizes:
         run_batch(eng, n, 4)                    # compiles the plans of n live sequences
