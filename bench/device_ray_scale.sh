@@ -29,7 +29,6 @@ pack)
   python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform any -d .ray/wh "ray[data,serve]==2.60.0"
-  rm -f .ray/wh/numpy-*.whl                      # the GPU machine has numpy (torch's)
   rm -rf .ray/mlm && mkdir -p .ray/mlm
   mlm=$(python3 -c "from webrlx.models.assets import minilm_dir; print(minilm_dir())")
   cp -r "$mlm"/* .ray/mlm/
