@@ -120,8 +120,10 @@ class Embedder:
 
 
 class Generator:
-    """A Ray Data callable class: one GGUF language model on this actor's device, one sequence
-    at a time; a batch of prompts in, `completion` and `error` columns out."""
+    """A Ray Data callable class: one GGUF language model on this actor's device; a batch of
+    prompts in, `completion` and `error` columns out. The batch's prompts are decoded together
+    on the batched engine (LanguageModel.generate_batch), or one at a time with a repetition
+    penalty (the engine has none)."""
 
     def __init__(self, model: str, prompt_column: str = "prompt", chat: bool = False,
                  max_new_tokens: int = 128, sampling: dict[str, Any] | None = None,
@@ -151,8 +153,16 @@ class Generator:
                                  f"{self.max_new_tokens} new > {self.lm.capacity}")
         _raise_if_strict(errors, batch[ID], self.strict)
         out: list[str | None] = [None] * len(prompts)
-        for i, row_ids in enumerate(ids):
-            if errors[i] is None and row_ids is not None:
+        good = {i: row_ids for i, row_ids in enumerate(ids)
+                if errors[i] is None and row_ids is not None}
+        if good and self.sampling.get("repetition_penalty", 1.0) == 1.0:
+            from .models.llm import Sampling
+            texts = self.lm.generate_batch(list(good.values()), self.max_new_tokens,
+                                           Sampling(**self.sampling))
+            for i, text in zip(good, texts):
+                out[i] = text
+        else:
+            for i, row_ids in good.items():
                 out[i] = self.lm.generate(row_ids, self.max_new_tokens, **self.sampling)
         return {**batch, COMPLETION: np.array(out, dtype=object),
                 ERROR: np.array(errors, dtype=object)}
@@ -215,8 +225,8 @@ def generate(dataset: Any, model: str | os.PathLike[str], *, prompt_column: str 
              num_cpus: float = 1,
              strict: bool = False, device: str | None = None, max_context: int | None = None,
              max_restarts: int = -1, max_task_retries: int = -1) -> Any:
-    """Return `dataset` with `completion` and `error` columns (one sequence at a time per
-    actor: webrlx has no batched decoding engine yet).
+    """Return `dataset` with `completion` and `error` columns (each actor decodes a batch's
+    prompts together on the batched engine; one at a time with a repetition penalty).
 
     Args:
         dataset: a ray.data.Dataset with a prompt column (and optionally `id`).
