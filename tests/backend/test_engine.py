@@ -90,6 +90,15 @@ def eng(backend):
     return Engine(lm, max_sequences=4, max_context=64)
 
 
+def test_engine_shares_the_model_weights(eng):
+    """On a GPU the engine binds the model's weight buffers: one device copy of each."""
+    if eng.executable.device.name == "reference":
+        pytest.skip("the reference device holds numpy arrays, no device buffers")
+    mine = eng.executable.engine.param_bufs
+    theirs = eng.lm.executable.engine.param_bufs
+    assert mine and all(mine[n] is theirs[n] for n in mine)
+
+
 @pytest.fixture(scope="module")
 def alone(eng):
     """Each prompt's greedy tokens run alone (a batch of one)."""

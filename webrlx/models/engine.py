@@ -183,7 +183,11 @@ class Engine:
         graph, outputs = build_batched(cfg, self.lm.tensor_infos, self.max_sequences, ctx)
         self.executable = compile(graph, outputs=outputs, device=self.lm.device,
                                   max_plans=self.max_sequences + 8)
-        self.executable.set_params({n: self.lm.executable._params[n] for n in graph.params})
+        # the model's device copies of the weights where it has them (one copy on the GPU)
+        shared = set(self.executable.share_params(self.lm.executable))
+        rest = {n: self.lm.executable._params[n] for n in graph.params if n not in shared}
+        if rest:
+            self.executable.set_params(rest)
         self.executable.reset_states(["tokens"])
         self.seqs = {}
         self.steps = 0
