@@ -5,7 +5,8 @@
 #   part     carry .ortg/ortg.partNN (56 MiB parts of the wheel): copied to /tmp/ortg
 #   run      carry .gl .whl .dawn/snap.tar.xz and the last part: install the wheel into
 #            /tmp/ortg/site (ahead of the machine's onnxruntime), then
-#            bench/device_onnx_minilm.py from the committed snapshot, into $OUT
+#            bench/device_onnx_minilm.py then bench/device_onnx_vit.py (ViT-B/16 shape,
+#            batches $VIT_BATCHES, default 1,8) from the committed snapshot, into $OUT
 # Making the parts here:
 #   pip download onnxruntime-gpu==1.31.1 --no-deps --python-version 312 --only-binary=:all: -d W
 #   split -b 56m -d W/onnxruntime_gpu-*.whl .ortg/ortg.part
@@ -27,5 +28,6 @@ run)
   export PYTHONPATH="$O/site:$HOME/site:$O/snap"
   cd $O/snap && python3 -c "import torch, onnxruntime as o; print(o.__version__, o.get_available_providers())"
   python3 bench/device_onnx_minilm.py --shapes ${SHAPES:-1x128,32x128} --out $OUT/ort-gpu-minilm.json
+  python3 bench/device_onnx_vit.py --batches ${VIT_BATCHES:-1,8} --out $OUT/ort-gpu-vit.json
   ;;
 esac

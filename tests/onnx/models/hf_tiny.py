@@ -30,7 +30,13 @@ def vit(out: Path = OUT / "vit.onnx") -> Path:
     torch.manual_seed(0)
     cfg = ViTConfig(image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2,
                     num_attention_heads=4, intermediate_size=128, attn_implementation="eager")
-    model = ViTModel(cfg, add_pooling_layer=False)
+    return export_vit(ViTModel(cfg, add_pooling_layer=False), out)
+
+
+def export_vit(model: Any, out: Path) -> Path:
+    """Export a ViTModel (built with eager attention) as pixel_values (dynamic batch) ->
+    last_hidden_state; bench/device_onnx_vit.py exports its 224x224 ViT with this too."""
+    import torch
 
     class Wrap(torch.nn.Module):
         def __init__(self) -> None:
@@ -39,9 +45,10 @@ def vit(out: Path = OUT / "vit.onnx") -> Path:
 
         def forward(self, pixel_values):  # noqa: ANN001, ANN201
             return self.m(pixel_values=pixel_values).last_hidden_state
-    return _export(Wrap(), (torch.randn(2, 3, 32, 32),), out, ["pixel_values"],
-                   ["last_hidden_state"], {"pixel_values": {0: "batch"},
-                                           "last_hidden_state": {0: "batch"}})
+    cfg = model.config
+    example = torch.randn(2, cfg.num_channels, cfg.image_size, cfg.image_size)
+    return _export(Wrap(), (example,), out, ["pixel_values"], ["last_hidden_state"],
+                   {"pixel_values": {0: "batch"}, "last_hidden_state": {0: "batch"}})
 
 
 def clip(out: Path = OUT / "clip.onnx") -> Path:
