@@ -117,6 +117,12 @@ class PortInUseError(OSError):
 class _Server(http.server.ThreadingHTTPServer):
     allow_reuse_port = False   # never share a port with a running server: it must be an error
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet when a page stops a download (chat.html refusing a model from its header);
+        print other errors as the standard server does."""
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
 
 def make_server(routes: dict[str, Path], config: dict[str, str], port: int = SERVE_PORT
                 ) -> http.server.ThreadingHTTPServer:
