@@ -63,13 +63,30 @@ def _model(mask_kind: str, scale_kind: str) -> tuple[bytes, dict[str, np.ndarray
         feeds["b"] = np.tril(np.ones((L, L), bool))
         nodes += [_c("zero", np.float32(0)), _c("ninf", np.float32(-np.inf)),
                   helper.make_node("Where", ["b", "zero", "ninf"], ["add_mask"])]
+    elif mask_kind == "from_shapes":     # transformers 5's ViT: an all-keep mask made of shapes
+        nodes += [helper.make_node("Shape", ["q"], ["qshape"]), _c("i2", np.array([2], np.int64)),
+                  helper.make_node("Gather", ["qshape", "i2"], ["len"], axis=0),
+                  _c("z", np.array([0], np.int64)), _c("one1", np.array([1], np.int64)),
+                  helper.make_node("Concat", ["one1", "one1", "one1", "len"], ["mshape"], axis=0),
+                  helper.make_node("ConstantOfShape", ["mshape"], ["ones_i"],
+                                   value=numpy_helper.from_array(np.array([1], np.int64))),
+                  helper.make_node("GreaterOrEqual", ["ones_i", "z"], ["keep_all"]),
+                  _c("zero", np.float32(0)), _c("fmin", np.float32(np.finfo(np.float32).min)),
+                  helper.make_node("Where", ["keep_all", "zero", "fmin"], ["add_mask"])]
+    elif mask_kind == "const_pad":       # a key-padding mask as an initializer-like constant
+        m = np.zeros((1, 1, 1, L), np.float32)
+        m[..., 5:] = np.finfo(np.float32).min
+        nodes += [_c("add_mask", m)]
     if mask_kind in ("one_minus", "where"):
         inputs.append(helper.make_tensor_value_info("m", TensorProto.INT64, [B, L]))
         feeds["m"] = pad
     if mask_kind != "none":
         nodes.append(helper.make_node("Add", ["scores", "add_mask"], ["masked"]))
         logits = "masked"
-    nodes += [helper.make_node("Softmax", [logits], ["p"], axis=-1),
+    nodes += [helper.make_node("Softmax", [logits], ["p0"], axis=-1),
+              # as transformers 5 exports: casts to the same type between softmax and @ v
+              helper.make_node("Cast", ["p0"], ["p1"], to=F),
+              helper.make_node("Cast", ["p1"], ["p"], to=F),
               helper.make_node("MatMul", ["p", "v"], ["y"])]
     g = helper.make_graph(nodes, "attn", inputs,
                           [helper.make_tensor_value_info("y", F, [B, H, L, D])])
@@ -80,6 +97,7 @@ def _model(mask_kind: str, scale_kind: str) -> tuple[bytes, dict[str, np.ndarray
 @pytest.mark.parametrize("mask_kind, scale_kind, fused", [
     ("none", "div", True), ("one_minus", "div", True), ("where", "mul", True),
     ("one_minus", "mul_both", True), ("causal_float", "div", False), ("bool_2d", "mul", False),
+    ("from_shapes", "mul", True), ("const_pad", "div", True),
 ])
 def test_attention_pattern(mask_kind: str, scale_kind: str, fused: bool) -> None:
     data, feeds = _model(mask_kind, scale_kind)

@@ -1,9 +1,15 @@
 """Graph patterns imported ONNX models spell out node by node, recognized on the webrlx Graph
-and rebuilt as the fused op a hand-built model uses. `fused_attention`: softmax(q @ k^T * scale
-+ mask) @ v -> the attention op, where mask is a key-padding mask ((1 - m) * -big, or
-where(m, 0, -big)), as BERT-style exports write it. `erf_gelu`: x * 0.5 * (1 + erf(x / sqrt 2))
--> the gelu op (which a matmul epilogue then absorbs). `merge_sibling_matmuls`: the q, k, v
-projections of one input -> one wide MatMul (+ bias) and Slices, before import."""
+and rebuilt as the fused op a hand-built model uses.
+
+- `fused_attention`: softmax(q @ k^T * scale + mask) @ v -> the attention op, where mask is a
+  key-padding mask ((1 - m) * -big, or where(m, 0, -big)) as BERT-style exports write it, or
+  such a mask folded to a constant on the host (transformers 5's ViT export adds an all-zero
+  one built from shapes); also with torch's where(isnan(p), 0, p) of its
+  scaled_dot_product_attention export.
+- `erf_gelu`: x * 0.5 * (1 + erf(x / sqrt 2)) -> the gelu op (which a matmul epilogue then
+  absorbs).
+- `merge_sibling_matmuls`: the q, k, v projections of one input -> one wide MatMul (+ bias)
+  and Slices, before import."""
 from __future__ import annotations
 
 from typing import Any
@@ -62,7 +68,12 @@ def _keep_mask(m: Tensor, batch: Any, kv: Any) -> Tensor | None:
     """The (batch, kv) int32 keep-mask (1 = attend) equal to additive mask m, else None."""
     n = m.node
     keep: Tensor | None = None
-    if n.op == "where":
+    const = _const(m)
+    if const is not None:           # folded on the host: 0 keeps a key, <= BIG_NEGATIVE drops it
+        if not np.all((const == 0) | (const <= BIG_NEGATIVE)):
+            return None
+        keep = Tensor(m.graph, m.graph.add_constant((const == 0).astype(np.int32)).id)
+    elif n.op == "where":
         cond, a, b = (_arg(m, i) for i in range(3))
         va, vb = _scalar(a), _scalar(b)
         if va == 0.0 and vb is not None and vb <= BIG_NEGATIVE:
@@ -111,9 +122,25 @@ def _key(kt: Tensor) -> Tensor:
     return kt.permute(0, 1, 3, 2)
 
 
+def _unless_nan(p: Tensor) -> Tensor:
+    """x when p = where(isnan(x), 0, x) (isnan as x != x), else p."""
+    n = p.node
+    if n.op != "where" or len(n.inputs) != 3 or n.inputs[2] == n.inputs[0]:
+        return p
+    cond, zero, x = (_arg(p, i) for i in range(3))
+    c = cond.node
+    if _scalar(zero) == 0.0 and c.op == "ne" and list(c.inputs) == [x.id, x.id] and \
+            tuple(x.shape) == tuple(p.shape):
+        return x
+    return p
+
+
 def fused_attention(p: Tensor, v: Tensor) -> Tensor | None:
     """p @ v as the attention op when p = softmax(q @ kt * scale [+ mask]) over the last axis
-    with q, k, v of one (batch, heads) and float32; None when p is anything else."""
+    with q, k, v of one (batch, heads) and float32; None when p is anything else. p may also
+    be where(isnan(s), 0, s) of such a softmax s (torch's export of scaled_dot_product_attention
+    zeroes the rows whose keys are all masked so; the attention kernels give those rows 0)."""
+    p = _unless_nan(p)
     sm = p.node
     if sm.op != "softmax" or len(p.shape) != 4 or sm.attrs.get("axis") not in (3, -1) \
             or p.dtype.name != "float32" or v.dtype.name != "float32" or len(v.shape) != 4:
@@ -136,7 +163,7 @@ def fused_attention(p: Tensor, v: Tensor) -> Tensor | None:
             or v.shape[3] != d:
         return None
     mask = None
-    if masks:
+    if masks and _scalar(masks[0]) != 0.0:     # an all-zero constant mask hides nothing
         mask = _keep_mask(masks[0], batch, kv)
         if mask is None:
             return None
