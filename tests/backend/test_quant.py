@@ -169,6 +169,40 @@ def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
             assert all(n_.endswith(f"_{tpr}") for n_ in exe.plan({}).ran), exe.plan({}).ran
 
 
+@pytest.mark.parametrize("s", [1, 5])
+def test_fused_gemv_rope_with_frequency_factors(backend, s, monkeypatch):
+    """Llama 3's rope (frequency factors: llama.cpp's rope_freqs) fuses into the q and k
+    GEMVs with the cache write; q and the cache match the reference's unfused rope."""
+    from webrlx.backends.reference import ReferenceDevice
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    fmt, k, hd, heads, kv, cap = "q8_0", 256, 16, 4, 2, 32
+    factors = tuple(float(f) for f in np.linspace(1.0, 32.0, hd // 2))
+    arrays = {"wq": qweight(fmt, heads * hd, k, seed=2)[0],
+              "wk": qweight(fmt, kv * hd, k, seed=3)[0], "g": rand(k, seed=5) + 1.5}
+    g = wr.Graph()
+    x = g.input("x", (1, s, k))
+    pos = g.input("pos", (1,), "int32")
+    p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
+    h = nn.rms_norm(x, p["g"], 1e-5)
+    q = nn.rope(nn.qlinear(h, p["wq"], fmt, heads * hd, k).reshape(1, -1, heads, hd), pos,
+                500000.0, factors=factors)
+    kr = nn.rope(nn.qlinear(h, p["wk"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos,
+                 500000.0, factors=factors)
+    outs = [q * 1.0, nn.cache_write(g.state("kc", (1, kv, cap, hd)), kr, pos) * 1.0]
+    exe = wr.compile(g, outputs=outs, device=backend)
+    ref = wr.compile(g, outputs=outs, device=ReferenceDevice())
+    for e in (exe, ref):
+        e.set_params(arrays)
+    for start in (0, 21):
+        feeds = {"x": rand(1, s, k, seed=start), "pos": np.array([start], np.int32)}
+        for got, want in zip(exe.run(feeds), ref.run(feeds)):
+            np.testing.assert_allclose(got, want, rtol=0, atol=3e-4)
+    if backend.name != "reference":
+        names = {c.name.rsplit("_", 1)[0] for c in exe.plan({}).program.calls}
+        assert {"qgemv[rms_norm+rope]", "qgemv[rms_norm+rope+cache]"} <= names, names
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("s,shape", [(s, sh) for s in (1, 5, 40)
                                      for sh in ((8, 1, 1), (1, 8, 1), (2, 4, 1), (4, 1, 2),

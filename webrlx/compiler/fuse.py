@@ -173,17 +173,17 @@ def _qgemv_epilogue(s: _Scan, n: Node) -> None:
 
 
 def _rope_cache(s: _Scan, cur: int, q: QGemv) -> int:
-    """qmatmul -> reshape (B, S, heads, hd) -> [interleaved rope without frequency factors]
-    -> [cache_write]: the GEMV rotates its output pairs and writes the KV cache itself (not
-    for per-row positions and slots, pos (2, B)). Returns the new last node."""
+    """qmatmul -> reshape (B, S, heads, hd) -> [interleaved rope, Llama 3's frequency factors
+    too (they are in its table)] -> [cache_write]: the GEMV rotates its output pairs and
+    writes the KV cache itself (not for per-row positions and slots, pos (2, B)). Returns the
+    new last node."""
     r = s.only_user(cur)
     if r is None or s.nodes[r].op != "reshape" or len(s.shapes[r]) != 4 or \
             s.shapes[r][-1] % 2 or s.shapes[r][2] * s.shapes[r][3] != s.shapes[cur][-1]:
         return cur
     chain, nxt = [r], s.only_user(r)
     if nxt is not None and s.nodes[nxt].op == "rope" and s.nodes[nxt].inputs[0] == r and \
-            s.nodes[nxt].attrs.get("interleaved") and not s.nodes[nxt].attrs.get("factors") \
-            and len(s.shapes[s.nodes[nxt].inputs[1]]) == 1:
+            s.nodes[nxt].attrs.get("interleaved") and len(s.shapes[s.nodes[nxt].inputs[1]]) == 1:
         q.rope, chain, nxt = nxt, chain + [nxt], s.only_user(nxt)
     if nxt is not None and s.nodes[nxt].op == "cache_write" and \
             s.nodes[nxt].inputs[1] == chain[-1] and s.nodes[nxt].inputs[0] != chain[-1] and \

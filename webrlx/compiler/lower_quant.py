@@ -104,7 +104,8 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
                 "g": L.buf(prologue[1]) if prologue else L.dummy(2),
                 "res": L.buf(q.res) if q.res is not None else L.dummy(3),
                 "pos": L.buf(pos) if pos is not None else L.dummy(4),
-                "freq": rope_freq(L, heads[-1], rope.attrs["base"]) if rope else L.dummy(5),
+                "freq": rope_freq(L, heads[-1], rope.attrs["base"], rope.attrs.get("factors", ()))
+                if rope else L.dummy(5),
                 "out": out}
     params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k),
               "eps": prologue[2] if prologue else 0.0, "hd": heads[-1], "S": heads[1],
