@@ -259,7 +259,8 @@ def test_queue_limit_429_and_disconnect_frees_the_slot(lm):
                     err = is_openai_error(busy, 429)
                     assert err["type"] == "requests" and err["code"] == "rate_limit_exceeded"
                     a.close()                            # hang up mid-stream
-                    assert first_text(q.iter_lines())    # the queued one got a's slot
+                    q_lines = q.iter_lines()             # (held: a dropped iterator hangs up)
+                    assert first_text(q_lines)           # the queued one got a's slot
                     assert worker.engine.steps < long_tokens   # before any could finish
                     assert srv.server.dropped == 1
             assert wait_for(lambda: srv.server.in_flight == 0 and worker.engine.live == 0)
@@ -267,7 +268,8 @@ def test_queue_limit_429_and_disconnect_frees_the_slot(lm):
             steps = worker.engine.steps
             with c.stream("POST", "/v1/completions", json=long) as a, \
                     c.stream("POST", "/v1/completions", json=long) as b:
-                assert first_text(a.iter_lines()) and first_text(b.iter_lines())
+                a_lines, b_lines = a.iter_lines(), b.iter_lines()
+                assert first_text(a_lines) and first_text(b_lines)
                 assert worker.engine.live == 2 and not worker.waiting
                 assert worker.engine.steps - steps < long_tokens
             r = c.post("/v1/completions", json={"prompt": PROMPTS[0], "max_tokens": TOKENS})
