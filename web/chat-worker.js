@@ -209,7 +209,7 @@ async function resolveModelURL(url) {
 }
 
 const phase = (name, message) => postMessage({ type: "phase", phase: name, message });
-const HEADER_START = 1 << 20;        // bytes read first for the header (more if it needs them)
+const HEADER_START = 1 << 15;   // bytes read first for the header (doubled while it needs more)
 
 async function boot({ config, stopFlag: flag }) {
   stopFlag = flag ?? null;
@@ -232,14 +232,15 @@ async function boot({ config, stopFlag: flag }) {
 async function inspect(source) {
   let want = HEADER_START;
   for (;;) {
-    modelBytes = await source.prefix(want);
-    pyodide.globals.set("FILE_SIZE", source.size || modelBytes.length);
+    const prefix = await source.prefix(want);
+    modelBytes = prefix;                           // Python takes it (take_model)
+    pyodide.globals.set("FILE_SIZE", source.size || prefix.length);
     pyodide.globals.set("FILE_NAME", source.name);
     const result = JSON.parse(await runPython(pyodide, HEADER));
     if (!result.need) return result.info;
-    if (modelBytes.length >= (source.size || modelBytes.length)) {
+    if (prefix.length >= (source.size || prefix.length)) {
       throw new Error(`${source.name}: the header needs ${result.need} bytes, the file has ` +
-                      `${modelBytes.length}`);
+                      `${prefix.length}`);
     }
     want = Math.max(result.need, 2 * want);
   }

@@ -5,7 +5,8 @@ One page (Pyodide booted once) opens, in turn: a GGUF of an unknown architecture
 error is shown), a llama GGUF whose token_embd header claims 2.3 GB (refused with the adapter's
 limits before the download: the file on disk is sparse, the server would stream all of it),
 then each family's Q8_0 fixture of tests/backend/test_llm_families.py (the first through the
-file input, the rest by URL). For each family the model's header is shown before it loads,
+file input, the rest by URL; the gpt2-vocabulary headers run past the worker's first 32 KiB,
+so its header loop reads twice). For each family the model's header is shown before it loads,
 then in completion mode the prompt ids and the greedy tokens equal transformers' (the native
 family test's references, up to the first end-of-sequence token, where the page stops).
 
