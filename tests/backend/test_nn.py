@@ -105,6 +105,23 @@ def test_attention_mask_many_rows(backend):
           rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("lq", [5, 40, 130])
+def test_attention_fully_masked_rows_are_zero(backend, lq):
+    """A batch row whose keys are all masked gives 0 (softmax over no key is NaN in numpy's
+    formula; every kernel and the reference zero it, as torch's scaled_dot_product_attention
+    export does with where(isnan(p), 0, p), which webrlx.onnx fuses into this op)."""
+    mask = np.ones((2, lq), np.int32)
+    mask[0] = 0
+    mask[1, lq // 2:] = 0
+
+    def want(q, k, v, m):
+        with np.errstate(invalid="ignore"):
+            return np.nan_to_num(_attn(q, k, v, m), nan=0.0)
+    check(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m), want,
+          rand(2, 2, lq, 32), rand(2, 2, lq, 32, seed=1), rand(2, 2, lq, 32, seed=2), mask,
+          rtol=1e-4, atol=1e-5)
+
+
 def _conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape

@@ -46,15 +46,19 @@ def _model(mask_kind: str, scale_kind: str) -> tuple[bytes, dict[str, np.ndarray
                   helper.make_node("Sub", ["one", "mf"], ["inv"]),
                   _c("big", np.float32(-10000.0)), helper.make_node("Mul", ["inv", "big"],
                                                                     ["add_mask"])]
-    elif mask_kind == "where":           # torch's sdpa mask: where(ones(q) & m != 0, 0, min)
+    elif mask_kind in ("where", "sdpa"):  # torch's sdpa mask: where(ones(q) & m != 0, 0, min)
         nodes += [_c("axes", np.array([1, 2], np.int64)),
                   helper.make_node("Unsqueeze", ["m", "axes"], ["m4"]), _c("zero_i", np.int64(0)),
                   helper.make_node("Equal", ["m4", "zero_i"], ["is0"]),
                   helper.make_node("Not", ["is0"], ["keep"]),
                   _c("rows", np.ones((1, 1, L, 1), bool)),
                   helper.make_node("And", ["rows", "keep"], ["keep_all"]),
-                  _c("zero", np.float32(0)), _c("fmin", np.float32(np.finfo(np.float32).min)),
+                  _c("zero", np.float32(0)),
+                  _c("fmin", np.float32(np.finfo(np.float32).min if mask_kind == "where"
+                                        else -np.inf)),
                   helper.make_node("Where", ["keep_all", "zero", "fmin"], ["add_mask"])]
+        if mask_kind == "sdpa":          # -inf: a batch row with every key masked
+            pad[0] = 0
     elif mask_kind == "causal_float":    # a float (q, k) mask input: not a padding mask
         inputs.append(helper.make_tensor_value_info("add_mask", F, [L, L]))
         feeds["add_mask"] = np.triu(np.full((L, L), -1e9, np.float32), 1)
@@ -77,15 +81,19 @@ def _model(mask_kind: str, scale_kind: str) -> tuple[bytes, dict[str, np.ndarray
         m = np.zeros((1, 1, 1, L), np.float32)
         m[..., 5:] = np.finfo(np.float32).min
         nodes += [_c("add_mask", m)]
-    if mask_kind in ("one_minus", "where"):
+    if mask_kind in ("one_minus", "where", "sdpa"):
         inputs.append(helper.make_tensor_value_info("m", TensorProto.INT64, [B, L]))
         feeds["m"] = pad
     if mask_kind != "none":
         nodes.append(helper.make_node("Add", ["scores", "add_mask"], ["masked"]))
         logits = "masked"
-    nodes += [helper.make_node("Softmax", [logits], ["p0"], axis=-1),
-              # as transformers 5 exports: casts to the same type between softmax and @ v
-              helper.make_node("Cast", ["p0"], ["p1"], to=F),
+    nodes.append(helper.make_node("Softmax", [logits], ["sm" if mask_kind == "sdpa" else "p0"],
+                                  axis=-1))
+    if mask_kind == "sdpa":              # torch's sdpa export: where(isnan(p), 0, p)
+        nodes += [helper.make_node("IsNaN", ["sm"], ["nan"]), _c("zero_p", np.float32(0)),
+                  helper.make_node("Where", ["nan", "zero_p", "sm"], ["p0"])]
+    # as transformers 5 exports: casts to the same type between softmax and @ v
+    nodes += [helper.make_node("Cast", ["p0"], ["p1"], to=F),
               helper.make_node("Cast", ["p1"], ["p"], to=F),
               helper.make_node("MatMul", ["p", "v"], ["y"])]
     g = helper.make_graph(nodes, "attn", inputs,
@@ -97,7 +105,7 @@ def _model(mask_kind: str, scale_kind: str) -> tuple[bytes, dict[str, np.ndarray
 @pytest.mark.parametrize("mask_kind, scale_kind, fused", [
     ("none", "div", True), ("one_minus", "div", True), ("where", "mul", True),
     ("one_minus", "mul_both", True), ("causal_float", "div", False), ("bool_2d", "mul", False),
-    ("from_shapes", "mul", True), ("const_pad", "div", True),
+    ("from_shapes", "mul", True), ("const_pad", "div", True), ("sdpa", "mul_both", True),
 ])
 def test_attention_pattern(mask_kind: str, scale_kind: str, fused: bool) -> None:
     data, feeds = _model(mask_kind, scale_kind)
@@ -105,8 +113,9 @@ def test_attention_pattern(mask_kind: str, scale_kind: str, fused: bool) -> None
     graph, _, _ = import_model(data, shapes)
     assert sum(n.op == "attention" for n in graph.nodes) == int(fused)
     (ref,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
-    (got,) = InferenceSession(data).run(None, feeds)
-    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
+    for device in (None, "reference"):
+        (got,) = InferenceSession(data, device=device).run(None, feeds)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
 
 
 def _gelu_model(form: str) -> bytes:
@@ -140,20 +149,26 @@ def test_erf_gelu_pattern(form: str, fused: bool) -> None:
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("biases", ["all", "none", "two"])
-def test_sibling_matmuls_merge(biases: str) -> None:
-    """q, k, v projections of one input become one MatMul (+ bias) and Slices."""
+@pytest.mark.parametrize("biases, weights", [("all", "initializers"), ("none", "initializers"),
+                                             ("two", "initializers"), ("all", "constants")])
+def test_sibling_matmuls_merge(biases: str, weights: str) -> None:
+    """q, k, v projections of one input become one MatMul (+ bias) and Slices; also where the
+    weights and biases are Constant nodes (torch.onnx on a module called from a closure)."""
     rng = np.random.default_rng(6)
     nodes, inits, outs = [helper.make_node("Relu", ["x"], ["h"])], [], []
+
+    def tensor(a: np.ndarray, name: str) -> None:
+        if weights == "constants":
+            nodes.append(_c(name, a))
+        else:
+            inits.append(numpy_helper.from_array(a, name))
     for j, n in enumerate((8, 8, 5)):
-        inits.append(numpy_helper.from_array(rng.standard_normal((6, n)).astype(np.float32),
-                                             f"w{j}"))
+        tensor(rng.standard_normal((6, n)).astype(np.float32), f"w{j}")
         has_bias = biases == "all" or (biases == "two" and j < 2)
         nodes.append(helper.make_node("MatMul", ["h", f"w{j}"], [f"m{j}" if has_bias
                                                                   else f"y{j}"]))
         if has_bias:
-            inits.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32),
-                                                 f"b{j}"))
+            tensor(rng.standard_normal(n).astype(np.float32), f"b{j}")
             nodes.append(helper.make_node("Add", [f"m{j}", f"b{j}"], [f"y{j}"]))
         outs.append(helper.make_tensor_value_info(f"y{j}", F, [3, 4, n]))
     g = helper.make_graph(nodes, "qkv", [helper.make_tensor_value_info("x", F, [3, 4, 6])],
@@ -171,3 +186,25 @@ def test_sibling_matmuls_merge(biases: str) -> None:
     got = InferenceSession(data).run(None, {"x": x})
     for g_, r in zip(got, ref):
         np.testing.assert_allclose(g_, r, rtol=1e-5, atol=1e-5)
+
+
+def test_constant_node_weights_become_params() -> None:
+    """A Constant node as big as a weight becomes a param (one device copy for a session's
+    plans), as an initializer does; a small one stays a graph constant (patterns read it)."""
+    from webrlx.onnx.importer import WEIGHT_SIZE
+    rng = np.random.default_rng(7)
+    n = int(np.ceil(WEIGHT_SIZE / 32))
+    big = rng.standard_normal((32, n)).astype(np.float32)
+    small = rng.standard_normal((n, 4)).astype(np.float32)
+    g = helper.make_graph([_c("wbig", big), _c("wsmall", small),
+                           helper.make_node("MatMul", ["x", "wbig"], ["h"]),
+                           helper.make_node("MatMul", ["h", "wsmall"], ["y"])], "w",
+                          [helper.make_tensor_value_info("x", F, [2, 32])],
+                          [helper.make_tensor_value_info("y", F, [2, 4])])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    _, _, params = import_model(data)
+    assert "wbig" in params and "wsmall" not in params
+    x = rng.standard_normal((2, 32)).astype(np.float32)
+    (ref,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    (got,) = InferenceSession(data).run(None, {"x": x})
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))

@@ -80,6 +80,9 @@ def check_tensors(model: Model) -> None:
                               f"(string and complex have no webrlx dtype): {', '.join(bad)}")
 
 
+WEIGHT_SIZE = 16384      # elements from which a Constant node's tensor is a param (a weight)
+
+
 def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,
                  host_inputs: Mapping[str, np.ndarray] | None = None) -> Imported:
     """Build the webrlx Graph of model for input shapes (default: the declared ones, symbolic
@@ -88,13 +91,18 @@ def import_graph(model: Model, input_shapes: Mapping[str, Shape] | None = None,
     g, host_inputs = Graph(), dict(host_inputs or {})
     params: dict[str, np.ndarray] = {}
     inits = {name: _decode(t) for name, t in model.graph.initializers.items()}
-    nodes = model.graph.nodes
+    nodes, constants = _hoist_constants(model.graph.nodes)
+    inits.update({name: _decode(t) for name, t in constants.items()})
     if model.opsets.get("", 0) >= 10:     # Slice with input starts/ends
         nodes = merge_sibling_matmuls(nodes, inits, {vi.name for vi in model.graph.outputs})
-    ctx = Context(g, model.opsets, params, {id(a): n for n, a in inits.items()}, import_nodes)
+    # a hoisted constant becomes a param when it is a weight; a small one stays a constant, so
+    # patterns and the simplifier see its value (a mask's all-true factor, a scale)
+    names = {id(a): n for n, a in inits.items() if n not in constants or a.size >= WEIGHT_SIZE}
+    ctx = Context(g, model.opsets, params, names, import_nodes)
     ctx.derived = model.derived
     ctx.values.update(inits)
-    ctx.elem_types.update({n: t.elem_type for n, t in model.graph.initializers.items()})
+    ctx.elem_types.update({n: t.elem_type for n, t in
+                           (model.graph.initializers | constants).items()})
     input_dtypes: dict[str, str] = {}
     for vi in model.graph.inputs:
         ctx.elem_types.setdefault(vi.name, vi.type.elem_type)
@@ -180,6 +188,25 @@ def import_nodes(ctx: Context, nodes: Sequence[NodeDef]) -> None:
             if name:         # numpy scalars (np.take of a 0-d index) become 0-d arrays
                 ctx.values[name] = v if isinstance(v, (Tensor, np.ndarray, SeqValue, OptValue)) \
                     else np.asarray(v)
+
+
+def _hoist_constants(nodes: Sequence[NodeDef]) -> tuple[list[NodeDef], dict[str, TensorData]]:
+    """The top-level Constant nodes holding a tensor (`value`), taken out of the node list as
+    initializers named after their outputs (the same thing, per ONNX's spec). Exporters that
+    see weights as constants (torch.onnx on a module called from a closure) write every weight
+    so; as initializers, patterns that look for weights (merge_sibling_matmuls) see them, and
+    those of WEIGHT_SIZE elements or more become params: one device copy, shared by a session's
+    plans, where a graph constant is uploaded again by each plan."""
+    kept: list[NodeDef] = []
+    constants: dict[str, TensorData] = {}
+    for n in nodes:
+        value = n.attrs.get("value")
+        if n.op_type == "Constant" and not n.domain and set(n.attrs) == {"value"} and \
+                isinstance(value, TensorData) and len(n.outputs) == 1 and n.outputs[0]:
+            constants[n.outputs[0]] = value
+        else:
+            kept.append(n)
+    return kept, constants
 
 
 def _foldable(node: NodeDef) -> bool:
