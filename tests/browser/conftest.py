@@ -42,7 +42,8 @@ if os.environ.get("WEBRLX_BROWSER_ONLY"):
 # Backend tests left out of the in-browser session: SmolLM2's 98 MB model through SwiftShader
 # and numpy-in-wasm takes longer than the whole default suite may (WEBRLX_BROWSER_LLM=1 runs it
 # in the browser too, with the chat page's test); the GGUF family fixtures and the engine's
-# references are made by transformers + torch + gguf, which Pyodide lacks (always native).
+# references are made by transformers + torch + gguf, which Pyodide lacks (always native;
+# test_chat_families.py checks each family's greedy tokens in the browser, through chat.html).
 NATIVE_ONLY = ("tests/backend/test_llm_families.py", "tests/backend/test_engine.py")
 BROWSER_EXCLUDE = NATIVE_ONLY if os.environ.get("WEBRLX_BROWSER_LLM") == "1" else \
     ("tests/backend/test_smollm2.py", *NATIVE_ONLY)

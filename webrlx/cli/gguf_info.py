@@ -49,8 +49,8 @@ def device_bytes(tensor: Any) -> int:
 def describe(file: Any) -> dict[str, Any]:
     """What a page shows before loading a GGUF (from its header): name, family, parameters,
     weight types by bytes, context, whether webrlx runs it, and the limits its largest weight
-    needs (maxBufferSize and maxStorageBufferBindingSize: each weight is one buffer, bound
-    whole by the quantized kernels)."""
+    needs (maxBufferSize: each weight is one device buffer; maxStorageBufferBindingSize: a
+    kernel that cannot split a binding binds it whole)."""
     sizes: Counter[str] = Counter()
     for t in file.tensors.values():
         sizes[t.type] += t.nbytes
