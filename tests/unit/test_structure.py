@@ -10,6 +10,7 @@ import pytest
 
 import webrlx as wr
 from webrlx import nn
+from webrlx.compiler import smat
 from webrlx.compiler.lower import LOWERINGS
 from webrlx.compiler.lower_matmul import regs_slots, tiled_db_slots, tiled_slots, wide_slots
 from webrlx.graph import SOURCES as graph_sources
@@ -212,7 +213,8 @@ def test_every_shader_declares_a_checked_signature(name):
              "D": "32", "ROW_TILES": raw_shader("common/flash_rows"),
              **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
                 wide_slots() if name == "matmul/matmul_wide" else
-                tiled_db_slots() if name == "matmul/matmul_tiled_db" else tiled_slots(1))}
+                tiled_db_slots() if name == "matmul/matmul_tiled_db" else
+                smat.slots(smat.SHAPES[0]) if name == "matmul/matmul_smat" else tiled_slots(1))}
     text = open(next(PACKAGE.parent.glob(f"shaders/{name}.wgsl"))).read()
     # the slots of its includes and of the generated blocks count too
     text += "".join(v for k, v in _builtin_slots().items() if "{{" + k + "}}" in text)
