@@ -95,7 +95,11 @@ def case_ids(batch: int, seq: int) -> list[list[int]]:
 
 def export_onnx(model_dir: Path, path: Path = ONNX_PATH) -> Path:
     """Export the BertModel (last_hidden_state) to ONNX once, as bench/minilm.py's onnx_side
-    does (int64 input_ids, attention_mask, token_type_ids; dynamic batch and seq); cached."""
+    does (int64 input_ids, attention_mask, token_type_ids; dynamic batch and seq); cached.
+    transformers' default attention (sdpa) and a model called from a closure make torch.onnx
+    write the weights as Constant nodes and the attention as torch's sdpa pattern, unlike
+    tests/onnx/export_minilm.py's eager export with initializers; webrlx.onnx runs both alike
+    (bench/onnx_export_forms.py)."""
     if path.is_file() and path.stat().st_size > 1_000_000:
         return path
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
