@@ -208,3 +208,27 @@ def test_constant_node_weights_become_params() -> None:
     (ref,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
     (got,) = InferenceSession(data).run(None, {"x": x})
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))
+
+
+def test_layers_share_one_keep_mask() -> None:
+    """Two attention blocks on one BERT-style mask build the keep-mask once (a copy per layer
+    was a small dispatch each)."""
+    data, feeds = _model("one_minus", "div")
+    model = onnx.load_from_string(data)
+    g = model.graph
+    # a second attention on the first one's output, with the same additive mask
+    g.node.extend([helper.make_node("Transpose", ["y"], ["yt"], perm=[0, 1, 3, 2]),
+                   helper.make_node("MatMul", ["y", "yt"], ["qk2"]),
+                   helper.make_node("Div", ["qk2", "s"], ["scores2"]),
+                   helper.make_node("Add", ["scores2", "add_mask"], ["masked2"]),
+                   helper.make_node("Softmax", ["masked2"], ["p2"], axis=-1),
+                   helper.make_node("MatMul", ["p2", "v"], ["y2"])])
+    del g.output[:]
+    g.output.extend([helper.make_tensor_value_info("y2", F, [B, H, L, D])])
+    data = model.SerializeToString()
+    graph, _, _ = import_model(data, {n: a.shape for n, a in feeds.items()})
+    attn = [n for n in graph.nodes if n.op == "attention"]
+    assert len(attn) == 2 and len(attn[0].inputs) == 4 and attn[0].inputs[3] == attn[1].inputs[3]
+    (ref,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    (got,) = InferenceSession(data).run(None, feeds)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))

@@ -12,6 +12,7 @@ and rebuilt as the fused op a hand-built model uses.
   and Slices, before import."""
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,25 @@ def _strip_scale(t: Tensor) -> tuple[Tensor, float]:
 def _all_true(t: Tensor) -> bool:
     v = _const(t)
     return v is not None and v.size > 0 and bool(np.all(v != 0))
+
+
+# keep-masks already built, per graph: (additive mask node, batch, kv) -> the keep tensor's
+# node, so the layers of one model share one mask (a hand-built model computes it once; a
+# copy per layer cost one small dispatch each, 6 of MiniLM's 63)
+_KEEP_MASKS: weakref.WeakKeyDictionary[Any, dict[tuple[int, Any, Any], int]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _shared_keep_mask(m: Tensor, batch: Any, kv: Any) -> Tensor | None:
+    """_keep_mask, built once per (mask, batch, kv) in a graph."""
+    built = _KEEP_MASKS.setdefault(m.graph, {})
+    key = (m.node.id, batch, kv)
+    if key not in built:
+        keep = _keep_mask(m, batch, kv)
+        if keep is None:
+            return None
+        built[key] = keep.node.id
+    return Tensor(m.graph, built[key])
 
 
 def _keep_mask(m: Tensor, batch: Any, kv: Any) -> Tensor | None:
@@ -164,7 +184,7 @@ def fused_attention(p: Tensor, v: Tensor) -> Tensor | None:
         return None
     mask = None
     if masks and _scalar(masks[0]) != 0.0:     # an all-zero constant mask hides nothing
-        mask = _keep_mask(masks[0], batch, kv)
+        mask = _shared_keep_mask(masks[0], batch, kv)
         if mask is None:
             return None
     return nn.attention(q, _key(kt), v, mask=mask, scale=scale)
