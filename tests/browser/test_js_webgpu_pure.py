@@ -22,7 +22,10 @@ def test_device_request_asks_only_for_what_the_adapter_has() -> None:
     limits = {"max-buffer-size": 1 << 30, "max-compute-invocations-per-workgroup": 256,
               "max-texture-dimension-2d": 8192}
     request = js_webgpu.device_request(limits, {"subgroups", "timestamp-query", "bgra8unorm"})
-    assert request["requiredFeatures"] == [f for f in WANTED_FEATURES if f != "shader-f16"]
+    assert request["requiredFeatures"] == ["subgroups", "timestamp-query"]
+    assert set(request["requiredFeatures"]) < set(WANTED_FEATURES)
+    dawn = js_webgpu.device_request(limits, {"shader-f16", "chromium-experimental-subgroup-matrix"})
+    assert dawn["requiredFeatures"] == ["shader-f16", "chromium-experimental-subgroup-matrix"]
     assert request["requiredLimits"] == {"maxBufferSize": 1 << 30,
                                          "maxComputeInvocationsPerWorkgroup": 256}
 
