@@ -96,9 +96,10 @@ def test_greedy_tokens_match_transformers(lm, case):
         assert lm.generate_ids(ids, STEPS, ignore_eos=True) == greedy, prompt
 
 
-def test_unknown_architecture_names_it_and_the_supported_ones(tmp_path):
-    gguf = pytest.importorskip("gguf")
-    path = tmp_path / "mamba.gguf"
+def write_mamba_gguf(path: Path) -> Path:
+    """A GGUF of an architecture webrlx does not run ("mamba": one 4x32 f32 tensor), written by
+    the gguf package (the browser and gguf-info tests use it too)."""
+    import gguf
     w = gguf.GGUFWriter(str(path), "mamba")
     w.add_block_count(1)
     w.add_tensor("token_embd.weight", np.zeros((4, 32), np.float32))
@@ -106,6 +107,11 @@ def test_unknown_architecture_names_it_and_the_supported_ones(tmp_path):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+    return path
+
+
+def test_unknown_architecture_names_it_and_the_supported_ones(tmp_path):
+    path = write_mamba_gguf(tmp_path / "mamba.gguf")
     with pytest.raises(llm.UnsupportedModelError, match=r"'mamba'.*gemma2.*llama.*qwen3"):
         llm.load(path, device="reference")
     out = io.StringIO()                                    # `python -m webrlx gguf info`

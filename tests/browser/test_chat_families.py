@@ -22,12 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "backend"))     # where pytest imports it from
-from test_llm_families import CACHE, FAMILIES, PROMPTS, STEPS, _reference  # noqa: E402
+from test_llm_families import CACHE, FAMILIES, PROMPTS, STEPS, _reference, write_mamba_gguf  # noqa: E402
 
 HERE = ROOT / "build" / "chat_page_test"     # served under /repo/ with the fixtures
 IDLE = "['ready', 'failed'].includes(document.body.dataset.state)"
@@ -52,16 +51,7 @@ def url_of(path: Path) -> str:
 
 def mamba_gguf() -> Path:
     """A GGUF of an architecture webrlx does not run, written by the gguf package."""
-    gguf = pytest.importorskip("gguf")
-    path = HERE / "mamba.gguf"
-    w = gguf.GGUFWriter(str(path), "mamba")
-    w.add_block_count(1)
-    w.add_tensor("token_embd.weight", np.zeros((4, 32), np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+    return write_mamba_gguf(HERE / "mamba.gguf")
 
 
 def huge_gguf(rows: int) -> Path:

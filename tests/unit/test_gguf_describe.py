@@ -3,9 +3,9 @@ file, gguf_info.describe (family, parameters, weight types, context, the limits 
 weight needs) and gguf_info.over_limits, against the `gguf` package's own reader."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from webrlx.cli import gguf_info
@@ -90,15 +90,9 @@ def test_read_header_of_a_truncated_or_foreign_file(tmp_path):
 
 
 def test_describe_an_unknown_architecture(tmp_path):
-    writer_mod = pytest.importorskip("gguf")
-    path = tmp_path / "mamba.gguf"
-    w = writer_mod.GGUFWriter(str(path), "mamba")
-    w.add_block_count(1)
-    w.add_tensor("token_embd.weight", np.zeros((4, 32), np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    sys.path.insert(0, str(ROOT / "tests" / "backend"))     # where pytest imports it from
+    from test_llm_families import write_mamba_gguf
+    path = write_mamba_gguf(tmp_path / "mamba.gguf")
     d = gguf_info.describe(header(path))
     assert not d["runs"] and "'mamba'" in d["why"] and "llama" in d["why"], d
     assert d["parameters"] == 128 and d["largest"]["bytes"] == 512
