@@ -1,9 +1,9 @@
 """GGUF block quantization in numpy: ONE table of block formats (FORMATS) that the kernels'
 lowering (compiler/lower_quant.py: its FMT / QK / QBYTES overrides), the reference backend and
 the GGUF loader read; each row's numpy dequantizer; ggml's round-to-nearest Q4_1 / Q8_0
-quantizers. Quantized weights travel to the GPU as these raw blocks packed into uint32 words
-(`words`) and are dequantized inside the kernels (ops qmatmul / qgather;
-shaders/common/qformats.wgsl decodes every row of the table).
+quantizers and fp32 -> F16 / BF16 conversions. Quantized weights travel to the GPU as these
+raw blocks packed into uint32 words (`words`) and are dequantized inside the kernels (ops
+qmatmul / qgather; shaders/common/qformats.wgsl decodes every row of the table).
 
 A weight of shape (n, k) is n rows of k // block consecutive blocks (GGUF dims [k, n]).
 Layouts (ggml's; f16 scales, little-endian; "qs" are 4-bit pairs: byte i holds weight i in
@@ -26,6 +26,8 @@ its low and weight i + 16 (legacy) / i + 32 (K-quants, per 64 weights) in its hi
 - IQ4_XS 136 B: d, scales_h u16, scales_l[4], qs[128]: sub-block s of 32 is qs[16 s..] (low
   nibbles, then high); its scale (nibble s of scales_l | bits 2 s of scales_h << 4) - 32;
   w = d * sc * IQ4_VALUES[q].
+- F16 / BF16 64 B: 32 weights as stored (GGUF's F16 / BF16 tensors have no blocks: a row of
+  k % 32 == 0 of them is k / 32 of these); bf16 is the high half of a float32.
 """
 from __future__ import annotations
 
@@ -142,6 +144,27 @@ def _iq4_xs(b: np.ndarray) -> np.ndarray:
     return (dl * q).reshape(n, 256)
 
 
+def _f16(b: np.ndarray) -> np.ndarray:
+    return b.copy().view("<f2").astype(_F32)
+
+
+def _bf16(b: np.ndarray) -> np.ndarray:
+    return (b.copy().view("<u2").astype(np.uint32) << np.uint32(16)).view(_F32)
+
+
+def _to_f16(x: np.ndarray) -> np.ndarray:
+    return x.astype("<f2").view(np.uint8)
+
+
+def _to_bf16(x: np.ndarray) -> np.ndarray:
+    """ggml_compute_fp32_to_bf16: round to nearest even, NaNs quiet."""
+    n = np.ascontiguousarray(x, _F32).view(np.uint32)
+    n = np.where((n & 0x7FFFFFFF) > 0x7F800000, (n & np.uint32(0xFFFF0000)) | np.uint32(64 << 16),
+                 n)
+    n = (n.astype(np.uint64) + (0x7FFF + ((n >> 16) & 1))) >> 16
+    return n.astype("<u2").view(np.uint8)
+
+
 @dataclass(frozen=True)
 class BlockFormat:
     """One GGUF block format: what the kernels and the numpy dequantizer need to know."""
@@ -152,6 +175,9 @@ class BlockFormat:
     halves: tuple[int, ...]   # byte offsets of the block's f16 scales (d, m / dmin)
     decode: Callable[[np.ndarray], np.ndarray]   # (blocks, nbytes) uint8 -> (blocks, block)
     own_path: bool = False    # the GEMV and tiled kernels keep hand-tuned paths (Q4_1, Q8_0)
+    # float formats (F16, BF16): float32 (blocks, block) -> their bytes (blocks, nbytes), as
+    # ggml rounds; None for quantized ones
+    encode: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 # in the order GGUF files use them most (Ollama's Q4_K_M mixes Q4_K and Q6_K)
@@ -168,6 +194,8 @@ FORMATS: dict[str, BlockFormat] = {f.name: f for f in (
     BlockFormat("q3_k", 11, 256, 110, (108,), _q3_k),
     BlockFormat("iq4_nl", 20, 32, 18, (0,), _iq4_nl),
     BlockFormat("iq4_xs", 23, 256, 136, (0,), _iq4_xs),
+    BlockFormat("f16", 1, 32, 64, (), _f16, encode=_to_f16),
+    BlockFormat("bf16", 30, 32, 64, (), _bf16, encode=_to_bf16),
 )}
 
 
@@ -230,9 +258,12 @@ def dequantize(raw: np.ndarray, fmt: str, shape: tuple[int, int]) -> np.ndarray:
 
 def random_blocks(fmt: str, n: int, k: int, seed: int = 0, scale: float = 1e-2) -> np.ndarray:
     """Random raw uint8 blocks of an (n, k) weight: every quant, sub-scale and high bit pattern
-    occurs; the f16 scales are uniform in (-scale, scale), finite."""
+    occurs; the f16 scales are uniform in (-scale, scale), finite. Float formats (f16, bf16)
+    hold weights uniform in (-scale, scale), encoded."""
     f, n, k = _check(fmt, (n, k))
     rng = np.random.default_rng(seed)
+    if f.encode is not None:
+        return f.encode(rng.uniform(-scale, scale, (n, k)).astype(_F32)).reshape(-1)
     raw = rng.integers(0, 256, nbytes(fmt, n, k), dtype=np.uint8)
     blocks = raw.reshape(-1, f.nbytes)
     for at in f.halves:
@@ -247,13 +278,16 @@ def _roundf(x: np.ndarray) -> np.ndarray:
 
 
 def quantize(x: np.ndarray, fmt: str) -> np.ndarray:
-    """Quantize a float32 (n, k) array into raw uint8 q4_1 or q8_0 blocks, rounding to nearest
-    like ggml's reference quantizers (quantize_row_q4_1_ref / quantize_row_q8_0_ref)."""
+    """Quantize a float32 (n, k) array into raw uint8 q4_1, q8_0, f16 or bf16 blocks, rounding
+    to nearest like ggml's reference quantizers (quantize_row_q4_1_ref / quantize_row_q8_0_ref,
+    its fp32 -> fp16 / bf16 conversions)."""
     x = np.asarray(x, np.float32)
-    if fmt not in ("q4_1", "q8_0"):
-        raise ValueError(f"quant: quantize makes q4_1 or q8_0 blocks, got {fmt!r}; the gguf "
-                         "package quantizes q4_0, q5_0 and q5_1")
+    if fmt not in ("q4_1", "q8_0", "f16", "bf16"):
+        raise ValueError(f"quant: quantize makes q4_1, q8_0, f16 or bf16 blocks, got {fmt!r}; "
+                         "the gguf package quantizes q4_0, q5_0 and q5_1")
     f, n, k = _check(fmt, x.shape)
+    if f.encode is not None:
+        return f.encode(x).reshape(-1)
     blocks = x.reshape(-1, f.block)
     with np.errstate(divide="ignore"):
         if fmt == "q8_0":

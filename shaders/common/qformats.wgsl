@@ -9,7 +9,7 @@
 // SIMD and scalarize a vec4 shifted by per-component amounts.
 override FMT: u32 = 3u;           // GGML type id: 2 Q4_0, 3 Q4_1, 6 Q5_0, 7 Q5_1, 8 Q8_0,
                                   // 10 Q2_K, 11 Q3_K, 12 Q4_K, 13 Q5_K, 14 Q6_K, 20 IQ4_NL,
-                                  // 23 IQ4_XS
+                                  // 23 IQ4_XS, 1 F16, 30 BF16 (blocks of 32 floats)
 override QK: u32 = 32u;           // weights per block: 32, or 256 (K-quants)
 override QBYTES: u32 = 20u;       // bytes per block
 override OWN: bool = true;        // Q4_1 / Q8_0: the kernels' own decoding paths
@@ -179,6 +179,21 @@ fn deq8_iq4(o: u32, j: u32, s: bool) -> array<vec4<f32>, 2> {
     return pair(d * iq4x4(qword(q, s), sh), d * iq4x4(qword(q + 4u, s), sh));
 }
 
+// F16, BF16: blocks of 32 floats as stored, 2 a word (the first in the low half); a bf16 is
+// the high half of an f32
+fn bf16x2(v: u32) -> vec2<f32> {
+    return vec2<f32>(bitcast<f32>(v << 16u), bitcast<f32>(v & 0xFFFF0000u));
+}
+fn deq8_float(o: u32, j: u32, s: bool) -> array<vec4<f32>, 2> {
+    let a = (o >> 2u) + 4u * j;
+    let w = vec4<u32>(wword(a, s), wword(a + 1u, s), wword(a + 2u, s), wword(a + 3u, s));
+    if (FMT == 30u) {
+        return pair(vec4<f32>(bf16x2(w.x), bf16x2(w.y)), vec4<f32>(bf16x2(w.z), bf16x2(w.w)));
+    }
+    return pair(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),
+                vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));
+}
+
 // Q4_K and Q6_K for the GEMVs (common/qblocks.wgsl), a unit a word of 4-bit quants: unit w
 // (0..31) of a block is word w of qs (Q4_K) / ql (Q6_K), 8 weights at k0..k0+3 (its low
 // nibbles) and k1..k1+3 (its high ones), kunit_k(w). deq8's 8 consecutive weights read each
@@ -238,6 +253,7 @@ fn deq8(b: u32, j: u32, s: bool) -> array<vec4<f32>, 2> {
     if (FMT == 12u || FMT == 13u) { return deq8_q45_k(o, j, s); }
     if (FMT == 14u) { return deq8_q6_k(o, j, s); }
     if (FMT == 20u || FMT == 23u) { return deq8_iq4(o, j, s); }
+    if (FMT == 1u || FMT == 30u) { return deq8_float(o, j, s); }
     // Q4_0, Q4_1, Q5_0, Q5_1: qs after d (, m) (, qh)
     return deq8_legacy(o, o + select(2u, 4u, FMT == 3u || FMT == 7u) +
                        select(0u, 4u, FMT == 6u || FMT == 7u), j, s);

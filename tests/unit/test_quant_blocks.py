@@ -11,8 +11,9 @@ from webrlx import quant
 gguf_quants = pytest.importorskip("gguf.quants")
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType  # noqa: E402
 
-OWN = ["q4_1", "q8_0"]                     # formats webrlx.quant.quantize makes
-GGUF_MADE = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0"]     # formats gguf.quants.quantize makes
+OWN = ["q4_1", "q8_0", "f16", "bf16"]     # formats webrlx.quant.quantize makes
+GGUF_MADE = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "f16", "bf16"]  # gguf.quants.quantize's
+FLOATS = ["f16", "bf16"]                   # GGUF's F16 / BF16 in blocks of 32 floats
 SHAPES = {32: [(1, 32), (3, 96), (7, 576), (5, 1536)], 256: [(1, 256), (3, 512), (5, 1536)]}
 CASES = [(f, s) for f in quant.FORMATS for s in SHAPES[quant.FORMATS[f].block]]
 
@@ -32,7 +33,11 @@ def _weights(n: int, k: int, seed: int = 0) -> np.ndarray:
 def test_table_rows_match_ggml(fmt):
     f = quant.FORMATS[fmt]
     assert f.ggml == qtype(fmt).value
-    assert (f.block, f.nbytes) == GGML_QUANT_SIZES[qtype(fmt)]
+    if fmt in FLOATS:              # ggml's blocks of 1: ours hold 32, every field 4-aligned
+        assert (f.block, f.nbytes) == (32, 32 * GGML_QUANT_SIZES[qtype(fmt)][1])
+        assert f.encode is not None and not f.halves and not f.own_path
+    else:
+        assert (f.block, f.nbytes) == GGML_QUANT_SIZES[qtype(fmt)]
 
 
 @pytest.mark.parametrize("fmt,shape", CASES, ids=str)
@@ -50,17 +55,32 @@ def test_dequantize_random_blocks_matches_gguf(fmt, shape):
 @pytest.mark.parametrize("shape", SHAPES[32], ids=str)
 def test_dequantize_gguf_quantized_blocks(fmt, shape):
     x = _weights(*shape, seed=2)
-    raw = gguf_quants.quantize(x, qtype(fmt)).reshape(-1)
+    raw = gguf_quants.quantize(x, qtype(fmt)).view(np.uint8).reshape(-1)   # F16: float16
     want = gguf_quants.dequantize(raw.reshape(shape[0], -1), qtype(fmt))
     np.testing.assert_array_equal(quant.dequantize(raw, fmt, shape), want)
     assert np.abs(want - x).max() <= 0.1 * np.abs(x).max()
+
+
+@pytest.mark.parametrize("fmt,eps", [("f16", 2.0**-11), ("bf16", 2.0**-8)])
+def test_float_formats_round_to_nearest(fmt, eps):
+    """f16 / bf16 blocks: numpy's float16 and a float32 truncated to its high half are the
+    oracles; the error is at most half a unit of the last place (f16 subnormals: 2^-25)."""
+    x = _weights(5, 96, seed=3)
+    x[1, :3] = [1.0 + 2.0**-8 + 2.0**-9, -(1.0 + 2.0**-8), 65504.0]   # ties, f16's largest
+    y = quant.dequantize(quant.quantize(x, fmt), fmt, x.shape)
+    if fmt == "f16":
+        np.testing.assert_array_equal(y, x.astype(np.float16).astype(np.float32))
+    else:
+        assert not (y.view(np.uint32) & 0xFFFF).any()
+        np.testing.assert_array_equal(y[1, :2], [1.0 + 2.0**-7, -1.0])   # ties to even
+    assert np.all(np.abs(y - x) <= eps * np.abs(x) + 2.0**-25)
 
 
 @pytest.mark.parametrize("fmt", OWN)
 @pytest.mark.parametrize("shape", SHAPES[32], ids=str)
 def test_quantize_matches_gguf_bit_for_bit(fmt, shape):
     x = _weights(*shape)
-    want = gguf_quants.quantize(x, qtype(fmt)).reshape(-1)
+    want = gguf_quants.quantize(x, qtype(fmt)).view(np.uint8).reshape(-1)
     np.testing.assert_array_equal(quant.quantize(x, fmt), want)
 
 
