@@ -158,11 +158,9 @@ def _to_f16(x: np.ndarray) -> np.ndarray:
 
 def _to_bf16(x: np.ndarray) -> np.ndarray:
     """ggml_compute_fp32_to_bf16: round to nearest even, NaNs quiet."""
-    n = np.ascontiguousarray(x, _F32).view(np.uint32)
-    n = np.where((n & 0x7FFFFFFF) > 0x7F800000, (n & np.uint32(0xFFFF0000)) | np.uint32(64 << 16),
-                 n)
-    n = (n.astype(np.uint64) + (0x7FFF + ((n >> 16) & 1))) >> 16
-    return n.astype("<u2").view(np.uint8)
+    n = np.ascontiguousarray(x, _F32).view(np.uint32).astype(np.uint64)
+    n = np.where((n & 0x7FFFFFFF) > 0x7F800000, (n & 0xFFFF0000) | (64 << 16), n)
+    return ((n + (0x7FFF + ((n >> 16) & 1))) >> 16).astype("<u2").view(np.uint8)
 
 
 @dataclass(frozen=True)
