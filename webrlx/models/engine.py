@@ -16,6 +16,11 @@ The engine compiles its own graph (llama.decoder_layers) over the model's weight
     from the `tokens` state at (slot, position), KV rows written and read per sequence
     (nn.cached_attention with pos (2, B) = [positions; slots]) -> B sampled tokens written
     back into `tokens` at (slot, position + 1).
+The final norm and the LM head GEMV run on the sampled rows only (a symbolic count r: 1 in a
+prefill, B in a decode step), so one live sequence in a large engine pays for one row there.
+The samplers do not scale with r: nn.sample draws one row per dispatch, so every run holds
+max_sequences sampler dispatches (the unused ones redraw a live row greedily, about one pass
+over the vocabulary each, and drop the token).
 Tokens stay on the GPU: the host sends only small index arrays and reads `tokens` back every
 READ_EVERY steps (and when a sequence joins or reaches its token budget) to stream text.
 Sequences join and leave between steps (continuous batching); the decode plan is the one of
@@ -55,42 +60,48 @@ class EngineFullError(RuntimeError):
 def build_batched(cfg: LlamaConfig, infos: Any, slots: int, capacity: int
                   ) -> tuple[Graph, list[Tensor]]:
     """The engine's graph: KV states (slots, kv_heads, capacity, head_dim) per layer and a
-    `tokens` state (slots * (capacity + 1),). Inputs (b, s: a prefill binds (1, prompt
-    bucket), a decode step (live count, 1)):
+    `tokens` state (slots * (capacity + 1),). Symbolic dims (b, s): a prefill binds (1, prompt
+    bucket), a decode step (live count, 1); r: the rows sampled (1 in a prefill, the live count
+    in a decode step), so the final norm and the head GEMV run on r rows, not on `slots`.
       put_at, put_ids (m,): tokens[put_at] = put_ids first (a prompt; -1: skipped),
       tok_at (b, s): the rows' token indices into tokens, kv (2, b): [positions; slots],
-      pick (R,): rows (of b * s) whose logits are sampled, R = slots,
-      out_at (R,): where each sampled token goes in tokens (-1: nowhere),
-      fparams (R, 4) [temperature, top_p, 1, 0], iparams (R, 4) [top_k, seed, step, 0].
-    Returns [tokens sampled (R,)]."""
+      pick (r,): rows (of b * s) whose logits are sampled,
+      draw (slots,): the logits row (< r) that sampler j draws,
+      out_at (slots,): where sampler j's token goes in tokens (-1: nowhere),
+      fparams (slots, 4) [temperature, top_p, 1, 0], iparams (slots, 4) [top_k, seed, step, 0].
+    nn.sample draws one row per dispatch, so the graph holds `slots` samplers whatever r is:
+    samplers j < r draw row j; the others draw a live row again, greedily (about one pass
+    over the vocabulary each), and drop their token (out_at -1). Returns [tokens sampled
+    (slots,)]."""
     g = Graph()
     W = _Weights(g, infos)
-    rows = slots
     put_at, put_ids = g.input("put_at", ("m",), "int32"), g.input("put_ids", ("m",), "int32")
     tok_at = g.input("tok_at", ("b", "s"), "int32")
     kv = g.input("kv", (2, "b"), "int32")
-    pick = g.input("pick", (rows,), "int32")
-    out_at = g.input("out_at", (rows,), "int32")
-    fparams = g.input("fparams", (rows, 4), "float32")
-    iparams = g.input("iparams", (rows, 4), "int32")
+    pick = g.input("pick", ("r",), "int32")
+    draw = g.input("draw", (slots,), "int32")
+    out_at = g.input("out_at", (slots,), "int32")
+    fparams = g.input("fparams", (slots, 4), "float32")
+    iparams = g.input("iparams", (slots, 4), "int32")
     tokens = g.state("tokens", (slots * (capacity + 1),), "int32").scatter_set(put_at, put_ids)
     x, tied = _embedding(W, tokens.gather(tok_at, axis=0))          # (b, s, width)
     if cfg.family.embed_scale:
         x = x * math.sqrt(cfg.width)
     x = decoder_layers(cfg, W, x, kv, (slots, cfg.kv_heads, capacity, cfg.head_dim))
-    x = nn.rms_norm(x, W.norm("output_norm.weight"), cfg.eps).reshape(-1, cfg.width)
+    x = x.reshape(-1, cfg.width).gather(pick, axis=0)                # (r, width)
+    x = nn.rms_norm(x, W.norm("output_norm.weight"), cfg.eps)
     head = W.linear("output.weight") if "output.weight" in infos else tied
-    logits = _linear(x.gather(pick, axis=0), head)                  # (R, V)
+    logits = _linear(x, head)                                        # (r, V)
     if cfg.final_softcap:
         logits = (logits * (1.0 / cfg.final_softcap)).tanh() * cfg.final_softcap
     unseen = g.constant(np.zeros(cfg.vocab, np.int32))
     drawn = []
-    for r in range(rows):
-        at = g.constant(np.array([r], np.int32))
-        drawn.append(nn.sample(logits.gather(at, axis=0), unseen,
+    for j in range(slots):
+        at = g.constant(np.array([j], np.int32))
+        drawn.append(nn.sample(logits.gather(draw.gather(at, axis=0), axis=0), unseen,
                                fparams.gather(at, axis=0).reshape(4),
                                iparams.gather(at, axis=0).reshape(4)))
-    toks = concat(drawn)
+    toks = concat(drawn)                                             # (slots,)
     tokens.scatter_set(out_at, toks)                                 # effects: states only
     return g, [toks]
 
@@ -269,16 +280,20 @@ class Engine:
         return len(self.seqs)
 
     # -- steps: each yields ("run", feeds) / ("read",) requests to a sync or async driver ----
-    def _rows(self) -> dict[str, np.ndarray]:
-        r = self.max_sequences
-        return {"pick": np.zeros(r, np.int32), "out_at": np.full(r, -1, np.int32),
-                "fparams": np.zeros((r, 4), np.float32), "iparams": np.zeros((r, 4), np.int32)}
+    def _rows(self, rows: int) -> dict[str, np.ndarray]:
+        """The sampling inputs of `rows` sampled rows; samplers past them draw row 0 greedily
+        into nowhere."""
+        n = self.max_sequences
+        return {"pick": np.zeros(rows, np.int32), "draw": np.zeros(n, np.int32),
+                "out_at": np.full(n, -1, np.int32), "fparams": np.zeros((n, 4), np.float32),
+                "iparams": np.zeros((n, 4), np.int32)}
 
     def _sample_row(self, feeds: dict[str, np.ndarray], r: int, seq: _Seq, row: int,
                     pos: int) -> None:
-        """Row r samples hidden row `row` into tokens at (slot, pos)."""
+        """Sampled row r is hidden row `row`, its token goes into tokens at (slot, pos)."""
         stride = int(self.max_context or 0) + 1
         feeds["pick"][r] = row
+        feeds["draw"][r] = r
         feeds["out_at"][r] = seq.slot * stride + pos
         feeds["fparams"][r] = seq.sampling.fparams()
         feeds["iparams"][r] = [seq.sampling.top_k, seq.sampling.seed, pos, 0]
@@ -296,7 +311,7 @@ class Engine:
             at = seq.slot * stride + np.arange(bucket, dtype=np.int32)
             feeds = {"put_at": at, "put_ids": np.array(padded, np.int32),
                      "tok_at": at[None, :], "kv": np.array([[0], [seq.slot]], np.int32),
-                     **self._rows()}
+                     **self._rows(1)}
             self._sample_row(feeds, 0, seq, n - 1, n)
             runs.append(("prefill", (seq, feeds)))
         live = [s for s in self.seqs.values() if s.prefilled and not s.done
@@ -306,7 +321,7 @@ class Engine:
             slots = np.array([s.slot for s in live], np.int32)
             feeds = {"put_at": np.full(1, -1, np.int32), "put_ids": np.zeros(1, np.int32),
                      "tok_at": (slots * stride + pos)[:, None], "kv": np.stack([pos, slots]),
-                     **self._rows()}
+                     **self._rows(len(live))}
             for r, s in enumerate(live):
                 self._sample_row(feeds, r, s, r, int(pos[r]) + 1)
             runs.append(("decode", (live, feeds)))
