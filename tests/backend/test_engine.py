@@ -192,3 +192,40 @@ def test_generate_batch_and_async_streams(eng, alone):
         s = eng.add_request(PROMPTS[2], Sampling(), STEPS, ignore_eos=True)
         return [p async for p in s]
     assert "".join(asyncio.run(collect())) == lm.tokenizer.decode(alone[2])
+
+
+def _head_rows(exe, vocab: int) -> list[str]:
+    """The row dims of the LM head: the (q)matmul nodes of the graph whose rows are vocab wide."""
+    return [n.shape[0] for n in exe.graph.nodes if n.op in ("qmatmul", "matmul")
+            and n.shape[-1] == vocab]
+
+
+def test_one_live_sequence_pays_for_one_head_row(eng, alone):
+    """An engine of 8 slots runs the LM head GEMV on the live rows only: a decode step of one
+    sequence is the plan of r = 1 (one GEMV row, not 8), of three sequences r = 3; the greedy
+    tokens of mixed-length sequences sharing it equal lm.generate's one at a time. The 8
+    samplers (nn.sample draws one row) all run, one row each."""
+    lm, latest = eng.lm, eng.lm._batch_engine
+    big = Engine(lm, max_sequences=8, max_context=64)
+    lm._batch_engine = latest                       # the module's engine for the other tests
+    vocab = lm.config.vocab
+    assert _head_rows(big.executable, vocab) == ["r"]
+    gpu = big.executable.device.name != "reference"
+    for live in (1, 3):
+        streams = [big.add_request(p, None, STEPS, ignore_eos=True) for p in PROMPTS[:live]]
+        big.step()                                  # prefills, then the first decode step
+        big.step()                                  # a decode step of `live` sequences
+        if gpu:
+            lines = big.executable.last_plan.program.schedule().splitlines()
+            head = [ln.split()[4] for ln in lines if ln.split()[3:4] in (["qmatmul"],
+                                                                         ["matmul"])
+                    and ln.split()[4].endswith(f"x{vocab}")]
+            assert head == [f"{live}x{vocab}"], "\n".join(lines)
+            samplers = [ln for ln in lines if " sample 1 int32 " in ln]
+            assert len(samplers) == 8
+        big.run()
+        assert [s.token_ids for s in streams] == alone[:live]
+    want = []
+    for p in PROMPTS[:3]:
+        want.append(lm.generate_ids(p, STEPS, ignore_eos=True))
+    assert want == alone[:3]

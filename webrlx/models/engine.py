@@ -95,13 +95,9 @@ def build_batched(cfg: LlamaConfig, infos: Any, slots: int, capacity: int
     if cfg.final_softcap:
         logits = (logits * (1.0 / cfg.final_softcap)).tanh() * cfg.final_softcap
     unseen = g.constant(np.zeros(cfg.vocab, np.int32))
-    drawn = []
-    for j in range(slots):
-        at = g.constant(np.array([j], np.int32))
-        drawn.append(nn.sample(logits.gather(draw.gather(at, axis=0), axis=0), unseen,
-                               fparams.gather(at, axis=0).reshape(4),
-                               iparams.gather(at, axis=0).reshape(4)))
-    toks = concat(drawn)                                             # (slots,)
+    drawn_rows = logits.gather(draw, axis=0)                         # (slots, V)
+    toks = concat([nn.sample(drawn_rows[j:j + 1], unseen, fparams[j], iparams[j])
+                   for j in range(slots)])                           # (slots,)
     tokens.scatter_set(out_at, toks)                                 # effects: states only
     return g, [toks]
 
