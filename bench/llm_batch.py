@@ -1,5 +1,6 @@
 """Batched decoding speed: aggregate greedy decode tokens/s of webrlx.models.engine.Engine at
-1, 4 and 8 live sequences (ratio vs 1), one submit per step for all of them. Prints JSON.
+1, 4 and 8 live sequences (ratio vs 1), one submit per step for all of them, and of one
+sequence on an Engine of one slot (what a live sequence costs alone). Prints JSON.
 
     python bench/llm_batch.py [--model FILE.gguf] [--new 32] [--sizes 1,4,8]
 
@@ -62,10 +63,16 @@ def main() -> None:
     base = rows[sizes[0]]["tok_per_s"]
     for r in rows.values():
         r["ratio_vs_1"] = round(r["tok_per_s"] / base, 2) if sizes[0] == 1 else None
+    one = Engine(lm, max_sequences=1, max_context=args.context)
+    run_batch(one, 1, 4)
+    toks, dt = run_batch(one, 1, args.new)
+    alone = {"sequences": 1, "max_sequences": 1, "decode_tokens": toks,
+             "seconds": round(dt, 3), "tok_per_s": round(toks / dt, 2)}
     print(json.dumps({"model": Path(args.model).name, "device": str(dev.info.name)
                       if hasattr(dev, "info") else str(dev), "new_tokens": args.new,
                       "max_context": args.context, "kv_bytes": eng.kv_bytes,
-                      "rows": list(rows.values())}, indent=1))
+                      "max_sequences": eng.max_sequences, "rows": list(rows.values()),
+                      "one_slot_engine": alone}, indent=1))
 
 
 if __name__ == "__main__":
