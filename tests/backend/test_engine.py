@@ -2,7 +2,8 @@
 positions and KV slots (pos (2, B)) against numpy, and webrlx.models.engine.Engine on a small
 llama fixture: each sequence of a batch gives the tokens it gives alone (and transformers'
 where the fixture has them), sequences joining and leaving mid-run disturb no other, and over
-max_context / max_sequences raise clear errors with the engine still usable."""
+max_context / max_sequences raise clear errors with the engine still usable; the LM head runs
+on the live rows only, and sampled rows draw as lm.generate draws them alone."""
 from __future__ import annotations
 
 import asyncio
@@ -229,3 +230,18 @@ def test_one_live_sequence_pays_for_one_head_row(eng, alone):
     for p in PROMPTS[:3]:
         want.append(lm.generate_ids(p, STEPS, ignore_eos=True))
     assert want == alone[:3]
+
+
+def test_sampled_rows_equal_lm_generate(eng, alone):
+    """Greedy and sampled sequences decoded together: sampler j draws row j with row j's
+    settings, so each gives the tokens lm.generate gives it alone with the same seed."""
+    lm = eng.lm
+    settings = [Sampling(), Sampling(temperature=0.9, top_k=40, seed=3),
+                Sampling(temperature=1.0, top_p=0.9, seed=11)]
+    streams = [eng.add_request(p, s, STEPS, ignore_eos=True)
+               for p, s in zip(PROMPTS[:3], settings)]
+    eng.run()
+    want = [lm.generate_ids(p, STEPS, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
+                            seed=s.seed, ignore_eos=True) for p, s in zip(PROMPTS[:3], settings)]
+    assert [s.token_ids for s in streams] == want
+    assert want[1] != alone[1] and want[2] != alone[2]                # they did sample
