@@ -2,7 +2,8 @@
 emitting, see emit.py): matmul + bias + activation epilogues, residual add + norm, attention
 whose only consumer is the (0, 2, 1, 3) permute back to (batch, seq, heads, dim), and the
 quantized GEMV's neighbours in a decoder layer (rms_norm before it, gate/up + silu * mul,
-residual add after it: quant/qgemv_fused.wgsl).
+residual add after it: quant/qgemv_fused.wgsl), and a layer's q, k and v GEMVs as one
+dispatch (quant/qgemv_qkv.wgsl) where the device binds enough storage buffers.
 
 Each pattern is one function over a node; find_fusions runs them all.
 """
@@ -39,6 +40,10 @@ class QGemv:
 # time), 18 ms with the fused GEMVs at 128 and 256; on lavapipe 6.3 s vs 6.8 s
 # (bench/probes/prefill_probe.py, bench/results/2026-11-23-h100-prefill-probe.json)
 GEMV_MAX_M = 256
+# q, k and v of up to this many rows (decode) run as one dispatch (quant/qgemv_qkv.wgsl) on
+# devices with at least QKV_STORAGE_BUFFERS storage bindings per stage
+QKV_MAX_M = 4
+QKV_STORAGE_BUFFERS = 10
 
 
 @dataclass
@@ -50,6 +55,8 @@ class Fusions:
     norm_prologue: dict[int, tuple[int, int, float]] = field(default_factory=dict)
     # ^ rms_norm id -> (x, weight, eps): every consumer (a qmatmul GEMV) normalizes x itself
     absorbed: set[int] = field(default_factory=set)                  # nodes not lowered alone
+    qkv: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    # ^ q's qmatmul id -> (q, k, v qmatmul ids): one dispatch; k and v are absorbed
 
 
 def consumers_of(graph: Graph, live: set[int], skip: set[int]) -> dict[int, list[int]]:
@@ -70,6 +77,7 @@ class _Scan:
     outputs: set[int]
     shapes: dict[int, tuple[int, ...]]
     found: Fusions
+    storage_buffers: int = 8          # the device's storage bindings per shader stage
 
     def only_user(self, i: int) -> int | None:
         u = self.users.get(i, [])
@@ -196,17 +204,53 @@ def _rope_cache(s: _Scan, cur: int, q: QGemv) -> int:
     return chain[-1]
 
 
+def _qkv_group(s: _Scan, n: Node) -> None:
+    """rms_norm read by exactly three decode GEMVs of one format and K: q (its output, maybe
+    rotated), then k (maybe rotated) and v, each written into its KV cache at the same
+    position, with one rope table: one dispatch (quant/qgemv_qkv.wgsl)."""
+    if n.id not in s.found.norm_prologue or s.storage_buffers < QKV_STORAGE_BUFFERS:
+        return
+    users = sorted(set(s.users.get(n.id, [])))
+    if len(users) != 3 or any((_gemv_rows(s, s.nodes[u]) or QKV_MAX_M + 1) > QKV_MAX_M
+                              for u in users):
+        return
+    q, k, v = (s.found.qgemv.get(u, QGemv(last=u)) for u in users)
+    if any(e.up is not None or e.res is not None for e in (q, k, v)) or \
+            q.cache is not None or k.cache is None or v.cache is None or v.rope is not None:
+        return
+    if len({(s.nodes[u].attrs["format"], s.nodes[u].attrs["k"]) for u in users}) != 1:
+        return
+    ropes = [s.nodes[e.rope] for e in (q, k) if e.rope is not None]
+    if len({(r.attrs["base"], tuple(r.attrs.get("factors", ())), r.inputs[1])
+            for r in ropes}) > 1:
+        return
+    cache_pos = {s.nodes[e.cache].inputs[2] for e in (k, v) if e.cache is not None}
+    if len(cache_pos) != 1 or any(r.inputs[1] not in cache_pos for r in ropes):
+        return
+    hd = {s.shapes[s.nodes[e.cache].inputs[1]][-1] for e in (k, v) if e.cache is not None}
+    if q.rope is not None:
+        hd.add(s.shapes[q.rope][-1])
+    if len(hd) != 1:
+        return
+    s.found.qkv[users[0]] = (users[0], users[1], users[2])
+    s.found.absorbed.update(users[1:])
+
+
 PATTERNS: tuple[Callable[[_Scan, Node], None], ...] = (_matmul_epilogue, _residual_norm,
                                                       _bshd_attention, _norm_prologue,
                                                       _qgemv_epilogue)
 
 
 def find_fusions(graph: Graph, live: set[int], users: dict[int, list[int]], outputs: set[int],
-                 shapes: dict[int, tuple[int, ...]]) -> Fusions:
-    """Run every pattern over the live nodes, in graph order."""
-    scan = _Scan(graph.nodes, users, outputs, shapes, Fusions())
+                 shapes: dict[int, tuple[int, ...]], storage_buffers: int = 8) -> Fusions:
+    """Run every pattern over the live nodes, in graph order, then group q/k/v GEMVs (their
+    epilogues must be known first)."""
+    scan = _Scan(graph.nodes, users, outputs, shapes, Fusions(), storage_buffers)
     for n in graph.nodes:
         if n.id in live:
             for pattern in PATTERNS:
                 pattern(scan, n)
+    for n in graph.nodes:
+        if n.id in live:
+            _qkv_group(scan, n)
     return scan.found

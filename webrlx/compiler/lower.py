@@ -53,8 +53,8 @@ class _Analysis:
     fusions: fuse.Fusions
 
 
-def _analyze(graph: Graph, outputs: list[int], env: Mapping[str, int], fuse_ops: bool
-             ) -> _Analysis:
+def _analyze(graph: Graph, outputs: list[int], env: Mapping[str, int], fuse_ops: bool,
+             storage_buffers: int = 8) -> _Analysis:
     live = live_nodes(graph, outputs + graph.effects())
     shapes = bind_shapes(graph, env, live)
     folded = fold_constants(graph, live, shapes)
@@ -63,7 +63,8 @@ def _analyze(graph: Graph, outputs: list[int], env: Mapping[str, int], fuse_ops:
                            for i in n.inputs}
     skip = {i for i in folded if i not in used}
     users = fuse.consumers_of(graph, live, skip)
-    fusions = fuse.find_fusions(graph, live, users, set(outputs), shapes) if fuse_ops else \
+    fusions = fuse.find_fusions(graph, live, users, set(outputs), shapes, storage_buffers) \
+        if fuse_ops else \
         fuse.Fusions()
     return _Analysis(live, shapes, folded, skip, users, fusions)
 
@@ -99,7 +100,8 @@ def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: Device
     against, and a debugging aid.
     """
     graph.verify()
-    a = _analyze(graph, outputs, env, fuse_ops)
+    a = _analyze(graph, outputs, env, fuse_ops,
+                 info.limit("max-storage-buffers-per-shader-stage", 8))
     L = EmitContext(graph, a.shapes, info, a.users, set(outputs), a.fusions, fuse_ops, INLINES)
     program = Program([], [], {}, {}, [], {})
     # sources first: a fused epilogue may read a param declared after its matmul

@@ -60,6 +60,9 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     fmt, n, k = node.attrs["format"], node.attrs["n"], node.attrs["k"]
     m = math.prod(L.shape(x_id)[:-1])
     fused, prologue = L.fusions.qgemv.get(node.id), L.fusions.norm_prologue.get(x_id)
+    group = L.fusions.qkv.get(node.id)
+    if group is not None:
+        return _qkv_gemv(L, group, prologue, m)
     if fused is not None or prologue is not None:
         return _fused_gemv(L, node, fused, prologue, m)
     out = L.temp(L.shape(node.id), node.dtype)
@@ -131,6 +134,44 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
     return out
 
 
+def _qkv_gemv(L: EmitContext, group: tuple[int, int, int],
+              prologue: tuple[int, int, float] | None, m: int) -> Buf:
+    """A layer's q, k and v GEMVs in one dispatch (fuse._qkv_group): quant/qgemv_qkv.wgsl.
+    q's result goes to a new buffer (rotated where its rope was fused), k's and v's into
+    their KV caches."""
+    nodes = L.graph.nodes
+    qn, kn, vn = (nodes[i] for i in group)
+    fq, fk, fv = (L.fusions.qgemv.get(i) or QGemv(last=i) for i in group)
+    fmt, k = qn.attrs["format"], qn.attrs["k"]
+    ns = [n.attrs["n"] for n in (qn, kn, vn)]
+    kc, vc = nodes[fk.cache], nodes[fv.cache]                   # (checked by the pattern)
+    rope = nodes[fq.rope] if fq.rope is not None else \
+        nodes[fk.rope] if fk.rope is not None else None
+    heads = L.shape(kc.inputs[1])                               # (B, S, kv heads, hd)
+    out = L.temp(L.shape(fq.last), qn.dtype)
+    x_id = qn.inputs[0]
+    bindings = {"x": L.buf(prologue[0] if prologue else x_id), "wq": L.buf(qn.inputs[1]),
+                "wk": L.buf(kn.inputs[1]), "wv": L.buf(vn.inputs[1]),
+                "g": L.buf(prologue[1]) if prologue else L.dummy(2),
+                "pos": L.buf(kc.inputs[2]),
+                "freq": rope_freq(L, heads[-1], rope.attrs["base"],
+                                  rope.attrs.get("factors", ())) if rope else L.dummy(5),
+                "kc": L.buf(kc.inputs[0]), "vc": L.buf(vc.inputs[0]), "out": out}
+    params = {"M": m, "K": k, "eps": prologue[2] if prologue else 0.0, "hd": heads[-1],
+              "S": heads[1], "T": L.shape(kc.id)[2], "nq": ns[0], "nk": ns[1], "nv": ns[2],
+              "nwq": quant.nwords(fmt, ns[0], k), "nwk": quant.nwords(fmt, ns[1], k),
+              "nwv": quant.nwords(fmt, ns[2], k), "rq": int(fq.rope is not None),
+              "rk": int(fk.rope is not None)}
+    overrides = {**format_overrides(fmt), "NORM": prologue is not None}
+    _emit_gemv(L, kernel("quant/qgemv_qkv", T=L.T(L.dtype(x_id))), "qgemv[qkv]", bindings,
+               {**params, "N": sum(ns)}, overrides, [], f"qgemv_qkv {fmt}/{L.T(L.dtype(x_id))}",
+               segments=ns)
+    L.values[fq.last] = out
+    L.values[fk.last] = L.buf(kc.inputs[0])
+    L.values[fv.last] = L.buf(vc.inputs[0])
+    return out
+
+
 def tile_rg(m: int, n: int) -> int:
     """quant/qmatmul_fused.wgsl's default row quads per tile: the tallest tile that still
     gives >= 256 workgroups (of 256 threads), else the smallest. On an H100 at M = 128
@@ -142,17 +183,25 @@ def tile_rg(m: int, n: int) -> int:
 
 def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf],
                params: dict[str, Any], overrides: dict[str, Any], extra: list[Variant],
-               tune: str, lead: tuple[Kernel, Variant] | None = None) -> None:
+               tune: str, lead: tuple[Kernel, Variant] | None = None,
+               segments: list[int] | None = None) -> None:
     """Emit a quantized GEMV (params M, N, K) over row groups of up to GEMV_ROWS rows, the
     default threads per weight row first and the other TPRs (and `extra`) as variants; or
-    `lead` (another kernel, as its variant) first, and every GEMV shape a variant."""
+    `lead` (another kernel, as its variant) first, and every GEMV shape a variant.
+    `segments`: the weights' row counts of a kernel that runs several along x (their
+    workgroups side by side; N = their sum)."""
     m, n, k = params["M"], params["N"], params["K"]
+    if segments is not None:            # (the shader reads each segment's N instead)
+        params = {key: v for key, v in params.items() if key != "N"}
     rows = min(m, GEMV_ROWS)
     first = gemv_shape(n, k, cpu_adapter(L))
 
+    def width(rpt: int) -> int:         # workgroups along x
+        return sum(-(-s // (GEMV_RPW * rpt)) for s in (segments or [n]))
+
     def shape(tpr: int, rpt: int, rq: int) -> tuple[str, tuple[int, int, int], dict[str, Any]]:
         return (f"{name}_{tpr}" + (f"x{rpt}" if rpt > 1 else "") + (f"q{rq}" if rq > 1 else ""),
-                (-(-n // (GEMV_RPW * rpt)), -(-m // (rows * rq)), 1),
+                (width(rpt), -(-m // (rows * rq)), 1),
                 {**overrides, "ROWS": rows, "TPR": tpr, "RPT": rpt, "RQ": rq})
 
     shapes = [(t, r, 1) for t, r in GEMV_SHAPES]
