@@ -144,7 +144,8 @@ def _qkv_gemv(L: EmitContext, group: tuple[int, int, int],
     fq, fk, fv = (L.fusions.qgemv.get(i) or QGemv(last=i) for i in group)
     fmt, k = qn.attrs["format"], qn.attrs["k"]
     ns = [n.attrs["n"] for n in (qn, kn, vn)]
-    kc, vc = nodes[fk.cache], nodes[fv.cache]                   # (checked by the pattern)
+    assert fk.cache is not None and fv.cache is not None        # (the pattern's checks)
+    kc, vc = nodes[fk.cache], nodes[fv.cache]
     rope = nodes[fq.rope] if fq.rope is not None else \
         nodes[fk.rope] if fk.rope is not None else None
     heads = L.shape(kc.inputs[1])                               # (B, S, kv heads, hd)
