@@ -103,6 +103,34 @@ fn finish(n: u32, tid: u32, r0: u32, valid: u32, s_in: vec4<f32>, s2_in: vec4<f3
     }
 }
 
+{{KV_CHUNKS}}
+
+// COMBINE: x row 0 (heads of p.hd values, G query heads per kv head) merged from its
+// per-chunk partials (acc, (m, l)) into xs, as decoder/attn_combine.wgsl merges them: only
+// the chunks that hold keys at run time are read (the same chunk cut as the attention's)
+fn combine_x(tid: u32) {
+    let d4 = p.hd / 4u;
+    let L = valid_keys(u32(max(pos[0], 0)));
+    let cl = chunk_len(L);
+    let nc = (L + cl - 1u) / cl;
+    let stride = p.G * (d4 + 1u);                 // one chunk's items (S = 1)
+    for (var e = tid; e < p.K / 4u; e += RPW * TPR) {
+        let h = e / d4;
+        let base = ((h / p.G) * p.nsplit * p.G + h % p.G) * (d4 + 1u);
+        var mm = -3.4028234663852886e38;
+        for (var c = 0u; c < nc; c++) { mm = max(mm, f32(x[base + c * stride + d4].x)); }
+        var a = vec4<f32>(0.0);
+        var lt = 0.0;
+        for (var c = 0u; c < nc; c++) {
+            let ml = vec4<f32>(x[base + c * stride + d4]);
+            let w = exp(ml.x - mm);
+            a += w * vec4<f32>(x[base + c * stride + e % d4]);
+            lt += w * ml.y;
+        }
+        xs[e] = select(a / lt, vec4<f32>(0.0), lt == 0.0);
+    }
+}
+
 fn quad_dots(u: u32, q: Unit, q2: Unit, r: u32) -> Dots {
     var d: Dots;
     let valid = valid_rows(r);
@@ -121,6 +149,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let n0 = wx * RPW * RPT + tid / TPR;    // this thread's first weight row
     let r0 = wid.y * ROWS * RQ;             // this workgroup's first x row
     let valid = valid_rows(r0);
+    if (COMBINE) {                          // x: attention partials, merged into xs
+        combine_x(tid);
+        workgroupBarrier();
+    }
     if (NORM) {                             // sums of squares of the rows, then 1/rms
         let k4 = p.K / 4u;
         for (var quad = 0u; quad < RQ; quad++) {

@@ -16,7 +16,8 @@
 // them as one grid saves two dispatch latencies a layer (60 of ~250 a step).
 struct Params { M: u32, K: u32, eps: f32, hd: u32, S: u32, T: u32, nq: u32, nk: u32,
                 nv: u32, nwq: u32, nwk: u32, nwv: u32, rq: u32, rk: u32 }
-struct View { M: u32, N: u32, K: u32, nw: u32, eps: f32, hd: u32, S: u32, T: u32 }
+struct View { M: u32, N: u32, K: u32, nw: u32, eps: f32, hd: u32, S: u32, T: u32, G: u32,
+              nsplit: u32, gran: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
 @group(0) @binding(1) var<storage, read_write> wq: array<u32>;
 @group(0) @binding(2) var<storage, read_write> wk: array<u32>;
@@ -34,6 +35,8 @@ const SWIGLU: bool = false;
 const RES: bool = false;
 const ROPE: bool = true;          // (the pair exchange runs; rotates() says where it applies)
 const CACHE: bool = true;         // (caches() says which segments write a cache)
+const COMBINE: bool = false;
+var<workgroup> xs: array<vec4<f32>, 1>;
 
 var<private> p: View;             // the segment's view: its N and word count
 var<private> seg: u32;            // 0 q, 1 k, 2 v
@@ -45,7 +48,7 @@ fn enter(wx: u32) -> u32 {
     seg = select(select(2u, 1u, wx < gq + gk), 0u, wx < gq);
     p = View(u.M, select(select(u.nv, u.nk, seg == 1u), u.nq, seg == 0u), u.K,
                select(select(u.nwv, u.nwk, seg == 1u), u.nwq, seg == 0u), u.eps, u.hd, u.S,
-               u.T);
+               u.T, 0u, 1u, 1u);
     return wx - select(select(gq + gk, gq, seg == 1u), 0u, seg == 0u);
 }
 fn rotates() -> bool { return select(u.rk != 0u, u.rq != 0u, seg == 0u) && seg < 2u; }

@@ -44,6 +44,8 @@ GEMV_MAX_M = 256
 # devices with at least QKV_STORAGE_BUFFERS storage bindings per stage
 QKV_MAX_M = 4
 QKV_STORAGE_BUFFERS = 10
+# workgroup memory quant/qgemv_fused.wgsl declares besides the merged x row of COMBINE
+GEMV_WORKGROUP_BYTES = 8448
 
 
 @dataclass
@@ -56,7 +58,10 @@ class Fusions:
     # ^ rms_norm id -> (x, weight, eps): every consumer (a qmatmul GEMV) normalizes x itself
     absorbed: set[int] = field(default_factory=set)                  # nodes not lowered alone
     qkv: dict[int, tuple[int, int, int]] = field(default_factory=dict)
-    # ^ q's qmatmul id -> (q, k, v qmatmul ids): one dispatch; k and v are absorbed
+    # ^ the first member's qmatmul id -> (q, k, v qmatmul ids, -1 where that one runs
+    #   alone): one dispatch; the other members are absorbed
+    attn_combine: dict[int, int] = field(default_factory=dict)
+    # ^ qmatmul id -> the cached_attention (one query row) whose per-chunk partials it merges
 
 
 def consumers_of(graph: Graph, live: set[int], skip: set[int]) -> dict[int, list[int]]:
@@ -78,6 +83,7 @@ class _Scan:
     shapes: dict[int, tuple[int, ...]]
     found: Fusions
     storage_buffers: int = 8          # the device's storage bindings per shader stage
+    workgroup_bytes: int = 16384      # and its workgroup memory
 
     def only_user(self, i: int) -> int | None:
         u = self.users.get(i, [])
@@ -205,9 +211,10 @@ def _rope_cache(s: _Scan, cur: int, q: QGemv) -> int:
 
 
 def _qkv_group(s: _Scan, n: Node) -> None:
-    """rms_norm read by exactly three decode GEMVs of one format and K: q (its output, maybe
-    rotated), then k (maybe rotated) and v, each written into its KV cache at the same
-    position, with one rope table: one dispatch (quant/qgemv_qkv.wgsl)."""
+    """rms_norm read by exactly three decode GEMVs of one K: q (its output, maybe rotated),
+    then k (maybe rotated) and v, each written into its KV cache at the same position, with
+    one rope table: those of one weight format run as one dispatch (quant/qgemv_qkv.wgsl):
+    all three, or q and k (v in another format, as Q4_K_M files keep it), or k and v."""
     if n.id not in s.found.norm_prologue or s.storage_buffers < QKV_STORAGE_BUFFERS:
         return
     users = sorted(set(s.users.get(n.id, [])))
@@ -217,8 +224,6 @@ def _qkv_group(s: _Scan, n: Node) -> None:
     q, k, v = (s.found.qgemv.get(u, QGemv(last=u)) for u in users)
     if any(e.up is not None or e.res is not None for e in (q, k, v)) or \
             q.cache is not None or k.cache is None or v.cache is None or v.rope is not None:
-        return
-    if len({(s.nodes[u].attrs["format"], s.nodes[u].attrs["k"]) for u in users}) != 1:
         return
     ropes = [s.nodes[e.rope] for e in (q, k) if e.rope is not None]
     if len({(r.attrs["base"], tuple(r.attrs.get("factors", ())), r.inputs[1])
@@ -230,22 +235,45 @@ def _qkv_group(s: _Scan, n: Node) -> None:
     hd = {s.shapes[s.nodes[e.cache].inputs[1]][-1] for e in (k, v) if e.cache is not None}
     if q.rope is not None:
         hd.add(s.shapes[q.rope][-1])
-    if len(hd) != 1:
+    fq, fk, fv = (s.nodes[u].attrs["format"] for u in users)
+    if len(hd) != 1 or len({s.nodes[u].attrs["k"] for u in users}) != 1 or fk not in (fq, fv):
         return
-    s.found.qkv[users[0]] = (users[0], users[1], users[2])
-    s.found.absorbed.update(users[1:])
+    group = (users[0] if fq == fk else -1, users[1], users[2] if fv == fk else -1)
+    members = [u for u in group if u >= 0]
+    s.found.qkv[members[0]] = group
+    s.found.absorbed.update(members[1:])
+
+
+def _attention_combine(s: _Scan, n: Node) -> None:
+    """cached_attention of one query row -> reshape (1, 1, H * D) -> a GEMV (its x): the GEMV
+    merges the attention's per-chunk partials itself, in workgroup memory, where
+    decoder/attn_combine would run as its own dispatch (quant/qgemv_fused.wgsl COMBINE)."""
+    if n.op != "cached_attention" or len(s.shapes[n.inputs[3]]) != 1:
+        return
+    b, rows, h, d = s.shapes[n.inputs[0]]
+    r = s.only_user(n.id)
+    if b * rows != 1 or r is None or s.nodes[r].op != "reshape" or \
+            s.shapes[r] != (1, 1, h * d) or 4 * h * d + GEMV_WORKGROUP_BYTES > s.workgroup_bytes:
+        return
+    u = s.only_user(r)
+    if u is None or s.nodes[u].inputs[0] != r or _gemv_rows(s, s.nodes[u]) != 1:
+        return
+    s.found.attn_combine[u] = n.id
+    s.found.absorbed.add(r)
 
 
 PATTERNS: tuple[Callable[[_Scan, Node], None], ...] = (_matmul_epilogue, _residual_norm,
                                                       _bshd_attention, _norm_prologue,
-                                                      _qgemv_epilogue)
+                                                      _qgemv_epilogue, _attention_combine)
 
 
 def find_fusions(graph: Graph, live: set[int], users: dict[int, list[int]], outputs: set[int],
-                 shapes: dict[int, tuple[int, ...]], storage_buffers: int = 8) -> Fusions:
+                 shapes: dict[int, tuple[int, ...]], storage_buffers: int = 8,
+                 workgroup_bytes: int = 16384) -> Fusions:
     """Run every pattern over the live nodes, in graph order, then group q/k/v GEMVs (their
     epilogues must be known first)."""
-    scan = _Scan(graph.nodes, users, outputs, shapes, Fusions(), storage_buffers)
+    scan = _Scan(graph.nodes, users, outputs, shapes, Fusions(), storage_buffers,
+                 workgroup_bytes)
     for n in graph.nodes:
         if n.id in live:
             for pattern in PATTERNS:

@@ -54,7 +54,7 @@ class _Analysis:
 
 
 def _analyze(graph: Graph, outputs: list[int], env: Mapping[str, int], fuse_ops: bool,
-             storage_buffers: int = 8) -> _Analysis:
+             info: DeviceInfo | None = None) -> _Analysis:
     live = live_nodes(graph, outputs + graph.effects())
     shapes = bind_shapes(graph, env, live)
     folded = fold_constants(graph, live, shapes)
@@ -63,9 +63,12 @@ def _analyze(graph: Graph, outputs: list[int], env: Mapping[str, int], fuse_ops:
                            for i in n.inputs}
     skip = {i for i in folded if i not in used}
     users = fuse.consumers_of(graph, live, skip)
-    fusions = fuse.find_fusions(graph, live, users, set(outputs), shapes, storage_buffers) \
-        if fuse_ops else \
-        fuse.Fusions()
+    limits = info.limits if info is not None else {}
+    fusions = fuse.find_fusions(
+        graph, live, users, set(outputs), shapes,
+        int(limits.get("max-storage-buffers-per-shader-stage", 8)),
+        int(limits.get("max-compute-workgroup-storage-size", 16384))) \
+        if fuse_ops else fuse.Fusions()
     return _Analysis(live, shapes, folded, skip, users, fusions)
 
 
@@ -100,8 +103,7 @@ def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: Device
     against, and a debugging aid.
     """
     graph.verify()
-    a = _analyze(graph, outputs, env, fuse_ops,
-                 info.limit("max-storage-buffers-per-shader-stage", 8))
+    a = _analyze(graph, outputs, env, fuse_ops, info)
     L = EmitContext(graph, a.shapes, info, a.users, set(outputs), a.fusions, fuse_ops, INLINES)
     program = Program([], [], {}, {}, [], {})
     # sources first: a fused epilogue may read a param declared after its matmul

@@ -151,6 +151,9 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
            (nsplit, tiles * hkv, b), overrides,
            name="cached_attention[flash]" if flash else
            "cached_attention[prefill]" if prefill else "cached_attention[decode]")
+    if nsplit > 1 and node.id in L.fusions.attn_combine.values():
+        L.attn_partials[node.id] = (dst, args)      # the GEMV reading it merges them
+        return dst
     if nsplit > 1:
         n = b * s * h * d4
         L.emit(kernel("decoder/attn_combine"), {"pos": pos, "part": dst, "out": out},
