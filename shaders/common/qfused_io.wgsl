@@ -36,10 +36,3 @@ fn x_vec(r: u32, k4: u32) -> vec4<f32> {         // x times the norm weight unde
     if (NORM) { v *= g[k4]; }
     return v;
 }
-
-// common/qgemv_body.wgsl's hooks (one weight, results to `out`)
-fn enter(wx: u32) -> u32 { return wx; }
-fn rotates() -> bool { return true; }
-fn caches() -> bool { return CACHE; }
-fn put(i: u32, e: f32) { out[i] = e; }
-fn res_at(i: u32) -> f32 { return res[i]; }

@@ -22,7 +22,17 @@
 // Each call is still latency-bound (9-15 us for ~1 us of bytes): the norm's sum of squares is
 // recomputed per workgroup (K = 576 floats a row) and reduced as a tree, as are the TPR
 // partial sums of a row (one thread summing 256 values had cost ~4 us a call: 3.31 -> 2.89
-// ms a step). The scale 1/rms is applied after the dot. Tried: nothing else yet; next would be
-// q/k/v in one dispatch (needs more than WebGPU's 8 storage bindings as written).
+// ms a step). The scale 1/rms is applied after the dot. Then (2026-11-26, H100, SmolLM2 Q4_1,
+// bench/probes/decode_probe.py): q/k/v in one dispatch where 10 storage buffers bind
+// (quant/qgemv_qkv.wgsl) and the attention's combine merged in the o projection (COMBINE,
+// common/qfused_io.wgsl): 8 -> 5 dispatches a layer, 2.40 -> 1.71 ms of GPU time a step,
+// 455-520 -> 651-680 tokens/s. The body is common/qgemv_body.wgsl, shared with qgemv_qkv.
 {{QFUSED_IO}}
+
+// common/qgemv_body.wgsl's hooks: one weight, its results to `out`
+fn enter(wx: u32) -> u32 { return wx; }
+fn rotates() -> bool { return true; }
+fn caches() -> bool { return CACHE; }
+fn put(i: u32, e: f32) { out[i] = e; }
+fn res_at(i: u32) -> f32 { return res[i]; }
 {{QGEMV_BODY}}

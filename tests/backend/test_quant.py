@@ -316,16 +316,24 @@ def test_qkv_of_mixed_formats(backend, formats, group, monkeypatch):
                            for n_ in kinds), kinds
 
 
-@pytest.mark.parametrize("window,storage", [(0, None), (40, None), (0, 8192)], ids=str)
-def test_attention_combine_in_the_o_projection(backend, window, storage, monkeypatch):
+@pytest.mark.parametrize("window,storage,gpu_path", [(0, None, False), (40, None, False),
+                                                    (0, 8192, False), (0, None, True),
+                                                    (40, None, True)], ids=str)
+def test_attention_combine_in_the_o_projection(backend, window, storage, gpu_path,
+                                               monkeypatch):
     """A decode step's attention (one query row, keys cut into chunks at run time) feeds the
     o projection GEMV, which merges the per-chunk partials itself (no attn_combine
     dispatch): its output equals the reference at positions that fill 1 to all chunks, with
     GQA and a sliding window; a device with too little workgroup memory for the merged row
-    keeps the combine dispatch."""
+    keeps the combine dispatch. gpu_path: the kernel and chunking a discrete GPU gets
+    (decoder/attn_decode, one-tile chunks) on any adapter."""
     from webrlx.backends.reference import ReferenceDevice
+    from webrlx.compiler import lower_decoder
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    if gpu_path:
+        monkeypatch.setattr(lower_decoder, "PREFILL_KERNEL", "decode")
+        monkeypatch.setattr(lower_decoder, "cpu_adapter", lambda L: False)
     if storage is not None and backend.name != "reference":
         monkeypatch.setitem(backend.info.limits, "max-compute-workgroup-storage-size", storage)
     heads, kv, hd, cap, width = 8, 2, 32, 512, 96
