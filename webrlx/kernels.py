@@ -74,6 +74,7 @@ def _builtin_slots() -> dict[str, str]:
             "REDUCE_OPS": raw_shader("common/reduce_ops"),
             "ONLINE_SOFTMAX": raw_shader("common/online_softmax"),
             "QFUSED_IO": raw_shader("common/qfused_io"),
+            "QGEMV_BODY": raw_shader("common/qgemv_body"),
             "ATTENTION_IO": raw_shader("common/attention_io"),
             "QKV": "{{T}}",             # attention_io's element (attention_flash: vec4)
             "KV_ATTENTION_IO": raw_shader("common/kv_attention_io"),
@@ -83,14 +84,14 @@ def _builtin_slots() -> dict[str, str]:
 def render(name: str, **slots: str) -> str:
     """Return shader `name` with every {{KEY}} replaced; the IEEE (NaN/inf), MATH (IEEE's
     helpers too, and `activate`), ROW_REDUCE, ROW_STATS, VEC4_IO, NCHW, QBLOCKS, QFORMATS,
-    ROPE_TURN, REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO, ATTENTION_IO, KV_ATTENTION_IO and
-    KV_CHUNKS helpers are built in."""
+    ROPE_TURN, REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO, QGEMV_BODY, ATTENTION_IO,
+    KV_ATTENTION_IO and KV_CHUNKS helpers are built in."""
     slots = {**_builtin_slots(), **slots}
     text = raw_shader(name)
     missing = sorted({m for m in _SLOT.findall(text) if m not in slots})
     if missing:
         raise KeyError(f"shader {name!r}: no value for slots {missing}")
-    for _ in range(3):                        # shared helpers may hold {{T}} slots themselves
+    for _ in range(4):                        # helpers hold helpers (and {{T}} slots)
         text = _SLOT.sub(lambda m: slots.get(m.group(1), m.group(0)), text)
     left = sorted(set(_SLOT.findall(text)))
     if left:
@@ -203,7 +204,7 @@ def _signature_text(name: str) -> str:
     """The shader with helper slots filled and type slots set to f32: enough to read names."""
     text = raw_shader(name)
     slots = {**_builtin_slots()}
-    for _ in range(2):
+    for _ in range(4):
         text = _SLOT.sub(lambda m: slots.get(m.group(1), "f32"), text)
     return text
 

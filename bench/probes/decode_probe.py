@@ -1,19 +1,21 @@
-"""Probe: SmolLM2 decode and prefill speed of the webrlx on sys.path (for A/B runs of two
-trees on one GPU: PYTHONPATH=<tree> python bench/probes/decode_probe.py): decode tokens/s over 128
-new tokens (best of 3), the prefill of 128 tokens (best of 5), and both plans' GPU profiles
-by the variant each kernel ran. Prints one JSON line."""
+"""Probe: decode and prefill speed of the webrlx on sys.path (for A/B runs of two trees on
+one GPU: PYTHONPATH=<tree> python bench/probes/decode_probe.py [MODEL.gguf]): decode tokens/s
+over 128 new tokens (best of 3), the prefill of 128 tokens (best of 5), and both plans' GPU
+profiles by the variant each kernel ran. SmolLM2 by default. Prints one JSON line."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import numpy as np
 
-from webrlx.models import smollm2
+from webrlx.models import llm, smollm2
 
 
 def main() -> None:
-    lm = smollm2.load(capacity=512)
+    lm = llm.load(sys.argv[1], max_context=512) if len(sys.argv) > 1 else \
+        smollm2.load(capacity=512)
     prompt = lm.tokenizer.encode("Count by sevens: 7, 14, 21,")
     prefill = [int(i) for i in np.random.default_rng(0).integers(100, 40000, 128)]
     lm.generate_ids(prefill, 2)

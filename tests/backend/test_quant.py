@@ -203,20 +203,32 @@ def test_fused_gemv_rope_with_frequency_factors(backend, s, monkeypatch):
         assert {"qgemv[rms_norm+rope]", "qgemv[rms_norm+rope+cache]"} <= names, names
 
 
+QKV_LIMIT = "max-storage-buffers-per-shader-stage"
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("s,shape", [(s, sh) for s in (1, 5, 40)
-                                     for sh in ((8, 1, 1), (1, 8, 1), (2, 4, 1), (4, 1, 2),
-                                                (2, 1, 4), "tile1", "tile2", "tile8")
-                                     if s > 4 or not isinstance(sh, str)],  # tiles: prefills
+@pytest.mark.parametrize("s,shape,qkv", [(s, sh, qkv) for s in (1, 3, 5, 40)
+                                         for sh in ((8, 1, 1), (1, 8, 1), (2, 4, 1), (4, 1, 2),
+                                                    (2, 1, 4), "tile1", "tile2", "tile8")
+                                         for qkv in (False, True)
+                                         if (s > 4 or not isinstance(sh, str)) and  # tiles:
+                                         (s == 3 or not qkv) and   # prefills; q/k/v in one
+                                         (s != 3 or qkv)],         # dispatch: decode rows
                          ids=str)
-def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, monkeypatch):
+def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, qkv, monkeypatch):
     """q/k/v projections whose results are roped (interleaved pairs) and written into KV
     caches at pos fuse into their GEMVs; the caches and q match the unfused reference, for
-    each GEMV shape (threads per weight row, weight rows per thread)."""
+    each GEMV shape (threads per weight row, weight rows per thread). With `qkv` (decode rows
+    on a device binding 10 storage buffers) the three run as one dispatch
+    (quant/qgemv_qkv.wgsl); with 8 (WebGPU's default limit) each runs alone."""
     from webrlx.backends.reference import ReferenceDevice
     from webrlx.compiler import lower_quant
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)        # the default runs
+    if backend.name != "reference":     # (an adapter under 10 keeps the three GEMVs)
+        qkv = qkv and backend.info.limit(QKV_LIMIT, 8) >= 10
+        if not qkv:
+            monkeypatch.setitem(backend.info.limits, QKV_LIMIT, 8)
     if isinstance(shape, str):          # prefills through quant/qmatmul_fused.wgsl
         monkeypatch.setattr(autotune, "PREFER", f"*_{shape}")
     else:
@@ -247,8 +259,110 @@ def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, monkeypatch):
             np.testing.assert_allclose(got, want, rtol=0, atol=3e-4)
     if backend.name != "reference":
         names = [c.name for c in exe.plan({}).program.calls]
-        assert {"qgemv[rms_norm+rope]", "qgemv[rms_norm+rope+cache]",
-                "qgemv[rms_norm+cache]"} <= {n_.rsplit("_", 1)[0] for n_ in names}, names
+        kinds = {n_.rsplit("_", 1)[0] for n_ in names}
+        if qkv:
+            assert "qgemv[q+k+v]" in kinds and not any("rope" in n_ for n_ in kinds), names
+        else:
+            assert {"qgemv[rms_norm+rope]", "qgemv[rms_norm+rope+cache]",
+                    "qgemv[rms_norm+cache]"} <= kinds, names
         if isinstance(shape, str):
             ran = exe.plan({}).ran
             assert sum(n_.endswith(f"_{shape}") for n_ in ran) == 3, ran
+
+
+@pytest.mark.parametrize("formats,group", [(("q4_k", "q4_k", "q6_k"), "qgemv[q+k]"),
+                                           (("q5_0", "q8_0", "q8_0"), "qgemv[k+v]"),
+                                           (("q4_1", "q8_0", "q4_0"), None)], ids=str)
+def test_qkv_of_mixed_formats(backend, formats, group, monkeypatch):
+    """Q4_K_M files keep v (some layers) in another format than q and k: the two that share
+    a format still run as one dispatch, the third alone (none when all three differ), and
+    q and both caches match the unfused reference at two decode positions."""
+    from webrlx.backends.reference import ReferenceDevice
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    k, hd, heads, kv, cap = 256, 16, 4, 2, 32
+    fq, fk, fv = formats
+    def blocks(fmt: str, n: int, seed: int) -> np.ndarray:   # random blocks of any format
+        return quant.words(quant.random_blocks(fmt, n, k, seed=seed, scale=0.05))
+    arrays = {"wq": blocks(fq, heads * hd, 2), "wk": blocks(fk, kv * hd, 3),
+              "wv": blocks(fv, kv * hd, 4), "g": rand(k, seed=5) + 1.5}
+    g = wr.Graph()
+    x = g.input("x", (1, 1, k))
+    pos = g.input("pos", (1,), "int32")
+    p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
+    h = nn.rms_norm(x, p["g"], 1e-5)
+    q = nn.rope(nn.qlinear(h, p["wq"], fq, heads * hd, k).reshape(1, -1, heads, hd), pos,
+                500000.0, factors=tuple(1.0 + 0.5 * i for i in range(hd // 2)))
+    kr = nn.rope(nn.qlinear(h, p["wk"], fk, kv * hd, k).reshape(1, -1, kv, hd), pos, 500000.0,
+                 factors=tuple(1.0 + 0.5 * i for i in range(hd // 2)))
+    kc = nn.cache_write(g.state("kc", (1, kv, cap, hd)), kr, pos)
+    vc = nn.cache_write(g.state("vc", (1, kv, cap, hd)),
+                        nn.qlinear(h, p["wv"], fv, kv * hd, k).reshape(1, -1, kv, hd), pos)
+    outs = [q * 1.0, kc * 1.0, vc * 1.0]
+    exe = wr.compile(g, outputs=outs, device=backend)
+    ref = wr.compile(g, outputs=outs, device=ReferenceDevice())
+    for e in (exe, ref):
+        e.set_params(arrays)
+    for start in (3, 30):
+        feeds = {"x": rand(1, 1, k, seed=start), "pos": np.array([start], np.int32)}
+        for got, want in zip(exe.run(feeds), ref.run(feeds)):
+            np.testing.assert_allclose(got, want, rtol=0, atol=3e-4 * np.abs(want).max())
+    if backend.name != "reference":
+        kinds = {c.name.rsplit("_", 1)[0] for c in exe.plan({}).program.calls}
+        if backend.info.limit(QKV_LIMIT, 8) >= 10 and group is not None:
+            assert group in kinds and "qgemv[q+k+v]" not in kinds, kinds
+        else:
+            assert not any(n_.startswith("qgemv[q+") or n_.startswith("qgemv[k+")
+                           for n_ in kinds), kinds
+
+
+@pytest.mark.parametrize("window,storage,gpu_path", [(0, None, False), (40, None, False),
+                                                    (0, 8192, False), (0, None, True),
+                                                    (40, None, True)], ids=str)
+def test_attention_combine_in_the_o_projection(backend, window, storage, gpu_path,
+                                               monkeypatch):
+    """A decode step's attention (one query row, keys cut into chunks at run time) feeds the
+    o projection GEMV, which merges the per-chunk partials itself (no attn_combine
+    dispatch): its output equals the reference at positions that fill 1 to all chunks, with
+    GQA and a sliding window; a device with too little workgroup memory for the merged row
+    keeps the combine dispatch. gpu_path: the kernel and chunking a discrete GPU gets
+    (decoder/attn_decode, one-tile chunks) on any adapter."""
+    from webrlx.backends.reference import ReferenceDevice
+    from webrlx.compiler import lower_decoder
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    if gpu_path:
+        monkeypatch.setattr(lower_decoder, "PREFILL_KERNEL", "decode")
+        monkeypatch.setattr(lower_decoder, "cpu_adapter", lambda L: False)
+    if storage is not None and backend.name != "reference":
+        monkeypatch.setitem(backend.info.limits, "max-compute-workgroup-storage-size", storage)
+    heads, kv, hd, cap, width = 8, 2, 32, 512, 96
+    arrays = {"wo": quant.words(quant.random_blocks("q4_k", width, heads * hd, seed=7,
+                                                    scale=0.05)),
+              "kc": rand(1, kv, cap, hd, seed=8), "vc": rand(1, kv, cap, hd, seed=9)}
+    g = wr.Graph()
+    q = g.input("q", (1, 1, heads, hd))
+    r = g.input("r", (1, 1, width))
+    pos = g.input("pos", (1,), "int32")
+    kc, vc = g.input("kc", (1, kv, cap, hd)), g.input("vc", (1, kv, cap, hd))
+    wo = g.param("wo", arrays["wo"].shape, arrays["wo"].dtype)
+    a = nn.cached_attention(q, kc, vc, pos, 0.2, window=window).reshape(1, 1, heads * hd)
+    out = nn.qlinear(a, wo, "q4_k", width, heads * hd) + r
+    exe = wr.compile(g, outputs=[out], device=backend)
+    ref = wr.compile(g, outputs=[out], device=ReferenceDevice())
+    for e in (exe, ref):
+        e.set_params({"wo": arrays["wo"]})
+    for p0 in (0, 63, 64, 200, cap - 1):
+        feeds = {"q": rand(1, 1, heads, hd, seed=p0), "r": rand(1, 1, width, seed=p0 + 1),
+                 "pos": np.array([p0], np.int32), "kc": arrays["kc"], "vc": arrays["vc"]}
+        (got,), (want,) = exe.run(feeds), ref.run(feeds)
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-4 * np.abs(want).max())
+    if backend.name != "reference":
+        kinds = {c.name.rsplit("_", 1)[0] for c in exe.plan({}).program.calls}
+        split = "cached_attention[combine]" in kinds
+        fused = any(k_.startswith("qgemv[combine") for k_ in kinds)
+        assert not (split and fused), kinds
+        if storage is not None:         # 4 * 256 + 8448 bytes do not fit in 8192
+            assert not fused, kinds
+        elif not split:                 # one chunk: the attention writes its output
+            assert any(k_.startswith("qgemv[") for k_ in kinds), kinds

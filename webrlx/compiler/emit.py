@@ -103,6 +103,9 @@ class EmitContext:
         self.lazy: dict[int, Lazy] = {}
         self.consts: list[Buf] = []
         self.tables: dict[tuple, Buf] = {}       # read-only consts shared by calls (rope)
+        # cached_attention id -> (its per-chunk partials, its params) where the consumer GEMV
+        # merges them (fuse._attention_combine) instead of an attn_combine dispatch
+        self.attn_partials: dict[int, tuple[Buf, dict[str, Any]]] = {}
         self.node = -1
         self._dummies: list[Buf] = []
 

@@ -2,7 +2,8 @@
 emitting, see emit.py): matmul + bias + activation epilogues, residual add + norm, attention
 whose only consumer is the (0, 2, 1, 3) permute back to (batch, seq, heads, dim), and the
 quantized GEMV's neighbours in a decoder layer (rms_norm before it, gate/up + silu * mul,
-residual add after it: quant/qgemv_fused.wgsl).
+residual add after it: quant/qgemv_fused.wgsl), and a layer's q, k and v GEMVs as one
+dispatch (quant/qgemv_qkv.wgsl) where the device binds enough storage buffers.
 
 Each pattern is one function over a node; find_fusions runs them all.
 """
@@ -39,6 +40,12 @@ class QGemv:
 # time), 18 ms with the fused GEMVs at 128 and 256; on lavapipe 6.3 s vs 6.8 s
 # (bench/probes/prefill_probe.py, bench/results/2026-11-23-h100-prefill-probe.json)
 GEMV_MAX_M = 256
+# q, k and v of up to this many rows (decode) run as one dispatch (quant/qgemv_qkv.wgsl) on
+# devices with at least QKV_STORAGE_BUFFERS storage bindings per stage
+QKV_MAX_M = 4
+QKV_STORAGE_BUFFERS = 10
+# workgroup memory quant/qgemv_fused.wgsl declares besides the merged x row of COMBINE
+GEMV_WORKGROUP_BYTES = 8448
 
 
 @dataclass
@@ -50,6 +57,11 @@ class Fusions:
     norm_prologue: dict[int, tuple[int, int, float]] = field(default_factory=dict)
     # ^ rms_norm id -> (x, weight, eps): every consumer (a qmatmul GEMV) normalizes x itself
     absorbed: set[int] = field(default_factory=set)                  # nodes not lowered alone
+    qkv: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    # ^ the first member's qmatmul id -> (q, k, v qmatmul ids, -1 where that one runs
+    #   alone): one dispatch; the other members are absorbed
+    attn_combine: dict[int, int] = field(default_factory=dict)
+    # ^ qmatmul id -> the cached_attention (one query row) whose per-chunk partials it merges
 
 
 def consumers_of(graph: Graph, live: set[int], skip: set[int]) -> dict[int, list[int]]:
@@ -70,6 +82,8 @@ class _Scan:
     outputs: set[int]
     shapes: dict[int, tuple[int, ...]]
     found: Fusions
+    storage_buffers: int = 8          # the device's storage bindings per shader stage
+    workgroup_bytes: int = 16384      # and its workgroup memory
 
     def only_user(self, i: int) -> int | None:
         u = self.users.get(i, [])
@@ -196,17 +210,75 @@ def _rope_cache(s: _Scan, cur: int, q: QGemv) -> int:
     return chain[-1]
 
 
+def _qkv_group(s: _Scan, n: Node) -> None:
+    """rms_norm read by exactly three decode GEMVs of one K: q (its output, maybe rotated),
+    then k (maybe rotated) and v, each written into its KV cache at the same position, with
+    one rope table: those of one weight format run as one dispatch (quant/qgemv_qkv.wgsl):
+    all three, or q and k (v in another format, as Q4_K_M files keep it), or k and v."""
+    if n.id not in s.found.norm_prologue or s.storage_buffers < QKV_STORAGE_BUFFERS:
+        return
+    users = sorted(set(s.users.get(n.id, [])))
+    if len(users) != 3 or any((_gemv_rows(s, s.nodes[u]) or QKV_MAX_M + 1) > QKV_MAX_M
+                              for u in users):
+        return
+    q, k, v = (s.found.qgemv.get(u, QGemv(last=u)) for u in users)
+    if any(e.up is not None or e.res is not None for e in (q, k, v)) or \
+            q.cache is not None or k.cache is None or v.cache is None or v.rope is not None:
+        return
+    ropes = [s.nodes[e.rope] for e in (q, k) if e.rope is not None]
+    if len({(r.attrs["base"], tuple(r.attrs.get("factors", ())), r.inputs[1])
+            for r in ropes}) > 1:
+        return
+    cache_pos = {s.nodes[e.cache].inputs[2] for e in (k, v) if e.cache is not None}
+    if len(cache_pos) != 1 or any(r.inputs[1] not in cache_pos for r in ropes):
+        return
+    hd = {s.shapes[s.nodes[e.cache].inputs[1]][-1] for e in (k, v) if e.cache is not None}
+    if q.rope is not None:
+        hd.add(s.shapes[q.rope][-1])
+    fq, fk, fv = (s.nodes[u].attrs["format"] for u in users)
+    if len(hd) != 1 or len({s.nodes[u].attrs["k"] for u in users}) != 1 or fk not in (fq, fv):
+        return
+    group = (users[0] if fq == fk else -1, users[1], users[2] if fv == fk else -1)
+    members = [u for u in group if u >= 0]
+    s.found.qkv[members[0]] = group
+    s.found.absorbed.update(members[1:])
+
+
+def _attention_combine(s: _Scan, n: Node) -> None:
+    """cached_attention of one query row -> reshape (1, 1, H * D) -> a GEMV (its x): the GEMV
+    merges the attention's per-chunk partials itself, in workgroup memory, where
+    decoder/attn_combine would run as its own dispatch (quant/qgemv_fused.wgsl COMBINE)."""
+    if n.op != "cached_attention" or len(s.shapes[n.inputs[3]]) != 1:
+        return
+    b, rows, h, d = s.shapes[n.inputs[0]]
+    r = s.only_user(n.id)
+    if b * rows != 1 or r is None or s.nodes[r].op != "reshape" or \
+            s.shapes[r] != (1, 1, h * d) or 4 * h * d + GEMV_WORKGROUP_BYTES > s.workgroup_bytes:
+        return
+    u = s.only_user(r)
+    if u is None or s.nodes[u].inputs[0] != r or _gemv_rows(s, s.nodes[u]) != 1:
+        return
+    s.found.attn_combine[u] = n.id
+    s.found.absorbed.add(r)
+
+
 PATTERNS: tuple[Callable[[_Scan, Node], None], ...] = (_matmul_epilogue, _residual_norm,
                                                       _bshd_attention, _norm_prologue,
-                                                      _qgemv_epilogue)
+                                                      _qgemv_epilogue, _attention_combine)
 
 
 def find_fusions(graph: Graph, live: set[int], users: dict[int, list[int]], outputs: set[int],
-                 shapes: dict[int, tuple[int, ...]]) -> Fusions:
-    """Run every pattern over the live nodes, in graph order."""
-    scan = _Scan(graph.nodes, users, outputs, shapes, Fusions())
+                 shapes: dict[int, tuple[int, ...]], storage_buffers: int = 8,
+                 workgroup_bytes: int = 16384) -> Fusions:
+    """Run every pattern over the live nodes, in graph order, then group q/k/v GEMVs (their
+    epilogues must be known first)."""
+    scan = _Scan(graph.nodes, users, outputs, shapes, Fusions(), storage_buffers,
+                 workgroup_bytes)
     for n in graph.nodes:
         if n.id in live:
             for pattern in PATTERNS:
                 pattern(scan, n)
+    for n in graph.nodes:
+        if n.id in live:
+            _qkv_group(scan, n)
     return scan.found

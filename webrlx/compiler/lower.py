@@ -53,8 +53,8 @@ class _Analysis:
     fusions: fuse.Fusions
 
 
-def _analyze(graph: Graph, outputs: list[int], env: Mapping[str, int], fuse_ops: bool
-             ) -> _Analysis:
+def _analyze(graph: Graph, outputs: list[int], env: Mapping[str, int], fuse_ops: bool,
+             info: DeviceInfo | None = None) -> _Analysis:
     live = live_nodes(graph, outputs + graph.effects())
     shapes = bind_shapes(graph, env, live)
     folded = fold_constants(graph, live, shapes)
@@ -63,8 +63,12 @@ def _analyze(graph: Graph, outputs: list[int], env: Mapping[str, int], fuse_ops:
                            for i in n.inputs}
     skip = {i for i in folded if i not in used}
     users = fuse.consumers_of(graph, live, skip)
-    fusions = fuse.find_fusions(graph, live, users, set(outputs), shapes) if fuse_ops else \
-        fuse.Fusions()
+    limits = info.limits if info is not None else {}
+    fusions = fuse.find_fusions(
+        graph, live, users, set(outputs), shapes,
+        int(limits.get("max-storage-buffers-per-shader-stage", 8)),
+        int(limits.get("max-compute-workgroup-storage-size", 16384))) \
+        if fuse_ops else fuse.Fusions()
     return _Analysis(live, shapes, folded, skip, users, fusions)
 
 
@@ -99,7 +103,7 @@ def lower(graph: Graph, outputs: list[int], env: Mapping[str, int], info: Device
     against, and a debugging aid.
     """
     graph.verify()
-    a = _analyze(graph, outputs, env, fuse_ops)
+    a = _analyze(graph, outputs, env, fuse_ops, info)
     L = EmitContext(graph, a.shapes, info, a.users, set(outputs), a.fusions, fuse_ops, INLINES)
     program = Program([], [], {}, {}, [], {})
     # sources first: a fused epilogue may read a param declared after its matmul

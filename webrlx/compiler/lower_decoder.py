@@ -38,6 +38,10 @@ PREFILL_KERNEL: str | None = None
 WORKGROUP_TARGET = 256       # the split forms add key chunks until about this many workgroups
 CPU_WORKGROUP_TARGET = 16    # on a CPU adapter (lavapipe): early-exit workgroups are not free
 CHUNK_GRANULE = 64           # keys: a chunk's length is a multiple of this (and of every KT)
+# attn_decode on GPUs: chunks of this many of its KT-key tiles at the least. One tile: at
+# SmolLM2's lengths (pos < 300, capacity 512) twice the workgroups share the keys, each with
+# half the serial tile loop (its combine is merged by the o projection, fuse.py)
+DECODE_CHUNK_TILES = 1
 ROW_THREADS = 8192           # attn_prefill splits an item's keys until about this many threads
 CPU_ROW_THREADS = 128        # the same on a CPU adapter: 8 threads a row for 1-2 rows, then 1
 
@@ -134,8 +138,10 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
         per_wg = min(DECODE_ITEMS, DECODE_THREADS // d4)
         tiles = -(-items // per_wg)
         parts = max(1, DECODE_THREADS // (min(per_wg, items) * d4))   # idle threads take keys
-        shader, overrides = "decoder/attn_decode", {"KT": 32 if d4 <= 16 else 16,
-                                                    "RW": per_wg, "KP": parts}
+        kt = 32 if d4 <= 16 else 16
+        shader, overrides = "decoder/attn_decode", {"KT": kt, "RW": per_wg, "KP": parts}
+        if not cpu:
+            gran = kt * DECODE_CHUNK_TILES
     base = tiles * hkv * b
     target = CPU_WORKGROUP_TARGET if cpu else WORKGROUP_TARGET
     nsplit = max(1, min(-(-target // base), -(-t // gran)))
@@ -151,6 +157,9 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
            (nsplit, tiles * hkv, b), overrides,
            name="cached_attention[flash]" if flash else
            "cached_attention[prefill]" if prefill else "cached_attention[decode]")
+    if nsplit > 1 and node.id in L.fusions.attn_combine.values():
+        L.attn_partials[node.id] = (dst, args)      # the GEMV reading it merges them
+        return dst
     if nsplit > 1:
         n = b * s * h * d4
         L.emit(kernel("decoder/attn_combine"), {"pos": pos, "part": dst, "out": out},

@@ -60,7 +60,10 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     fmt, n, k = node.attrs["format"], node.attrs["n"], node.attrs["k"]
     m = math.prod(L.shape(x_id)[:-1])
     fused, prologue = L.fusions.qgemv.get(node.id), L.fusions.norm_prologue.get(x_id)
-    if fused is not None or prologue is not None:
+    group = L.fusions.qkv.get(node.id)
+    if group is not None:
+        return _qkv_gemv(L, node, group, prologue, m)
+    if fused is not None or prologue is not None or node.id in L.fusions.attn_combine:
         return _fused_gemv(L, node, fused, prologue, m)
     out = L.temp(L.shape(node.id), node.dtype)
     has_bias = len(node.inputs) == 3
@@ -99,7 +102,13 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
     # (B, S, heads, hd): the reshaped result the rope / cache_write read
     heads = L.shape(rope.id) if rope else L.shape(cache.inputs[1]) if cache else (1, m, 1, n)
     pos = rope.inputs[1] if rope else cache.inputs[2] if cache else None
-    bindings = {"x": L.buf(prologue[0] if prologue else x_id), "w": L.buf(w_id),
+    att = L.fusions.attn_combine.get(node.id)
+    partials = L.attn_partials.get(att) if att is not None else None
+    if att is not None:                 # x is the attention's output (reshape absorbed)
+        x_id = att
+        pos = nodes[att].inputs[3] if partials else pos
+    bindings = {"x": partials[0] if partials else L.buf(prologue[0] if prologue else x_id),
+                "w": L.buf(w_id),
                 "w2": L.buf(nodes[q.up].inputs[1]) if q.up is not None else L.dummy(1),
                 "g": L.buf(prologue[1]) if prologue else L.dummy(2),
                 "res": L.buf(q.res) if q.res is not None else L.dummy(3),
@@ -109,11 +118,17 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
                 "out": out}
     params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k),
               "eps": prologue[2] if prologue else 0.0, "hd": heads[-1], "S": heads[1],
-              "T": L.shape(cache.id)[2] if cache else 1}
+              "T": L.shape(cache.id)[2] if cache else 1, "G": 1, "nsplit": 1, "gran": 1}
+    if partials:                        # COMBINE: the attention's chunk cut and layout
+        a = partials[1]
+        params.update({"hd": 4 * a["D4"], "S": a["S"], "T": a["T"], "G": a["G"],
+                       "nsplit": a["nsplit"], "gran": a["gran"]})
     overrides = {**format_overrides(fmt), "NORM": prologue is not None,
+                 "COMBINE": partials is not None, "XS": k // 4 if partials else 1,
                  "SWIGLU": q.up is not None, "RES": q.res is not None, "ROPE": rope is not None,
                  "CACHE": cache is not None}
-    what = "+".join(["rms_norm"] * bool(prologue) + ["swiglu"] * (q.up is not None) +
+    what = "+".join(["combine"] * bool(partials) + ["rms_norm"] * bool(prologue) +
+                    ["swiglu"] * (q.up is not None) +
                     ["res"] * (q.res is not None) + ["rope"] * (rope is not None) +
                     ["cache"] * (cache is not None))
     t = L.T(L.dtype(x_id))
@@ -131,6 +146,56 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
     return out
 
 
+def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
+              prologue: tuple[int, int, float] | None, m: int) -> Buf:
+    """A layer's q, k and v GEMVs (those of `group` that are not -1) in one dispatch
+    (fuse._qkv_group): quant/qgemv_qkv.wgsl. q's result goes to a new buffer (rotated where
+    its rope was fused), k's and v's into their KV caches. Returns node's value."""
+    nodes = L.graph.nodes
+    k_id = group[1]
+    fused = {i: L.fusions.qgemv.get(i) or QGemv(last=i) for i in group if i >= 0}
+    fq, fk = fused.get(group[0]), fused[k_id]
+    fv = fused.get(group[2])
+    fmt, k = nodes[k_id].attrs["format"], nodes[k_id].attrs["k"]
+    ns = [nodes[i].attrs["n"] if i >= 0 else 0 for i in group]
+    assert fk.cache is not None
+    kc = nodes[fk.cache]
+    vc = nodes[fv.cache] if fv is not None and fv.cache is not None else None
+    rope = nodes[fq.rope] if fq is not None and fq.rope is not None else \
+        nodes[fk.rope] if fk.rope is not None else None
+    heads = L.shape(kc.inputs[1])                               # (B, S, kv heads, hd)
+    out = L.temp(L.shape(fq.last), nodes[group[0]].dtype) if fq is not None else L.dummy(7)
+    x_id = nodes[k_id].inputs[0]
+    bindings = {"x": L.buf(prologue[0] if prologue else x_id),
+                "wq": L.buf(nodes[group[0]].inputs[1]) if fq is not None else L.dummy(1),
+                "wk": L.buf(nodes[k_id].inputs[1]),
+                "wv": L.buf(nodes[group[2]].inputs[1]) if vc is not None else L.dummy(3),
+                "g": L.buf(prologue[1]) if prologue else L.dummy(2),
+                "pos": L.buf(kc.inputs[2]),
+                "freq": rope_freq(L, heads[-1], rope.attrs["base"],
+                                  rope.attrs.get("factors", ())) if rope else L.dummy(5),
+                "kc": L.buf(kc.inputs[0]),
+                "vc": L.buf(vc.inputs[0]) if vc is not None else L.dummy(6), "out": out}
+    params = {"M": m, "K": k, "eps": prologue[2] if prologue else 0.0, "hd": heads[-1],
+              "S": heads[1], "T": L.shape(kc.id)[2], "nq": ns[0], "nk": ns[1], "nv": ns[2],
+              "nwq": quant.nwords(fmt, ns[0], k) if ns[0] else 0,
+              "nwk": quant.nwords(fmt, ns[1], k),
+              "nwv": quant.nwords(fmt, ns[2], k) if ns[2] else 0,
+              "rq": int(fq is not None and fq.rope is not None), "rk": int(fk.rope is not None)}
+    overrides = {**format_overrides(fmt), "NORM": prologue is not None}
+    what = "+".join(w for w, i in zip("qkv", group) if i >= 0)
+    t = L.T(L.dtype(x_id))
+    _emit_gemv(L, kernel("quant/qgemv_qkv", T=t), f"qgemv[{what}]", bindings,
+               {**params, "N": sum(ns)}, overrides, [], f"qgemv_qkv {what} {fmt}/{t}",
+               segments=ns)
+    if fq is not None:
+        L.values[fq.last] = out
+    L.values[fk.last] = L.buf(kc.inputs[0])
+    if fv is not None and vc is not None:
+        L.values[fv.last] = L.buf(vc.inputs[0])
+    return L.values[fused[node.id].last]
+
+
 def tile_rg(m: int, n: int) -> int:
     """quant/qmatmul_fused.wgsl's default row quads per tile: the tallest tile that still
     gives >= 256 workgroups (of 256 threads), else the smallest. On an H100 at M = 128
@@ -142,17 +207,25 @@ def tile_rg(m: int, n: int) -> int:
 
 def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf],
                params: dict[str, Any], overrides: dict[str, Any], extra: list[Variant],
-               tune: str, lead: tuple[Kernel, Variant] | None = None) -> None:
+               tune: str, lead: tuple[Kernel, Variant] | None = None,
+               segments: list[int] | None = None) -> None:
     """Emit a quantized GEMV (params M, N, K) over row groups of up to GEMV_ROWS rows, the
     default threads per weight row first and the other TPRs (and `extra`) as variants; or
-    `lead` (another kernel, as its variant) first, and every GEMV shape a variant."""
+    `lead` (another kernel, as its variant) first, and every GEMV shape a variant.
+    `segments`: the weights' row counts of a kernel that runs several along x (their
+    workgroups side by side; N = their sum)."""
     m, n, k = params["M"], params["N"], params["K"]
+    if segments is not None:            # (the shader reads each segment's N instead)
+        params = {key: v for key, v in params.items() if key != "N"}
     rows = min(m, GEMV_ROWS)
     first = gemv_shape(n, k, cpu_adapter(L))
 
+    def width(rpt: int) -> int:         # workgroups along x
+        return sum(-(-s // (GEMV_RPW * rpt)) for s in (segments or [n]))
+
     def shape(tpr: int, rpt: int, rq: int) -> tuple[str, tuple[int, int, int], dict[str, Any]]:
         return (f"{name}_{tpr}" + (f"x{rpt}" if rpt > 1 else "") + (f"q{rq}" if rq > 1 else ""),
-                (-(-n // (GEMV_RPW * rpt)), -(-m // (rows * rq)), 1),
+                (width(rpt), -(-m // (rows * rq)), 1),
                 {**overrides, "ROWS": rows, "TPR": tpr, "RPT": rpt, "RQ": rq})
 
     shapes = [(t, r, 1) for t, r in GEMV_SHAPES]

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Decode speed of two webrlx trees on the lent GPU machine, in one run (see
+# shared/device/README.md): bench/probes/decode_probe.py (SmolLM2 Q4_1: tok/s and the decode
+# step's GPU profile by kernel) for BASE and NEW, then with NEW alone: SmolLM2 requantized to
+# Q4_K_M beside llama.cpp Vulkan (bench/smollm2_kquants.py, greedy checks against
+# transformers) and the 1B-shaped Q4_K_M model beside llama.cpp (bench/llm_1b.py). JSON into $OUT.
+# Carry .gl and .whl (wgpu, cffi, gguf wheels), .big/llvk.so.xz, the SmolLM2 GGUF as
+# .big/gguf.part* (a call with some parts stores them in /tmp/big; NPARTS=2 in all) and the two
+# trees as .ab/base.tar.xz and .ab/new.tar.xz (`git archive <rev> | xz`, or a tar of a work tree).
+set -uo pipefail
+NPARTS=${NPARTS:-2}
+mkdir -p /tmp/big
+cp .big/gguf.part* /tmp/big/ 2>/dev/null
+for t in base new; do
+  [ -f ".ab/$t.tar.xz" ] && rm -rf "/tmp/$t" && mkdir -p "/tmp/$t" && tar -xJf ".ab/$t.tar.xz" -C "/tmp/$t"
+done
+have=$(ls /tmp/big/gguf.part* 2>/dev/null | wc -l)
+if [ "$have" -lt "$NPARTS" ]; then echo "stored $have of $NPARTS parts"; exit 0; fi
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$HOME/site" .whl/*.whl
+SO=/tmp/big/_llama_cpp_vulkan_1_x.cpython-311-x86_64-linux-gnu.so
+xz -dc .big/llvk.so.xz > "$SO"
+cat /tmp/big/gguf.part* > /tmp/big/SmolLM2-135M-Instruct.Q4_1.gguf
+export HF_HUB_OFFLINE=1 WEBRLX_SMOLLM2_DIR=/tmp/big
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+for t in base new; do
+  PYTHONPATH="$HOME/site:/tmp/$t" python3 /tmp/$t/bench/probes/decode_probe.py \
+    > "$OUT/decode_probe_$t.json" 2> "$OUT/decode_probe_$t.err"
+  tail -3 "$OUT/decode_probe_$t.err"; head -c 1500 "$OUT/decode_probe_$t.json"; echo
+done
+cd /tmp/new
+export PYTHONPATH="$HOME/site:/tmp/new"
+[ "${SKIP_KQ:-0}" = 1 ] || python3 bench/smollm2_kquants.py --src /tmp/big/SmolLM2-135M-Instruct.Q4_1.gguf \
+  --llamacpp "$SO" --work /tmp/kquants --types "${TYPES:-Q4_K_M}" \
+  > "$OUT/smollm2_kquants.json" 2> "$OUT/smollm2_kquants.err"
+[ "${SKIP_1B:-0}" = 1 ] || python3 bench/llm_1b.py --llamacpp "$SO" --work /tmp/llm_1b --type Q4_K_M \
+  --new 256 > "$OUT/llm_1b.json" 2> "$OUT/llm_1b.err"
+python3 - "$OUT" <<'EOF'
+import json, sys, pathlib
+out = pathlib.Path(sys.argv[1])
+for name in ("smollm2_kquants.json", "llm_1b.json"):
+    f = out / name
+    if not f.exists() or not f.read_text().strip():
+        print(name, "missing"); continue
+    d = json.loads(f.read_text())
+    if "results" in d:
+        for t, r in d["results"].items():
+            print(t, "webrlx", round(r["webrlx"]["decode_tok_s"], 1), "llama.cpp",
+                  round(r["llamacpp"]["decode_tok_s"], 1), "ratio",
+                  round(r["decode_vs_llamacpp"], 3), "greedy all equal", r["greedy_all_equal"])
+    else:
+        w, l = d["webrlx"], d["llamacpp"]
+        print("1b webrlx", round(w["decode_tok_s"], 1), "llama.cpp", round(l["decode_tok_s"], 1),
+              "prefill", round(w["prefill_ms"], 1), round(l["prefill_ms"], 1),
+              {k: v for k, v in d.items() if "batch" in k})
+EOF
