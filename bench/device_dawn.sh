@@ -8,6 +8,11 @@
 #           both ways for each X of $BENCH_ONLY
 #   smat    the subgroup-matrix (tensor core) matmul: raw probe, torch f16 beside it, and its
 #           backend tests with test_matmul under Dawn
+#   store   carry any of .dawn/ml/ml.pN (MiniLM's folder as a tar, in parts) and
+#           .big/gguf.partNN (SmolLM2): kept in /tmp/dawn/ml and /tmp/dawn/g
+#   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
+#           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
+#           the comparisons; MiniLM and SmolLM2 from the stored parts
 set -uo pipefail
 export D=/tmp/dawn
 export S=$D/snap                    # the snapshot: `git archive HEAD`, the wheel built from it
@@ -54,6 +59,27 @@ bench)
     (cd $S && timeout 120 python3 -m webrlx bench --only $only > $OUT/bench-native-$only.json)
     timeout ${BENCH_LIMIT:-120} bash -c "$(declare -f dawn); dawn -- bench --only $only" \
       > $OUT/bench-dawn-$only.json
+  done
+  ;;
+store)
+  mkdir -p $D/ml $D/g
+  cp .dawn/ml/ml.p* $D/ml/ 2>/dev/null; cp .big/gguf.part* $D/g/ 2>/dev/null; ls $D/ml $D/g
+  ;;
+engines)
+  mkdir -p $D/models/minilm $D/models/smollm2
+  cat $D/ml/ml.p* | tar xf - -C $D/models/minilm
+  cat $D/g/gguf.part* > $D/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+  (cd $S && python3 bench/engines.py --new 256 > $OUT/engines-native.json)
+  dawn -- python bench/engines.py --new 256 > $OUT/engines-dawn.json
+  dawn -- python -c "import runpy, sys; import webrlx.backends.js_webgpu as j; \
+j.ONE_CALL_ENCODE = False; sys.argv = ['engines.py', '--new', '256']; \
+runpy.run_path('bench/engines.py', run_name='__main__')" > $OUT/engines-dawn-per-call.json
+  for d in dawn dawn-per-call; do
+    (cd $S && python3 bench/engines.py --compare $OUT/engines-native.json \
+      $OUT/engines-$d.json > $OUT/engines-native-vs-$d.json)
+    python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
+print(sys.argv[1], {k: v for k, v in d.items() if k not in ('native', 'dawn')})" \
+      $OUT/engines-native-vs-$d.json
   done
   ;;
 smat)
