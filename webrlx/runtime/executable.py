@@ -188,7 +188,7 @@ class Executable:
     # -- running --------------------------------------------------------------------------------
     def check_feeds(self, feeds: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
         """Return (arrays, symbol binding) for feeds, or raise InputError naming the input."""
-        return check_feeds(self.graph, feeds, set(self._params), self.needed_inputs)
+        return check_feeds(self.graph, feeds, self._params, self.needed_inputs)
 
     def plan(self, env: Mapping[str, int]) -> Plan:
         """Return the Plan for a symbol binding, compiling it on first use (GPU devices)."""

@@ -24,15 +24,20 @@ def fmt(shape: Shape) -> str:
 
 def coerce(where: str, what: str, value: Any, shape: Shape, d: dt.DType) -> Any:
     """Return value as a C-contiguous array of dtype d (a DeviceTensor passes through after its
-    shape and dtype are checked), or raise InputError saying why."""
-    want = f"{fmt(shape)} {d}"
+    shape and dtype are checked), or raise InputError saying why. (Runs on every run of a
+    decode loop: the messages are built only when one is raised.)"""
     if isinstance(value, DeviceTensor):
         value.check()
         if value.dtype != d or len(value.shape) != len(shape) or any(
                 isinstance(s, int) and s != a for s, a in zip(shape, value.shape)):
-            raise InputError(f"{where}: {what} must be {want}, got a DeviceTensor "
+            raise InputError(f"{where}: {what} must be {fmt(shape)} {d}, got a DeviceTensor "
                              f"{fmt(value.shape)} {value.dtype}")
         return value
+    if isinstance(value, np.ndarray) and value.dtype == d.np_dtype and \
+            value.flags.c_contiguous and value.ndim == len(shape) and \
+            all(not isinstance(s, int) or s == a for s, a in zip(shape, value.shape)):
+        return value                          # already what the graph declared
+    want = f"{fmt(shape)} {d}"
     try:
         arr = np.asarray(value)
     except ValueError as e:                  # ragged nested lists
@@ -69,7 +74,7 @@ def coerce(where: str, what: str, value: Any, shape: Shape, d: dt.DType) -> Any:
     return np.asarray(arr, order="C")
 
 
-def check_feeds(graph: Graph, feeds: Mapping[str, Any], params_set: set[str],
+def check_feeds(graph: Graph, feeds: Mapping[str, Any], params_set: Mapping[str, Any],
                 needed: set[str] | None = None) -> tuple[dict[str, Any], dict[str, int]]:
     """Return (arrays, symbol binding) for feeds, or raise InputError naming the input.
     Inputs outside `needed` (those no output reads; default: none) may be left out."""
@@ -98,7 +103,8 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any], params_set: set[str],
                 raise InputError(f"run(): input {name!r} dim {dim} must be "
                                  f"{bind((dim,), env)[0]}, got {n}")
         arrays[name] = arr
-    missing = [n for n in graph.params if n not in params_set]
+    missing = [] if params_set.keys() >= graph.params.keys() else \
+        [n for n in graph.params if n not in params_set]
     if missing:
         node = graph.nodes[graph.params[missing[0]]]
         raise InputError(f"run(): param {missing[0]!r} ({fmt(node.shape)} {node.dtype}) "
