@@ -1,4 +1,5 @@
-"""A numpy K-quant quantizer: float32 (n, k) -> raw GGUF blocks of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+"""A numpy K-quant quantizer: float32 (n, k) -> raw GGUF blocks of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+and of the non-linear IQ4_NL (blocks of 32) and IQ4_XS.
 
     raw = quantize(x, "Q4_K")     # uint8 (n, k // 256 * 144), k % 256 == 0
 
@@ -8,6 +9,8 @@ The `gguf` package quantizes only the legacy formats; the LLM fixtures of the K 
   (and, where the format has mins, a min: max(0, -min x) so that w = d * sc * q - dmin * m);
 - the block's f16 super-scales d (and dmin) are the largest sub-scale (min) over the largest
   integer sub-scale (15 for 4-bit, 63 for 6-bit, 31 / 127 for the signed ones);
+- IQ4_NL / IQ4_XS: a block's (sub-block's) largest-magnitude weight maps to the grid's -127,
+  each weight to the nearest of the 16 grid values (webrlx.quant.IQ4_VALUES);
 - the integer sub-scales round to nearest against the f16-rounded d, then each weight rounds
   to nearest against its sub-block's effective scale and is clipped to the format's range.
 The bit layouts are those of webrlx/quant.py's module docstring and decoders (ggml's). The
@@ -18,9 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
-QK = 256
-BLOCK_BYTES = {"Q2_K": 84, "Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210}
+from webrlx.quant import IQ4_VALUES
+
+BLOCK_BYTES = {"Q2_K": 84, "Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210, "IQ4_NL": 18,
+               "IQ4_XS": 136}
+BLOCK = {t: 32 if t == "IQ4_NL" else 256 for t in BLOCK_BYTES}     # weights per block
 TYPES = tuple(BLOCK_BYTES)
+QK = 256
 _F32 = np.float32
 
 
@@ -132,19 +139,55 @@ def _q6_k(x: np.ndarray) -> np.ndarray:
     return np.concatenate([ql, qh, sc.astype(np.int8).view(np.uint8), d], axis=1)
 
 
+def _peak_scale(xs: np.ndarray) -> np.ndarray:
+    """(..., 1) signed scales mapping each row's largest-magnitude value of xs (..., m) to the
+    IQ4 grid's -127."""
+    peak = np.take_along_axis(xs, np.abs(xs).argmax(axis=-1)[..., None], axis=-1)
+    return peak / _F32(IQ4_VALUES[0])
+
+
+def _grid(v: np.ndarray) -> np.ndarray:
+    """Indices of the IQ4 grid values nearest to v."""
+    grid = IQ4_VALUES.astype(_F32)
+    return np.abs(v[..., None] - grid).argmin(axis=-1).astype(np.uint8)
+
+
+def _iq4_nl(x: np.ndarray) -> np.ndarray:
+    xs = x.reshape(-1, 32)
+    d, d_raw = _f16(_peak_scale(xs))
+    return np.concatenate([d_raw, _nibble_pairs(_grid(_div(xs, d)), 16)], axis=1)
+
+
+def _iq4_xs(x: np.ndarray) -> np.ndarray:
+    xs = x.reshape(len(x), 8, 32)
+    scale = _peak_scale(xs)[..., 0]
+    d, d_raw = _f16(np.abs(scale).max(axis=1, keepdims=True) / _F32(31))
+    sc = _rint(_div(scale, d), -32, 31)
+    u = (sc + 32).astype(np.uint32)
+    sub = np.arange(8, dtype=np.uint32)
+    high = np.bitwise_or.reduce((u >> 4) << (2 * sub), axis=1).astype("<u2")
+    low = np.bitwise_or.reduce((u & 15) << (4 * sub), axis=1).astype("<u4")
+    q = _grid(_div(xs, (d * sc)[..., None]))
+    return np.concatenate([d_raw, high.view(np.uint8).reshape(len(x), 2),
+                           low.view(np.uint8).reshape(len(x), 4),
+                           _nibble_pairs(q.reshape(len(x), 256), 16)], axis=1)
+
+
 _ENCODERS = {"Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": lambda x: _q45_k(x, False),
-             "Q5_K": lambda x: _q45_k(x, True), "Q6_K": _q6_k}
+             "Q5_K": lambda x: _q45_k(x, True), "Q6_K": _q6_k, "IQ4_NL": _iq4_nl,
+             "IQ4_XS": _iq4_xs}
 
 
 def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
-    """Raw uint8 blocks (n, k // 256 * block bytes) of a float32 (n, k) array in K-quant qtype
-    ("Q2_K" .. "Q6_K"), k % 256 == 0."""
+    """Raw uint8 blocks (n, k // block * block bytes) of a float32 (n, k) array in qtype (one
+    of TYPES), k a multiple of the block (BLOCK: 256, IQ4_NL's 32)."""
     if qtype not in _ENCODERS:
         raise ValueError(f"kquant: qtype must be one of {TYPES}, got {qtype!r}")
     x = np.asarray(x, _F32)
-    if x.ndim != 2 or x.shape[1] % QK:
-        raise ValueError(f"kquant: x must be (n, k) with k % {QK} == 0, got {x.shape}")
+    if x.ndim != 2 or x.shape[1] % BLOCK[qtype]:
+        raise ValueError(f"kquant: a {qtype} x must be (n, k) with k % {BLOCK[qtype]} == 0, "
+                         f"got {x.shape}")
     if not np.isfinite(x).all():
         raise ValueError("kquant: x must be finite")
-    raw = _ENCODERS[qtype](x.reshape(-1, QK))
+    raw = _ENCODERS[qtype](x.reshape(-1, BLOCK[qtype]))
     return np.ascontiguousarray(raw).reshape(x.shape[0], -1)

@@ -7,9 +7,9 @@ head layout and options: biases, q/k norms, sliding windows, soft-caps, Llama 3 
 fused Phi-3 tensors) with seeded random weights, and is written to GGUF by `write_gguf` with
 the `gguf` package's writer, constants and tensor-name maps, as llama.cpp's converter writes it
 (Llama q/k rows permuted for the interleaved rope, Gemma norms stored as 1 + w, rope_freqs for
-Llama 3). The K-quant types (Q2_K .. Q6_K, quantized by tools/kquant.py) take a wide shape
-(width 256, 4 x 64 query heads, FFN 512: rows of whole 256-weight blocks); the other types
-keep width 64. Tokenizers: the first 2048 tokens of SmolLM2's byte-level BPE (gpt2 model), or a
+Llama 3). The K-quant types (Q2_K .. Q6_K, IQ4_XS, quantized by tools/kquant.py) take a wide
+shape (width 256, 4 x 64 query heads, FFN 512: rows of whole 256-weight blocks); the other
+types (IQ4_NL too, by tools/kquant.py) keep width 64. Tokenizers: the first 2048 tokens of SmolLM2's byte-level BPE (gpt2 model), or a
 SentencePiece-style vocabulary built from its merges (llama model, Llama and Gemma spellings).
 `transformers_model` loads a fixture back with transformers' GGUF reader (the tests' reference).
 """
@@ -28,7 +28,8 @@ N_BPE = 2048                  # tokens kept from SmolLM2's vocabulary
 N_SPM_PIECES = 700            # merged pieces of the SentencePiece-style vocabulary
 SPACE = "\u2581"
 ROOT = Path(__file__).resolve().parents[1]
-KQUANT_TYPES = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")    # written by tools/kquant.py
+# written by tools/kquant.py; all but IQ4_NL (blocks of 32) take the wide shape
+KQUANT_TYPES = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS")
 
 
 @functools.cache
@@ -114,7 +115,7 @@ def _head_dim(wide: bool) -> int:
 
 def is_wide(qtype: str) -> bool:
     """Whether a type's fixtures take the wide shape (the K-quants' 256-weight blocks)."""
-    return qtype in KQUANT_TYPES
+    return qtype in KQUANT_TYPES and qtype != "IQ4_NL"
 
 
 # family -> (GGUF architecture, tokenizer maker, transformers config maker); a config maker
@@ -256,8 +257,8 @@ def write_file(arch: str, name: str, cfg: Any, vocab: dict[str, Any],
                tensors: Iterable[tuple[str, np.ndarray]], qtype: str, path: Path) -> None:
     """Write a GGUF of architecture `arch` from a transformers-style config (its attributes
     only), tokenizer metadata and (GGUF name, float32 array) pairs, taken one at a time:
-    2-D tensors in qtype (F16, Q8_0, ...: what the gguf package quantizes; the K-quants
-    through tools/kquant.py, whose rows must be whole 256-weight blocks), the rest F32."""
+    2-D tensors in qtype (F16, Q8_0, ...: what the gguf package quantizes; the K-quants and
+    IQ4 through tools/kquant.py, whose rows must be whole blocks), the rest F32."""
     import gguf
     from gguf import GGMLQuantizationType as Q
     w = gguf.GGUFWriter(str(path), arch)

@@ -9,8 +9,9 @@ prompt ids equal transformers' tokenizer read from the GGUF, last logits within
 By default each family runs Q8_0 and Q4_K, and llama also Q2_K, Q3_K, Q5_K and Q6_K (one
 quant type per family plus every K type on one family); WEBRLX_LLM_TYPES=F32,Q8_0,Q6_K (any
 of the types the tools write: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 through the gguf
-package, Q2_K .. Q6_K through tools/kquant.py) runs every family in those types instead. The
-K-quant fixtures are the wide shape (width 256), the others width 64.
+package, Q2_K .. Q6_K, IQ4_NL, IQ4_XS through tools/kquant.py) runs every family in those
+types instead. The fixtures of 256-weight blocks are the wide shape (width 256), the others
+width 64.
 Needs torch, transformers, gguf and accelerate (skipped without them, e.g. in Pyodide)."""
 from __future__ import annotations
 
