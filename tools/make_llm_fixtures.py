@@ -9,8 +9,9 @@ the `gguf` package's writer, constants and tensor-name maps, as llama.cpp's conv
 (Llama q/k rows permuted for the interleaved rope, Gemma norms stored as 1 + w, rope_freqs for
 Llama 3). The K-quant types (Q2_K .. Q6_K, IQ4_XS, quantized by tools/kquant.py) take a wide
 shape (width 256, 4 x 64 query heads, FFN 512: rows of whole 256-weight blocks); the other
-types (IQ4_NL too, by tools/kquant.py) keep width 64. Tokenizers: the first 2048 tokens of SmolLM2's byte-level BPE (gpt2 model), or a
-SentencePiece-style vocabulary built from its merges (llama model, Llama and Gemma spellings).
+types (IQ4_NL too, by tools/kquant.py) keep width 64. Tokenizers: the first 2048 tokens of
+SmolLM2's byte-level BPE (gpt2 model), or a SentencePiece-style vocabulary built from its
+merges (llama model, Llama and Gemma spellings).
 `transformers_model` loads a fixture back with transformers' GGUF reader (the tests' reference).
 """
 from __future__ import annotations
