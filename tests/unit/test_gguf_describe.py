@@ -55,9 +55,14 @@ def test_header_and_description_match_the_gguf_package(name):
     for t in ref.tensors:
         by_type[t.tensor_type.name] = by_type.get(t.tensor_type.name, 0) + int(t.n_bytes)
     assert d["types"][0] == max(by_type, key=by_type.__getitem__)
-    # on the device F32/F16 weights are float32, blocks as stored
-    dev = {t.name: int(t.n_elements) * 4 if t.tensor_type.name in ("F32", "F16")
-           else int(t.n_bytes) for t in ref.tensors}
+    # on the device blocks stay as stored (2-D F16 / BF16 rows of k % 32 == 0 too: GGUF's
+    # shape lists k first), the other floats are float32
+    def as_blocks(t) -> bool:
+        if t.tensor_type.name in ("F16", "BF16"):
+            return len(t.shape) == 2 and int(t.shape[0]) % 32 == 0
+        return t.tensor_type.name != "F32"
+    dev = {t.name: int(t.n_bytes) if as_blocks(t) else int(t.n_elements) * 4
+           for t in ref.tensors}
     big = max(dev.values())
     assert d["largest"]["bytes"] == big and dev[d["largest"]["name"]] == big
     assert d["needs"] == {"max-buffer-size": big, "max-storage-buffer-binding-size": big}

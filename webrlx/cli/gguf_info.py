@@ -40,10 +40,12 @@ def runs(file: Any) -> tuple[bool, str]:
 
 
 def device_bytes(tensor: Any) -> int:
-    """Bytes a weight takes on the device: F32/F16 as float32 (llama.FLOAT_TYPES), blocks and
-    anything else as stored."""
+    """Bytes a weight takes on the device: blocks (quant types; 2-D F16 / BF16 of rows of
+    k % 32 == 0) and types webrlx does not read as stored, the other floats as float32."""
     from ..models import llama
-    return tensor.n_elements * 4 if tensor.type in llama.FLOAT_TYPES else tensor.nbytes
+    if tensor.type in llama.FLOAT_TYPES:
+        return llama.device_bytes(tensor)
+    return int(tensor.nbytes)
 
 
 def describe(file: Any) -> dict[str, Any]:

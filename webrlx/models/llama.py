@@ -32,8 +32,11 @@ import numpy as np
 
 from .. import nn, quant
 from ..tensor import Graph, Tensor, concat
+from . import gguf
 
-FLOAT_TYPES = {"F32": np.float32, "F16": np.float16}
+# read as float32 params where not kept as blocks (block_format): F32 weights, norms, biases,
+# and F16 / BF16 rows whose length is not a multiple of 32
+FLOAT_TYPES = ("F32", "F16", "BF16")
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,24 @@ def weight_words(raw: np.ndarray) -> np.ndarray:
     return raw.view(np.uint32)
 
 
+def block_format(info: Any) -> str | None:
+    """The quant.FORMATS row a tensor stays in on the device (its GGUF bytes as stored: every
+    quant type, and 2-D F16 / BF16 of k % 32 == 0 as blocks of 32 floats), or None."""
+    fmt = info.type.lower()
+    if fmt not in quant.FORMATS or len(info.shape) != 2:
+        return None
+    return fmt if int(info.shape[1]) % quant.FORMATS[fmt].block == 0 else None
+
+
+def device_bytes(info: Any) -> int:
+    """Bytes a tensor's param takes: its blocks as stored, else float32."""
+    return int(info.nbytes) if block_format(info) else info.n_elements * 4
+
+
+def _readable() -> str:
+    return ", ".join(dict.fromkeys([*FLOAT_TYPES, *(f.upper() for f in quant.FORMATS)]))
+
+
 def _rows(name: str) -> tuple[str, int, int]:
     """'t[r0:r1]' -> (t, r0, r1): a param holding rows r0..r1 of a fused tensor; 't' -> -1s."""
     if not name.endswith("]"):
@@ -185,27 +206,27 @@ class _Weights:
 
     def norm(self, name: str) -> Tensor:
         info = self._info(name)
-        if info.type != "F32":
+        if info.type not in FLOAT_TYPES:
             raise UnsupportedModelError(f"gguf: tensor {name!r} is {info.type}; norms and "
-                                        "biases must be F32")
+                                        f"biases must be {', '.join(FLOAT_TYPES)}")
         return self.g.param(name, tuple(info.shape), "float32")
 
     def linear(self, name: str, rows: tuple[int, int] | None = None) -> tuple[Any, ...]:
         """A (n, k) weight (rows r0..r1 of it): ("q", param, format, n, k) kept as its GGUF
-        blocks (any quant.FORMATS row), or ("f", (k, n) float32 param) for F32 / F16."""
+        blocks (block_format: quant types, F16, BF16), or ("f", (k, n) float32 param) for F32
+        (and F16 / BF16 rows of k % 32 != 0)."""
         info = self._info(name)
         n, k = (int(d) for d in info.shape)
         pname = name
         if rows is not None:
             pname, n = f"{name}[{rows[0]}:{rows[1]}]", rows[1] - rows[0]
-        fmt = info.type.lower()
-        if fmt in quant.FORMATS:
+        fmt = block_format(info)
+        if fmt is not None:
             return "q", self.g.param(pname, (quant.nwords(fmt, n, k),), "uint32"), fmt, n, k
         if info.type in FLOAT_TYPES:
             return ("f", self.g.param(pname + "^T", (k, n), "float32"))
         raise UnsupportedModelError(
-            f"gguf: tensor {name!r} is {info.type}; webrlx reads F32, F16 and "
-            f"{', '.join(f.upper() for f in quant.FORMATS)} weights")
+            f"gguf: tensor {name!r} is {info.type}; webrlx reads {_readable()} weights")
 
     def bias(self, name: str) -> Tensor | None:
         return self.norm(name) if name in self.infos else None
@@ -222,8 +243,8 @@ def _embedding(W: _Weights, ids: Tensor) -> tuple[Tensor, tuple[Any, ...]]:
     """(embeddings (1, s, width), the tied head) from token_embd.weight."""
     info = W._info("token_embd.weight")
     vocab, width = (int(d) for d in info.shape)
-    fmt = info.type.lower()
-    if fmt in quant.FORMATS:
+    fmt = block_format(info)
+    if fmt is not None:
         param = W.g.param("token_embd.weight", (quant.nwords(fmt, vocab, width),), "uint32")
         return nn.qembedding(ids, param, fmt, vocab, width), ("q", param, fmt, vocab, width)
     if info.type not in FLOAT_TYPES:
@@ -328,16 +349,19 @@ def build_llama(cfg: LlamaConfig, infos: Mapping[str, Any], capacity: int
 
 def weight_arrays(infos: Mapping[str, Any], tensor_bytes: Any, names: list[str]
                   ) -> dict[str, np.ndarray]:
-    """Param arrays for `names`: F32 norms as float32, quantized blocks as uint32 words
-    ('t[r0:r1]': rows of a fused tensor), float weights 't^T' transposed to (k, n)."""
+    """Param arrays for `names`: blocks (block_format) as uint32 words ('t[r0:r1]': rows of a
+    fused tensor), the rest as float32 (F16 / BF16 widened), weights 't^T' transposed to
+    (k, n)."""
     out = {}
     for pname in names:
         name, transposed = (pname[:-2], True) if pname.endswith("^T") else (pname, False)
         name, r0, r1 = _rows(name)
         info = infos[name]
         raw = np.frombuffer(tensor_bytes(name), np.uint8)
-        if info.type in FLOAT_TYPES:
-            arr = raw.view(FLOAT_TYPES[info.type]).reshape(tuple(info.shape))
+        if block_format(info) is None:
+            shape = tuple(info.shape)
+            arr = (raw.view("<f4").reshape(shape) if info.type == "F32"     # no copy
+                   else gguf.dequantize(raw, info.type, shape))
             if r0 >= 0:
                 arr = arr[r0:r1]
             out[pname] = np.ascontiguousarray(arr.T if transposed else arr, np.float32)
