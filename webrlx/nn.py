@@ -112,14 +112,19 @@ def qembedding(ids: Tensor, w: Tensor, format: str, n: int, k: int) -> Tensor:
 
 # -- sampling
 def sample(logits: Tensor, seen: Tensor, fparams: Tensor, iparams: Tensor) -> Tensor:
-    """Draw one token on the device -> int32 (1,); sampling settings are run-time inputs
-    (changing them never recompiles).
+    """Draw one token per row on the device -> int32 (r,); sampling settings are run-time
+    inputs (changing them never recompiles).
 
     Args:
-        logits: float (V,) or (1, V); finite or -inf (NaN / +inf give an unspecified token).
-        seen: int32 (V,), > 0 for tokens already in the context (the repetition penalty).
-        fparams: float32 (4,) = [temperature, top_p, repetition_penalty, 0].
-        iparams: int32 (4,) = [top_k, seed, step, 0].
+        logits: float (V,) (r = 1) or (r, V), r possibly symbolic; finite or -inf (NaN / +inf
+            give an unspecified token).
+        seen: int32 (V,), > 0 for tokens already in the context (the repetition penalty);
+            one array for every row.
+        fparams: float32 (r, 4), a row [temperature, top_p, repetition_penalty, 0] per logits
+            row; (4,) also for one row.
+        iparams: int32 (r, 4), a row [top_k, seed, step, 0] per logits row; (4,) for one row.
+
+    Each row is drawn exactly as a single row with its own params row (its seed and step).
 
     Semantics (webrlx/sampling.py is the numpy rule, the same math on every device):
     1. repetition penalty (HF's), in float32: for seen tokens l = x / rp if x > 0 else
@@ -137,15 +142,16 @@ def sample(logits: Tensor, seen: Tensor, fparams: Tensor, iparams: Tensor) -> Te
        the last kept token with w > 0. The GPU sums in float32, numpy in float64: their
        tokens differ only when u * total is within rounding of a running-sum boundary.
 
-    IN PLACE: on a GPU the kernel then sets seen[token] = 1 when `seen` is a graph state
-    (g.state, or an in-place op's result on one), so a decode loop keeps `seen` on the
-    device. Other `seen` tensors are only read. The reference device cannot mutate: the
+    IN PLACE: on a GPU, with one row, the kernel then sets seen[token] = 1 when `seen` is a
+    graph state (g.state, or an in-place op's result on one), so a decode loop keeps `seen`
+    on the device. Other `seen` tensors, and any `seen` of a run with r > 1 rows (rows drawn
+    at once would race on it), are only read. The reference device cannot mutate: the
     numpy helper webrlx.sampling.mark_seen does it by hand, or add
     `seen.scatter_set(token, one)` (one = int32 [1]) to the graph, which updates the state on
     every device alike (a repeat of the same write on GPUs).
 
-    One dispatch of one workgroup (256 threads) over the whole vocabulary: sized for one row
-    per decoded token (V = 49152: about 25-75 us on an H100, a few ms on lavapipe).
+    One dispatch of one workgroup (256 threads) a row over the whole vocabulary, rows in
+    parallel (V = 49152: about 25-75 us a row on an H100, a few ms on lavapipe).
     """
     return logits._op("sample", seen, fparams, iparams)
 

@@ -120,19 +120,21 @@ def _cached_attention(shapes, dtypes, attrs):
 def _sample(shapes, dtypes, attrs):
     logits, seen, fparams, iparams = shapes
     v = logits[-1] if logits else None
-    if len(logits) not in (1, 2) or len(logits) == 2 and logits[0] != 1 or \
-            not dtypes[0].is_float:
-        raise ShapeError(f"sample: logits must be float (V,) or (1, V), got {logits} "
+    if len(logits) not in (1, 2) or not dtypes[0].is_float:
+        raise ShapeError(f"sample: logits must be float (V,) or (r, V), got {logits} "
                          f"{dtypes[0]}")
+    r = logits[0] if len(logits) == 2 else 1
     if tuple(seen) != (v,) or dtypes[1] != dt.int32:
         raise ShapeError(f"sample: seen must be int32 ({v},), got {seen} {dtypes[1]}")
-    if tuple(fparams) != (4,) or dtypes[2] != dt.float32:
-        raise ShapeError(f"sample: fparams must be float32 (4,) [temperature, top_p, "
-                         f"repetition_penalty, 0], got {fparams} {dtypes[2]}")
-    if tuple(iparams) != (4,) or dtypes[3] != dt.int32:
-        raise ShapeError(f"sample: iparams must be int32 (4,) [top_k, seed, step, 0], got "
-                         f"{iparams} {dtypes[3]}")
-    return (1,), dt.int32
+    one = len(logits) == 1 or r == 1         # one row: params may also be (4,)
+    for name, sh, d, want, what in (
+            ("fparams", fparams, dtypes[2], dt.float32,
+             "[temperature, top_p, repetition_penalty, 0]"),
+            ("iparams", iparams, dtypes[3], dt.int32, "[top_k, seed, step, 0]")):
+        if not (tuple(sh) == (r, 4) or one and tuple(sh) == (4,)) or d != want:
+            raise ShapeError(f"sample: {name} must be {want.name} ({r}, 4), a row {what} "
+                             f"per logits row ((4,) for one row), got {sh} {d}")
+    return (r,), dt.int32
 
 
 # (name, kind, shape rule) of each op here; ops that write an input in place: its index

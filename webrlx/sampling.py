@@ -20,7 +20,9 @@ Logits must be finite or -inf (a NaN or +inf gives an unspecified token). The GP
 float32, this module in float64: tokens differ only where u * total lies within rounding of a
 boundary of the running sum (or top_p * total of a top-p boundary).
 
-In place: on a GPU the kernel also sets seen[token] = 1 when `seen` is a graph state. This
+Rows: logits (r, V) draw r tokens, row k with fparams[k] / iparams[k] exactly as one row (its
+own seed and step); `seen` (V,) applies to every row. In place: on a GPU the kernel also sets
+seen[token] = 1 when `seen` is a graph state and r = 1 (never for r > 1). This
 rule cannot mutate its input; `mark_seen` is that update for numpy callers, and a graph can
 add `seen.scatter_set(token, one)` so that every device updates the state alike.
 """
@@ -118,5 +120,12 @@ def mark_seen(seen: np.ndarray, token: int) -> np.ndarray:
 
 
 def reference_rule(xs: list[np.ndarray], attrs: dict) -> np.ndarray:
-    """REFERENCE["sample"]: inputs (logits, seen, fparams, iparams) -> int32 (1,)."""
-    return np.array([sample(*xs)], np.int32)
+    """REFERENCE["sample"]: inputs (logits (V,) or (r, V), seen, fparams, iparams) -> int32
+    (r,): each row drawn as `sample` draws one, with its own fparams / iparams row (a (4,)
+    params array serves a single row); `seen` is shared by every row."""
+    logits, seen, fparams, iparams = (np.asarray(x) for x in xs)
+    rows = logits.reshape(-1, logits.shape[-1])
+    f = np.asarray(fparams, np.float32).reshape(-1, 4)
+    i = np.asarray(iparams).reshape(-1, 4)
+    return np.array([sample(rows[k], seen, f[k], i[k]) for k in range(rows.shape[0])],
+                    np.int32)

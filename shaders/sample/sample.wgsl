@@ -1,5 +1,5 @@
-// sample: draw one token from a row of n logits and mark it seen (op `sample`; its numpy twin
-// webrlx/sampling.py states the semantics and does the same math, token for token):
+// sample: draw one token from each of r rows of n logits, and mark it seen (op `sample`; its
+// numpy twin webrlx/sampling.py states the semantics and does the same math, token for token):
 //   l = logits, seen tokens penalized (l / rp if l > 0 else l * rp);
 //   temperature <= 0: the first index of max(l);
 //   else keep l >= t_k (the top_k-th largest l; all when top_k <= 0 or >= n), then l >= t_p,
@@ -9,7 +9,7 @@
 // Values compare as u32 keys of their f32 bits (order kept, -0 folded into +0), so both
 // thresholds are exact values of l and ties at a threshold are all kept.
 //
-// Design: ONE workgroup of 256 threads (grid (1, 1, 1)), one dispatch, so the token never
+// Design: ONE workgroup of 256 threads a row (grid (r, 1, 1)), one dispatch, so the token never
 // leaves the GPU. Pass 1 writes the keys of l to `scratch` (vec4 slots of 4 tokens) and finds
 // max l, its first index and each thread's largest key (greedy stops there). The tokens still
 // in the running are copied to a list in workgroup memory (CAP = 512) as soon as they fit; a
@@ -28,12 +28,14 @@
 // the row (4 vec4 loads in flight a thread) are bound by memory latency and one SM's ALUs.
 // Measured at V = 49152 on an H100: greedy 23 us, top-k 55 us, top-p 76 us, temperature
 // only 59 us (about 10 us of it fixed cost): fine for one row per decoded token, but not a
-// kernel for many rows at once.
+// kernel for many rows at once. Rows are independent workgroups: row = workgroup_id.x, its
+// logits, params, scratch and out[row] at the row's offsets; `seen` is shared by every row
+// (marked only when r = 1: the lowering's p.mark).
 //
 // bindings: 0 logits (T, n), 1 seen (i32, n; seen[token] = 1 IN PLACE when p.mark = 1),
 // 2 fparams (f32: temperature, top_p, rp, _), 3 iparams (i32: top_k, seed, step, _),
-// 4 scratch (2 * ceil(n / 4) vec4<u32>: keys, then weights), 5 out (i32, 1), 6 params.
-// grid: (1, 1, 1).
+// (each r rows: logits (T, r * n), fparams / iparams r * 4, scratch r * 2 * ceil(n / 4)
+// vec4<u32>: keys, then weights, a row; 5 out (i32, r)), 6 params. grid: (r, 1, 1).
 struct Params { n: u32, mark: u32 }
 @group(0) @binding(0) var<storage, read_write> logits: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> seen: array<i32>;
@@ -44,6 +46,10 @@ struct Params { n: u32, mark: u32 }
 @group(0) @binding(6) var<uniform> p: Params;
 
 const WG: u32 = 256u;
+var<private> row: u32;          // this workgroup's row, and the offsets of its row in
+var<private> lo: u32;           // logits (row * n), the params (row * 4) and
+var<private> po: u32;           // scratch (row * 2 * ceil(n / 4) vec4 slots)
+var<private> so: u32;
 const CAP: u32 = 512u;          // tokens the list holds (2 a thread)
 const NONE: u32 = 0xffffffffu;
 var<workgroup> redf: array<f32, 256>;
@@ -68,14 +74,14 @@ fn penalize(x: vec4<f32>, s: vec4<i32>, rp: f32) -> vec4<f32> {
 // the penalized logits of the 4 tokens of slot q (slot_edge: indices clamped below n)
 fn slot_full(q: u32, rp: f32) -> vec4<f32> {
     let j = 4u * q;
-    let x = vec4<f32>(f32(logits[j]), f32(logits[j + 1u]), f32(logits[j + 2u]),
-                      f32(logits[j + 3u]));
+    let x = vec4<f32>(f32(logits[lo + j]), f32(logits[lo + j + 1u]), f32(logits[lo + j + 2u]),
+                      f32(logits[lo + j + 3u]));
     return penalize(x, vec4<i32>(seen[j], seen[j + 1u], seen[j + 2u], seen[j + 3u]), rp);
 }
 
 fn slot_edge(q: u32, n: u32, rp: f32) -> vec4<f32> {
     let j = min(vec4<u32>(4u * q) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(n - 1u));
-    let x = vec4<f32>(f32(logits[j.x]), f32(logits[j.y]), f32(logits[j.z]), f32(logits[j.w]));
+    let x = vec4<f32>(f32(logits[lo + j.x]), f32(logits[lo + j.y]), f32(logits[lo + j.z]), f32(logits[lo + j.w]));
     return penalize(x, vec4<i32>(seen[j.x], seen[j.y], seen[j.z], seen[j.w]), rp);
 }
 
@@ -216,7 +222,7 @@ fn scan_f(lid: u32, v: f32) -> f32 {
     return r;
 }
 
-// -- passes over the row: keys in scratch[0, n4), weights in scratch[n4, 2 n4); strided by
+// -- passes over the row: keys in scratch[so + 0, n4), weights in scratch[so + n4, 2 n4); strided by
 // thread, 4 vec4 slots (16 tokens) a step, loads clamped into range and masked by `live`.
 // A probe at key t counts the tokens >= t and copies them to the list (in any order: the
 // list is sorted before use), which is complete when the count is at most CAP.
@@ -249,10 +255,10 @@ fn probe_keys(lid: u32, n: u32, t: u32, lmax: f32, itemp: f32) -> u32 {
         let q1 = q + WG;
         let q2 = q + 2u * WG;
         let q3 = q + 3u * WG;
-        let k0 = scratch[q];
-        let k1 = scratch[min(q1, n4 - 1u)];
-        let k2 = scratch[min(q2, n4 - 1u)];
-        let k3 = scratch[min(q3, n4 - 1u)];
+        let k0 = scratch[so + q];
+        let k1 = scratch[so + min(q1, n4 - 1u)];
+        let k2 = scratch[so + min(q2, n4 - 1u)];
+        let k3 = scratch[so + min(q3, n4 - 1u)];
         let o0 = live(q, k0, n, t);
         let o1 = live(q1, k1, n, t);
         let o2 = live(q2, k2, n, t);
@@ -282,14 +288,14 @@ fn probe_mass(lid: u32, n: u32, t: u32) -> vec2<f32> {
         let q1 = q + WG;
         let q2 = q + 2u * WG;
         let q3 = q + 3u * WG;
-        let k0 = scratch[q];
-        let k1 = scratch[min(q1, n4 - 1u)];
-        let k2 = scratch[min(q2, n4 - 1u)];
-        let k3 = scratch[min(q3, n4 - 1u)];
-        let w0 = bitcast<vec4<f32>>(scratch[n4 + q]);
-        let w1 = bitcast<vec4<f32>>(scratch[n4 + min(q1, n4 - 1u)]);
-        let w2 = bitcast<vec4<f32>>(scratch[n4 + min(q2, n4 - 1u)]);
-        let w3 = bitcast<vec4<f32>>(scratch[n4 + min(q3, n4 - 1u)]);
+        let k0 = scratch[so + q];
+        let k1 = scratch[so + min(q1, n4 - 1u)];
+        let k2 = scratch[so + min(q2, n4 - 1u)];
+        let k3 = scratch[so + min(q3, n4 - 1u)];
+        let w0 = bitcast<vec4<f32>>(scratch[so + n4 + q]);
+        let w1 = bitcast<vec4<f32>>(scratch[so + n4 + min(q1, n4 - 1u)]);
+        let w2 = bitcast<vec4<f32>>(scratch[so + n4 + min(q2, n4 - 1u)]);
+        let w3 = bitcast<vec4<f32>>(scratch[so + n4 + min(q3, n4 - 1u)]);
         let o0 = live(q, k0, n, t);
         let o1 = live(q1, k1, n, t);
         let o2 = live(q2, k2, n, t);
@@ -317,10 +323,10 @@ fn min_key_row(lid: u32, n: u32, t: u32) -> u32 {
         let q1 = q + WG;
         let q2 = q + 2u * WG;
         let q3 = q + 3u * WG;
-        let k0 = scratch[q];
-        let k1 = scratch[min(q1, n4 - 1u)];
-        let k2 = scratch[min(q2, n4 - 1u)];
-        let k3 = scratch[min(q3, n4 - 1u)];
+        let k0 = scratch[so + q];
+        let k1 = scratch[so + min(q1, n4 - 1u)];
+        let k2 = scratch[so + min(q2, n4 - 1u)];
+        let k3 = scratch[so + min(q3, n4 - 1u)];
         b = min(min(b, select(vec4<u32>(NONE), k0, live(q, k0, n, t))),
                 select(vec4<u32>(NONE), k1, live(q1, k1, n, t)));
         b = min(min(b, select(vec4<u32>(NONE), k2, live(q2, k2, n, t))),
@@ -432,14 +438,14 @@ fn draw_row(lid: u32, n: u32, t: u32, u: f32) -> u32 {
         let qa = min(q + 1u, n4 - 1u);
         let qb = min(q + 2u, n4 - 1u);
         let qc = min(q + 3u, n4 - 1u);
-        let o0 = live(q, scratch[q], n, t);
-        let o1 = live(q + 1u, scratch[qa], n, t) & vec4<bool>(q + 1u < q1);
-        let o2 = live(q + 2u, scratch[qb], n, t) & vec4<bool>(q + 2u < q1);
-        let o3 = live(q + 3u, scratch[qc], n, t) & vec4<bool>(q + 3u < q1);
-        let w0 = bitcast<vec4<f32>>(scratch[n4 + q]);
-        let w1 = bitcast<vec4<f32>>(scratch[n4 + qa]);
-        let w2 = bitcast<vec4<f32>>(scratch[n4 + qb]);
-        let w3 = bitcast<vec4<f32>>(scratch[n4 + qc]);
+        let o0 = live(q, scratch[so + q], n, t);
+        let o1 = live(q + 1u, scratch[so + qa], n, t) & vec4<bool>(q + 1u < q1);
+        let o2 = live(q + 2u, scratch[so + qb], n, t) & vec4<bool>(q + 2u < q1);
+        let o3 = live(q + 3u, scratch[so + qc], n, t) & vec4<bool>(q + 3u < q1);
+        let w0 = bitcast<vec4<f32>>(scratch[so + n4 + q]);
+        let w1 = bitcast<vec4<f32>>(scratch[so + n4 + qa]);
+        let w2 = bitcast<vec4<f32>>(scratch[so + n4 + qb]);
+        let w3 = bitcast<vec4<f32>>(scratch[so + n4 + qc]);
         s = add(add(add(add(s, w0, o0), w1, o1), w2, o2), w3, o3);
         if (any(o0 & (w0 > vec4<f32>(0.0))) || any(o1 & (w1 > vec4<f32>(0.0))) ||
             any(o2 & (w2 > vec4<f32>(0.0))) || any(o3 & (w3 > vec4<f32>(0.0)))) {
@@ -463,14 +469,14 @@ fn draw_row(lid: u32, n: u32, t: u32, u: f32) -> u32 {
     var lastc = 0u;
     for (var r = lid; r < 4u * (b1 - b0); r += WG) {
         let j = 4u * b0 + r;
-        let kj = lane(scratch[j / 4u], j % 4u);
-        let wj = bitcast<f32>(lane(scratch[n4 + j / 4u], j % 4u));
+        let kj = lane(scratch[so + j / 4u], j % 4u);
+        let wj = bitcast<f32>(lane(scratch[so + n4 + j / 4u], j % 4u));
         if (j < n && kj >= t && wj > 0.0) {
             var acc = 0.0;
             for (var q = b0; q <= j / 4u; q++) {
-                let ok = live(q, scratch[q], n, t) &
+                let ok = live(q, scratch[so + q], n, t) &
                          (vec4<u32>(4u * q) + vec4<u32>(0u, 1u, 2u, 3u) <= vec4<u32>(j));
-                acc = add(acc, bitcast<vec4<f32>>(scratch[n4 + q]), ok);
+                acc = add(acc, bitcast<vec4<f32>>(scratch[so + n4 + q]), ok);
             }
             if (start + acc > goal) { best = min(best, j); }
             lastc = max(lastc, j + 1u);
@@ -485,10 +491,10 @@ fn draw(lid: u32, n: u32, temp: f32, lmax: f32, mine: u32) -> u32 {
     let n4 = (n + 3u) / 4u;
     let itemp = 1.0 / temp;
     let kmax = key(lmax);
-    if (lid == 0u) { one_u = u32(max(iparams[0], 0)); }
+    if (lid == 0u) { one_u = u32(max(iparams[po + 0], 0)); }
     let k = workgroupUniformLoad(&one_u);
     workgroupBarrier();
-    if (lid == 0u) { one_f = max(fparams[1], 0.0); }
+    if (lid == 0u) { one_f = max(fparams[po + 1], 0.0); }
     let top_p = workgroupUniformLoad(&one_f);
     workgroupBarrier();
     var m = 0u;           // the list's length (0: the survivors are on the row)
@@ -538,10 +544,10 @@ fn draw(lid: u32, n: u32, temp: f32, lmax: f32, mine: u32) -> u32 {
             let q1 = q + WG;
             let q2 = q + 2u * WG;
             let q3 = q + 3u * WG;
-            let k0 = scratch[q];
-            let k1 = scratch[min(q1, n4 - 1u)];
-            let k2 = scratch[min(q2, n4 - 1u)];
-            let k3 = scratch[min(q3, n4 - 1u)];
+            let k0 = scratch[so + q];
+            let k1 = scratch[so + min(q1, n4 - 1u)];
+            let k2 = scratch[so + min(q2, n4 - 1u)];
+            let k3 = scratch[so + min(q3, n4 - 1u)];
             let o0 = live(q, k0, n, thr);
             let o1 = live(q1, k1, n, thr);
             let o2 = live(q2, k2, n, thr);
@@ -550,10 +556,10 @@ fn draw(lid: u32, n: u32, temp: f32, lmax: f32, mine: u32) -> u32 {
             let w1 = weights4(k1, o1, lmax, itemp);
             let w2 = weights4(k2, o2, lmax, itemp);
             let w3 = weights4(k3, o3, lmax, itemp);
-            scratch[n4 + q] = bitcast<vec4<u32>>(w0);
-            if (q1 < n4) { scratch[n4 + q1] = bitcast<vec4<u32>>(w1); }
-            if (q2 < n4) { scratch[n4 + q2] = bitcast<vec4<u32>>(w2); }
-            if (q3 < n4) { scratch[n4 + q3] = bitcast<vec4<u32>>(w3); }
+            scratch[so + n4 + q] = bitcast<vec4<u32>>(w0);
+            if (q1 < n4) { scratch[so + n4 + q1] = bitcast<vec4<u32>>(w1); }
+            if (q2 < n4) { scratch[so + n4 + q2] = bitcast<vec4<u32>>(w2); }
+            if (q3 < n4) { scratch[so + n4 + q3] = bitcast<vec4<u32>>(w3); }
             s = add(add(add(add(s, w0, o0), w1, o1), w2, o2), w3, o3);
         }
         total = sum2(lid, s, 0u).x;
@@ -601,7 +607,7 @@ fn draw(lid: u32, n: u32, temp: f32, lmax: f32, mine: u32) -> u32 {
             thr = max(thr, workgroupUniformLoad(&lk[f]));
         }
     }
-    let h = pcg(bitcast<u32>(iparams[1]) + pcg(bitcast<u32>(iparams[2])));
+    let h = pcg(bitcast<u32>(iparams[po + 1]) + pcg(bitcast<u32>(iparams[po + 2])));
     let u = f32(h >> 8u) * (1.0 / 16777216.0);
     if (m > 0u) {
         // the survivors lead the list (sorted by key): sort just them by index, then scan
@@ -617,11 +623,16 @@ fn draw(lid: u32, n: u32, temp: f32, lmax: f32, mine: u32) -> u32 {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(local_invocation_index) lid: u32,
+        @builtin(workgroup_id) wid: vec3<u32>) {
     let n = p.n;
     let n4 = (n + 3u) / 4u;
-    let rp = fparams[2];
-    if (lid == 0u) { one_f = fparams[0]; }
+    row = wid.x;
+    lo = row * n;
+    po = row * 4u;
+    so = row * 2u * n4;
+    let rp = fparams[po + 2];
+    if (lid == 0u) { one_f = fparams[po + 0]; }
     let temp = workgroupUniformLoad(&one_f);
     workgroupBarrier();
     let keep = temp > 0.0;            // the draw needs the keys; greedy only the max
@@ -649,10 +660,10 @@ fn main(@builtin(local_invocation_index) lid: u32) {
             l3 = slot_edge(min(q3, n4 - 1u), n, rp);
         }
         if (keep) {
-            scratch[q] = keys4(l0);
-            if (q1 < n4) { scratch[q1] = keys4(l1); }
-            if (q2 < n4) { scratch[q2] = keys4(l2); }
-            if (q3 < n4) { scratch[q3] = keys4(l3); }
+            scratch[so + q] = keys4(l0);
+            if (q1 < n4) { scratch[so + q1] = keys4(l1); }
+            if (q2 < n4) { scratch[so + q2] = keys4(l2); }
+            if (q3 < n4) { scratch[so + q3] = keys4(l3); }
         }
         track(l0, q, n, &mv, &mi);
         track(l1, q1, n, &mv, &mi);
@@ -709,7 +720,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         if (drawn < n) { token = drawn; }         // else NaN logits
     }
     if (lid == 0u) {
-        out[0] = i32(token);
+        out[row] = i32(token);
         if (p.mark != 0u) { seen[token] = 1; }
     }
 }

@@ -1,7 +1,8 @@
 """Token sampling (nn.sample, op `sample`) on every backend: greedy and temperature 0, fixed
 seeds, top-k (ties included), the distribution of 2,000 draws against the exact one computed
 here from the stated semantics, the device's tokens against the numpy rule draw for draw, a
-49,152-token vocabulary, and the in-place update of a `seen` state.
+49,152-token vocabulary, the in-place update of a `seen` state, and multi-row logits (r, V)
+(r symbolic) drawing each row as the one-row op does.
 
 Each executable is compiled once per vocabulary size and draws DRAWS tokens a run, for steps
 step..step+DRAWS-1 (the step is added on the device), so 2,000 draws take 125 runs.
@@ -266,13 +267,50 @@ def test_seen_state_is_marked_in_place_on_gpus(backend):
         assert sampling.mark_seen(np.zeros(64, np.int32), 3)[3] == 1
 
 
-@pytest.mark.parametrize("bad", ["seen_dtype", "seen_len", "fparams", "iparams", "rows"])
+# (fparams, iparams) of multi-row rows: greedy, top-k, top-p, temperature only, both, penalty
+ROW_SETTINGS = [([0.0, 1.0, 1.0, 0], [0, 0, 0, 0]), ([0.9, 1.0, 1.0, 0], [20, 11, 5, 0]),
+                ([1.0, 0.8, 1.0, 0], [0, 12, 9, 0]), ([1.3, 1.0, 1.0, 0], [0, 13, 2, 0]),
+                ([0.7, 0.9, 1.0, 0], [40, 14, 77, 0]), ([1.0, 1.0, 1.4, 0], [0, 15, 3, 0])]
+
+
+@pytest.fixture(scope="module")
+def s_rows(backend):
+    g = wr.Graph()
+    tok = nn.sample(g.input("logits", ("r", 1000)), g.input("seen", (1000,), "int32"),
+                    g.input("fparams", ("r", 4)), g.input("iparams", ("r", 4), "int32"))
+    return wr.compile(g, outputs=[tok], device=backend)
+
+
+@pytest.mark.parametrize("rows", [[1], [0, 3, 5], [2, 4, 1]], ids=["r1", "r3a", "r3b"])
+def test_rows_equal_the_one_row_op_per_row(s1000, s_rows, rows):
+    """logits (r, V) with r symbolic (bound to 1 and 3): row k's token is the one the one-row
+    op draws from row k with fparams[k] / iparams[k] (its own seed and step; `seen` shared)."""
+    xs = [_row(seed=20 + k)[0] for k in range(len(rows))]
+    seen = _row(seed=20)[1]
+    f = np.array([ROW_SETTINGS[j][0] for j in rows], np.float32)
+    ip = np.array([ROW_SETTINGS[j][1] for j in rows], np.int32)
+    for step in (0, 40):
+        ip[:, 2] += step
+        (got,) = s_rows.run({"logits": np.stack(xs), "seen": seen, "fparams": f,
+                             "iparams": ip})
+        want = [draws(s1000, xs[k], seen, temperature=f[k, 0], top_p=f[k, 1], rp=f[k, 2],
+                      top_k=ip[k, 0], seed=ip[k, 1], step=ip[k, 2])[0]
+                for k in range(len(rows))]
+        assert got.shape == (len(rows),) and got.dtype == np.int32
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got, sampling.reference_rule(
+            [np.stack(xs), seen, f, ip], {}))
+
+
+@pytest.mark.parametrize("bad", ["seen_dtype", "seen_len", "fparams", "iparams", "rows",
+                                 "params_rows"])
 def test_bad_operands_are_shape_errors(bad):
     g = wr.Graph()
-    args = {"logits": g.input("x", (2, 8) if bad == "rows" else (1, 8)),
+    args = {"logits": g.input("x", (2, 8) if bad in ("rows", "params_rows") else (1, 8)),
             "seen": g.input("s", (8,), "float32" if bad == "seen_dtype" else "int32")
             if bad != "seen_len" else g.input("s", (7,), "int32"),
-            "fparams": g.input("f", (3,) if bad == "fparams" else (4,)),
+            "fparams": g.input("f", (3,) if bad == "fparams" else (3, 4)
+                               if bad == "params_rows" else (4,)),
             "iparams": g.input("i", (4,), "float32" if bad == "iparams" else "int32")}
     with pytest.raises(wr.ShapeError, match="sample"):
         nn.sample(**args)

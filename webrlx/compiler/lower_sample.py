@@ -1,6 +1,7 @@
-"""Lowering rule of token sampling: op `sample` is one single-workgroup dispatch
-(shaders/sample/sample.wgsl) that reads the sampling settings from device buffers, so changing
-temperature, top_k, top_p, the penalty, seed or step reuses the compiled plan."""
+"""Lowering rule of token sampling: op `sample` is one dispatch of one workgroup a row
+(shaders/sample/sample.wgsl, grid (r, 1, 1)) that reads the sampling settings from device
+buffers, so changing temperature, top_k, top_p, the penalty, seed or step reuses the compiled
+plan."""
 from __future__ import annotations
 
 from .. import dtype as dt
@@ -13,17 +14,20 @@ from .registry import lowering
 
 @lowering("sample")
 def _sample(L: EmitContext, node: Node) -> Buf:
-    """The token. seen[token] = 1 is written in place when `seen` lives in a state buffer
-    (directly or through in-place ops such as scatter_set); any other `seen` is only read: an
-    input (whose upload is skipped while the fed array is unchanged, so a write would go
-    stale), a constant, or a temp that later nodes may read."""
+    """The r tokens (r, the rows of logits (r, V); 1 for (V,)). With one row, seen[token] = 1
+    is written in place when `seen` lives in a state buffer (directly or through in-place ops
+    such as scatter_set); any other `seen` is only read: an input (whose upload is skipped
+    while the fed array is unchanged, so a write would go stale), a constant, or a temp that
+    later nodes may read."""
     logits, seen, fparams, iparams = node.inputs
     seen_buf = L.buf(seen)
     n = L.shape(seen)[0]
-    scratch = L.temp((8 * -(-n // 4),), dt.uint32)     # keys, then weights, in vec4 slots
-    out = L.temp((1,), dt.int32)
+    r = L.shape(node.id)[0]
+    scratch = L.temp((r * 8 * -(-n // 4),), dt.uint32)  # keys, then weights, vec4 slots a row
+    out = L.temp((r,), dt.int32)
     L.emit(kernel("sample/sample", T=L.T(L.dtype(logits))),
            {"logits": L.buf(logits), "seen": seen_buf, "fparams": L.buf(fparams),
             "iparams": L.buf(iparams), "scratch": scratch, "out": out},
-           {"n": n, "mark": int(seen_buf.kind == "state")}, (1, 1, 1), name="sample")
+           {"n": n, "mark": int(seen_buf.kind == "state" and r == 1)}, (r, 1, 1),
+           name="sample")
     return out
