@@ -93,8 +93,10 @@ def param_bytes(lm: llm.LanguageModel) -> int:
 
 @pytest.mark.parametrize("arch", ["llama", "phi3"])
 @pytest.mark.parametrize("qtype", ["F16", "BF16"])
-def test_float_weights_run_as_stored(backend, tmp_path, arch, qtype):
+def test_float_weights_run_as_stored(backend, tmp_path, arch, qtype, monkeypatch):
+    from webrlx.runtime import autotune
     gguf = pytest.importorskip("gguf")
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)        # the defaults run
     tensors = _tensors(arch, seed=len(arch))
     path = write(tmp_path / f"m-{qtype}.gguf", arch, qtype, tensors)
     qt = gguf.GGMLQuantizationType[qtype]
