@@ -18,9 +18,8 @@ The engine compiles its own graph (llama.decoder_layers) over the model's weight
     back into `tokens` at (slot, position + 1).
 The final norm and the LM head GEMV run on the sampled rows only (a symbolic count r: 1 in a
 prefill, B in a decode step), so one live sequence in a large engine pays for one row there.
-The samplers do not scale with r: nn.sample draws one row per dispatch, so every run holds
-max_sequences sampler dispatches (the unused ones redraw a live row greedily, about one pass
-over the vocabulary each, and drop the token).
+So does sampling: one nn.sample dispatch draws the r rows (one workgroup a row, each with its
+own settings, seed and step), and one scatter_set writes the r tokens into `tokens`.
 Tokens stay on the GPU: the host sends only small index arrays and reads `tokens` back every
 READ_EVERY steps (and when a sequence joins or reaches its token budget) to stream text.
 Sequences join and leave between steps (continuous batching); the decode plan is the one of
@@ -45,7 +44,7 @@ import numpy as np
 
 from .. import nn
 from ..runtime.executable import Executable, compile
-from ..tensor import Graph, Tensor, concat
+from ..tensor import Graph, Tensor
 from .decoding import PREFILL_BUCKET, READ_EVERY, Sampling
 from .llama import LlamaConfig, _embedding, _linear, _Weights, decoder_layers
 
@@ -66,23 +65,19 @@ def build_batched(cfg: LlamaConfig, infos: Any, slots: int, capacity: int
       put_at, put_ids (m,): tokens[put_at] = put_ids first (a prompt; -1: skipped),
       tok_at (b, s): the rows' token indices into tokens, kv (2, b): [positions; slots],
       pick (r,): rows (of b * s) whose logits are sampled,
-      draw (slots,): the logits row (< r) that sampler j draws,
-      out_at (slots,): where sampler j's token goes in tokens (-1: nowhere),
-      fparams (slots, 4) [temperature, top_p, 1, 0], iparams (slots, 4) [top_k, seed, step, 0].
-    nn.sample draws one row per dispatch, so the graph holds `slots` samplers whatever r is:
-    samplers j < r draw row j; the others draw a live row again, greedily (about one pass
-    over the vocabulary each), and drop their token (out_at -1). Returns [tokens sampled
-    (slots,)]."""
+      out_at (r,): where sampled row j's token goes in tokens,
+      fparams (r, 4) [temperature, top_p, 1, 0], iparams (r, 4) [top_k, seed, step, 0].
+    One nn.sample draws the r rows, each with its own settings row. Returns [tokens sampled
+    (r,)]. `slots` sizes the states only."""
     g = Graph()
     W = _Weights(g, infos)
     put_at, put_ids = g.input("put_at", ("m",), "int32"), g.input("put_ids", ("m",), "int32")
     tok_at = g.input("tok_at", ("b", "s"), "int32")
     kv = g.input("kv", (2, "b"), "int32")
     pick = g.input("pick", ("r",), "int32")
-    draw = g.input("draw", (slots,), "int32")
-    out_at = g.input("out_at", (slots,), "int32")
-    fparams = g.input("fparams", (slots, 4), "float32")
-    iparams = g.input("iparams", (slots, 4), "int32")
+    out_at = g.input("out_at", ("r",), "int32")
+    fparams = g.input("fparams", ("r", 4), "float32")
+    iparams = g.input("iparams", ("r", 4), "int32")
     tokens = g.state("tokens", (slots * (capacity + 1),), "int32").scatter_set(put_at, put_ids)
     x, tied = _embedding(W, tokens.gather(tok_at, axis=0))          # (b, s, width)
     if cfg.family.embed_scale:
@@ -95,9 +90,7 @@ def build_batched(cfg: LlamaConfig, infos: Any, slots: int, capacity: int
     if cfg.final_softcap:
         logits = (logits * (1.0 / cfg.final_softcap)).tanh() * cfg.final_softcap
     unseen = g.constant(np.zeros(cfg.vocab, np.int32))
-    drawn_rows = logits.gather(draw, axis=0)                         # (slots, V)
-    toks = concat([nn.sample(drawn_rows[j:j + 1], unseen, fparams[j], iparams[j])
-                   for j in range(slots)])                           # (slots,)
+    toks = nn.sample(logits, unseen, fparams, iparams)               # (r,)
     tokens.scatter_set(out_at, toks)                                 # effects: states only
     return g, [toks]
 
@@ -277,19 +270,16 @@ class Engine:
 
     # -- steps: each yields ("run", feeds) / ("read",) requests to a sync or async driver ----
     def _rows(self, rows: int) -> dict[str, np.ndarray]:
-        """The sampling inputs of `rows` sampled rows; samplers past them draw row 0 greedily
-        into nowhere."""
-        n = self.max_sequences
-        return {"pick": np.zeros(rows, np.int32), "draw": np.zeros(n, np.int32),
-                "out_at": np.full(n, -1, np.int32), "fparams": np.zeros((n, 4), np.float32),
-                "iparams": np.zeros((n, 4), np.int32)}
+        """The sampling inputs of `rows` sampled rows (filled by _sample_row)."""
+        return {"pick": np.zeros(rows, np.int32), "out_at": np.zeros(rows, np.int32),
+                "fparams": np.zeros((rows, 4), np.float32),
+                "iparams": np.zeros((rows, 4), np.int32)}
 
     def _sample_row(self, feeds: dict[str, np.ndarray], r: int, seq: _Seq, row: int,
                     pos: int) -> None:
         """Sampled row r is hidden row `row`, its token goes into tokens at (slot, pos)."""
         stride = int(self.max_context or 0) + 1
         feeds["pick"][r] = row
-        feeds["draw"][r] = r
         feeds["out_at"][r] = seq.slot * stride + pos
         feeds["fparams"][r] = seq.sampling.fparams()
         feeds["iparams"][r] = [seq.sampling.top_k, seq.sampling.seed, pos, 0]
