@@ -2,12 +2,14 @@
 
     python tools/make_llm_fixtures.py [--out build/llm_fixtures] [--types F32,Q8_0]
 
-Each family's model comes from a transformers config (<= 4 layers, width 64, the family's
+Each family's model comes from a transformers config (<= 4 layers, small width, the family's
 head layout and options: biases, q/k norms, sliding windows, soft-caps, Llama 3 rope scaling,
 fused Phi-3 tensors) with seeded random weights, and is written to GGUF by `write_gguf` with
 the `gguf` package's writer, constants and tensor-name maps, as llama.cpp's converter writes it
 (Llama q/k rows permuted for the interleaved rope, Gemma norms stored as 1 + w, rope_freqs for
-Llama 3). Tokenizers: the first 2048 tokens of SmolLM2's byte-level BPE (gpt2 model), or a
+Llama 3). The K-quant types (Q2_K .. Q6_K, quantized by tools/kquant.py) take a wide shape
+(width 256, 4 x 64 query heads, FFN 512: rows of whole 256-weight blocks); the other types
+keep width 64. Tokenizers: the first 2048 tokens of SmolLM2's byte-level BPE (gpt2 model), or a
 SentencePiece-style vocabulary built from its merges (llama model, Llama and Gemma spellings).
 `transformers_model` loads a fixture back with transformers' GGUF reader (the tests' reference).
 """
@@ -26,6 +28,7 @@ N_BPE = 2048                  # tokens kept from SmolLM2's vocabulary
 N_SPM_PIECES = 700            # merged pieces of the SentencePiece-style vocabulary
 SPACE = "\u2581"
 ROOT = Path(__file__).resolve().parents[1]
+KQUANT_TYPES = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")    # written by tools/kquant.py
 
 
 @functools.cache
@@ -35,6 +38,14 @@ def _smollm2_md() -> dict[str, Any]:
     from webrlx.models import gguf as ours
     from webrlx.models.assets import smollm2_gguf
     return ours.load(smollm2_gguf(None)).metadata
+
+
+def _kquant() -> Any:
+    """tools/kquant.py (imported from here whether tools/ is on sys.path or a package)."""
+    import sys
+    sys.path.insert(0, str(ROOT / "tools"))
+    import kquant
+    return kquant
 
 
 def gpt2_vocab(pre: str) -> dict[str, Any]:
@@ -86,67 +97,84 @@ def _llama3_rope(cfg: Any) -> np.ndarray:
     return (base / inv.double().numpy()).astype(np.float32)
 
 
-def _common(**kw: Any) -> dict[str, Any]:
-    return dict(vocab_size=kw.pop("vocab_size"), hidden_size=64, intermediate_size=128,
+def _common(wide: bool, **kw: Any) -> dict[str, Any]:
+    """Config fields every family shares: width 64 (4 x 16 query heads, 2 kv heads, FFN 128),
+    or with `wide` 256 (4 x 64, 2 kv heads, FFN 512) so that every 2-D weight's rows are whole
+    256-weight K-quant blocks."""
+    return dict(vocab_size=kw.pop("vocab_size"), hidden_size=256 if wide else 64,
+                intermediate_size=512 if wide else 128,
                 num_hidden_layers=kw.pop("layers", 2), num_attention_heads=4,
-                num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
+                num_key_value_heads=2, head_dim=_head_dim(wide), max_position_embeddings=256,
                 rms_norm_eps=1e-5, **kw)
 
 
+def _head_dim(wide: bool) -> int:
+    return 64 if wide else 16
+
+
+def is_wide(qtype: str) -> bool:
+    """Whether a type's fixtures take the wide shape (the K-quants' 256-weight blocks)."""
+    return qtype in KQUANT_TYPES
+
+
 # family -> (GGUF architecture, tokenizer maker, transformers config maker); a config maker
-# takes the vocabulary size.
-FAMILIES: dict[str, tuple[str, Callable[[], dict[str, Any]], Callable[[int], Any]]] = {}
+# takes the vocabulary size and whether the shape is the wide one.
+ConfigMaker = Callable[[int, bool], Any]
+FAMILIES: dict[str, tuple[str, Callable[[], dict[str, Any]], ConfigMaker]] = {}
 
 
 def _family(name: str, arch: str, vocab: Callable[[], dict[str, Any]]) -> Callable[..., Any]:
-    def register(fn: Callable[[int], Any]) -> Callable[[int], Any]:
+    def register(fn: ConfigMaker) -> ConfigMaker:
         FAMILIES[name] = (arch, vocab, fn)
         return fn
     return register
 
 
 @_family("llama", "llama", lambda: gpt2_vocab("llama-bpe"))
-def _llama(v: int) -> Any:
+def _llama(v: int, wide: bool) -> Any:
     from transformers import LlamaConfig
-    return LlamaConfig(**_common(vocab_size=v, tie_word_embeddings=True, rope_parameters={
-        "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0, "original_max_position_embeddings": 32}))
+    return LlamaConfig(**_common(
+        wide, vocab_size=v, tie_word_embeddings=True, rope_parameters={
+            "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+            "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 32}))
 
 
 @_family("mistral", "llama", lambda: spm_vocab(gemma=False))
-def _mistral(v: int) -> Any:
+def _mistral(v: int, wide: bool) -> Any:
     from transformers import MistralConfig
-    return MistralConfig(**_common(vocab_size=v, sliding_window=8, tie_word_embeddings=False,
-                                   rope_theta=10000.0))
+    return MistralConfig(**_common(wide, vocab_size=v, sliding_window=8,
+                                   tie_word_embeddings=False, rope_theta=10000.0))
 
 
 @_family("qwen2", "qwen2", lambda: gpt2_vocab("qwen2"))
-def _qwen2(v: int) -> Any:
+def _qwen2(v: int, wide: bool) -> Any:
     from transformers import Qwen2Config
-    return Qwen2Config(**_common(vocab_size=v, tie_word_embeddings=False,
+    return Qwen2Config(**_common(wide, vocab_size=v, tie_word_embeddings=False,
                                  rope_theta=1000000.0))
 
 
 @_family("qwen3", "qwen3", lambda: gpt2_vocab("qwen2"))
-def _qwen3(v: int) -> Any:
+def _qwen3(v: int, wide: bool) -> Any:
     from transformers import Qwen3Config
-    return Qwen3Config(**_common(vocab_size=v, tie_word_embeddings=True, rope_theta=1000000.0))
+    return Qwen3Config(**_common(wide, vocab_size=v, tie_word_embeddings=True,
+                                 rope_theta=1000000.0))
 
 
 @_family("gemma2", "gemma2", lambda: spm_vocab(gemma=True))
-def _gemma2(v: int) -> Any:
+def _gemma2(v: int, wide: bool) -> Any:
     from transformers import Gemma2Config
-    return Gemma2Config(**_common(vocab_size=v, layers=4, query_pre_attn_scalar=16,
-                                  sliding_window=8, attn_logit_softcapping=1.0,
-                                  final_logit_softcapping=5.0,
+    return Gemma2Config(**_common(wide, vocab_size=v, layers=4,
+                                  query_pre_attn_scalar=_head_dim(wide), sliding_window=8,
+                                  attn_logit_softcapping=1.0, final_logit_softcapping=5.0,
                                   hidden_activation="gelu_pytorch_tanh"))
 
 
 @_family("gemma3", "gemma3", lambda: spm_vocab(gemma=True))
-def _gemma3(v: int) -> Any:
+def _gemma3(v: int, wide: bool) -> Any:
     from transformers import Gemma3TextConfig
     return Gemma3TextConfig(**_common(
-        vocab_size=v, layers=4, query_pre_attn_scalar=16, sliding_window=8,
+        wide, vocab_size=v, layers=4, query_pre_attn_scalar=_head_dim(wide), sliding_window=8,
         layer_types=["sliding_attention", "full_attention"] * 2,
         hidden_activation="gelu_pytorch_tanh",
         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
@@ -155,21 +183,22 @@ def _gemma3(v: int) -> Any:
 
 
 @_family("phi3", "phi3", lambda: gpt2_vocab("smollm"))
-def _phi3(v: int) -> Any:
+def _phi3(v: int, wide: bool) -> Any:
     from transformers import Phi3Config
-    kw = _common(vocab_size=v, tie_word_embeddings=False, rope_theta=10000.0,
+    kw = _common(wide, vocab_size=v, tie_word_embeddings=False, rope_theta=10000.0,
                  sliding_window=None, pad_token_id=0, bos_token_id=1, eos_token_id=2)
     kw.pop("head_dim")
     return Phi3Config(**kw)
 
 
-def make_model(family: str, seed: int = 0) -> tuple[Any, dict[str, Any]]:
-    """(transformers model with seeded random weights, tokenizer metadata) of a family."""
+def make_model(family: str, seed: int = 0, wide: bool = False) -> tuple[Any, dict[str, Any]]:
+    """(transformers model with seeded random weights, tokenizer metadata) of a family, in the
+    width-64 shape or the wide one (`_common`)."""
     import torch
     from transformers import AutoModelForCausalLM
     _, vocab_fn, config_fn = FAMILIES[family]
     vocab = vocab_fn()
-    cfg = config_fn(len(vocab["tokens"]))
+    cfg = config_fn(len(vocab["tokens"]), wide)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
     with torch.no_grad():
@@ -227,7 +256,8 @@ def write_file(arch: str, name: str, cfg: Any, vocab: dict[str, Any],
                tensors: Iterable[tuple[str, np.ndarray]], qtype: str, path: Path) -> None:
     """Write a GGUF of architecture `arch` from a transformers-style config (its attributes
     only), tokenizer metadata and (GGUF name, float32 array) pairs, taken one at a time:
-    2-D tensors in qtype (F16, Q8_0, ...: what the gguf package quantizes), the rest F32."""
+    2-D tensors in qtype (F16, Q8_0, ...: what the gguf package quantizes; the K-quants
+    through tools/kquant.py, whose rows must be whole 256-weight blocks), the rest F32."""
     import gguf
     from gguf import GGMLQuantizationType as Q
     w = gguf.GGUFWriter(str(path), arch)
@@ -271,7 +301,10 @@ def write_file(arch: str, name: str, cfg: Any, vocab: dict[str, Any],
         w.add_chat_template(vocab["template"])
     for tname, arr in tensors:
         if arr.ndim == 2 and qtype != "F32":
-            raw = gguf.quants.quantize(arr, Q[qtype])
+            if qtype in KQUANT_TYPES:
+                raw = _kquant().quantize(arr, qtype)
+            else:
+                raw = gguf.quants.quantize(arr, Q[qtype])
             w.add_tensor(tname, raw, raw_dtype=Q[qtype])
         else:
             w.add_tensor(tname, arr)
@@ -281,21 +314,22 @@ def write_file(arch: str, name: str, cfg: Any, vocab: dict[str, Any],
     w.close()
 
 
-def transformers_model(family: str, path: Path) -> Any:
+def transformers_model(family: str, path: Path, wide: bool = False) -> Any:
     """transformers' model of the GGUF at `path`: its weights read and dequantized by
     transformers' GGUF loader, under the family's full config (a GGUF does not carry every
-    option: soft-caps, layer types, Llama 3 rope scaling). transformers reads a llama-arch
-    file as Llama, so the Mistral fixture's weights move into a Mistral model (its window)."""
+    option: soft-caps, layer types, Llama 3 rope scaling); `wide` as the file was made.
+    transformers reads a llama-arch file as Llama, so the Mistral fixture's weights move into
+    a Mistral model (its window)."""
     import gguf
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig
     config_fn = FAMILIES[family][2]
     field = gguf.GGUFReader(str(path)).fields["tokenizer.ggml.tokens"]
-    cfg = config_fn(len(field.data))
+    cfg = config_fn(len(field.data), wide)
     load_cfg = cfg
     if family == "mistral":
-        load_cfg = LlamaConfig(**_common(vocab_size=cfg.vocab_size, tie_word_embeddings=False,
-                                         rope_theta=10000.0))
+        load_cfg = LlamaConfig(**_common(wide, vocab_size=cfg.vocab_size,
+                                         tie_word_embeddings=False, rope_theta=10000.0))
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                  config=load_cfg, dtype=torch.float32)
     if family == "mistral":
@@ -315,7 +349,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     for family in args.families.split(","):
         for qtype in args.types.split(","):
-            model, vocab = make_model(family)
+            model, vocab = make_model(family, wide=is_wide(qtype))
             path = out / f"{family}-{qtype.lower()}.gguf"
             write_gguf(family, model, vocab, qtype, path)
             print(f"{path} {path.stat().st_size} bytes")

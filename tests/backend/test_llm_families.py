@@ -6,8 +6,11 @@ reader (dequantized, torch CPU f32, under the family's full config). Per family 
 prompt ids equal transformers' tokenizer read from the GGUF, last logits within
 1e-3 x max|logit|, 32 greedy tokens equal, on 4 prompts.
 
-By default each family runs one type (Q8_0); WEBRLX_LLM_TYPES=F32,Q8_0 (any of the types
-the tools' quantizer writes: F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, ...) runs those instead.
+By default each family runs Q8_0 and Q4_K, and llama also Q2_K, Q3_K, Q5_K and Q6_K (one
+quant type per family plus every K type on one family); WEBRLX_LLM_TYPES=F32,Q8_0,Q6_K (any
+of the types the tools write: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 through the gguf
+package, Q2_K .. Q6_K through tools/kquant.py) runs every family in those types instead. The
+K-quant fixtures are the wide shape (width 256), the others width 64.
 Needs torch, transformers, gguf and accelerate (skipped without them, e.g. in Pyodide)."""
 from __future__ import annotations
 
@@ -25,8 +28,12 @@ from webrlx.models import llm
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "build" / "llm_fixtures"
-TYPES = os.environ.get("WEBRLX_LLM_TYPES", "Q8_0").split(",")
 FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"]
+if os.environ.get("WEBRLX_LLM_TYPES"):
+    CASES = [(f, t) for f in FAMILIES for t in os.environ["WEBRLX_LLM_TYPES"].split(",")]
+else:
+    CASES = [(f, t) for t in ("Q8_0", "Q4_K") for f in FAMILIES] + \
+        [("llama", t) for t in ("Q2_K", "Q3_K", "Q5_K", "Q6_K")]
 PROMPTS = ["The quick brown fox jumps over the lazy dog",
            "Hello, world! 123 4567 is a number.",
            "  two leading spaces,\nnewlines\n\nand tabs\tstay",
@@ -43,7 +50,7 @@ def _tools():
     return make_llm_fixtures
 
 
-@pytest.fixture(scope="module", params=[(f, t) for f in FAMILIES for t in TYPES],
+@pytest.fixture(scope="module", params=CASES,
                 ids=lambda p: f"{p[0]}-{p[1]}")
 def case(request):
     """(file, transformers' ids / last logits / greedy tokens per prompt) of a family x type."""
@@ -56,10 +63,11 @@ def _reference(family: str, qtype: str) -> tuple[Path, list]:
     from transformers import AutoTokenizer
     mk = _tools()
     name = f"{family}-{qtype.lower()}.gguf"
+    wide = mk.is_wide(qtype)
     if not (CACHE / name).exists():
         CACHE.mkdir(parents=True, exist_ok=True)
-        mk.write_gguf(family, *mk.make_model(family), qtype, CACHE / name)
-    ref = mk.transformers_model(family, CACHE / name)
+        mk.write_gguf(family, *mk.make_model(family, wide=wide), qtype, CACHE / name)
+    ref = mk.transformers_model(family, CACHE / name, wide=wide)
     tok = AutoTokenizer.from_pretrained(str(CACHE), gguf_file=name)
     want = []
     with torch.no_grad():
