@@ -3,7 +3,8 @@
 # shared/device/README.md): bench/probes/decode_probe.py (SmolLM2 Q4_1: tok/s and the decode
 # step's GPU profile by kernel) for BASE and NEW, then with NEW alone: SmolLM2 requantized to
 # Q4_K_M beside llama.cpp Vulkan (bench/smollm2_kquants.py, greedy checks against
-# transformers) and the 1B-shaped Q4_K_M model beside llama.cpp (bench/llm_1b.py). JSON into $OUT.
+# transformers) and the 1B-shaped Q4_K_M model beside llama.cpp (bench/llm_1b.py), then
+# decode_probe of both trees on that 1B file. JSON into $OUT.
 # Carry .gl and .whl (wgpu, cffi, gguf wheels), .big/llvk.so.xz, the SmolLM2 GGUF as
 # .big/gguf.part* (a call with some parts stores them in /tmp/big; NPARTS=2 in all) and the two
 # trees as .ab/base.tar.xz and .ab/new.tar.xz (`git archive <rev> | xz`, or a tar of a work tree).
@@ -35,6 +36,14 @@ export PYTHONPATH="$HOME/site:/tmp/new"
   > "$OUT/smollm2_kquants.json" 2> "$OUT/smollm2_kquants.err"
 [ "${SKIP_1B:-0}" = 1 ] || python3 bench/llm_1b.py --llamacpp "$SO" --work /tmp/llm_1b --type Q4_K_M \
   --new 256 > "$OUT/llm_1b.json" 2> "$OUT/llm_1b.err"
+# the 1B file bench/llm_1b.py made: decode_probe of both trees on it
+if [ -f /tmp/llm_1b/llama-1b.Q4_K_M.gguf ]; then
+  for t in base new; do
+    PYTHONPATH="$HOME/site:/tmp/$t" python3 /tmp/new/bench/probes/decode_probe.py \
+      /tmp/llm_1b/llama-1b.Q4_K_M.gguf > "$OUT/decode_probe_1b_$t.json" 2> "$OUT/decode_probe_1b_$t.err"
+    head -c 700 "$OUT/decode_probe_1b_$t.json"; echo
+  done
+fi
 python3 - "$OUT" <<'EOF'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])

@@ -9,6 +9,8 @@ override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4
 override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32
 override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x loads shared)
 override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT = 1)
+override UN: u32 = 1u;            // units a thread loads before it sums them: 1, 2 or 4
+                                  // (RPT = RQ = 1; more bytes in flight per thread)
 const RPW: u32 = 8u;              // weight rows per workgroup and per j (rows n0 + j * RPW)
 var<workgroup> red: array<vec4<f32>, 256>;    // per thread: partial sums, x rows in x..w
 var<workgroup> red2: array<vec4<f32>, 256>;   // the same for w2 (SWIGLU)
@@ -186,8 +188,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var a6: Dots;
     var a7: Dots;
     if (n0 < p.N) {
-        for (var u = t; u < (p.K >> 3u); u += TPR) {
-            if (RQ > 1u) {                  // one unit of weight row n0, RQ x row quads
+        let units = p.K >> 3u;
+        for (var u = t; u < units; u += TPR * UN) {
+            if (UN > 1u) {                  // UN units of row n0 (RPT = RQ = 1): loads first
+                var qs: array<Unit, 4>;
+                var q2s: array<Unit, 4>;
+                var vs: array<XUnit, 4>;
+                for (var e = 0u; e < UN; e++) {
+                    let ue = min(u + e * TPR, units - 1u);   // (past the end: not summed)
+                    qs[e] = load_unit(n0, ue, false);
+                    if (SWIGLU) { q2s[e] = load_unit(n0, ue, true); }
+                    vs[e] = load_x(ue, r0, valid);
+                }
+                for (var e = 0u; e < UN; e++) {
+                    if (u + e * TPR < units) {
+                        a0.a += dot_rows(qs[e], vs[e], valid);
+                        if (SWIGLU) { a0.b += dot_rows(q2s[e], vs[e], valid); }
+                    }
+                }
+            } else if (RQ > 1u) {           // one unit of weight row n0, RQ x row quads
                 let q = load_unit(n0, u, false);
                 var q2: Unit;
                 if (SWIGLU) { q2 = load_unit(n0, u, true); }

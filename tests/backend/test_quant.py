@@ -366,3 +366,47 @@ def test_attention_combine_in_the_o_projection(backend, window, storage, gpu_pat
             assert not fused, kinds
         elif not split:                 # one chunk: the attention writes its output
             assert any(k_.startswith("qgemv[") for k_ in kinds), kinds
+
+
+@pytest.mark.parametrize("fmt", ["q4_k", "q6_k", "q4_1", "q8_0", "q5_0"])
+@pytest.mark.parametrize("un", [2, 4])
+def test_unrolled_gemv_variants(backend, fmt, un, monkeypatch):
+    """The GPU variants that load UN units a thread before summing them (common/
+    qgemv_body.wgsl UN, offered where the adapter is not a CPU) give the reference's q, KV
+    caches and SwiGLU FFN rows, with K not a multiple of UN * TPR units."""
+    from webrlx.backends.reference import ReferenceDevice
+    from webrlx.compiler import lower_quant
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(autotune, "PREFER", f"*u{un}")
+    monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
+    k, hd, heads, kv, cap, ffn = 768, 16, 4, 2, 16, 96
+    blocks = {n_: quant.words(quant.random_blocks(fmt, rows, k, seed=i, scale=0.05))
+              for i, (n_, rows) in enumerate((("wq", heads * hd), ("wk", kv * hd),
+                                               ("wv", kv * hd), ("wg", ffn), ("wu", ffn)))}
+    arrays = {**blocks, "g": rand(k, seed=5) + 1.5}
+    g = wr.Graph()
+    x = g.input("x", (1, 1, k))
+    pos = g.input("pos", (1,), "int32")
+    p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
+    h = nn.rms_norm(x, p["g"], 1e-5)
+    q = nn.rope(nn.qlinear(h, p["wq"], fmt, heads * hd, k).reshape(1, -1, heads, hd), pos,
+                10000.0)
+    kr = nn.rope(nn.qlinear(h, p["wk"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos, 10000.0)
+    kc = nn.cache_write(g.state("kc", (1, kv, cap, hd)), kr, pos)
+    vc = nn.cache_write(g.state("vc", (1, kv, cap, hd)),
+                        nn.qlinear(h, p["wv"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos)
+    h2 = nn.rms_norm(x * 0.5, p["g"], 1e-5)
+    f = nn.qlinear(h2, p["wg"], fmt, ffn, k).silu() * nn.qlinear(h2, p["wu"], fmt, ffn, k)
+    outs = [q * 1.0, kc * 1.0, vc * 1.0, f * 1.0]
+    exe = wr.compile(g, outputs=outs, device=backend)
+    ref = wr.compile(g, outputs=outs, device=ReferenceDevice())
+    for e in (exe, ref):
+        e.set_params(arrays)
+    for start in (0, 9):
+        feeds = {"x": rand(1, 1, k, seed=start), "pos": np.array([start], np.int32)}
+        for got, want in zip(exe.run(feeds), ref.run(feeds)):
+            np.testing.assert_allclose(got, want, rtol=0, atol=3e-4 * max(1.0, np.abs(want).max()))
+    if backend.name != "reference":
+        ran = [n_ for n_ in exe.plan({}).ran if n_.startswith("qgemv[")]
+        assert ran and all(n_.endswith(f"u{un}") for n_ in ran), ran
