@@ -302,6 +302,23 @@ def test_rows_equal_the_one_row_op_per_row(s1000, s_rows, rows):
             [np.stack(xs), seen, f, ip], {}))
 
 
+def test_rows_only_read_a_seen_state(backend):
+    """With r > 1 rows a `seen` state is only read (rows drawn at once would race on it): no
+    run marks it, so repeated runs draw the same greedy tokens."""
+    x = np.zeros((2, 64), np.float32)
+    x[:, [3, 9]] = [[4.0, 3.0], [3.0, 4.0]]
+    g = wr.Graph()
+    seen = g.state("seen", (64,), "int32")
+    tok = nn.sample(g.input("logits", (2, 64)), seen, g.input("fparams", (2, 4)),
+                    g.input("iparams", (2, 4), "int32"))
+    exe = wr.compile(g, outputs=[tok], device=backend)
+    feeds = {"logits": x, "fparams": np.tile(np.array([0, 1, 4.0, 0], np.float32), (2, 1)),
+             "iparams": np.zeros((2, 4), np.int32)}
+    for _ in range(2):
+        np.testing.assert_array_equal(exe.run(feeds)[0], [3, 9])
+    np.testing.assert_array_equal(exe.read_state("seen"), np.zeros(64, np.int32))
+
+
 @pytest.mark.parametrize("bad", ["seen_dtype", "seen_len", "fparams", "iparams", "rows",
                                  "params_rows"])
 def test_bad_operands_are_shape_errors(bad):
