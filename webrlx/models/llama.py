@@ -10,7 +10,7 @@ weights (params, quantized ones kept as their GGUF blocks) and of the KV cache (
     at pos -> causal GQA attention over the cache (sliding window on the layers that have
     one; Gemma 2 soft-caps the scores) -> o proj (-> post-norm, Gemma) (+ residual) -> norm
     -> gated FFN (SiLU, or GELU-tanh for Gemma; Phi-3 fuses gate and up) (-> post-norm)
-    (+ residual)] -> norm -> row `last` -> head (tied: the embedding) (Gemma 2: soft-capped)
+    (+ residual)] -> row `last` -> norm -> head (tied: the embedding) (Gemma 2: soft-capped)
     -> logits (1, V) -> repetition penalty, temperature, top-k, top-p, draw -> token (1, 1)
 
 and writes the token into the `tokens` state at pos_next = pos + last + 1, marks it in the
@@ -333,9 +333,10 @@ def build_llama(cfg: LlamaConfig, infos: Mapping[str, Any], capacity: int
     if fam.embed_scale:
         x = x * math.sqrt(cfg.width)
     x = decoder_layers(cfg, W, x, pos, (1, cfg.kv_heads, capacity, cfg.head_dim))
-    x = nn.rms_norm(x, W.norm("output_norm.weight"), cfg.eps)
+    # row `last` first: the norm is per row, and then runs as the head GEMV's prologue
+    x = nn.rms_norm(x.gather(last, axis=1), W.norm("output_norm.weight"), cfg.eps)
     head = W.linear("output.weight") if "output.weight" in infos else tied
-    logits = _linear(x.gather(last, axis=1), head).reshape(1, cfg.vocab)
+    logits = _linear(x, head).reshape(1, cfg.vocab)
     if cfg.final_softcap:
         logits = (logits * (1.0 / cfg.final_softcap)).tanh() * cfg.final_softcap
     flat_ids = ids.reshape(-1)
