@@ -88,7 +88,8 @@ def qlinear(x: Tensor, w: Tensor, format: str, n: int, k: int, bias: Tensor | No
         w: uint32 param holding the raw blocks, row-major (n rows of k // block blocks),
             packed with webrlx.quant.words; dequantized inside the kernel, math in float32.
         format: a webrlx.quant.FORMATS name: "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k",
-            "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl" or "iq4_xs".
+            "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl", "iq4_xs", or "f16" / "bf16" (GGUF
+            float weights kept as stored, in blocks of 32).
         n: the weight's rows (GGUF dims are [k, n]).
         k: the weight's columns; a multiple of the format's block (32; 256 for K-quants).
         bias: optional float32 (n,).

@@ -84,7 +84,8 @@ def _rms(x, g, eps=1e-5):
 
 @pytest.mark.parametrize("m,shape", [(1, None), (3, "16"), (40, "tile1")], ids=str)
 @pytest.mark.parametrize("fmt,down", [("q4_k", "q6_k"), ("q5_0", "q8_0"), ("q3_k", "q2_k"),
-                                      ("q5_k", "q4_0"), ("q5_1", "q4_1")], ids=str)
+                                      ("q5_k", "q4_0"), ("q5_1", "q4_1"), ("f16", "bf16")],
+                         ids=str)
 def test_fused_layer_mixed_formats(backend, fmt, down, m, shape, monkeypatch):
     """A decoder layer whose GEMVs fuse (rms_norm prologue, gate/up + silu * mul, residual
     adds; quant/qgemv_fused.wgsl, prefills quant/qmatmul_fused.wgsl) with the projections in
