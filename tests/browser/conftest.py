@@ -44,7 +44,10 @@ if os.environ.get("WEBRLX_BROWSER_ONLY"):
 # in the browser too, with the chat page's test); the GGUF family fixtures and the engine's
 # references are made by transformers + torch + gguf, which Pyodide lacks (always native;
 # test_chat_families.py checks each family's greedy tokens in the browser, through chat.html).
-NATIVE_ONLY = ("tests/backend/test_llm_families.py", "tests/backend/test_engine.py")
+# test_llm_float_weights.py writes its F16 / BF16 files with the gguf package (not in Pyodide);
+# the f16 / bf16 kernels run in the browser through test_quant_formats.py.
+NATIVE_ONLY = ("tests/backend/test_llm_families.py", "tests/backend/test_engine.py",
+               "tests/backend/test_llm_float_weights.py")
 BROWSER_EXCLUDE = NATIVE_ONLY if os.environ.get("WEBRLX_BROWSER_LLM") == "1" else \
     ("tests/backend/test_smollm2.py", *NATIVE_ONLY)
 IGNORE_ARGS = [f"--ignore={p}" for p in BROWSER_EXCLUDE]
