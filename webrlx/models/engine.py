@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -48,8 +48,23 @@ from ..tensor import Graph, Tensor
 from .decoding import PREFILL_BUCKET, READ_EVERY, Sampling
 from .llama import LlamaConfig, _embedding, _linear, _Weights, decoder_layers
 
-if TYPE_CHECKING:
-    from .llm import LanguageModel
+
+class LanguageModel(Protocol):
+    """What the Engine reads of models.llm.LanguageModel (described here, so that llm imports
+    this module and not the other way round)."""
+    config: LlamaConfig
+    capacity: int
+    tensor_infos: Any
+    executable: Executable
+    tokenizer: Any
+    stop_ids: Any
+
+    @property
+    def device(self) -> Any: ...
+
+    def render_chat(self, messages: Any, add_generation_prompt: bool = True) -> str: ...
+
+    def _ids(self, prompt: str | Sequence[int]) -> list[int]: ...
 
 
 class EngineFullError(RuntimeError):
