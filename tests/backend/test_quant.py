@@ -173,7 +173,6 @@ def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
 def test_fused_gemv_rope_with_frequency_factors(backend, s, monkeypatch):
     """Llama 3's rope (frequency factors: llama.cpp's rope_freqs) fuses into the q and k
     GEMVs with the cache write; q and the cache match the reference's unfused rope."""
-    from webrlx.backends.reference import ReferenceDevice
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
     fmt, k, hd, heads, kv, cap = "q8_0", 256, 16, 4, 2, 32
@@ -190,20 +189,32 @@ def test_fused_gemv_rope_with_frequency_factors(backend, s, monkeypatch):
     kr = nn.rope(nn.qlinear(h, p["wk"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos,
                  500000.0, factors=factors)
     outs = [q * 1.0, nn.cache_write(g.state("kc", (1, kv, cap, hd)), kr, pos) * 1.0]
-    exe = wr.compile(g, outputs=outs, device=backend)
-    ref = wr.compile(g, outputs=outs, device=ReferenceDevice())
-    for e in (exe, ref):
-        e.set_params(arrays)
-    for start in (0, 21):
-        feeds = {"x": rand(1, s, k, seed=start), "pos": np.array([start], np.int32)}
-        for got, want in zip(exe.run(feeds), ref.run(feeds)):
-            np.testing.assert_allclose(got, want, rtol=0, atol=3e-4)
+    exe = run_like_reference(backend, g, outs, arrays, (1, s, k), (0, 21))
     if backend.name != "reference":
         names = {c.name.rsplit("_", 1)[0] for c in exe.plan({}).program.calls}
         assert {"qgemv[rms_norm+rope]", "qgemv[rms_norm+rope+cache]"} <= names, names
 
 
 QKV_LIMIT = "max-storage-buffers-per-shader-stage"
+
+
+def run_like_reference(backend, g, outs, arrays, x_shape, starts, scaled=None):
+    """Compile outs on backend and on the reference device, set arrays, and check both agree
+    for x = rand(x_shape) at pos = each of starts: atol 3e-4, times max|want| where scaled
+    (True), or times max(scaled, max|want|) for a number. Returns backend's executable."""
+    from webrlx.backends.reference import ReferenceDevice
+    exe = wr.compile(g, outputs=outs, device=backend)
+    ref = wr.compile(g, outputs=outs, device=ReferenceDevice())
+    for e in (exe, ref):
+        e.set_params(arrays)
+    for start in starts:
+        feeds = {"x": rand(*x_shape, seed=start), "pos": np.array([start], np.int32)}
+        for got, want in zip(exe.run(feeds), ref.run(feeds)):
+            peak = float(np.abs(want).max())
+            atol = 3e-4 if scaled is None else 3e-4 * (peak if scaled is True else
+                                                       max(float(scaled), peak))
+            np.testing.assert_allclose(got, want, rtol=0, atol=atol)
+    return exe
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -221,7 +232,6 @@ def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, qkv, monkeypatc
     each GEMV shape (threads per weight row, weight rows per thread). With `qkv` (decode rows
     on a device binding 10 storage buffers) the three run as one dispatch
     (quant/qgemv_qkv.wgsl); with 8 (WebGPU's default limit) each runs alone."""
-    from webrlx.backends.reference import ReferenceDevice
     from webrlx.compiler import lower_quant
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)        # the default runs
@@ -249,14 +259,8 @@ def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, qkv, monkeypatc
     vc = nn.cache_write(g.state("vc", (1, kv, cap, hd)),
                         nn.qlinear(h, p["wv"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos)
     outs = [q * 1.0, kc * 1.0, vc * 1.0]
-    exe = wr.compile(g, outputs=outs, device=backend)
-    ref = wr.compile(g, outputs=outs, device=ReferenceDevice())
-    for e in (exe, ref):
-        e.set_params(arrays)
-    for start in (0, 7, cap - 2):                     # the last start writes past the end
-        feeds = {"x": rand(1, s, k, seed=start), "pos": np.array([start], np.int32)}
-        for got, want in zip(exe.run(feeds), ref.run(feeds)):
-            np.testing.assert_allclose(got, want, rtol=0, atol=3e-4)
+    # (the last start writes past the cache's end)
+    exe = run_like_reference(backend, g, outs, arrays, (1, s, k), (0, 7, cap - 2))
     if backend.name != "reference":
         names = [c.name for c in exe.plan({}).program.calls]
         kinds = {n_.rsplit("_", 1)[0] for n_ in names}
@@ -277,7 +281,6 @@ def test_qkv_of_mixed_formats(backend, formats, group, monkeypatch):
     """Q4_K_M files keep v (some layers) in another format than q and k: the two that share
     a format still run as one dispatch, the third alone (none when all three differ), and
     q and both caches match the unfused reference at two decode positions."""
-    from webrlx.backends.reference import ReferenceDevice
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
     k, hd, heads, kv, cap = 256, 16, 4, 2, 32
@@ -299,14 +302,7 @@ def test_qkv_of_mixed_formats(backend, formats, group, monkeypatch):
     vc = nn.cache_write(g.state("vc", (1, kv, cap, hd)),
                         nn.qlinear(h, p["wv"], fv, kv * hd, k).reshape(1, -1, kv, hd), pos)
     outs = [q * 1.0, kc * 1.0, vc * 1.0]
-    exe = wr.compile(g, outputs=outs, device=backend)
-    ref = wr.compile(g, outputs=outs, device=ReferenceDevice())
-    for e in (exe, ref):
-        e.set_params(arrays)
-    for start in (3, 30):
-        feeds = {"x": rand(1, 1, k, seed=start), "pos": np.array([start], np.int32)}
-        for got, want in zip(exe.run(feeds), ref.run(feeds)):
-            np.testing.assert_allclose(got, want, rtol=0, atol=3e-4 * np.abs(want).max())
+    exe = run_like_reference(backend, g, outs, arrays, (1, 1, k), (3, 30), scaled=True)
     if backend.name != "reference":
         kinds = {c.name.rsplit("_", 1)[0] for c in exe.plan({}).program.calls}
         if backend.info.limit(QKV_LIMIT, 8) >= 10 and group is not None:
@@ -374,7 +370,6 @@ def test_unrolled_gemv_variants(backend, fmt, un, monkeypatch):
     """The GPU variants that load UN units a thread before summing them (common/
     qgemv_body.wgsl UN, offered where the adapter is not a CPU) give the reference's q, KV
     caches and SwiGLU FFN rows, with K not a multiple of UN * TPR units."""
-    from webrlx.backends.reference import ReferenceDevice
     from webrlx.compiler import lower_quant
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
@@ -399,14 +394,7 @@ def test_unrolled_gemv_variants(backend, fmt, un, monkeypatch):
     h2 = nn.rms_norm(x * 0.5, p["g"], 1e-5)
     f = nn.qlinear(h2, p["wg"], fmt, ffn, k).silu() * nn.qlinear(h2, p["wu"], fmt, ffn, k)
     outs = [q * 1.0, kc * 1.0, vc * 1.0, f * 1.0]
-    exe = wr.compile(g, outputs=outs, device=backend)
-    ref = wr.compile(g, outputs=outs, device=ReferenceDevice())
-    for e in (exe, ref):
-        e.set_params(arrays)
-    for start in (0, 9):
-        feeds = {"x": rand(1, 1, k, seed=start), "pos": np.array([start], np.int32)}
-        for got, want in zip(exe.run(feeds), ref.run(feeds)):
-            np.testing.assert_allclose(got, want, rtol=0, atol=3e-4 * max(1.0, np.abs(want).max()))
+    exe = run_like_reference(backend, g, outs, arrays, (1, 1, k), (0, 9), scaled=1.0)
     if backend.name != "reference":
         ran = [n_ for n_ in exe.plan({}).ran if n_.startswith("qgemv[")]
         assert ran and all(n_.endswith(f"u{un}") for n_ in ran), ran
