@@ -11,6 +11,7 @@ override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x
 override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT = 1)
 override UN: u32 = 1u;            // units a thread loads before it sums them: 1, 2 or 4
                                   // (RPT = RQ = 1; more bytes in flight per thread)
+override WIDE: bool = false;      // UN > 1: the UN units are neighbours of one block (Group)
 const RPW: u32 = 8u;              // weight rows per workgroup and per j (rows n0 + j * RPW)
 var<workgroup> red: array<vec4<f32>, 256>;    // per thread: partial sums, x rows in x..w
 var<workgroup> red2: array<vec4<f32>, 256>;   // the same for w2 (SWIGLU)
@@ -19,6 +20,144 @@ var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE
 
 {{QBLOCKS}}
 {{ROPE_TURN}}
+
+// WIDE (GPU variants, UN > 1): a thread's UN units are neighbours u0 .. u0 + UN - 1
+// (u0 % UN == 0) that share one block and one scale pair, so the scales are decoded once a
+// group and applied after the dots: Q4_K / Q6_K words of one sub-block pair (kunit's units),
+// Q4_1 / Q8_0 parts of one block. q[2e], q[2e + 1]: unit e's quants as stored (lo, hi halves);
+// a row's dot is d0 * (lo . xa) + m0 * sum(xa) + d1 * (hi . xb) + m1 * sum(xb). Other formats
+// go unit by unit through load_unit (their scales folded in: d = 1, m = 0).
+// Why: a unit of Q4_K cost 5 loads (d, three scale words, one quant word) and ~50 ALU
+// operations for 4 bytes of quants; a group of 4 costs 8 loads (Q6_K 13 against ~28) and
+// applies its scales once, and its 4 quant words are neighbours in memory.
+struct Group { q: array<vec4<f32>, 8>, d0: f32, m0: f32, d1: f32, m1: f32 }
+override MINS: bool = FMT == 12u || FMT == 14u || (OWN && !Q8_0);   // m0, m1 used
+
+// `count` 4-byte values at byte offsets o, o + 4, .. (o even) of the blocks: count + 1 loads
+fn words_at(o: u32, s: bool, count: u32) -> array<u32, 8> {
+    var r: array<u32, 8>;
+    let a = o >> 2u;
+    let sh = (o & 2u) * 8u;                           // 0 or 16; (v << 16) << (16 - sh) is 0 at 0
+    var prev = wword(a, s);
+    for (var e = 0u; e < count; e++) {
+        let next = wword(min(a + e + 1u, p.nw - 1u), s);
+        r[e] = (prev >> sh) | ((next << 16u) << (16u - sh));
+        prev = next;
+    }
+    return r;
+}
+
+fn load_group(n: u32, u0: u32, s: bool) -> Group {
+    var g: Group;
+    if (FMT == 12u) {                                 // Q4_K: words w0.. of qs chunk w0 / 8
+        let b = n * (p.K / QK) + u0 / 32u;
+        let w0 = u0 % 32u;
+        let c = w0 >> 3u;
+        let e16 = (c & 1u) * 16u;
+        let a = b * (QBYTES / 4u);
+        let lo = wword(a + 1u, s) >> e16;
+        let mo = wword(a + 2u, s) >> e16;
+        let hi = wword(a + 3u, s) >> e16;
+        let upper = c >= 2u;
+        let sc = select(lo & 0x3F3Fu, (hi & 0x0F0Fu) | ((lo >> 2u) & 0x3030u), upper);
+        let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u), upper);
+        let dm = unpack2x16float(wword(a, s));
+        g.d0 = dm.x * f32(sc & 255u);
+        g.d1 = dm.x * f32(sc >> 8u);
+        g.m0 = -dm.y * f32(mn & 255u);
+        g.m1 = -dm.y * f32(mn >> 8u);
+        for (var e = 0u; e < UN; e++) {
+            let q = wword(a + 4u + w0 + e, s);
+            g.q[2u * e] = nib4(q, 0u);
+            g.q[2u * e + 1u] = nib4(q, 4u);
+        }
+    } else if (FMT == 14u) {                          // Q6_K: ql words w0.., their qh bits
+        let b = n * (p.K / QK) + u0 / 32u;
+        let w0 = u0 % 32u;
+        let o = b * QBYTES;
+        let h = w0 >> 4u;
+        let t = (w0 >> 3u) & 1u;
+        let l0 = (w0 & 7u) * 4u;                      // the group's l / 16 is l0's
+        let ql = words_at(o + 4u * w0, s, UN);
+        let qh = words_at(o + 128u + 32u * h + l0, s, UN);
+        let sa = o + 192u + 8u * h + 2u * t + (l0 >> 4u);
+        let d = qhalf(o + 208u, s);
+        g.d0 = d * int8_at(qbyte(sa, s));
+        g.d1 = d * int8_at(qbyte(sa + 4u, s));
+        g.m0 = -32.0 * g.d0;
+        g.m1 = -32.0 * g.d1;
+        for (var e = 0u; e < UN; e++) {
+            let bits = qh[e] >> (2u * t);
+            g.q[2u * e] = nib4(ql[e], 0u) + 16.0 * bytes4(bits & 0x03030303u);
+            g.q[2u * e + 1u] = nib4(ql[e], 4u) + 16.0 * bytes4((bits >> 4u) & 0x03030303u);
+        }
+    } else if (OWN && !Q8_0) {                        // Q4_1: parts u0 % 4.. of one block
+        let b = n * (p.K >> 5u) + (u0 >> 2u);
+        let dm = unpack2x16float(wword(b * 5u, s));
+        g.d0 = dm.x;
+        g.d1 = dm.x;
+        g.m0 = dm.y;
+        g.m1 = dm.y;
+        for (var e = 0u; e < UN; e++) {
+            let q = wword(b * 5u + 1u + (u0 & 3u) + e, s);
+            g.q[2u * e] = nib4(q, 0u);
+            g.q[2u * e + 1u] = nib4(q, 4u);
+        }
+    } else if (Q8_0) {                                // Q8_0: parts u0 % 4.., 8 int8 each
+        let start = (n * (p.K >> 5u) + (u0 >> 2u)) * 34u;
+        g.d0 = qhalf(start, s);
+        g.d1 = g.d0;
+        let w = words_at(start + 2u + (u0 & 3u) * 8u, s, 2u * UN);
+        for (var e = 0u; e < UN; e++) {
+            g.q[2u * e] = int8x4(w[2u * e]);
+            g.q[2u * e + 1u] = int8x4(w[2u * e + 1u]);
+        }
+    } else {                                          // unit by unit, scales folded in
+        g.d0 = 1.0;
+        g.d1 = 1.0;
+        for (var e = 0u; e < UN; e++) {
+            let q = load_unit(n, u0 + e, s);
+            g.q[2u * e] = q.lo;
+            g.q[2u * e + 1u] = q.hi;
+        }
+    }
+    return g;
+}
+
+// a group's dots with the x rows r0.. (vs[e]: unit e's x values; nothing past `valid`)
+fn group_dots(g: Group, vs: array<XUnit, 4>, valid: u32) -> vec4<f32> {
+    let one = vec4<f32>(1.0);
+    var dl = vec4<f32>(0.0);
+    var dh = vec4<f32>(0.0);
+    var sl = vec4<f32>(0.0);
+    var sx = vec4<f32>(0.0);
+    for (var e = 0u; e < UN; e++) {
+        let lo = g.q[2u * e];
+        let hi = g.q[2u * e + 1u];
+        let v = vs[e];
+        dl.x += dot(lo, v.a0);
+        dh.x += dot(hi, v.b0);
+        if (MINS) { sl.x += dot(v.a0, one); sx.x += dot(v.b0, one); }
+        if (ROWS > 1u && valid > 1u) {
+            dl.y += dot(lo, v.a1);
+            dh.y += dot(hi, v.b1);
+            if (MINS) { sl.y += dot(v.a1, one); sx.y += dot(v.b1, one); }
+        }
+        if (ROWS > 2u && valid > 2u) {
+            dl.z += dot(lo, v.a2);
+            dh.z += dot(hi, v.b2);
+            if (MINS) { sl.z += dot(v.a2, one); sx.z += dot(v.b2, one); }
+        }
+        if (ROWS > 3u && valid > 3u) {
+            dl.w += dot(lo, v.a3);
+            dh.w += dot(hi, v.b3);
+            if (MINS) { sl.w += dot(v.a3, one); sx.w += dot(v.b3, one); }
+        }
+    }
+    var r = g.d0 * dl + g.d1 * dh;
+    if (MINS) { r += g.m0 * sl + g.m1 * sx; }
+    return r;
+}
 
 fn silu(v: f32) -> f32 {
     return v / (1.0 + exp(-v));
@@ -189,8 +328,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var a7: Dots;
     if (n0 < p.N) {
         let units = p.K >> 3u;
-        for (var u = t; u < units; u += TPR * UN) {
-            if (UN > 1u) {                  // UN units of row n0 (RPT = RQ = 1): loads first
+        // (WIDE: u counts groups of UN units; K % 32 == 0, so UN divides the units)
+        let groups = select(units, units / UN, WIDE);
+        for (var u = t; u < groups; u += select(TPR * UN, TPR, WIDE)) {
+            if (WIDE) {                     // units u UN .. u UN + UN - 1 of row n0
+                let u0 = u * UN;
+                let q = load_group(n0, u0, false);
+                var q2: Group;
+                if (SWIGLU) { q2 = load_group(n0, u0, true); }
+                var vs: array<XUnit, 4>;
+                for (var e = 0u; e < UN; e++) { vs[e] = load_x(u0 + e, r0, valid); }
+                a0.a += group_dots(q, vs, valid);
+                if (SWIGLU) { a0.b += group_dots(q2, vs, valid); }
+            } else if (UN > 1u) {           // UN units of row n0 (RPT = RQ = 1): loads first
                 var qs: array<Unit, 4>;
                 var q2s: array<Unit, 4>;
                 var vs: array<XUnit, 4>;

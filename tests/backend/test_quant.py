@@ -365,15 +365,16 @@ def test_attention_combine_in_the_o_projection(backend, window, storage, gpu_pat
 
 
 @pytest.mark.parametrize("fmt", ["q4_k", "q6_k", "q4_1", "q8_0", "q5_0"])
-@pytest.mark.parametrize("un", [2, 4])
+@pytest.mark.parametrize("un", ["u2", "u4", "w2", "w4"])
 def test_unrolled_gemv_variants(backend, fmt, un, monkeypatch):
     """The GPU variants that load UN units a thread before summing them (common/
-    qgemv_body.wgsl UN, offered where the adapter is not a CPU) give the reference's q, KV
+    qgemv_body.wgsl UN: uN units TPR apart, wN neighbours of one block with their scales
+    decoded once, WIDE; offered where the adapter is not a CPU) give the reference's q, KV
     caches and SwiGLU FFN rows, with K not a multiple of UN * TPR units."""
     from webrlx.compiler import lower_quant
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
-    monkeypatch.setattr(autotune, "PREFER", f"*u{un}")
+    monkeypatch.setattr(autotune, "PREFER", f"*{un}")
     monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
     k, hd, heads, kv, cap, ffn = 768, 16, 4, 2, 16, 96
     blocks = {n_: quant.words(quant.random_blocks(fmt, rows, k, seed=i, scale=0.05))
@@ -397,4 +398,43 @@ def test_unrolled_gemv_variants(backend, fmt, un, monkeypatch):
     exe = run_like_reference(backend, g, outs, arrays, (1, 1, k), (0, 9), scaled=1.0)
     if backend.name != "reference":
         ran = [n_ for n_ in exe.plan({}).ran if n_.startswith("qgemv[")]
-        assert ran and all(n_.endswith(f"u{un}") for n_ in ran), ran
+        assert ran and all(n_.endswith(un) for n_ in ran), ran
+
+
+@pytest.mark.parametrize("fmt", ["q4_k", "q6_k", "q4_1", "q8_0", "q5_k"])
+@pytest.mark.parametrize("m", [3, 8])
+def test_wide_gemv_rows_of_a_batch(backend, fmt, m, monkeypatch):
+    """The WIDE GEMV variants (4 neighbouring units a thread) on several x rows at once (a
+    batched decode: ROWS = 3, or two workgroup rows of 4), fused with the norm and SwiGLU
+    and with the residual, against float64 numpy of the dequantized weights."""
+    from webrlx.compiler import lower_quant
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(autotune, "PREFER", "*_8w4")
+    monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
+    k, ffn = 512, 256
+
+    def weight(n, k, seed):             # random blocks of fmt, and numpy's dequantization
+        raw = quant.random_blocks(fmt, n, k, seed=seed, scale=0.01)
+        return quant.words(raw), quant.dequantize(raw, fmt, (n, k)).astype(np.float64)
+
+    wg, wgf = weight(ffn, k, 1)
+    wu, wuf = weight(ffn, k, 2)
+    wd, wdf = weight(k, ffn, 3)
+    arrays = {"wg": wg, "wu": wu, "wd": wd, "g1": rand(k, seed=4) + 1.5}
+    x = rand(m, k, seed=5)
+    g = wr.Graph()
+    xs = g.input("x", (m, k))
+    p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
+    h = nn.rms_norm(xs, p["g1"], 1e-5)
+    f = nn.qlinear(h, p["wg"], fmt, ffn, k).silu() * nn.qlinear(h, p["wu"], fmt, ffn, k)
+    exe = wr.compile(g, outputs=[xs + nn.qlinear(f, p["wd"], fmt, k, ffn)], device=backend)
+    exe.set_params(arrays)
+    (got,) = exe.run({"x": x})
+    h64 = _rms(x, arrays["g1"])
+    a, b = h64 @ wgf.T, h64 @ wuf.T
+    want = x + (a * 0.5 * (1 + np.tanh(0.5 * a)) * b) @ wdf.T      # silu(a) * b
+    np.testing.assert_allclose(got, want, rtol=0, atol=3e-4 * np.abs(want).max())
+    if backend.name != "reference":
+        ran = [n_ for n_ in exe.plan({}).ran if n_.startswith("qgemv[")]
+        assert len(ran) == 2 and all(n_.endswith("_8w4") for n_ in ran), ran

@@ -28,6 +28,7 @@ GEMV_CPU = ((1, 4), (1, 8))
 GEMV_SHAPES = tuple((t, 1) for t in GEMV_TPR) + GEMV_CPU      # (TPR, RPT) variants
 GEMV_RQ = (2, 4)    # prefills on GPUs: 4 * RQ x rows per workgroup (RQ row quads), RPT = 1
 GEMV_UNROLL = (2, 4)   # GPU variants of the fused GEMVs loading UN units a thread at once
+# (strided by TPR, or WIDE: neighbours of one block whose scales are decoded once)
 GEMV_THREADS = 1 << 19         # default TPR: at most this many threads in all, and K / 16
 # fused prefills: quant/qmatmul_fused.wgsl's row quads per 64-column tile (RG; K split 16 / RG
 # ways inside the workgroup), all variants of the fused GEMV for more than GEMV_ROWS rows;
@@ -235,10 +236,12 @@ def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf]
     others = [Variant.of(label, gemv, grid, consts)
               for label, grid, consts in (shape(*s) for s in shapes if s != first)]
     if "UN" in dict(gemv.sig.overrides) and not cpu_adapter(L):
-        for tpr in GEMV_TPR:            # several units in flight per thread (GPUs)
-            for un in GEMV_UNROLL:
+        for tpr in GEMV_TPR:            # several units in flight per thread (GPUs): UN
+            for un in GEMV_UNROLL:      # units TPR apart (u), or UN neighbours (w: WIDE)
                 label, grid, consts = shape(tpr, 1, 1)
                 others.append(Variant.of(f"{label}u{un}", gemv, grid, {**consts, "UN": un}))
+                others.append(Variant.of(f"{label}w{un}", gemv, grid,
+                                         {**consts, "UN": un, "WIDE": True}))
     label, grid, consts = shape(*first)
     if lead is not None:                # another kernel runs by default
         first_kernel, v = lead
