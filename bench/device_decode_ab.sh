@@ -26,21 +26,21 @@ export HF_HUB_OFFLINE=1 WEBRLX_SMOLLM2_DIR=/tmp/big
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 for t in base new; do
   PYTHONPATH="$HOME/site:/tmp/$t" python3 /tmp/$t/bench/probes/decode_probe.py \
-    > "$OUT/decode_probe_$t.json" 2> "$OUT/decode_probe_$t.err"
-  tail -3 "$OUT/decode_probe_$t.err"; head -c 1500 "$OUT/decode_probe_$t.json"; echo
+    > "$OUT/decode_probe_$t.json" 2>> "$OUT/errors.txt"
+  head -c 1500 "$OUT/decode_probe_$t.json"; echo
 done
 cd /tmp/new
 export PYTHONPATH="$HOME/site:/tmp/new"
 [ "${SKIP_KQ:-0}" = 1 ] || python3 bench/smollm2_kquants.py --src /tmp/big/SmolLM2-135M-Instruct.Q4_1.gguf \
   --llamacpp "$SO" --work /tmp/kquants --types "${TYPES:-Q4_K_M}" \
-  > "$OUT/smollm2_kquants.json" 2> "$OUT/smollm2_kquants.err"
+  > "$OUT/smollm2_kquants.json" 2>> "$OUT/errors.txt"
 [ "${SKIP_1B:-0}" = 1 ] || python3 bench/llm_1b.py --llamacpp "$SO" --work /tmp/llm_1b --type Q4_K_M \
-  --new 256 > "$OUT/llm_1b.json" 2> "$OUT/llm_1b.err"
+  --new 256 > "$OUT/llm_1b.json" 2>> "$OUT/errors.txt"
 # the 1B file bench/llm_1b.py made: decode_probe of both trees on it
 if [ -f /tmp/llm_1b/llama-1b.Q4_K_M.gguf ]; then
   for t in base new; do
     PYTHONPATH="$HOME/site:/tmp/$t" python3 /tmp/new/bench/probes/decode_probe.py \
-      /tmp/llm_1b/llama-1b.Q4_K_M.gguf > "$OUT/decode_probe_1b_$t.json" 2> "$OUT/decode_probe_1b_$t.err"
+      /tmp/llm_1b/llama-1b.Q4_K_M.gguf > "$OUT/decode_probe_1b_$t.json" 2>> "$OUT/errors.txt"
     head -c 700 "$OUT/decode_probe_1b_$t.json"; echo
   done
 fi
@@ -60,6 +60,8 @@ for name in ("smollm2_kquants.json", "llm_1b.json"):
     else:
         w, l = d["webrlx"], d["llamacpp"]
         print("1b webrlx", round(w["decode_tok_s"], 1), "llama.cpp", round(l["decode_tok_s"], 1),
+              "ratio", round(d["decode_vs_llamacpp"], 3),
               "prefill", round(w["prefill_ms"], 1), round(l["prefill_ms"], 1),
-              {k: v for k, v in d.items() if "batch" in k})
+              "batched", [(r["sequences"], r["tok_per_s"], r["ratio_vs_first"])
+                          for r in w.get("batched", {}).get("rows", [])])
 EOF

@@ -24,93 +24,157 @@ var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE
 // WIDE (GPU variants, UN > 1): a thread's UN units are neighbours u0 .. u0 + UN - 1
 // (u0 % UN == 0) that share one block and one scale pair, so the scales are decoded once a
 // group and applied after the dots: Q4_K / Q6_K words of one sub-block pair (kunit's units),
-// Q4_1 / Q8_0 parts of one block. q[2e], q[2e + 1]: unit e's quants as stored (lo, hi halves);
-// a row's dot is d0 * (lo . xa) + m0 * sum(xa) + d1 * (hi . xb) + m1 * sum(xb). Other formats
-// go unit by unit through load_unit (their scales folded in: d = 1, m = 0).
+// Q4_1 / Q8_0 parts of one block. q[2e], q[2e + 1]: unit e's quants (lo, hi halves; 4- and
+// 6-bit ones as 1 + q / 16 or 1 + q / 64, see magic4_lo); a row's dot is
+// d0 * (lo . xa) + m0 * sum(xa) + d1 * (hi . xb) + m1 * sum(xb). Other formats go unit by
+// unit through load_unit (their scales folded in: d = 1, m = 0).
 // Why: a unit of Q4_K cost 5 loads (d, three scale words, one quant word) and ~50 ALU
 // operations for 4 bytes of quants; a group of 4 costs 8 loads (Q6_K 13 against ~28) and
 // applies its scales once, and its 4 quant words are neighbours in memory.
+// Measured (H100, bench/probes/qgemv_variants_probe.py, 1B shapes, us, best strided UN ->
+// best WIDE): gate+up Q4_K 8192x2048 35.5 -> 30.4, down Q6_K 2048x8192 27.6 -> 23.8
+// (22.8 with the magic floats), head Q6_K 128256x2048 316 -> 289 (276); the 1B step 2.19 ->
+// 2.03 ms. What limits them still: bytes in flight. They read weights at 0.5-0.8 TB/s (HBM:
+// 3.35), and neither x loads shared by 2 or 4 weight rows (RPT; fewer L1 bytes a weight
+// byte) nor prefetching the next group nor fewer conversions moved that much: the threads
+// resident an SM (registers) times the bytes each has in flight is what bounds them, as it
+// bound matmul/gemv.wgsl's f32 GEMV until 4 vec4 loads a thread went out at once.
 struct Group { q: array<vec4<f32>, 8>, d0: f32, m0: f32, d1: f32, m1: f32 }
 override MINS: bool = FMT == 12u || FMT == 14u || (OWN && !Q8_0);   // m0, m1 used
 
-// `count` 4-byte values at byte offsets o, o + 4, .. (o even) of the blocks: count + 1 loads
-fn words_at(o: u32, s: bool, count: u32) -> array<u32, 8> {
-    var r: array<u32, 8>;
-    let a = o >> 2u;
+// A group is fetched (its words, loads only: Raw), then decoded (ALU only). Tried: fetching
+// the next group an iteration ahead (its loads in flight during the current math): no faster
+// on an H100 (bench/probes/qgemv_variants_probe.py).
+// Raw.w: Q4_K d/dmin, 3 scale words, then the UN quant words; Q6_K UN + 1 aligned words of
+// ql (0..4), of qh (5..9), the two scale words (10, 11) and d's (12); Q4_1 d/m and UN words;
+// Q8_0 d's word and the 2 UN + 1 aligned words of the int8s.
+struct Raw { w: array<u32, 13> }
+
+// the 4-byte values at byte offset o + 4 e (o even) from aligned words r.w[at + e ..]
+fn funnel(r: Raw, at: u32, e: u32, o: u32) -> u32 {
     let sh = (o & 2u) * 8u;                           // 0 or 16; (v << 16) << (16 - sh) is 0 at 0
-    var prev = wword(a, s);
-    for (var e = 0u; e < count; e++) {
-        let next = wword(min(a + e + 1u, p.nw - 1u), s);
-        r[e] = (prev >> sh) | ((next << 16u) << (16u - sh));
-        prev = next;
+    return (r.w[at + e] >> sh) | ((r.w[at + e + 1u] << 16u) << (16u - sh));
+}
+fn fetch_words(r: ptr<function, Raw>, at: u32, o: u32, count: u32, s: bool) {
+    let a = o >> 2u;
+    for (var e = 0u; e <= count; e++) { (*r).w[at + e] = wword(min(a + e, p.nw - 1u), s); }
+}
+
+fn fetch_group(n: u32, u0: u32, s: bool) -> Raw {
+    var r: Raw;
+    if (FMT == 12u) {
+        let a = (n * (p.K / QK) + u0 / 32u) * (QBYTES / 4u);
+        for (var e = 0u; e < 4u; e++) { r.w[e] = wword(a + e, s); }
+        for (var e = 0u; e < UN; e++) { r.w[4u + e] = wword(a + 4u + u0 % 32u + e, s); }
+    } else if (FMT == 14u) {
+        let o = (n * (p.K / QK) + u0 / 32u) * QBYTES;
+        let w0 = u0 % 32u;
+        let h = w0 >> 3u >> 1u;
+        fetch_words(&r, 0u, o + 4u * w0, UN, s);
+        fetch_words(&r, 5u, o + 128u + 32u * h + (w0 & 7u) * 4u, UN, s);
+        let sa = o + 192u + 8u * h + 2u * ((w0 >> 3u) & 1u) + ((w0 & 7u) >> 2u);
+        r.w[10] = wword(sa >> 2u, s);
+        r.w[11] = wword((sa + 4u) >> 2u, s);
+        r.w[12] = wword((o + 208u) >> 2u, s);
+    } else if (OWN && !Q8_0) {
+        let b = n * (p.K >> 5u) + (u0 >> 2u);
+        r.w[0] = wword(b * 5u, s);
+        for (var e = 0u; e < UN; e++) { r.w[1u + e] = wword(b * 5u + 1u + (u0 & 3u) + e, s); }
+    } else if (Q8_0) {
+        let start = (n * (p.K >> 5u) + (u0 >> 2u)) * 34u;
+        r.w[0] = wword(start >> 2u, s);
+        fetch_words(&r, 1u, start + 2u + (u0 & 3u) * 8u, 2u * UN, s);
     }
     return r;
 }
 
-fn load_group(n: u32, u0: u32, s: bool) -> Group {
+// Quants made floats without int-to-float conversions (a quarter-rate instruction on NVIDIA
+// GPUs, two a weight byte, which bounded these GEMVs' ALU): a 4-bit q shifted into the top
+// mantissa bits of 1.0 is 1 + q / 16, a 6-bit one 1 + q / 64, exactly; group_dots' sums of x
+// take the 1 out: d q = 16 d (1 + q / 16) - 16 d (the scales below are folded so).
+const ONE_BITS = vec4<u32>(0x3F800000u);
+fn magic4_lo(v: u32) -> vec4<f32> {           // the low nibbles of v's 4 bytes: 1 + q / 16
+    let m = vec4<u32>(v << 19u, v << 11u, v << 3u, v >> 5u) & vec4<u32>(0x00780000u);
+    return bitcast<vec4<f32>>(m | ONE_BITS);
+}
+fn magic4_hi(v: u32) -> vec4<f32> {           // the high nibbles
+    let m = vec4<u32>(v << 15u, v << 7u, v >> 1u, v >> 9u) & vec4<u32>(0x00780000u);
+    return bitcast<vec4<f32>>(m | ONE_BITS);
+}
+// Q6_K: the nibbles of ql (low or high) with bits 0..1 (low) or 4..5 (high) of each byte of
+// hb as bits 4..5: 1 + q / 64
+fn magic6_lo(ql: u32, hb: u32) -> vec4<f32> {
+    let a = vec4<u32>(ql << 17u, ql << 9u, ql << 1u, ql >> 7u) & vec4<u32>(0x001E0000u);
+    let h = vec4<u32>(hb << 21u, hb << 13u, hb << 5u, hb >> 3u) & vec4<u32>(0x00600000u);
+    return bitcast<vec4<f32>>(a | h | ONE_BITS);
+}
+fn magic6_hi(ql: u32, hb: u32) -> vec4<f32> {
+    let a = vec4<u32>(ql << 13u, ql << 5u, ql >> 3u, ql >> 11u) & vec4<u32>(0x001E0000u);
+    let h = vec4<u32>(hb << 17u, hb << 9u, hb << 1u, hb >> 7u) & vec4<u32>(0x00600000u);
+    return bitcast<vec4<f32>>(a | h | ONE_BITS);
+}
+
+fn decode_group(r: Raw, n: u32, u0: u32, s: bool) -> Group {
     var g: Group;
     if (FMT == 12u) {                                 // Q4_K: words w0.. of qs chunk w0 / 8
-        let b = n * (p.K / QK) + u0 / 32u;
-        let w0 = u0 % 32u;
-        let c = w0 >> 3u;
+        let c = (u0 % 32u) >> 3u;
         let e16 = (c & 1u) * 16u;
-        let a = b * (QBYTES / 4u);
-        let lo = wword(a + 1u, s) >> e16;
-        let mo = wword(a + 2u, s) >> e16;
-        let hi = wword(a + 3u, s) >> e16;
+        let lo = r.w[1] >> e16;
+        let mo = r.w[2] >> e16;
+        let hi = r.w[3] >> e16;
         let upper = c >= 2u;
         let sc = select(lo & 0x3F3Fu, (hi & 0x0F0Fu) | ((lo >> 2u) & 0x3030u), upper);
         let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u), upper);
-        let dm = unpack2x16float(wword(a, s));
-        g.d0 = dm.x * f32(sc & 255u);
-        g.d1 = dm.x * f32(sc >> 8u);
-        g.m0 = -dm.y * f32(mn & 255u);
-        g.m1 = -dm.y * f32(mn >> 8u);
+        let dm = unpack2x16float(r.w[0]);
+        let d0 = dm.x * f32(sc & 255u);
+        let d1 = dm.x * f32(sc >> 8u);
+        g.d0 = 16.0 * d0;                             // (q = 16 (1 + q / 16) - 16)
+        g.d1 = 16.0 * d1;
+        g.m0 = -dm.y * f32(mn & 255u) - g.d0;
+        g.m1 = -dm.y * f32(mn >> 8u) - g.d1;
         for (var e = 0u; e < UN; e++) {
-            let q = wword(a + 4u + w0 + e, s);
-            g.q[2u * e] = nib4(q, 0u);
-            g.q[2u * e + 1u] = nib4(q, 4u);
+            let q = r.w[4u + e];
+            g.q[2u * e] = magic4_lo(q);
+            g.q[2u * e + 1u] = magic4_hi(q);
         }
     } else if (FMT == 14u) {                          // Q6_K: ql words w0.., their qh bits
-        let b = n * (p.K / QK) + u0 / 32u;
+        let o = (n * (p.K / QK) + u0 / 32u) * QBYTES;
         let w0 = u0 % 32u;
-        let o = b * QBYTES;
         let h = w0 >> 4u;
         let t = (w0 >> 3u) & 1u;
         let l0 = (w0 & 7u) * 4u;                      // the group's l / 16 is l0's
-        let ql = words_at(o + 4u * w0, s, UN);
-        let qh = words_at(o + 128u + 32u * h + l0, s, UN);
         let sa = o + 192u + 8u * h + 2u * t + (l0 >> 4u);
-        let d = qhalf(o + 208u, s);
-        g.d0 = d * int8_at(qbyte(sa, s));
-        g.d1 = d * int8_at(qbyte(sa + 4u, s));
-        g.m0 = -32.0 * g.d0;
-        g.m1 = -32.0 * g.d1;
+        let d = unpack2x16float(r.w[12] >> (((o + 208u) & 2u) * 8u)).x;
+        let d0 = d * int8_at(r.w[10] >> ((sa & 3u) * 8u));
+        let d1 = d * int8_at(r.w[11] >> (((sa + 4u) & 3u) * 8u));
+        g.d0 = 64.0 * d0;                             // (q - 32 = 64 (1 + q / 64) - 96)
+        g.d1 = 64.0 * d1;
+        g.m0 = -96.0 * d0;
+        g.m1 = -96.0 * d1;
         for (var e = 0u; e < UN; e++) {
-            let bits = qh[e] >> (2u * t);
-            g.q[2u * e] = nib4(ql[e], 0u) + 16.0 * bytes4(bits & 0x03030303u);
-            g.q[2u * e + 1u] = nib4(ql[e], 4u) + 16.0 * bytes4((bits >> 4u) & 0x03030303u);
+            let ql = funnel(r, 0u, e, o);
+            let bits = funnel(r, 5u, e, o) >> (2u * t);
+            g.q[2u * e] = magic6_lo(ql, bits);
+            g.q[2u * e + 1u] = magic6_hi(ql, bits);
         }
     } else if (OWN && !Q8_0) {                        // Q4_1: parts u0 % 4.. of one block
-        let b = n * (p.K >> 5u) + (u0 >> 2u);
-        let dm = unpack2x16float(wword(b * 5u, s));
-        g.d0 = dm.x;
-        g.d1 = dm.x;
-        g.m0 = dm.y;
-        g.m1 = dm.y;
+        let dm = unpack2x16float(r.w[0]);
+        g.d0 = 16.0 * dm.x;                           // (d q + m = 16 d (1 + q / 16) + m - 16 d)
+        g.d1 = g.d0;
+        g.m0 = dm.y - g.d0;
+        g.m1 = g.m0;
         for (var e = 0u; e < UN; e++) {
-            let q = wword(b * 5u + 1u + (u0 & 3u) + e, s);
-            g.q[2u * e] = nib4(q, 0u);
-            g.q[2u * e + 1u] = nib4(q, 4u);
+            g.q[2u * e] = magic4_lo(r.w[1u + e]);
+            g.q[2u * e + 1u] = magic4_hi(r.w[1u + e]);
         }
     } else if (Q8_0) {                                // Q8_0: parts u0 % 4.., 8 int8 each
         let start = (n * (p.K >> 5u) + (u0 >> 2u)) * 34u;
-        g.d0 = qhalf(start, s);
+        g.d0 = unpack2x16float(r.w[0] >> ((start & 2u) * 8u)).x;
         g.d1 = g.d0;
-        let w = words_at(start + 2u + (u0 & 3u) * 8u, s, 2u * UN);
+        let first = start + 2u + (u0 & 3u) * 8u;
         for (var e = 0u; e < UN; e++) {
-            g.q[2u * e] = int8x4(w[2u * e]);
-            g.q[2u * e + 1u] = int8x4(w[2u * e + 1u]);
+            g.q[2u * e] = int8x4(funnel(r, 1u, 2u * e, first));
+            g.q[2u * e + 1u] = int8x4(funnel(r, 1u, 2u * e + 1u, first));
         }
     } else {                                          // unit by unit, scales folded in
         g.d0 = 1.0;
@@ -122,6 +186,20 @@ fn load_group(n: u32, u0: u32, s: bool) -> Group {
         }
     }
     return g;
+}
+
+fn load_group(n: u32, u0: u32, s: bool) -> Group {
+    return decode_group(fetch_group(n, u0, s), n, u0, s);
+}
+
+// weight row n's group of units u0.. against x (and w2's under SWIGLU; zero past N)
+fn group_row(n: u32, u0: u32, vs: array<XUnit, 4>, valid: u32) -> Dots {
+    var d: Dots;
+    if (n < p.N) {
+        d.a = group_dots(load_group(n, u0, false), vs, valid);
+        if (SWIGLU) { d.b = group_dots(load_group(n, u0, true), vs, valid); }
+    }
+    return d;
 }
 
 // a group's dots with the x rows r0.. (vs[e]: unit e's x values; nothing past `valid`)
@@ -333,13 +411,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var u = t; u < groups; u += select(TPR * UN, TPR, WIDE)) {
             if (WIDE) {                     // units u UN .. u UN + UN - 1 of row n0
                 let u0 = u * UN;
-                let q = load_group(n0, u0, false);
-                var q2: Group;
-                if (SWIGLU) { q2 = load_group(n0, u0, true); }
                 var vs: array<XUnit, 4>;
                 for (var e = 0u; e < UN; e++) { vs[e] = load_x(u0 + e, r0, valid); }
-                a0.a += group_dots(q, vs, valid);
-                if (SWIGLU) { a0.b += group_dots(q2, vs, valid); }
+                a0 = add(a0, group_row(n0, u0, vs, valid));
             } else if (UN > 1u) {           // UN units of row n0 (RPT = RQ = 1): loads first
                 var qs: array<Unit, 4>;
                 var q2s: array<Unit, 4>;

@@ -402,15 +402,15 @@ def test_unrolled_gemv_variants(backend, fmt, un, monkeypatch):
 
 
 @pytest.mark.parametrize("fmt", ["q4_k", "q6_k", "q4_1", "q8_0", "q5_k"])
-@pytest.mark.parametrize("m", [3, 8])
-def test_wide_gemv_rows_of_a_batch(backend, fmt, m, monkeypatch):
-    """The WIDE GEMV variants (4 neighbouring units a thread) on several x rows at once (a
+@pytest.mark.parametrize("m,variant", [(3, "_8w4"), (8, "_8w4"), (3, "_16w2"), (8, "_32w2")])
+def test_wide_gemv_rows_of_a_batch(backend, fmt, m, variant, monkeypatch):
+    """The WIDE GEMV variants (UN neighbouring units a thread) on several x rows at once (a
     batched decode: ROWS = 3, or two workgroup rows of 4), fused with the norm and SwiGLU
     and with the residual, against float64 numpy of the dequantized weights."""
     from webrlx.compiler import lower_quant
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
-    monkeypatch.setattr(autotune, "PREFER", "*_8w4")
+    monkeypatch.setattr(autotune, "PREFER", "*" + variant)
     monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
     k, ffn = 512, 256
 
@@ -437,4 +437,4 @@ def test_wide_gemv_rows_of_a_batch(backend, fmt, m, monkeypatch):
     np.testing.assert_allclose(got, want, rtol=0, atol=3e-4 * np.abs(want).max())
     if backend.name != "reference":
         ran = [n_ for n_ in exe.plan({}).ran if n_.startswith("qgemv[")]
-        assert len(ran) == 2 and all(n_.endswith("_8w4") for n_ in ran), ran
+        assert len(ran) == 2 and all(n_.endswith(variant) for n_ in ran), ran
