@@ -11,7 +11,7 @@ override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x
 override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT = 1)
 override UN: u32 = 1u;            // units a thread loads before it sums them: 1, 2 or 4
                                   // (RPT = RQ = 1; more bytes in flight per thread)
-override WIDE: bool = false;      // UN > 1: the UN units are neighbours of one block (Group)
+override WIDE: bool = false;      // UN > 1: the UN units are neighbours of one block (group_row)
 const RPW: u32 = 8u;              // weight rows per workgroup and per j (rows n0 + j * RPW)
 var<workgroup> red: array<vec4<f32>, 256>;    // per thread: partial sums, x rows in x..w
 var<workgroup> red2: array<vec4<f32>, 256>;   // the same for w2 (SWIGLU)
@@ -39,7 +39,6 @@ var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE
 // byte) nor prefetching the next group nor fewer conversions moved that much: the threads
 // resident an SM (registers) times the bytes each has in flight is what bounds them, as it
 // bound matmul/gemv.wgsl's f32 GEMV until 4 vec4 loads a thread went out at once.
-struct Group { q: array<vec4<f32>, 8>, d0: f32, m0: f32, d1: f32, m1: f32 }
 override MINS: bool = FMT == 12u || FMT == 14u || (OWN && !Q8_0);   // m0, m1 used
 
 // A group is fetched (its words, loads only: Raw), then decoded (ALU only). Tried: fetching
@@ -90,7 +89,7 @@ fn fetch_group(n: u32, u0: u32, s: bool) -> Raw {
 
 // Quants made floats without int-to-float conversions (a quarter-rate instruction on NVIDIA
 // GPUs, two a weight byte, which bounded these GEMVs' ALU): a 4-bit q shifted into the top
-// mantissa bits of 1.0 is 1 + q / 16, a 6-bit one 1 + q / 64, exactly; group_dots' sums of x
+// mantissa bits of 1.0 is 1 + q / 16, a 6-bit one 1 + q / 64, exactly; group_row's sums of x
 // take the 1 out: d q = 16 d (1 + q / 16) - 16 d (the scales below are folded so).
 const ONE_BITS = vec4<u32>(0x3F800000u);
 fn magic4_lo(v: u32) -> vec4<f32> {           // the low nibbles of v's 4 bytes: 1 + q / 16
@@ -114,9 +113,11 @@ fn magic6_hi(ql: u32, hb: u32) -> vec4<f32> {
     return bitcast<vec4<f32>>(a | h | ONE_BITS);
 }
 
-fn decode_group(r: Raw, n: u32, u0: u32, s: bool) -> Group {
-    var g: Group;
-    if (FMT == 12u) {                                 // Q4_K: words w0.. of qs chunk w0 / 8
+// a group's scale pair, folded for its floats (see magic4_lo): d0 * (lo . xa) + m0 * sum(xa)
+// + d1 * (hi . xb) + m1 * sum(xb) is the group's dot; other formats: 1, 0 (folded in)
+struct Scales { d0: f32, m0: f32, d1: f32, m1: f32 }
+fn group_scales(r: Raw, n: u32, u0: u32) -> Scales {
+    if (FMT == 12u) {                                 // Q4_K: sub-blocks 2c, 2c + 1 (c = w0 / 8)
         let c = (u0 % 32u) >> 3u;
         let e16 = (c & 1u) * 16u;
         let lo = r.w[1] >> e16;
@@ -126,115 +127,98 @@ fn decode_group(r: Raw, n: u32, u0: u32, s: bool) -> Group {
         let sc = select(lo & 0x3F3Fu, (hi & 0x0F0Fu) | ((lo >> 2u) & 0x3030u), upper);
         let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u), upper);
         let dm = unpack2x16float(r.w[0]);
-        let d0 = dm.x * f32(sc & 255u);
-        let d1 = dm.x * f32(sc >> 8u);
-        g.d0 = 16.0 * d0;                             // (q = 16 (1 + q / 16) - 16)
-        g.d1 = 16.0 * d1;
-        g.m0 = -dm.y * f32(mn & 255u) - g.d0;
-        g.m1 = -dm.y * f32(mn >> 8u) - g.d1;
-        for (var e = 0u; e < UN; e++) {
-            let q = r.w[4u + e];
-            g.q[2u * e] = magic4_lo(q);
-            g.q[2u * e + 1u] = magic4_hi(q);
-        }
-    } else if (FMT == 14u) {                          // Q6_K: ql words w0.., their qh bits
+        let d0 = 16.0 * dm.x * f32(sc & 255u);        // (q = 16 (1 + q / 16) - 16)
+        let d1 = 16.0 * dm.x * f32(sc >> 8u);
+        return Scales(d0, -dm.y * f32(mn & 255u) - d0, d1, -dm.y * f32(mn >> 8u) - d1);
+    }
+    if (FMT == 14u) {                                 // Q6_K: int8 scales, q - 32
         let o = (n * (p.K / QK) + u0 / 32u) * QBYTES;
         let w0 = u0 % 32u;
-        let h = w0 >> 4u;
-        let t = (w0 >> 3u) & 1u;
-        let l0 = (w0 & 7u) * 4u;                      // the group's l / 16 is l0's
-        let sa = o + 192u + 8u * h + 2u * t + (l0 >> 4u);
+        let sa = o + 192u + 8u * (w0 >> 4u) + 2u * ((w0 >> 3u) & 1u) + ((w0 & 7u) >> 2u);
         let d = unpack2x16float(r.w[12] >> (((o + 208u) & 2u) * 8u)).x;
         let d0 = d * int8_at(r.w[10] >> ((sa & 3u) * 8u));
         let d1 = d * int8_at(r.w[11] >> (((sa + 4u) & 3u) * 8u));
-        g.d0 = 64.0 * d0;                             // (q - 32 = 64 (1 + q / 64) - 96)
-        g.d1 = 64.0 * d1;
-        g.m0 = -96.0 * d0;
-        g.m1 = -96.0 * d1;
-        for (var e = 0u; e < UN; e++) {
-            let ql = funnel(r, 0u, e, o);
-            let bits = funnel(r, 5u, e, o) >> (2u * t);
-            g.q[2u * e] = magic6_lo(ql, bits);
-            g.q[2u * e + 1u] = magic6_hi(ql, bits);
-        }
-    } else if (OWN && !Q8_0) {                        // Q4_1: parts u0 % 4.. of one block
-        let dm = unpack2x16float(r.w[0]);
-        g.d0 = 16.0 * dm.x;                           // (d q + m = 16 d (1 + q / 16) + m - 16 d)
-        g.d1 = g.d0;
-        g.m0 = dm.y - g.d0;
-        g.m1 = g.m0;
-        for (var e = 0u; e < UN; e++) {
-            g.q[2u * e] = magic4_lo(r.w[1u + e]);
-            g.q[2u * e + 1u] = magic4_hi(r.w[1u + e]);
-        }
-    } else if (Q8_0) {                                // Q8_0: parts u0 % 4.., 8 int8 each
-        let start = (n * (p.K >> 5u) + (u0 >> 2u)) * 34u;
-        g.d0 = unpack2x16float(r.w[0] >> ((start & 2u) * 8u)).x;
-        g.d1 = g.d0;
-        let first = start + 2u + (u0 & 3u) * 8u;
-        for (var e = 0u; e < UN; e++) {
-            g.q[2u * e] = int8x4(funnel(r, 1u, 2u * e, first));
-            g.q[2u * e + 1u] = int8x4(funnel(r, 1u, 2u * e + 1u, first));
-        }
-    } else {                                          // unit by unit, scales folded in
-        g.d0 = 1.0;
-        g.d1 = 1.0;
-        for (var e = 0u; e < UN; e++) {
-            let q = load_unit(n, u0 + e, s);
-            g.q[2u * e] = q.lo;
-            g.q[2u * e + 1u] = q.hi;
-        }
+        return Scales(64.0 * d0, -96.0 * d0, 64.0 * d1, -96.0 * d1);   // (q - 32 = 64 f - 96)
     }
-    return g;
+    if (OWN && !Q8_0) {                               // Q4_1: d q + m = 16 d f + m - 16 d
+        let dm = unpack2x16float(r.w[0]);
+        return Scales(16.0 * dm.x, dm.y - 16.0 * dm.x, 16.0 * dm.x, dm.y - 16.0 * dm.x);
+    }
+    if (Q8_0) {
+        let start = (n * (p.K >> 5u) + (u0 >> 2u)) * 34u;
+        let d = unpack2x16float(r.w[0] >> ((start & 2u) * 8u)).x;
+        return Scales(d, 0.0, d, 0.0);
+    }
+    return Scales(1.0, 0.0, 1.0, 0.0);
 }
 
-fn load_group(n: u32, u0: u32, s: bool) -> Group {
-    return decode_group(fetch_group(n, u0, s), n, u0, s);
+// unit e of the group: its lo and hi quants as floats (other formats: dequantized)
+fn group_unit(r: Raw, n: u32, u0: u32, e: u32, s: bool) -> array<vec4<f32>, 2> {
+    if (FMT == 12u) {
+        return pair(magic4_lo(r.w[4u + e]), magic4_hi(r.w[4u + e]));
+    }
+    if (FMT == 14u) {
+        let o = (n * (p.K / QK) + u0 / 32u) * QBYTES;
+        let ql = funnel(r, 0u, e, o);
+        let bits = funnel(r, 5u, e, o) >> (2u * (((u0 % 32u) >> 3u) & 1u));
+        return pair(magic6_lo(ql, bits), magic6_hi(ql, bits));
+    }
+    if (OWN && !Q8_0) {
+        return pair(magic4_lo(r.w[1u + e]), magic4_hi(r.w[1u + e]));
+    }
+    if (Q8_0) {
+        let first = (n * (p.K >> 5u) + (u0 >> 2u)) * 34u + 2u + (u0 & 3u) * 8u;
+        return pair(int8x4(funnel(r, 1u, 2u * e, first)),
+                    int8x4(funnel(r, 1u, 2u * e + 1u, first)));
+    }
+    let q = load_unit(n, u0 + e, s);                  // unit by unit, scales folded in
+    return pair(q.lo, q.hi);
 }
 
-// weight row n's group of units u0.. against x (and w2's under SWIGLU; zero past N)
-fn group_row(n: u32, u0: u32, vs: array<XUnit, 4>, valid: u32) -> Dots {
+// a unit's quants q against x rows v: dots into dl (lo) and dh (hi), rows in x..w
+fn unit_dots(q: array<vec4<f32>, 2>, v: XUnit, valid: u32, dl: ptr<function, vec4<f32>>,
+             dh: ptr<function, vec4<f32>>) {
+    (*dl).x += dot(q[0], v.a0);
+    (*dh).x += dot(q[1], v.b0);
+    if (ROWS > 1u && valid > 1u) { (*dl).y += dot(q[0], v.a1); (*dh).y += dot(q[1], v.b1); }
+    if (ROWS > 2u && valid > 2u) { (*dl).z += dot(q[0], v.a2); (*dh).z += dot(q[1], v.b2); }
+    if (ROWS > 3u && valid > 3u) { (*dl).w += dot(q[0], v.a3); (*dh).w += dot(q[1], v.b3); }
+}
+fn apply(c: Scales, dl: vec4<f32>, dh: vec4<f32>, sl: vec4<f32>, sx: vec4<f32>) -> vec4<f32> {
+    var r = c.d0 * dl + c.d1 * dh;
+    if (MINS) { r += c.m0 * sl + c.m1 * sx; }
+    return r;
+}
+
+// weight row n's group of units u0.. against x rows r0.. (and w2's under SWIGLU; zero past
+// N): its words are fetched first, then each unit is decoded beside its x loads, so that few
+// registers hold the group (more threads resident, more loads in flight)
+fn group_row(n: u32, u0: u32, r0: u32, valid: u32) -> Dots {
     var d: Dots;
     if (n < p.N) {
-        d.a = group_dots(load_group(n, u0, false), vs, valid);
-        if (SWIGLU) { d.b = group_dots(load_group(n, u0, true), vs, valid); }
+        let r = fetch_group(n, u0, false);
+        var r2: Raw;
+        if (SWIGLU) { r2 = fetch_group(n, u0, true); }
+        let one = vec4<f32>(1.0);
+        var dl = vec4<f32>(0.0);
+        var dh = vec4<f32>(0.0);
+        var dl2 = vec4<f32>(0.0);
+        var dh2 = vec4<f32>(0.0);
+        var sl = vec4<f32>(0.0);
+        var sx = vec4<f32>(0.0);
+        for (var e = 0u; e < UN; e++) {
+            let v = load_x(u0 + e, r0, valid);
+            unit_dots(group_unit(r, n, u0, e, false), v, valid, &dl, &dh);
+            if (SWIGLU) { unit_dots(group_unit(r2, n, u0, e, true), v, valid, &dl2, &dh2); }
+            if (MINS) {
+                sl += vec4<f32>(dot(v.a0, one), dot(v.a1, one), dot(v.a2, one), dot(v.a3, one));
+                sx += vec4<f32>(dot(v.b0, one), dot(v.b1, one), dot(v.b2, one), dot(v.b3, one));
+            }
+        }
+        d.a = apply(group_scales(r, n, u0), dl, dh, sl, sx);
+        if (SWIGLU) { d.b = apply(group_scales(r2, n, u0), dl2, dh2, sl, sx); }
     }
     return d;
-}
-
-// a group's dots with the x rows r0.. (vs[e]: unit e's x values; nothing past `valid`)
-fn group_dots(g: Group, vs: array<XUnit, 4>, valid: u32) -> vec4<f32> {
-    let one = vec4<f32>(1.0);
-    var dl = vec4<f32>(0.0);
-    var dh = vec4<f32>(0.0);
-    var sl = vec4<f32>(0.0);
-    var sx = vec4<f32>(0.0);
-    for (var e = 0u; e < UN; e++) {
-        let lo = g.q[2u * e];
-        let hi = g.q[2u * e + 1u];
-        let v = vs[e];
-        dl.x += dot(lo, v.a0);
-        dh.x += dot(hi, v.b0);
-        if (MINS) { sl.x += dot(v.a0, one); sx.x += dot(v.b0, one); }
-        if (ROWS > 1u && valid > 1u) {
-            dl.y += dot(lo, v.a1);
-            dh.y += dot(hi, v.b1);
-            if (MINS) { sl.y += dot(v.a1, one); sx.y += dot(v.b1, one); }
-        }
-        if (ROWS > 2u && valid > 2u) {
-            dl.z += dot(lo, v.a2);
-            dh.z += dot(hi, v.b2);
-            if (MINS) { sl.z += dot(v.a2, one); sx.z += dot(v.b2, one); }
-        }
-        if (ROWS > 3u && valid > 3u) {
-            dl.w += dot(lo, v.a3);
-            dh.w += dot(hi, v.b3);
-            if (MINS) { sl.w += dot(v.a3, one); sx.w += dot(v.b3, one); }
-        }
-    }
-    var r = g.d0 * dl + g.d1 * dh;
-    if (MINS) { r += g.m0 * sl + g.m1 * sx; }
-    return r;
 }
 
 fn silu(v: f32) -> f32 {
@@ -410,10 +394,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let groups = select(units, units / UN, WIDE);
         for (var u = t; u < groups; u += select(TPR * UN, TPR, WIDE)) {
             if (WIDE) {                     // units u UN .. u UN + UN - 1 of row n0
-                let u0 = u * UN;
-                var vs: array<XUnit, 4>;
-                for (var e = 0u; e < UN; e++) { vs[e] = load_x(u0 + e, r0, valid); }
-                a0 = add(a0, group_row(n0, u0, vs, valid));
+                a0 = add(a0, group_row(n0, u * UN, r0, valid));
             } else if (UN > 1u) {           // UN units of row n0 (RPT = RQ = 1): loads first
                 var qs: array<Unit, 4>;
                 var q2s: array<Unit, 4>;
