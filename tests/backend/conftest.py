@@ -2,7 +2,9 @@
 navigator.gpu inside Pyodide) and the numpy reference. The same files run in the browser."""
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,3 +23,32 @@ BACKENDS = ["gpu", "reference"]
 @pytest.fixture(params=BACKENDS, scope="session")
 def backend(request: pytest.FixtureRequest):  # noqa: ANN201
     return wr.device(request.param)
+
+
+# The numpy reference device is the same Python code in the browser as natively, so inside
+# Pyodide (and when collecting the node ids the browser must reproduce) it runs only for the
+# files where wasm32 (32-bit indices, its own numpy build) could change its results: bit-level
+# block decoding, integer elementwise ops, the sampler's u32 hashing, NaN/inf handling and the
+# runtime. That takes about 1,000 items off each in-browser session (~4 of the default run's
+# 41 minutes); WEBRLX_BROWSER_REFERENCE=1 runs every reference test there too.
+BROWSER_REFERENCE_FILES = ("test_quant_formats.py", "test_elementwise.py", "test_sample.py",
+                           "test_nan_inf.py", "test_runtime.py")
+
+
+def for_browser() -> bool:
+    """Whether this session runs (or collects for) the in-browser backend suite."""
+    return sys.platform == "emscripten" or os.environ.get("WEBRLX_COLLECT_FOR_BROWSER") == "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not for_browser() or os.environ.get("WEBRLX_BROWSER_REFERENCE") == "1":
+        return
+    keep, drop = [], []
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        on_reference = spec is not None and spec.params.get("backend") == "reference"
+        listed = Path(str(item.fspath)).name in BROWSER_REFERENCE_FILES
+        (drop if on_reference and not listed else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

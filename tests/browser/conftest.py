@@ -102,7 +102,8 @@ def native_test_ids(paths: tuple[str, ...] = SUITE_PATHS) -> tuple[str, ...]:
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "--collect-only", "-q", "-o", "addopts=",
              "-p", "no:cacheprovider", *extra, *IGNORE_ARGS, *folders],
-            cwd=ROOT, capture_output=True, text=True, check=False)
+            cwd=ROOT, capture_output=True, text=True, check=False,
+            env={**os.environ, "WEBRLX_COLLECT_FOR_BROWSER": "1"})   # tests/backend/conftest
         if proc.returncode != 0:
             raise RuntimeError(f"collecting {folders} natively failed:\n{proc.stdout}"
                                f"{proc.stderr}")
@@ -171,7 +172,8 @@ def browser_suite(browser_python: Any, web_server: str, web_assets: WebAssets) -
         paths = [p for p in MODE_PATHS[mode]
                  if any(f == p or f.startswith(p + "/") for f in files)]
         paths += IGNORE_ARGS
-        call = f"await run_suite({wheels!r}, {files!r}, {env_dirs!r}, {paths!r})"
+        env = {k: v for k, v in os.environ.items() if k == "WEBRLX_BROWSER_REFERENCE"}
+        call = f"await run_suite({wheels!r}, {files!r}, {env_dirs!r}, {paths!r}, {env!r})"
         python = browser_python(mode)
         try:
             suite = json.loads(python.run(runner + "\n" + call))

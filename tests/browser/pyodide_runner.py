@@ -45,10 +45,11 @@ async def fetch_to(url: str, path: str) -> None:
 
 
 async def run_suite(wheels: list[str], files: dict[str, str], env_dirs: dict[str, dict[str, str]],
-                    paths: list[str]) -> str:
+                    paths: list[str], env: dict[str, str] | None = None) -> str:
     """Install the wheels; fetch files (relative path -> URL) under ROOT and each env_dirs
-    folder (env var -> {name: URL}) under /home/pyodide/<env var>, setting the variable;
-    run pytest on paths; return the JSON results."""
+    folder (env var -> {name: URL}) under /home/pyodide/<env var>, setting the variable; set
+    the variables of env; run pytest on paths; return the JSON results."""
+    os.environ.update(env or {})
     for url in wheels:
         await micropip.install(url, deps=False)
     for rel, url in files.items():
