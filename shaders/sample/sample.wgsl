@@ -32,18 +32,26 @@
 // logits, params, scratch and out[row] at the row's offsets; `seen` is shared by every row
 // (marked only when r = 1: the lowering's p.mark).
 //
+// Greedy rows take a pre-pass (PRE, sample/sample_max.wgsl) over many workgroups.
 // bindings: 0 logits (T, n), 1 seen (i32, n; seen[token] = 1 IN PLACE when p.mark = 1),
 // 2 fparams (f32: temperature, top_p, rp, _), 3 iparams (i32: top_k, seed, step, _),
 // (each r rows: logits (T, r * n), fparams / iparams r * 4, scratch r * 2 * ceil(n / 4)
-// vec4<u32>: keys, then weights, a row; 5 out (i32, r)), 6 params. grid: (r, 1, 1).
-struct Params { n: u32, mark: u32 }
+// vec4<u32>: keys, then weights, a row; 5 out (i32, r)), 6 partials (PRE), 7 params.
+// grid: (r, 1, 1).
+struct Params { n: u32, mark: u32, chunks: u32 }
 @group(0) @binding(0) var<storage, read_write> logits: array<{{T}}>;
 @group(0) @binding(1) var<storage, read_write> seen: array<i32>;
 @group(0) @binding(2) var<storage, read_write> fparams: array<f32>;
 @group(0) @binding(3) var<storage, read_write> iparams: array<i32>;
 @group(0) @binding(4) var<storage, read_write> scratch: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read_write> out: array<i32>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read_write> partials: array<vec2<u32>>;
+@group(0) @binding(7) var<uniform> p: Params;
+// PRE: sample/sample_max.wgsl ran first and left each row's p.chunks chunk maxima in
+// `partials` (key, first index; NAN_CHUNK where a chunk holds a NaN): a greedy row merges
+// them instead of reading its logits (unless a NaN is there)
+override PRE: bool = false;
+const NAN_CHUNK: u32 = 0xfffffffeu;
 
 const WG: u32 = 256u;
 var<private> row: u32;          // this workgroup's row, and the offsets of its row in
@@ -636,6 +644,31 @@ fn main(@builtin(local_invocation_index) lid: u32,
     let temp = workgroupUniformLoad(&one_f);
     workgroupBarrier();
     let keep = temp > 0.0;            // the draw needs the keys; greedy only the max
+    if (PRE && !keep) {
+        if (lid == 0u) {
+            var bk = 0u;
+            var bi = NONE;
+            var nan = false;
+            for (var c = 0u; c < p.chunks; c++) {
+                let v = partials[row * p.chunks + c];
+                if (v.y == NAN_CHUNK) {
+                    nan = true;
+                } else if (v.y != NONE && (bi == NONE || v.x > bk || (v.x == bk && v.y < bi))) {
+                    bk = v.x;
+                    bi = v.y;
+                }
+            }
+            one_u = select(bi, NAN_CHUNK, nan);
+        }
+        let pick = workgroupUniformLoad(&one_u);
+        if (pick != NAN_CHUNK) {
+            if (lid == 0u) {
+                out[row] = i32(pick);
+                if (p.mark != 0u) { seen[pick] = 1; }
+            }
+            return;
+        }
+    }
     // the keys of the penalized logits; per lane the max and its first index
     var mv = vec4<f32>(0.0);
     var mi = vec4<u32>(NONE);

@@ -222,9 +222,11 @@ def test_one_live_sequence_pays_for_one_head_row(eng, alone):
                                                                          ["matmul"])
                     and ln.split()[4].endswith(f"x{vocab}")]
             assert head == [f"{live}x{vocab}"], "\n".join(lines)
-            samplers = [ln for ln in lines if ln.split()[3:4] == ["sample"]]
+            samplers = [ln for ln in lines if ln.split()[1:2] == ["sample"]]
             assert len(samplers) == 1 and f" sample {live} int32 " in samplers[0], \
                 "\n".join(lines)
+            pre = [ln for ln in lines if ln.split()[1:2] == ["sample_max"]]   # greedy pre-pass
+            assert len(pre) == 1 and f" sample {live} int32 " in pre[0], "\n".join(lines)
         big.run()
         assert [s.token_ids for s in streams] == alone[:live]
     want = []

@@ -219,6 +219,33 @@ def test_a_49152_token_vocabulary(s49k):
         assert len(bad) <= 1 and all(near_boundary(w, us[i]) for i in bad), bad
 
 
+@pytest.mark.parametrize("case", ["tie across chunks", "penalty moves it", "all equal",
+                                  "last token", "-inf and -0"])
+def test_greedy_over_many_chunks(s49k, case):
+    """Greedy rows merge the pre-pass's chunk maxima (sample/sample_max.wgsl, 4,096 logits a
+    workgroup): the first index of the max across chunks, after the penalty, -0 equal to +0."""
+    v = 49152
+    x = np.random.default_rng(7).normal(0, 1, v).astype(np.float32)
+    seen = np.zeros(v, np.int32)
+    rp = 1.0
+    if case == "tie across chunks":
+        x[[40000, 9000, 20000]] = 9.0                   # chunks 9, 2 and 4: 9000 is first
+    elif case == "penalty moves it":
+        x[[100, 45000]] = [8.0, 6.0]
+        seen[100], rp = 1, 2.0                          # 8 / 2 < 6
+    elif case == "all equal":
+        x[:] = 0.25
+    elif case == "last token":
+        x[v - 1] = 50.0
+    else:
+        x[:] = -np.inf
+        x[[30000, 5000]] = [0.0, -0.0]                  # equal: the first index wins
+    want = int(np.argmax(penalized(x, seen, rp)))
+    assert (draws(s49k, x, seen, temperature=0.0, rp=rp) == want).all(), want
+    if case == "tie across chunks":
+        assert want == 9000
+
+
 @pytest.mark.parametrize("f,ip", [([1.0, 0.9, 1.0, 0], [0, 31, 0, 0]),
                                   ([1.0, 1.0, 1.0, 0], [0, 32, 0, 0]),
                                   ([1.0, 1.0, 1.0, 0], [300, 33, 0, 0]),
