@@ -169,20 +169,29 @@ class Backend(abc.ABC):
     # -- shared ---------------------------------------------------------------------------
     def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = (),
                before: Sequence[Copy] = (), timestamps: Timestamps | None = None,
-               scrub: Copy | None = None) -> None:
+               scrub: Copy | None = None, repeat: int = 1, between: Sequence[Copy] = ()
+               ) -> None:
         """Encode the `before` copies, the dispatches, then the copies; submit once.
 
         The dispatches share one compute pass; with `timestamps`, each gets its own pass
         with begin/end timestamps, resolved and copied to timestamps.readback, and `scrub`
         (a copy bigger than the GPU's L2) runs before each, outside the timed passes.
+        With `repeat` > 1 the dispatches run that many times, each time in its own pass after
+        the `between` copies (a step's outputs copied into the next step's inputs).
         """
+        if repeat > 1 and timestamps is not None:
+            raise ValueError("submit(): repeat > 1 cannot be timed (one pass per dispatch)")
         enc = self._command_encoder()
         for c in before:
             enc.copy_buffer_to_buffer(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)
         if dispatches and timestamps is None:
-            cpass = enc.begin_compute_pass()
-            self._encode_dispatches(cpass, dispatches)
-            cpass.end()
+            for step in range(repeat):
+                for c in between if step else ():
+                    enc.copy_buffer_to_buffer(c.src, c.src_offset, c.dst, c.dst_offset,
+                                              c.nbytes)
+                cpass = enc.begin_compute_pass()
+                self._encode_dispatches(cpass, dispatches)
+                cpass.end()
         elif dispatches and timestamps is not None:
             for i, d in enumerate(dispatches):
                 if scrub is not None:

@@ -289,17 +289,18 @@ class WgpuBackend(Backend):
             dispatch(cid, *d.grid)
 
     def submit(self, dispatches: Sequence[Any], copies: Sequence[Any] = (),
-               before: Sequence[Any] = (), timestamps: Any = None, scrub: Any = None) -> None:
+               before: Sequence[Any] = (), timestamps: Any = None, scrub: Any = None,
+               repeat: int = 1, between: Sequence[Any] = ()) -> None:
         c = self._c_api()
         if c is None or timestamps is not None:
-            super().submit(dispatches, copies, before, timestamps, scrub)
+            super().submit(dispatches, copies, before, timestamps, scrub, repeat, between)
             return
         lib, libf, ffi = c
         start = time.perf_counter()
         self.check_alive("submit")
         with self.lock:
             hold = DEFER_SUBMITS and self._held + 1 < MAX_HELD and \
-                len(dispatches) <= HOLD_MAX_DISPATCHES and (
+                len(dispatches) * repeat <= HOLD_MAX_DISPATCHES and (
                 HOLD_ALWAYS or start - self._last_end < BURST_S
                 or not lib.wgpuDevicePoll(self.device._internal, 0, ffi.NULL))
             try:
@@ -313,7 +314,12 @@ class WgpuBackend(Backend):
                 for cp in before:
                     copy(enc, cp.src._internal, cp.src_offset, cp.dst._internal,
                          cp.dst_offset, cp.nbytes)
-                if dispatches:
+                for step in range(repeat if dispatches else 0):
+                    if step and between:       # copies end the pass; the next step opens one
+                        self._end_pass()
+                        for cp in between:
+                            copy(enc, cp.src._internal, cp.src_offset, cp.dst._internal,
+                                 cp.dst_offset, cp.nbytes)
                     if self._open_pass is None:
                         self._open_pass = lib.wgpuCommandEncoderBeginComputePass(enc, ffi.NULL)
                     self._record(lib, ffi, self._open_pass, dispatches)

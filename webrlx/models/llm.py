@@ -12,7 +12,8 @@ tokenizer `tokenizer.ggml.model` names (gpt2: byte-level BPE; llama: SentencePie
 Generation keeps the KV cache, the sampled token and the position on the GPU: a decode step is
 one submit whose token feeds the next step as a DeviceTensor. Tokens are read back after the
 first (the time to first token) and then every READ_EVERY steps (and at the end) to stream
-text, so a stop only costs that many extra steps.
+text, so a stop only costs that many extra steps. Between readbacks, DECODE_STEPS_PER_SUBMIT
+decode steps go in one submit (`exe.run(..., repeat=k, carry=DECODE_CARRY)`).
 Every method has an async twin for the browser (`generate_async`, `stream_async`, ...).
 """
 from __future__ import annotations
@@ -45,6 +46,12 @@ SPECIAL_TOKEN_NAMES = {"bos": "bos_token", "eos": "eos_token", "unknown": "unk_t
                        "padding": "pad_token"}     # GGUF key part -> transformers
 UPLOAD_SETTLE_BYTES = 64 << 20   # queued uploads held in host staging memory, at most
 DEFAULT_CAPACITY = 2048  # KV cache positions (the model's context is 8192; pass capacity=)
+# Decode steps per submit: the host's work of a run (feed checks, encoding, the submit) is paid
+# once for k steps. Under Dawn a step's host Python (wasm CPython) costs ~2.6 ms, twice a small
+# model's GPU time on an H100; natively it is ~0.1 ms and k changes little. A readback only
+# waits for the steps queued before it, so k never delays the token stream past READ_EVERY.
+DECODE_STEPS_PER_SUBMIT = 4
+DECODE_CARRY = {"ids": 0, "pos": 1}   # a step's token and pos_next feed the next step
 
 
 @dataclass
@@ -63,7 +70,8 @@ class Stats:
         return (self.new_tokens - 1) / decode if self.new_tokens > 1 and decode > 0 else 0.0
 
 
-Request = tuple  # ("run", feeds) | ("read",) | ("text", piece): what a generation step needs
+Request = tuple  # ("run", feeds, repeat, carry) | ("read",) | ("text", piece): what a
+#                 generation step needs
 
 
 def make_tokenizer(md: dict[str, Any]) -> BPETokenizer | SPMTokenizer:
@@ -164,7 +172,7 @@ class LanguageModel:
         self.stats = Stats(prompt_tokens=n_prompt)
         token, pos, logits = yield ("run", {
             "ids": np.array([padded], np.int32), "pos": np.zeros(1, np.int32),
-            "last": np.array([n_prompt - 1], np.int32), "fparams": fp, "iparams": ip})
+            "last": np.array([n_prompt - 1], np.int32), "fparams": fp, "iparams": ip}, 1, None)
         self.last_logits = logits
         produced, shown, text, emitted, stopped = 1, 0, "", 0, False
         decoder = self.tokenizer.stream()
@@ -200,9 +208,13 @@ class LanguageModel:
                         yield ("text", text[emitted:])
                     self.stats.total_s = time.perf_counter() - t0
                     return
+            # the steps up to the next readback (a token count that is 1 mod READ_EVERY,
+            # or max_new_tokens), DECODE_STEPS_PER_SUBMIT at most, in one submit
+            k = min(DECODE_STEPS_PER_SUBMIT, max_new_tokens - produced,
+                    READ_EVERY - (produced - 1) % READ_EVERY)
             token, pos, logits = yield ("run", {"ids": token, "pos": pos, "last": last_zero,
-                                                "fparams": fp, "iparams": ip})
-            produced += 1
+                                                "fparams": fp, "iparams": ip}, k, DECODE_CARRY)
+            produced += k
 
     def _start(self, prompt: str | Sequence[int], max_new_tokens: int, sampling: Sampling,
                stop: Sequence[str] | str | None, ignore_eos: bool = False
@@ -236,7 +248,7 @@ class LanguageModel:
                 value = None
                 yield req[1]
             elif req[0] == "run":
-                value = exe.run(req[1], keep_on_device=True)
+                value = exe.run(req[1], keep_on_device=True, repeat=req[2], carry=req[3])
             else:
                 value = exe.read_state("tokens")
 
@@ -254,7 +266,8 @@ class LanguageModel:
                 value = None
                 yield req[1]
             elif req[0] == "run":
-                value = await exe.run_async(req[1], keep_on_device=True)
+                value = await exe.run_async(req[1], keep_on_device=True, repeat=req[2],
+                                            carry=req[3])
             else:
                 value = await exe.read_state_async("tokens")
 

@@ -136,12 +136,15 @@ class GpuEngine:
         self.last_plan = plan
         return plan, before
 
-    def run(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep: bool
-            ) -> Steps[list[Any]]:
+    def run(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep: bool,
+            repeat: int = 1, carry: Mapping[str, int] | None = None) -> Steps[list[Any]]:
+        """Run the plan `repeat` times in one submit, output carry[name] feeding input name
+        from one time to the next (the Executable has checked both)."""
         plan, before = self.prepare(arrays, env)
+        between = plan.carry_copies(dict(carry or {})) if repeat > 1 else []
         if keep:
-            return plan.submit_keep(before)
-        plan.submit(before)
+            return plan.submit_keep(before, repeat, between)
+        plan.submit(before, repeat, between)
         raw = yield ReadRequest(plan.backend, plan.staging, 0, plan.readback_bytes)
         return plan.unpack(raw)
 
@@ -200,9 +203,13 @@ class ReferenceEngine:
                 self.params[root.source_name] = values[nid]
         return values if keep_all else [values[i] for i in self.outputs]
 
-    def run(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep: bool
-            ) -> Steps[list[Any]]:
+    def run(self, arrays: Mapping[str, Any], env: Mapping[str, int], keep: bool,
+            repeat: int = 1, carry: Mapping[str, int] | None = None) -> Steps[list[Any]]:
+        arrays = dict(arrays)
         outs = self.values(arrays, env)
+        for _ in range(repeat - 1):
+            arrays.update({name: outs[i] for name, i in (carry or {}).items()})
+            outs = self.values(arrays, env)
         if keep:
             outs = [DeviceTensor(self.device, None, o.shape, dt.as_dtype(o.dtype), o.dtype, o)
                     for o in outs]

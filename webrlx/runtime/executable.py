@@ -12,7 +12,8 @@ import numpy as np
 
 from ..backends import auto
 from ..graph import Graph
-from ..shape import symbols
+from ..ops import UPDATES_INPUT
+from ..shape import bind, symbols
 from ..tensor import Tensor
 from . import debug
 from .engines import DEFAULT_MAX_PLANS, engine_for
@@ -194,15 +195,57 @@ class Executable:
         """Return the Plan for a symbol binding, compiling it on first use (GPU devices)."""
         return self.engine.plan(env)
 
-    def _run(self, feeds: Mapping[str, Any], keep: bool) -> Steps[list[Any]]:
+    def _check_repeat(self, where: str, repeat: Any, carry: Any, env: Mapping[str, int]
+                      ) -> dict[str, int]:
+        """Check run()'s repeat and carry arguments; return carry as a dict."""
+        if isinstance(repeat, bool) or not isinstance(repeat, (int, np.integer)) or repeat < 1:
+            raise InputError(f"{where}: repeat must be an int >= 1, got {repeat!r}")
+        if carry is None:
+            carry = {}
+        if not isinstance(carry, Mapping):
+            raise InputError(f"{where}: carry must map input names to output indices, e.g. "
+                             f"{{'ids': 0}}, got {type(carry).__name__}")
+        checked = {}
+        for name, index in carry.items():
+            if name not in self.needed_inputs:
+                raise InputError(f"{where}: carry names input {name!r}, which the outputs do "
+                                 f"not read; inputs are {sorted(self.needed_inputs)}")
+            if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or \
+                    not 0 <= index < len(self.outputs):
+                raise InputError(f"{where}: carry[{name!r}] must be an output index in "
+                                 f"[0, {len(self.outputs)}), got {index!r}")
+            src = self.graph.nodes[self.outputs[index]]
+            dst = self.graph.nodes[self.graph.inputs[name]]
+            got, want = bind(src.shape, env), bind(dst.shape, env)
+            if got != want or src.dtype != dst.dtype:
+                raise InputError(f"{where}: carry[{name!r}]: output {index} is {got} "
+                                 f"{src.dtype}, input {name!r} is {want} {dst.dtype}; a "
+                                 "carried output must match its input's shape and dtype")
+            checked[name] = int(index)
+        if repeat > 1:
+            written = {self.graph.written_source(n.id).source_name for n in self.graph.nodes
+                       if n.op in UPDATES_INPUT and
+                       self.graph.written_source(n.id).op == "input"}
+            fixed = sorted((written & self.needed_inputs) - set(checked))
+            if fixed:
+                raise InputError(f"{where}: repeat > 1 but the graph updates input(s) {fixed} "
+                                 "in place, so later steps would not see the fed value; run "
+                                 "once per step, or carry them")
+        return checked
+
+    def _run(self, feeds: Mapping[str, Any], keep: bool, repeat: Any = 1, carry: Any = None,
+             where: str = "run()") -> Steps[list[Any]]:
         arrays, env = self.check_feeds(feeds)
+        checked = self._check_repeat(where, repeat, carry, env)
         if os.environ.get("WEBRLX_VALIDATE") == "1":
             report = yield from self._validate_steps(arrays, env)
             report.raise_if_diverged()
-        return (yield from self.engine.run(arrays, env, keep))
+        return (yield from self.engine.run(arrays, env, keep, int(repeat), checked))
 
-    def run(self, feeds: Mapping[str, Any], keep_on_device: bool = False) -> list[Any]:
-        """Run once and return the outputs as numpy arrays (waits for the device).
+    def run(self, feeds: Mapping[str, Any], keep_on_device: bool = False, repeat: int = 1,
+            carry: Mapping[str, int] | None = None) -> list[Any]:
+        """Run once (or `repeat` times in one submit) and return the outputs as numpy arrays
+        (waits for the device).
 
         Args:
             feeds: input name -> numpy array (or anything np.asarray accepts), or a
@@ -211,17 +254,25 @@ class Executable:
                 Natively, runs kept on the device back to back are recorded together and
                 reach the GPU at the next read or write, every 32 runs, or on
                 `exe.device.flush()` (wgpu_native.DEFER_SUBMITS says why).
+            repeat: run the graph this many times in one submit (one command encoder: the
+                host work of a run is paid once) and return the last time's outputs; states
+                carry over as between runs.
+            carry: input name -> output index: that output of one time is copied into that
+                input for the next time (on the device, between the passes), as if fed back;
+                the other inputs keep their fed values. Same shape and dtype.
         """
         if not self.device.can_run_sync:
             raise RuntimeError("run(): this browser cannot wait synchronously here; use "
                                "`await exe.run_async(feeds)`")
-        return drive(self._run(feeds, keep_on_device), self.device.lock)
+        return drive(self._run(feeds, keep_on_device, repeat, carry), self.device.lock)
 
-    async def run_async(self, feeds: Mapping[str, Any], keep_on_device: bool = False
-                        ) -> list[Any]:
-        """Run once; await the readback (the form that works everywhere, browsers included)."""
+    async def run_async(self, feeds: Mapping[str, Any], keep_on_device: bool = False,
+                        repeat: int = 1, carry: Mapping[str, int] | None = None) -> list[Any]:
+        """Run once (or `repeat` times, see run()); await the readback (the form that works
+        everywhere, browsers included)."""
         await self._device_async()
-        return await drive_async(self._run(feeds, keep_on_device), self.device)
+        return await drive_async(self._run(feeds, keep_on_device, repeat, carry,
+                                           "run_async()"), self.device)
 
     # -- debug tools ----------------------------------------------------------------------------
     def unfused_twin(self) -> Executable:

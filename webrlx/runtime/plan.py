@@ -166,12 +166,31 @@ class Plan:
             storage_np(self.program.inputs[name][2], self.f16), copy=False))
         self.last_fed[name] = arr.copy()
 
-    def submit(self, before: list[Copy]) -> None:
-        """One submit: `before` copies (fed-back device tensors), dispatches, readback copies."""
-        self.backend.submit(self.dispatches, self.copies, before)
+    def carry_copies(self, carry: dict[str, int]) -> list[Copy]:
+        """The copies that feed output carry[name] into input name between repeated steps
+        (none where the output is that input's own buffer)."""
+        copies = []
+        for name, i in carry.items():
+            o = self.program.outputs[i]
+            src, off = self.where[o.buf.id]
+            dst = self.inputs.get(name)
+            if dst is None or not o.buf.nbytes or (src is dst and off == 0):
+                continue
+            copies.append(Copy(src, off, dst, 0, _round4(o.buf.nbytes)))
+            self.last_fed.pop(name, None)   # the device now holds a step's output, not the feed
+        return copies
 
-    def submit_keep(self, before: list[Copy]) -> list[DeviceTensor]:
-        """One submit whose outputs stay on the device, in alternating handle slots."""
+    def submit(self, before: list[Copy], repeat: int = 1, between: list[Copy] | None = None
+               ) -> None:
+        """One submit: `before` copies (fed-back device tensors), dispatches (`repeat` times,
+        the `between` copies before each later time), readback copies."""
+        self.backend.submit(self.dispatches, self.copies, before, repeat=repeat,
+                            between=between or [])
+
+    def submit_keep(self, before: list[Copy], repeat: int = 1,
+                    between: list[Copy] | None = None) -> list[DeviceTensor]:
+        """One submit whose outputs stay on the device, in alternating handle slots (the last
+        step's outputs, with `repeat` steps as in submit())."""
         outs = self.program.outputs
         if not self.slots:
             self.slots = [[HandleSlot(self.backend.create_buffer(_round4(o.buf.nbytes),
@@ -186,7 +205,8 @@ class Plan:
             if o.buf.nbytes:
                 src, off = self.where[o.buf.id]
                 copies.append(Copy(src, off, slot.buf, 0, slot.nbytes))
-        self.backend.submit(self.dispatches, copies, before)
+        self.backend.submit(self.dispatches, copies, before, repeat=repeat,
+                            between=between or [])
         return [DeviceTensor(self.backend, pair[self.turn], o.shape, o.dtype,
                              storage_np(o.dtype, self.f16)) for o, pair in zip(outs, self.slots)]
 
