@@ -4,7 +4,9 @@ a small random-weight model per family from tools/make_llm_fixtures.py (made on 
 build/llm_fixtures/, then cached), loaded from its GGUF by webrlx and by transformers' GGUF
 reader (dequantized, torch CPU f32, under the family's full config). Per family and type:
 prompt ids equal transformers' tokenizer read from the GGUF, last logits within
-1e-3 x max|logit|, 32 greedy tokens equal, on 4 prompts.
+1e-3 x max|logit|, 32 greedy tokens equal, on 4 prompts. On llama Q8_0, decoding 4 steps a
+submit (llm.DECODE_STEPS_PER_SUBMIT) and 1 step a submit draw the same tokens, greedy (as
+transformers') and seeded, sync and async.
 
 By default each family runs Q8_0 and Q4_K, and llama also Q2_K, Q3_K, Q5_K and Q6_K (one
 quant type per family plus every K type on one family); WEBRLX_LLM_TYPES=F32,Q8_0,Q6_K (any
@@ -133,3 +135,48 @@ def test_gguf_info_reports_a_fixture(case):
     assert gguf_info.info(str(case[0]), out) == 0
     text = out.getvalue()
     assert "general.architecture (string)" in text and "webrlx runs it: yes" in text
+
+
+# -- several decode steps per submit (llm.DECODE_STEPS_PER_SUBMIT), on the llama Q8_0 case --
+STEPS_K = 11      # prefill + 10 decode steps: submits of 4, 4 and 2 between the readbacks
+
+
+@pytest.fixture(scope="module")
+def llama_lm(backend):
+    return llm.load(_reference("llama", "Q8_0")[0], device=backend, max_context=128)
+
+
+def _tokens(lm, monkeypatch, k: int, **kwargs) -> list[list[int]]:
+    monkeypatch.setattr(llm, "DECODE_STEPS_PER_SUBMIT", k)
+    return [lm.generate_ids(p, STEPS_K, ignore_eos=True, **kwargs) for p in PROMPTS[:2]]
+
+
+def test_steps_per_submit_keep_greedy_tokens(llama_lm, monkeypatch):
+    """4 steps a submit and 1 step a submit draw transformers' greedy tokens."""
+    want = [greedy[:STEPS_K] for _, _, greedy in _reference("llama", "Q8_0")[1][:2]]
+    assert _tokens(llama_lm, monkeypatch, 4) == want
+    assert _tokens(llama_lm, monkeypatch, 1) == want
+
+
+def test_steps_per_submit_keep_seeded_samples(llama_lm, monkeypatch):
+    kw = {"temperature": 0.9, "top_k": 40, "seed": 7}
+    four = _tokens(llama_lm, monkeypatch, 4, **kw)
+    assert four == _tokens(llama_lm, monkeypatch, 1, **kw)
+    assert four != _tokens(llama_lm, monkeypatch, 4, temperature=0.9, top_k=40, seed=8)
+
+
+def _submits(lm, monkeypatch, k: int) -> int:
+    monkeypatch.setattr(llm, "DECODE_STEPS_PER_SUBMIT", k)
+    before = lm.device.stats.get("submits", 0)
+    lm.generate(PROMPTS[0], STEPS_K, ignore_eos=True)
+    return lm.device.stats.get("submits", 0) - before
+
+
+def test_steps_per_submit_async_and_fewer_submits(llama_lm, monkeypatch):
+    from helpers import run_coroutine
+    monkeypatch.setattr(llm, "DECODE_STEPS_PER_SUBMIT", 1)
+    one = llama_lm.generate(PROMPTS[0], STEPS_K, ignore_eos=True)
+    monkeypatch.setattr(llm, "DECODE_STEPS_PER_SUBMIT", 4)
+    assert run_coroutine(llama_lm.generate_async(PROMPTS[0], STEPS_K, ignore_eos=True)) == one
+    if llama_lm.device.name != "reference":   # 10 decode runs of one step against 3 (4, 4, 2)
+        assert _submits(llama_lm, monkeypatch, 1) - _submits(llama_lm, monkeypatch, 4) == 7

@@ -1,19 +1,15 @@
 """Several steps per submit: `exe.run(feeds, repeat=k, carry={input: output index})` gives what
 k single runs give when each feeds its carried outputs back (a tiny graph with a state, against
-numpy and the single-run path), bad repeat / carry arguments raise errors naming them, and the
-language model's decode loop (DECODE_STEPS_PER_SUBMIT steps a submit) draws the tokens it draws
-one step a submit, greedy and seeded, sync and async (the llama fixture of test_engine.py,
-whose greedy tokens also match transformers' where it is installed)."""
+numpy and the single-run path), sync and async, and bad repeat / carry arguments raise errors
+naming them. The language model's decode loop over it (llm.DECODE_STEPS_PER_SUBMIT) is tested
+on the llama fixture in test_llm_families.py (native only: transformers makes its reference)."""
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 import pytest
 from helpers import run_coroutine
 
 import webrlx as wr
-from webrlx.models import llm
 from webrlx.runtime.feeds import InputError
 
 CAP = 16
@@ -130,62 +126,3 @@ def test_repeat_refuses_an_input_the_graph_updates_in_place(backend):
         exe.run(feeds, repeat=2, carry={"i": 1})
     np.testing.assert_array_equal(exe.run(feeds, repeat=2, carry={"i": 1, "buf": 0})[0],
                                   [0, 11, 12, 0])
-
-
-# -- the decode loop on the llama fixture -------------------------------------------------
-PROMPTS = ["The quick brown fox jumps over the lazy dog", "1 2 3"]
-STEPS = 11        # prefill + 10 decode steps: submits of 4, 4, 2 between the readbacks
-
-
-@pytest.fixture(scope="module")
-def lm(backend):
-    from test_engine import _fixture
-    return llm.load(_fixture(), device=backend, max_context=64)
-
-
-def _tokens(lm, monkeypatch, k: int, **kwargs) -> list[list[int]]:
-    monkeypatch.setattr(llm, "DECODE_STEPS_PER_SUBMIT", k)
-    return [lm.generate_ids(p, STEPS, ignore_eos=True, **kwargs) for p in PROMPTS]
-
-
-@functools.cache
-def _transformers() -> list[list[int]] | None:
-    import test_engine
-    old = test_engine.PROMPTS, test_engine.STEPS
-    test_engine.PROMPTS, test_engine.STEPS = PROMPTS, STEPS
-    try:
-        return test_engine._transformers_greedy()
-    finally:
-        test_engine.PROMPTS, test_engine.STEPS = old
-
-
-def test_decode_steps_per_submit_keep_greedy_tokens(lm, monkeypatch):
-    four = _tokens(lm, monkeypatch, 4)
-    assert four == _tokens(lm, monkeypatch, 1)
-    assert all(len(t) == STEPS for t in four)
-    want = _transformers()
-    if want is not None:
-        assert four == want
-
-
-def test_decode_steps_per_submit_keep_seeded_samples(lm, monkeypatch):
-    kw = {"temperature": 0.9, "top_k": 40, "seed": 7}
-    four = _tokens(lm, monkeypatch, 4, **kw)
-    assert four == _tokens(lm, monkeypatch, 1, **kw)
-    assert four != _tokens(lm, monkeypatch, 4, temperature=0.9, top_k=40, seed=8)
-
-
-def _submits(lm, k: int, monkeypatch) -> int:
-    monkeypatch.setattr(llm, "DECODE_STEPS_PER_SUBMIT", k)
-    before = lm.device.stats.get("submits", 0)
-    lm.generate(PROMPTS[0], STEPS, ignore_eos=True)
-    return lm.device.stats.get("submits", 0) - before
-
-
-def test_decode_steps_per_submit_async_and_fewer_submits(lm, monkeypatch):
-    monkeypatch.setattr(llm, "DECODE_STEPS_PER_SUBMIT", 1)
-    one = lm.generate(PROMPTS[0], STEPS, ignore_eos=True)
-    monkeypatch.setattr(llm, "DECODE_STEPS_PER_SUBMIT", 4)
-    assert run_coroutine(lm.generate_async(PROMPTS[0], STEPS, ignore_eos=True)) == one
-    if lm.device.name != "reference":     # 10 decode runs of one step against 3 (4, 4, 2)
-        assert _submits(lm, 1, monkeypatch) - _submits(lm, 4, monkeypatch) == 7
