@@ -9,7 +9,10 @@ mounts that folder inside). Natively, or under Dawn:
     python bench/probes/decode_steps_probe.py [--new 128] [--runs 3] [--ks 1,4]
     python -m webrlx dawn -- python bench/probes/decode_steps_probe.py
 
-Prints one JSON line: per k, the median tok/s, host ms per decode token and submits per run.
+Prints one JSON line: per k, the median tok/s, host ms per decode token and submits per run;
+and "tiny": microseconds per step of a 4-dispatch graph whose step feeds the next (token and
+position carried, a state written), where the GPU has next to nothing to do, so the time is the
+host's (with a slow GPU, SwiftShader, a model's runs also wait for the queue to drain).
 """
 from __future__ import annotations
 
@@ -19,6 +22,9 @@ import statistics
 import time
 from typing import Any
 
+import numpy as np
+
+import webrlx as wr
 from webrlx.models import llm
 from webrlx.models.assets import smollm2_gguf
 
@@ -48,6 +54,32 @@ def timed_runs(lm: llm.LanguageModel) -> list[float]:
     return spent
 
 
+def tiny_steps(ks: list[int], steps: int = 240, runs: int = 3) -> dict[str, float]:
+    """Microseconds per step of a tiny graph run `steps` times, k steps a submit, on the
+    default device (outputs kept on the device, read once at the end)."""
+    g = wr.Graph()
+    ids, pos = g.input("ids", (1, 1), "int32"), g.input("pos", (1,), "int32")
+    nxt = ids + pos.reshape(1, 1) + 1
+    g.state("hist", (steps + 2,), "int32").scatter_set(pos + 1, nxt.reshape(1))
+    exe = wr.compile(g, outputs=[nxt, pos + 1])
+    feeds = {"ids": np.zeros((1, 1), np.int32), "pos": np.zeros(1, np.int32)}
+    best: dict[str, float] = {}
+    for _ in range(runs):
+        for k in ks:
+            exe.run(feeds, keep_on_device=True, repeat=k, carry={"ids": 0, "pos": 1})
+            exe.read_state("hist")
+            t = time.perf_counter()
+            fed: dict[str, Any] = dict(feeds)
+            for _ in range(steps // k):
+                nxt_t, pos_t = exe.run(fed, keep_on_device=True, repeat=k,
+                                       carry={"ids": 0, "pos": 1})
+                fed = {"ids": nxt_t, "pos": pos_t}
+            exe.read_state("hist")
+            us = 1e6 * (time.perf_counter() - t) / (steps // k * k)
+            best[f"k{k}_us_per_step"] = round(min(best.get(f"k{k}_us_per_step", us), us), 1)
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gguf", help="a GGUF file (default: SmolLM2, see above)")
@@ -56,6 +88,7 @@ def main() -> None:
     ap.add_argument("--ks", default="1,4", help="decode steps per submit to compare")
     args = ap.parse_args()
     ks = [int(k) for k in args.ks.split(",")]
+    tiny = tiny_steps(ks)
     path = args.gguf or smollm2_gguf()
     lm = llm.load(path, max_context=None)
     prompt = lm.tokenizer.encode("Count by sevens: 7, 14, 21,")
@@ -80,6 +113,7 @@ def main() -> None:
     for k in ks:
         res[f"k{k}"] = {name: round(statistics.median(v), 3)
                         for name, v in samples[k].items()}
+    res["tiny"] = tiny
     if 1 in ks and 4 in ks:
         res["speedup_k4_over_k1"] = round(res["k4"]["tok_s"] / max(res["k1"]["tok_s"], 1e-9),
                                           3)
