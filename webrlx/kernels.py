@@ -70,6 +70,8 @@ def _builtin_slots() -> dict[str, str]:
             "NCHW": raw_shader("common/nchw"),
             "QBLOCKS": raw_shader("common/qblocks"),
             "QFORMATS": raw_shader("common/qformats"),
+            "QFORMAT_DECLS": raw_shader("common/qformat_decls"),
+            "SEGMENT_FORMAT": "",       # quant/qgemv_qkv: one format (else set_format(seg);)
             "ROPE_TURN": raw_shader("common/rope_turn"),
             "REDUCE_OPS": raw_shader("common/reduce_ops"),
             "ONLINE_SOFTMAX": raw_shader("common/online_softmax"),
@@ -83,8 +85,8 @@ def _builtin_slots() -> dict[str, str]:
 
 def render(name: str, **slots: str) -> str:
     """Return shader `name` with every {{KEY}} replaced; the IEEE (NaN/inf), MATH (IEEE's
-    helpers too, and `activate`), ROW_REDUCE, ROW_STATS, VEC4_IO, NCHW, QBLOCKS, QFORMATS,
-    ROPE_TURN, REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO, QGEMV_BODY, ATTENTION_IO,
+    helpers too, and `activate`), ROW_REDUCE, ROW_STATS, VEC4_IO, NCHW, QBLOCKS, QFORMATS
+    (QFORMAT_DECLS), ROPE_TURN, REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO, QGEMV_BODY, ATTENTION_IO,
     KV_ATTENTION_IO and KV_CHUNKS helpers are built in."""
     slots = {**_builtin_slots(), **slots}
     text = raw_shader(name)
@@ -193,17 +195,23 @@ def _file_signature(name: str, source: str) -> Signature:
     return parse_signature(name, source)
 
 
+# slots that change a kernel's declarations (not only types): its signature is read with them
+DECL_SLOTS = ("QFORMAT_DECLS",)
+
+
 def kernel(name: str, **slots: str) -> Kernel:
     """Load shaders/<name>.wgsl with its slots filled, and its signature (parsed once)."""
     source = render(name, **slots)
-    return Kernel(name, source, _file_signature(name, _signature_text(name)))
+    decls = tuple((k, v) for k, v in sorted(slots.items()) if k in DECL_SLOTS)
+    return Kernel(name, source, _file_signature(name, _signature_text(name, decls)))
 
 
 @functools.cache
-def _signature_text(name: str) -> str:
-    """The shader with helper slots filled and type slots set to f32: enough to read names."""
+def _signature_text(name: str, decls: tuple[tuple[str, str], ...] = ()) -> str:
+    """The shader with helper slots filled (decls: DECL_SLOTS given) and type slots set to
+    f32: enough to read names."""
     text = raw_shader(name)
-    slots = {**_builtin_slots()}
+    slots = {**_builtin_slots(), **dict(decls)}
     for _ in range(4):
         text = _SLOT.sub(lambda m: slots.get(m.group(1), "f32"), text)
     return text

@@ -39,7 +39,6 @@ var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE
 // byte) nor prefetching the next group nor fewer conversions moved that much: the threads
 // resident an SM (registers) times the bytes each has in flight is what bounds them, as it
 // bound matmul/gemv.wgsl's f32 GEMV until 4 vec4 loads a thread went out at once.
-override MINS: bool = FMT == 12u || FMT == 14u || (OWN && !Q8_0);   // m0, m1 used
 
 // A group is fetched (its words, loads only: Raw), then decoded (ALU only). Tried: fetching
 // the next group an iteration ahead (its loads in flight during the current math): no faster
@@ -68,7 +67,7 @@ fn fetch_group(n: u32, u0: u32, s: bool) -> Raw {
     } else if (FMT == 14u) {
         let o = (n * (p.K / QK) + u0 / 32u) * QBYTES;
         let w0 = u0 % 32u;
-        let h = w0 >> 3u >> 1u;
+        let h = w0 >> 4u;
         fetch_words(&r, 0u, o + 4u * w0, UN, s);
         fetch_words(&r, 5u, o + 128u + 32u * h + (w0 & 7u) * 4u, UN, s);
         let sa = o + 192u + 8u * h + 2u * ((w0 >> 3u) & 1u) + ((w0 & 7u) >> 2u);

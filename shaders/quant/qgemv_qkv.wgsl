@@ -4,9 +4,11 @@
 //   segment 0: q = x' . wq, rotated (ROPE, where rq) into out (B, S, Hq, hd);
 //   segment 1: k = x' . wk, rotated (where rk) into the KV cache kc at pos (CACHE);
 //   segment 2: v = x' . wv into the KV cache vc at pos.
-// x' is x rms-normalized (NORM). The three weights share format, K and the x rows; each
-// segment has ceil(N_i / (RPW * RPT)) workgroups, found here from the override RPT so that
-// every GEMV shape (TPR, RPT) is a variant of one call with one uniform.
+// x' is x rms-normalized (NORM). The three weights share K and the x rows, and one format
+// or one each (SEGMENT_FORMAT `set_format(seg);` with QFORMAT_DECLS common/qformat_segments:
+// a Q4_K_M file's v in Q6_K beside q and k in Q4_K). Each segment has ceil(N_i / (RPW * RPT))
+// workgroups, found here from the override RPT so that every GEMV shape (TPR, RPT) is a
+// variant of one call with one uniform.
 // bindings: 0 x, 1 wq, 2 wk, 3 wv, 4 g, 5 pos (i32 [1]), 6 freq (u32 [hd]), 7 kc, 8 vc,
 // 9 out (q), 10 params: ten storage bindings, so the compiler offers this kernel only where
 // maxStorageBuffersPerShaderStage >= 10 (Chromium and Dawn allow 10; WebGPU's default is 8).
@@ -46,6 +48,7 @@ fn enter(wx: u32) -> u32 {
     let gq = (u.nq + per - 1u) / per;
     let gk = (u.nk + per - 1u) / per;
     seg = select(select(2u, 1u, wx < gq + gk), 0u, wx < gq);
+    {{SEGMENT_FORMAT}}
     p = View(u.M, select(select(u.nv, u.nk, seg == 1u), u.nq, seg == 0u), u.K,
                select(select(u.nwv, u.nwk, seg == 1u), u.nwq, seg == 0u), u.eps, u.hd, u.S,
                u.T, 0u, 1u, 1u);

@@ -274,15 +274,21 @@ def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, qkv, monkeypatc
             assert sum(n_.endswith(f"_{shape}") for n_ in ran) == 3, ran
 
 
-@pytest.mark.parametrize("formats,group", [(("q4_k", "q4_k", "q6_k"), "qgemv[q+k]"),
-                                           (("q5_0", "q8_0", "q8_0"), "qgemv[k+v]"),
-                                           (("q4_1", "q8_0", "q4_0"), None)], ids=str)
-def test_qkv_of_mixed_formats(backend, formats, group, monkeypatch):
-    """Q4_K_M files keep v (some layers) in another format than q and k: the two that share
-    a format still run as one dispatch, the third alone (none when all three differ), and
-    q and both caches match the unfused reference at two decode positions."""
+@pytest.mark.parametrize("formats", [("q4_k", "q4_k", "q6_k"), ("q5_0", "q8_0", "q8_0"),
+                                     ("q4_1", "q8_0", "q4_0"), ("q6_k", "q4_k", "q5_k")],
+                         ids=str)
+@pytest.mark.parametrize("variant", [None, "*w4"])
+def test_qkv_of_mixed_formats(backend, formats, variant, monkeypatch):
+    """Q4_K_M files keep v (some layers) in another format than q and k: the three still run
+    as one dispatch where 10 storage buffers bind, a format a segment (common/
+    qformat_segments.wgsl; also with the WIDE GEMVs), and q and both caches match the
+    unfused reference at two decode positions."""
+    from webrlx.compiler import lower_quant
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    if variant is not None:
+        monkeypatch.setattr(autotune, "PREFER", variant)
+        monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
     k, hd, heads, kv, cap = 256, 16, 4, 2, 32
     fq, fk, fv = formats
     def blocks(fmt: str, n: int, seed: int) -> np.ndarray:   # random blocks of any format
@@ -305,11 +311,14 @@ def test_qkv_of_mixed_formats(backend, formats, group, monkeypatch):
     exe = run_like_reference(backend, g, outs, arrays, (1, 1, k), (3, 30), scaled=True)
     if backend.name != "reference":
         kinds = {c.name.rsplit("_", 1)[0] for c in exe.plan({}).program.calls}
-        if backend.info.limit(QKV_LIMIT, 8) >= 10 and group is not None:
-            assert group in kinds and "qgemv[q+k+v]" not in kinds, kinds
+        if backend.info.limit(QKV_LIMIT, 8) >= 10:
+            assert "qgemv[q+k+v]" in kinds and len(kinds) == 2, kinds   # (and the * 1.0)
         else:
             assert not any(n_.startswith("qgemv[q+") or n_.startswith("qgemv[k+")
                            for n_ in kinds), kinds
+        if variant is not None:
+            ran = [n_ for n_ in exe.plan({}).ran if n_.startswith("qgemv[")]
+            assert ran and all(n_.endswith(variant[1:]) for n_ in ran), ran
 
 
 @pytest.mark.parametrize("window,storage,gpu_path", [(0, None, False), (40, None, False),

@@ -113,7 +113,7 @@ def test_every_shader_renders_without_unknown_slots():
     assert {"matmul/matmul", "reduce/reduce", "attention/attention", "conv/conv2d"} <= set(names)
     for name in names:
         text = raw_shader(name)
-        assert "fn " in text
+        assert "fn " in text or name.endswith("_decls")     # (declarations only)
         if not name.startswith("common/"):
             out = render(name, T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0",
                          HIGHEST="1.0", SCALE="1.0", MAX="fmax_", MIN="fmin_", ISNAN="false",

@@ -213,8 +213,8 @@ def _rope_cache(s: _Scan, cur: int, q: QGemv) -> int:
 def _qkv_group(s: _Scan, n: Node) -> None:
     """rms_norm read by exactly three decode GEMVs of one K: q (its output, maybe rotated),
     then k (maybe rotated) and v, each written into its KV cache at the same position, with
-    one rope table: those of one weight format run as one dispatch (quant/qgemv_qkv.wgsl):
-    all three, or q and k (v in another format, as Q4_K_M files keep it), or k and v."""
+    one rope table: the three run as one dispatch (quant/qgemv_qkv.wgsl), with a weight
+    format a segment where they differ (Q4_K_M files keep v in Q6_K in some layers)."""
     if n.id not in s.found.norm_prologue or s.storage_buffers < QKV_STORAGE_BUFFERS:
         return
     users = sorted(set(s.users.get(n.id, [])))
@@ -235,11 +235,10 @@ def _qkv_group(s: _Scan, n: Node) -> None:
     hd = {s.shapes[s.nodes[e.cache].inputs[1]][-1] for e in (k, v) if e.cache is not None}
     if q.rope is not None:
         hd.add(s.shapes[q.rope][-1])
-    fq, fk, fv = (s.nodes[u].attrs["format"] for u in users)
-    if len(hd) != 1 or len({s.nodes[u].attrs["k"] for u in users}) != 1 or fk not in (fq, fv):
+    if len(hd) != 1 or len({s.nodes[u].attrs["k"] for u in users}) != 1:
         return
-    group = (users[0] if fq == fk else -1, users[1], users[2] if fv == fk else -1)
-    members = [u for u in group if u >= 0]
+    group = (users[0], users[1], users[2])
+    members = list(group)
     s.found.qkv[members[0]] = group
     s.found.absorbed.update(members[1:])
 

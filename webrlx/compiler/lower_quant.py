@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import quant
 from ..graph import Node
-from ..kernels import Kernel, kernel
+from ..kernels import Kernel, kernel, raw_shader
 from . import fuse
 from .emit import EmitContext
 from .fuse import QGemv
@@ -151,8 +151,9 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
 def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
               prologue: tuple[int, int, float] | None, m: int) -> Buf:
     """A layer's q, k and v GEMVs (those of `group` that are not -1) in one dispatch
-    (fuse._qkv_group): quant/qgemv_qkv.wgsl. q's result goes to a new buffer (rotated where
-    its rope was fused), k's and v's into their KV caches. Returns node's value."""
+    (fuse._qkv_group): quant/qgemv_qkv.wgsl, with a format a segment where they differ. q's
+    result goes to a new buffer (rotated where its rope was fused), k's and v's into their KV
+    caches. Returns node's value."""
     nodes = L.graph.nodes
     k_id = group[1]
     fused = {i: L.fusions.qgemv.get(i) or QGemv(last=i) for i in group if i >= 0}
@@ -160,6 +161,7 @@ def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
     fv = fused.get(group[2])
     fmt, k = nodes[k_id].attrs["format"], nodes[k_id].attrs["k"]
     ns = [nodes[i].attrs["n"] if i >= 0 else 0 for i in group]
+    fmts = [nodes[i].attrs["format"] if i >= 0 else fmt for i in group]
     assert fk.cache is not None
     kc = nodes[fk.cache]
     vc = nodes[fv.cache] if fv is not None and fv.cache is not None else None
@@ -180,14 +182,22 @@ def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
                 "vc": L.buf(vc.inputs[0]) if vc is not None else L.dummy(6), "out": out}
     params = {"M": m, "K": k, "eps": prologue[2] if prologue else 0.0, "hd": heads[-1],
               "S": heads[1], "T": L.shape(kc.id)[2], "nq": ns[0], "nk": ns[1], "nv": ns[2],
-              "nwq": quant.nwords(fmt, ns[0], k) if ns[0] else 0,
-              "nwk": quant.nwords(fmt, ns[1], k),
-              "nwv": quant.nwords(fmt, ns[2], k) if ns[2] else 0,
+              "nwq": quant.nwords(fmts[0], ns[0], k) if ns[0] else 0,
+              "nwk": quant.nwords(fmts[1], ns[1], k),
+              "nwv": quant.nwords(fmts[2], ns[2], k) if ns[2] else 0,
               "rq": int(fq is not None and fq.rope is not None), "rk": int(fk.rope is not None)}
-    overrides = {**format_overrides(fmt), "NORM": prologue is not None}
+    overrides: dict[str, Any] = {"NORM": prologue is not None}
+    slots: dict[str, str] = {}
+    if len(set(fmts)) == 1:
+        overrides.update(format_overrides(fmt))
+    else:                               # a format a segment (common/qformat_segments.wgsl)
+        slots = {"SEGMENT_FORMAT": "set_format(seg);",
+                 "QFORMAT_DECLS": raw_shader("common/qformat_segments")}
+        for name, f in zip("QKV", fmts):
+            overrides.update({f"{key}_{name}": v for key, v in format_overrides(f).items()})
     what = "+".join(w for w, i in zip("qkv", group) if i >= 0)
     t = L.T(L.dtype(x_id))
-    _emit_gemv(L, kernel("quant/qgemv_qkv", T=t), f"qgemv[{what}]", bindings,
+    _emit_gemv(L, kernel("quant/qgemv_qkv", T=t, **slots), f"qgemv[{what}]", bindings,
                {**params, "N": sum(ns)}, overrides, [], f"qgemv_qkv {what} {fmt}/{t}",
                segments=ns)
     if fq is not None:
