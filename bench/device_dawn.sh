@@ -10,6 +10,7 @@
 #           backend tests with test_matmul under Dawn
 #   store   carry any of .dawn/ml/ml.pN (MiniLM's folder as a tar, in parts) and
 #           .big/gguf.partNN (SmolLM2): kept in /tmp/dawn/ml and /tmp/dawn/g
+#   steps   bench/probes/decode_steps_probe.py natively and under Dawn (SmolLM2 from `store`)
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -64,6 +65,15 @@ bench)
 store)
   mkdir -p $D/ml $D/g
   cp .dawn/ml/ml.p* $D/ml/ 2>/dev/null; cp .big/gguf.part* $D/g/ 2>/dev/null; ls $D/ml $D/g
+  ;;
+steps)
+  # decode with k steps a submit (llm.DECODE_STEPS_PER_SUBMIT; bench/probes/decode_steps_probe.py)
+  # natively and under Dawn, SmolLM2 from the stored parts
+  mkdir -p $D/models/smollm2
+  cat $D/g/gguf.part* > $D/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+  (cd $S && python3 bench/probes/decode_steps_probe.py --new 256 > $OUT/steps-native.json)
+  dawn -- python bench/probes/decode_steps_probe.py --new 256 > $OUT/steps-dawn.json
+  tail -c 600 $OUT/steps-native.json; echo; tail -c 600 $OUT/steps-dawn.json
   ;;
 engines)
   mkdir -p $D/models/minilm $D/models/smollm2
