@@ -19,7 +19,6 @@ Every method has an async twin for the browser (`generate_async`, `stream_async`
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -47,14 +46,13 @@ SPECIAL_TOKEN_NAMES = {"bos": "bos_token", "eos": "eos_token", "unknown": "unk_t
                        "padding": "pad_token"}     # GGUF key part -> transformers
 UPLOAD_SETTLE_BYTES = 64 << 20   # queued uploads held in host staging memory, at most
 DEFAULT_CAPACITY = 2048  # KV cache positions (the model's context is 8192; pass capacity=)
-# Decode steps per submit: the host's work of a run (feed checks, encoding, the submit) is paid
-# once for k steps. Under Dawn a step's host Python (wasm CPython) costs ~2.6 ms, twice a small
-# model's GPU time on an H100. Natively one step a submit: there the host keeps ahead of the
-# GPU, and 4 a submit made SmolLM2 slower on an H100 (bench/probes/decode_probe.py 766 -> 600
-# tok/s, the same GPU time a step; bench/results/2026-11-27-h100-decode-ab-mixed-qkv.json).
-# A readback only waits for the steps queued before it, so k never delays the token stream
-# past READ_EVERY.
-DECODE_STEPS_PER_SUBMIT = 4 if sys.platform == "emscripten" else 1
+# Decode steps per submit (exe.run(repeat=k, carry=DECODE_CARRY)): the host's work of a run
+# (feed checks, the submit) is paid once for k steps, but every step is still encoded, and the
+# GPU waits for the whole batch. Measured on an H100 (SmolLM2 Q4_1, 256 tokens,
+# bench/results/2026-11-27-h100-dawn-decode-steps-per-submit.json), k = 1 -> 4: natively 725 ->
+# 582 tok/s, under Dawn 451 -> 432 (host ms a token 1.74 -> 1.56). So one step a submit
+# everywhere; the runtime keeps `repeat` for graphs whose host work dominates.
+DECODE_STEPS_PER_SUBMIT = 1
 DECODE_CARRY = {"ids": 0, "pos": 1}   # a step's token and pos_next feed the next step
 
 
