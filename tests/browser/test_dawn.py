@@ -31,7 +31,11 @@ def native_ids() -> tuple[str, ...]:
     """Collect (natively, in a subprocess) the node ids the Dawn session must reproduce."""
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-o",
                            "addopts=", "-p", "no:cacheprovider", *PATHS], cwd=ROOT,
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False,
+                          env={**{k: v for k, v in os.environ.items()
+                                  if k != "WEBRLX_BROWSER_REFERENCE"},   # (not passed to Dawn)
+                               "WEBRLX_COLLECT_FOR_BROWSER": "1"})
+    # (the reference device's selection inside Pyodide: tests/backend/conftest.py)
     if proc.returncode != 0:
         raise RuntimeError(f"collecting {PATHS} natively failed:\n{proc.stdout}{proc.stderr}")
     return tuple(line for line in proc.stdout.splitlines() if "::" in line)
