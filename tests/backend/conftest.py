@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import for_browser
 
 import webrlx as wr
 from webrlx.runtime import autotune
@@ -33,11 +34,6 @@ def backend(request: pytest.FixtureRequest):  # noqa: ANN201
 # 41 minutes); WEBRLX_BROWSER_REFERENCE=1 runs every reference test there too.
 BROWSER_REFERENCE_FILES = ("test_quant_formats.py", "test_elementwise.py", "test_sample.py",
                            "test_nan_inf.py", "test_runtime.py")
-
-
-def for_browser() -> bool:
-    """Whether this session runs (or collects for) the in-browser backend suite."""
-    return sys.platform == "emscripten" or os.environ.get("WEBRLX_COLLECT_FOR_BROWSER") == "1"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

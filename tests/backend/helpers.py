@@ -13,6 +13,13 @@ import numpy as np
 import webrlx as wr
 
 
+def for_browser() -> bool:
+    """Whether this session runs (or collects for) the in-browser backend suite: Pyodide, or
+    the native collection of the node ids the browser must reproduce. Tests whose cases are
+    each a compile of a large shader under SwiftShader keep a bounded slice there."""
+    return sys.platform == "emscripten" or os.environ.get("WEBRLX_COLLECT_FOR_BROWSER") == "1"
+
+
 def run_coroutine(coro: Any) -> Any:
     """Run a coroutine to completion: asyncio natively, JSPI's run_sync inside Pyodide."""
     if sys.platform == "emscripten":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import rand, run_graph
+from helpers import for_browser, rand, run_graph
 
 import webrlx as wr
 from webrlx import nn, quant
@@ -274,9 +274,8 @@ def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, qkv, monkeypatc
             assert sum(n_.endswith(f"_{shape}") for n_ in ran) == 3, ran
 
 
-@pytest.mark.parametrize("formats", [("q4_k", "q4_k", "q6_k"), ("q5_0", "q8_0", "q8_0"),
-                                     ("q4_1", "q8_0", "q4_0"), ("q6_k", "q4_k", "q5_k")],
-                         ids=str)
+@pytest.mark.parametrize("formats", [("q4_k", "q4_k", "q6_k")] + ([] if for_browser() else [
+    ("q5_0", "q8_0", "q8_0"), ("q4_1", "q8_0", "q4_0"), ("q6_k", "q4_k", "q5_k")]), ids=str)
 @pytest.mark.parametrize("variant", [None, "*w4"])
 def test_qkv_of_mixed_formats(backend, formats, variant, monkeypatch):
     """Q4_K_M files keep v (some layers) in another format than q and k: the three still run
@@ -373,7 +372,12 @@ def test_attention_combine_in_the_o_projection(backend, window, storage, gpu_pat
             assert any(k_.startswith("qgemv[") for k_ in kinds), kinds
 
 
-@pytest.mark.parametrize("fmt", ["q4_k", "q6_k", "q4_1", "q8_0", "q5_0"])
+# the GPU GEMV variants' formats: in the browser (SwiftShader compiles each case's shaders for
+# seconds) the two of Q4_K_M files, natively all
+WIDE_FORMATS = ["q4_k", "q6_k"] if for_browser() else ["q4_k", "q6_k", "q4_1", "q8_0", "q5_0"]
+
+
+@pytest.mark.parametrize("fmt", WIDE_FORMATS)
 @pytest.mark.parametrize("un", ["u2", "u4", "w2", "w4"])
 def test_unrolled_gemv_variants(backend, fmt, un, monkeypatch):
     """The GPU variants that load UN units a thread before summing them (common/
@@ -410,7 +414,8 @@ def test_unrolled_gemv_variants(backend, fmt, un, monkeypatch):
         assert ran and all(n_.endswith(un) for n_ in ran), ran
 
 
-@pytest.mark.parametrize("fmt", ["q4_k", "q6_k", "q4_1", "q8_0", "q5_k"])
+@pytest.mark.parametrize("fmt", WIDE_FORMATS[:2] + ([] if for_browser() else
+                                                   ["q4_1", "q8_0", "q5_k"]))
 @pytest.mark.parametrize("m,variant", [(3, "_8w4"), (8, "_8w4"), (3, "_16w2"), (8, "_32w2")])
 def test_wide_gemv_rows_of_a_batch(backend, fmt, m, variant, monkeypatch):
     """The WIDE GEMV variants (UN neighbouring units a thread) on several x rows at once (a
