@@ -58,28 +58,38 @@ fn fetch_words(r: ptr<function, Raw>, at: u32, o: u32, count: u32, s: bool) {
     for (var e = 0u; e <= count; e++) { (*r).w[at + e] = wword(min(a + e, p.nw - 1u), s); }
 }
 
+// the block of weight row n that holds the group of units u0.. (QK / 8 units a block)
+fn group_block(n: u32, u0: u32) -> u32 {
+    return n * (p.K / QK) + u0 / (QK / 8u);
+}
+// Q6_K: the byte of the int8 scale of the low half of ql word w0's group (block at byte o;
+// the high half's is 4 bytes on)
+fn q6_scale_at(o: u32, w0: u32) -> u32 {
+    return o + 192u + 8u * (w0 >> 4u) + 2u * ((w0 >> 3u) & 1u) + ((w0 & 7u) >> 2u);
+}
+
 fn fetch_group(n: u32, u0: u32, s: bool) -> Raw {
     var r: Raw;
     if (FMT == 12u) {
-        let a = (n * (p.K / QK) + u0 / 32u) * (QBYTES / 4u);
+        let a = group_block(n, u0) * (QBYTES / 4u);
         for (var e = 0u; e < 4u; e++) { r.w[e] = wword(a + e, s); }
         for (var e = 0u; e < UN; e++) { r.w[4u + e] = wword(a + 4u + u0 % 32u + e, s); }
     } else if (FMT == 14u) {
-        let o = (n * (p.K / QK) + u0 / 32u) * QBYTES;
+        let o = group_block(n, u0) * QBYTES;
         let w0 = u0 % 32u;
         let h = w0 >> 4u;
         fetch_words(&r, 0u, o + 4u * w0, UN, s);
         fetch_words(&r, 5u, o + 128u + 32u * h + (w0 & 7u) * 4u, UN, s);
-        let sa = o + 192u + 8u * h + 2u * ((w0 >> 3u) & 1u) + ((w0 & 7u) >> 2u);
+        let sa = q6_scale_at(o, w0);
         r.w[10] = wword(sa >> 2u, s);
         r.w[11] = wword((sa + 4u) >> 2u, s);
         r.w[12] = wword((o + 208u) >> 2u, s);
     } else if (OWN && !Q8_0) {
-        let b = n * (p.K >> 5u) + (u0 >> 2u);
+        let b = group_block(n, u0);
         r.w[0] = wword(b * 5u, s);
         for (var e = 0u; e < UN; e++) { r.w[1u + e] = wword(b * 5u + 1u + (u0 & 3u) + e, s); }
     } else if (Q8_0) {
-        let start = (n * (p.K >> 5u) + (u0 >> 2u)) * 34u;
+        let start = group_block(n, u0) * QBYTES;
         r.w[0] = wword(start >> 2u, s);
         fetch_words(&r, 1u, start + 2u + (u0 & 3u) * 8u, 2u * UN, s);
     }
@@ -131,9 +141,9 @@ fn group_scales(r: Raw, n: u32, u0: u32) -> Scales {
         return Scales(d0, -dm.y * f32(mn & 255u) - d0, d1, -dm.y * f32(mn >> 8u) - d1);
     }
     if (FMT == 14u) {                                 // Q6_K: int8 scales, q - 32
-        let o = (n * (p.K / QK) + u0 / 32u) * QBYTES;
+        let o = group_block(n, u0) * QBYTES;
         let w0 = u0 % 32u;
-        let sa = o + 192u + 8u * (w0 >> 4u) + 2u * ((w0 >> 3u) & 1u) + ((w0 & 7u) >> 2u);
+        let sa = q6_scale_at(o, w0);
         let d = unpack2x16float(r.w[12] >> (((o + 208u) & 2u) * 8u)).x;
         let d0 = d * int8_at(r.w[10] >> ((sa & 3u) * 8u));
         let d1 = d * int8_at(r.w[11] >> (((sa + 4u) & 3u) * 8u));
@@ -144,7 +154,7 @@ fn group_scales(r: Raw, n: u32, u0: u32) -> Scales {
         return Scales(16.0 * dm.x, dm.y - 16.0 * dm.x, 16.0 * dm.x, dm.y - 16.0 * dm.x);
     }
     if (Q8_0) {
-        let start = (n * (p.K >> 5u) + (u0 >> 2u)) * 34u;
+        let start = group_block(n, u0) * QBYTES;
         let d = unpack2x16float(r.w[0] >> ((start & 2u) * 8u)).x;
         return Scales(d, 0.0, d, 0.0);
     }
@@ -157,7 +167,7 @@ fn group_unit(r: Raw, n: u32, u0: u32, e: u32, s: bool) -> array<vec4<f32>, 2> {
         return pair(magic4_lo(r.w[4u + e]), magic4_hi(r.w[4u + e]));
     }
     if (FMT == 14u) {
-        let o = (n * (p.K / QK) + u0 / 32u) * QBYTES;
+        let o = group_block(n, u0) * QBYTES;
         let ql = funnel(r, 0u, e, o);
         let bits = funnel(r, 5u, e, o) >> (2u * (((u0 % 32u) >> 3u) & 1u));
         return pair(magic6_lo(ql, bits), magic6_hi(ql, bits));
@@ -166,7 +176,7 @@ fn group_unit(r: Raw, n: u32, u0: u32, e: u32, s: bool) -> array<vec4<f32>, 2> {
         return pair(magic4_lo(r.w[1u + e]), magic4_hi(r.w[1u + e]));
     }
     if (Q8_0) {
-        let first = (n * (p.K >> 5u) + (u0 >> 2u)) * 34u + 2u + (u0 & 3u) * 8u;
+        let first = group_block(n, u0) * QBYTES + 2u + (u0 & 3u) * 8u;
         return pair(int8x4(funnel(r, 1u, 2u * e, first)),
                     int8x4(funnel(r, 1u, 2u * e + 1u, first)));
     }
