@@ -236,6 +236,8 @@ def main() -> None:
     ap.add_argument("--prefill", type=int, default=512)
     ap.add_argument("--sizes", default="1,8", help="live sequences for batched decode")
     ap.add_argument("--batch-new", type=int, default=64, help="new tokens per sequence")
+    ap.add_argument("--make-only", action="store_true",
+                    help="write (and quantize) the GGUF file, print its name and size, stop")
     ap.add_argument("--rss-child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.rss_child:
@@ -261,6 +263,9 @@ def main() -> None:
         raise SystemExit(f"--type {a.type} needs llama.cpp's quantizer: pass --llamacpp, or "
                          f"one of {OWN_TYPES}")
     out["file"] = {"name": path.name, "bytes": path.stat().st_size}
+    if a.make_only:
+        print(json.dumps(out, indent=1))
+        return
     rng = np.random.default_rng(1)
     prompt = [int(t) for t in rng.integers(0, 256, 11)]     # byte tokens, as a text's
     prefill = [int(t) for t in rng.integers(0, 256, a.prefill)]

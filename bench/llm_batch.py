@@ -46,6 +46,8 @@ def main() -> None:
     ap.add_argument("--new", type=int, default=32, help="new tokens per sequence")
     ap.add_argument("--sizes", default="1,4,8", help="live sequences to measure")
     ap.add_argument("--context", type=int, default=256, help="Engine max_context")
+    ap.add_argument("--profile", action="store_true",
+                    help="also the GPU time of one decode step of the most sequences, by kernel")
     args = ap.parse_args()
     if args.model is None:
         from webrlx.models.assets import smollm2_gguf
@@ -68,11 +70,26 @@ def main() -> None:
     toks, dt = run_batch(one, 1, args.new)
     alone = {"sequences": 1, "max_sequences": 1, "decode_tokens": toks,
              "seconds": round(dt, 3), "tok_per_s": round(toks / dt, 2)}
-    print(json.dumps({"model": Path(args.model).name, "device": str(dev.info.name)
-                      if hasattr(dev, "info") else str(dev), "new_tokens": args.new,
-                      "max_context": args.context, "kv_bytes": eng.kv_bytes,
-                      "max_sequences": eng.max_sequences, "rows": list(rows.values()),
-                      "one_slot_engine": alone}, indent=1))
+    out = {"model": Path(args.model).name, "device": str(dev.info.name)
+           if hasattr(dev, "info") else str(dev), "new_tokens": args.new,
+           "max_context": args.context, "kv_bytes": eng.kv_bytes,
+           "max_sequences": eng.max_sequences, "rows": list(rows.values()),
+           "one_slot_engine": alone}
+    if args.profile:
+        out["profile"] = profile_step(eng, max(sizes))
+    print(json.dumps(out, indent=1))
+
+
+def profile_step(eng: Engine, n: int) -> dict[str, object]:
+    """GPU time of one decode step of n live sequences (timestamp queries), by kernel."""
+    for i in range(n):
+        eng.add_request(PROMPTS[i % len(PROMPTS)], None, 8, ignore_eos=True)
+    eng.step()                                     # the prefills: now n sequences decode
+    runs = [feeds for kind, (_, feeds) in eng._plan() if kind == "decode"]
+    prof = eng.executable.profile(runs[0], repeats=5)
+    eng.run()
+    return {"sequences": n, "gpu_ms": round(prof.total_ms, 4),
+            "kernels": {k: round(v, 4) for k, v in prof.by_kernel().items()}}
 
 
 if __name__ == "__main__":

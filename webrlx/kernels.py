@@ -73,6 +73,7 @@ def _builtin_slots() -> dict[str, str]:
             "QFORMAT_DECLS": raw_shader("common/qformat_decls"),
             "SEGMENT_FORMAT": "",       # quant/qgemv_qkv: one format (else set_format(seg);)
             "ROPE_TURN": raw_shader("common/rope_turn"),
+            "ROW_POSITIONS": raw_shader("common/row_positions"),
             "REDUCE_OPS": raw_shader("common/reduce_ops"),
             "ONLINE_SOFTMAX": raw_shader("common/online_softmax"),
             "QFUSED_IO": raw_shader("common/qfused_io"),
@@ -86,7 +87,7 @@ def _builtin_slots() -> dict[str, str]:
 def render(name: str, **slots: str) -> str:
     """Return shader `name` with every {{KEY}} replaced; the IEEE (NaN/inf), MATH (IEEE's
     helpers too, and `activate`), ROW_REDUCE, ROW_STATS, VEC4_IO, NCHW, QBLOCKS, QFORMATS
-    (QFORMAT_DECLS), ROPE_TURN, REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO, QGEMV_BODY, ATTENTION_IO,
+    (QFORMAT_DECLS), ROPE_TURN, ROW_POSITIONS, REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO, QGEMV_BODY, ATTENTION_IO,
     KV_ATTENTION_IO and KV_CHUNKS helpers are built in."""
     slots = {**_builtin_slots(), **slots}
     text = raw_shader(name)

@@ -39,6 +39,7 @@ var<workgroup> scale: array<vec4<f32>, 8>;    // 1/rms of each row quad's rows (
 
 {{QBLOCKS}}
 {{ROPE_TURN}}
+{{ROW_POSITIONS}}
 
 fn silu(v: vec4<f32>) -> vec4<f32> {
     return v / (1.0 + exp(-v));
@@ -63,9 +64,9 @@ fn store(r: u32, n: u32, e_in: f32) {
     let o = r * p.N + n;
     if (RES) { e += res[o]; }
     if (CACHE) {
-        let tpos = pos[0] + i32(r % p.S);
+        let tpos = row_pos(r);
         if (tpos >= 0 && u32(tpos) < p.T) {
-            let h = (r / p.S) * (p.N / p.hd) + n / p.hd;      // (b, h) flattened
+            let h = row_slot(r) * (p.N / p.hd) + n / p.hd;    // (slot, h) flattened
             out[(h * p.T + u32(tpos)) * p.hd + n % p.hd] = e;
         }
     } else {
@@ -77,7 +78,7 @@ fn store(r: u32, n: u32, e_in: f32) {
 fn rope_pair(n: u32, r0: u32, a: ptr<function, vec4<f32>>, b: ptr<function, vec4<f32>>) {
     let i = (n % p.hd) / 2u;
     for (var j = 0u; j < 4u; j++) {
-        let position = u32(pos[0] + i32((r0 + j) % p.S));
+        let position = u32(row_pos(r0 + j));
         let sc = sincos_turn(position * freq[2u * i] + mulhi(position, freq[2u * i + 1u]));
         let even = (*a)[j];
         let odd = (*b)[j];

@@ -274,6 +274,70 @@ def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, qkv, monkeypatc
             assert sum(n_.endswith(f"_{shape}") for n_ in ran) == 3, ran
 
 
+@pytest.mark.parametrize("fmt", ["q4_k", "q8_0"])
+@pytest.mark.parametrize("b,s,qkv,variant", [(8, 1, True, None), (8, 1, False, None),
+                                             (3, 1, True, None), (2, 3, False, None),
+                                             (8, 1, True, "*q2w4"), (6, 1, False, "*q2w2"),
+                                             (1, 20, False, "*_tile1")], ids=str)
+def test_fused_gemv_rope_and_cache_write_per_row(backend, fmt, b, s, qkv, variant,
+                                                 monkeypatch):
+    """A batched engine's rows: pos (2, B) = [positions; KV slots] per batch row (common/
+    row_positions.wgsl). q is roped and k, v are written into each row's slot at its
+    position (past the cache's end: skipped) by the GEMVs themselves, q/k/v in one dispatch
+    where 10 storage buffers bind, else each alone, also with the WIDE GEMVs over row quads
+    and the tiled prefill kernel; all match the reference's rope and cache_write ops."""
+    from webrlx.backends.reference import ReferenceDevice
+    from webrlx.compiler import lower_quant
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    if variant is not None:
+        monkeypatch.setattr(autotune, "PREFER", variant)
+        monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
+    if backend.name != "reference":
+        qkv = qkv and backend.info.limit(QKV_LIMIT, 8) >= 10
+        if not qkv:
+            monkeypatch.setitem(backend.info.limits, QKV_LIMIT, 8)
+    k, hd, heads, kv, cap, slots = 256, 16, 4, 2, 24, 10
+
+    def blocks(n: int, seed: int) -> np.ndarray:     # random blocks of any format
+        return quant.words(quant.random_blocks(fmt, n, k, seed=seed, scale=0.05))
+    arrays = {"wq": blocks(heads * hd, 2), "wk": blocks(kv * hd, 3), "wv": blocks(kv * hd, 4),
+              "g": rand(k, seed=5) + 1.5}
+    g = wr.Graph()
+    x = g.input("x", (b, s, k))
+    pos = g.input("kv", (2, b), "int32")
+    p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
+    h = nn.rms_norm(x, p["g"], 1e-5)
+    q = nn.rope(nn.qlinear(h, p["wq"], fmt, heads * hd, k).reshape(b, s, heads, hd), pos,
+                10000.0)
+    kr = nn.rope(nn.qlinear(h, p["wk"], fmt, kv * hd, k).reshape(b, s, kv, hd), pos, 10000.0)
+    kc = nn.cache_write(g.state("kc", (slots, kv, cap, hd)), kr, pos)
+    vc = nn.cache_write(g.state("vc", (slots, kv, cap, hd)),
+                        nn.qlinear(h, p["wv"], fmt, kv * hd, k).reshape(b, s, kv, hd), pos)
+    outs = [q * 1.0, kc * 1.0, vc * 1.0]
+    exe = wr.compile(g, outputs=outs, device=backend)
+    ref = wr.compile(g, outputs=outs, device=ReferenceDevice())
+    for e in (exe, ref):
+        e.set_params(arrays)
+    rng = np.random.default_rng(b * 100 + s)
+    for step in range(2):
+        rows = np.array([rng.permutation(slots)[:b], rng.integers(0, cap - s + 1, b)])
+        rows[1, 0] = cap - 1 if s > 1 else rows[1, 0]        # a row running past the end
+        feeds = {"x": rand(b, s, k, seed=step), "kv": np.stack([rows[1], rows[0]]).astype(
+            np.int32)}
+        for got, want in zip(exe.run(feeds), ref.run(feeds)):
+            np.testing.assert_allclose(got, want, rtol=0,
+                                       atol=3e-4 * float(np.abs(want).max()))
+    if backend.name != "reference":
+        kinds = {c.name.rsplit("_", 1)[0] for c in exe.plan({}).program.calls}
+        assert not {"rope", "cache_write"} & kinds, kinds      # all fused into the GEMVs
+        if qkv:
+            assert "qgemv[q+k+v]" in kinds, kinds
+        if variant is not None:
+            ran = [n_ for n_ in exe.plan({}).ran if n_.startswith("qgemv[")]
+            assert ran and all(n_.endswith(variant[1:]) for n_ in ran), ran
+
+
 @pytest.mark.parametrize("formats", [("q4_k", "q4_k", "q6_k")] + ([] if for_browser() else [
     ("q5_0", "q8_0", "q8_0"), ("q4_1", "q8_0", "q4_0"), ("q6_k", "q4_k", "q5_k")]), ids=str)
 @pytest.mark.parametrize("variant", [None, "*w4"])
@@ -416,11 +480,13 @@ def test_unrolled_gemv_variants(backend, fmt, un, monkeypatch):
 
 @pytest.mark.parametrize("fmt", WIDE_FORMATS[:2] + ([] if for_browser() else
                                                    ["q4_1", "q8_0", "q5_k"]))
-@pytest.mark.parametrize("m,variant", [(3, "_8w4"), (8, "_8w4"), (3, "_16w2"), (8, "_32w2")])
+@pytest.mark.parametrize("m,variant", [(3, "_8w4"), (8, "_8w4"), (3, "_16w2"), (8, "_32w2"),
+                                       (8, "_8q2w4"), (6, "_16q2w2"), (16, "_4q4w2")])
 def test_wide_gemv_rows_of_a_batch(backend, fmt, m, variant, monkeypatch):
     """The WIDE GEMV variants (UN neighbouring units a thread) on several x rows at once (a
-    batched decode: ROWS = 3, or two workgroup rows of 4), fused with the norm and SwiGLU
-    and with the residual, against float64 numpy of the dequantized weights."""
+    batched decode: ROWS = 3, two workgroup rows of 4, or RQ quads of 4 rows that share each
+    fetched group: qN, with a partial quad at 6), fused with the norm and SwiGLU and with the
+    residual, against float64 numpy of the dequantized weights."""
     from webrlx.compiler import lower_quant
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)

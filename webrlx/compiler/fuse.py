@@ -42,7 +42,8 @@ class QGemv:
 GEMV_MAX_M = 256
 # q, k and v of up to this many rows (decode) run as one dispatch (quant/qgemv_qkv.wgsl) on
 # devices with at least QKV_STORAGE_BUFFERS storage bindings per stage
-QKV_MAX_M = 4
+QKV_MAX_M = 15       # (a batched engine's decode rows; from lower_quant.TILE_MIN_M = 16
+                     # rows the tiled kernel leads, which q/k/v in one dispatch has not)
 QKV_STORAGE_BUFFERS = 10
 # workgroup memory quant/qgemv_fused.wgsl declares besides the merged x row of COMBINE
 GEMV_WORKGROUP_BYTES = 8448
@@ -189,25 +190,33 @@ def _qgemv_epilogue(s: _Scan, n: Node) -> None:
 def _rope_cache(s: _Scan, cur: int, q: QGemv) -> int:
     """qmatmul -> reshape (B, S, heads, hd) -> [interleaved rope, Llama 3's frequency factors
     too (they are in its table)] -> [cache_write]: the GEMV rotates its output pairs and
-    writes the KV cache itself (not for per-row positions and slots, pos (2, B)). Returns the
-    new last node."""
+    writes the KV cache itself, at pos (1,) or at per-row positions and slots, pos (2, B) (a
+    batched engine's step; common/row_positions.wgsl). Returns the new last node."""
     r = s.only_user(cur)
     if r is None or s.nodes[r].op != "reshape" or len(s.shapes[r]) != 4 or \
             s.shapes[r][-1] % 2 or s.shapes[r][2] * s.shapes[r][3] != s.shapes[cur][-1]:
         return cur
     chain, nxt = [r], s.only_user(r)
     if nxt is not None and s.nodes[nxt].op == "rope" and s.nodes[nxt].inputs[0] == r and \
-            s.nodes[nxt].attrs.get("interleaved") and len(s.shapes[s.nodes[nxt].inputs[1]]) == 1:
+            s.nodes[nxt].attrs.get("interleaved") and _positions(s, s.nodes[nxt].inputs[1], r):
         q.rope, chain, nxt = nxt, chain + [nxt], s.only_user(nxt)
     if nxt is not None and s.nodes[nxt].op == "cache_write" and \
             s.nodes[nxt].inputs[1] == chain[-1] and s.nodes[nxt].inputs[0] != chain[-1] and \
-            len(s.shapes[s.nodes[nxt].inputs[2]]) == 1 and \
+            _positions(s, s.nodes[nxt].inputs[2], r) and \
             (q.rope is None or s.nodes[nxt].inputs[2] == s.nodes[q.rope].inputs[1]):
         q.cache, chain = nxt, chain + [nxt]
     if q.rope is None and q.cache is None:
         return cur
     s.found.absorbed.update(chain)
     return chain[-1]
+
+
+def _positions(s: _Scan, pos: int, rows: int) -> bool:
+    """pos is one a fused GEMV reads (common/row_positions.wgsl): (1,), or (2, B) for the B
+    batch rows of `rows`' (B, S, heads, hd)."""
+    shape = s.shapes[pos]
+    return len(shape) == 1 or (len(shape) == 2 and shape[0] == 2 and
+                               shape[1] == s.shapes[rows][0])
 
 
 def _qkv_group(s: _Scan, n: Node) -> None:

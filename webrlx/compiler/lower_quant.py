@@ -128,7 +128,8 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
     overrides = {**format_overrides(fmt), "NORM": prologue is not None,
                  "COMBINE": partials is not None, "XS": k // 4 if partials else 1,
                  "SWIGLU": q.up is not None, "RES": q.res is not None, "ROPE": rope is not None,
-                 "CACHE": cache is not None}
+                 "CACHE": cache is not None,
+                 "KV_ROWS": pos is not None and len(L.shape(pos)) == 2}
     what = "+".join(["combine"] * bool(partials) + ["rms_norm"] * bool(prologue) +
                     ["swiglu"] * (q.up is not None) +
                     ["res"] * (q.res is not None) + ["rope"] * (rope is not None) +
@@ -186,7 +187,8 @@ def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
               "nwk": quant.nwords(fmts[1], ns[1], k),
               "nwv": quant.nwords(fmts[2], ns[2], k) if ns[2] else 0,
               "rq": int(fq is not None and fq.rope is not None), "rk": int(fk.rope is not None)}
-    overrides: dict[str, Any] = {"NORM": prologue is not None}
+    overrides: dict[str, Any] = {"NORM": prologue is not None,
+                                 "KV_ROWS": len(L.shape(kc.inputs[2])) == 2}
     slots: dict[str, str] = {}
     if len(set(fmts)) == 1:
         overrides.update(format_overrides(fmt))
@@ -252,6 +254,11 @@ def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf]
                 others.append(Variant.of(f"{label}u{un}", gemv, grid, {**consts, "UN": un}))
                 others.append(Variant.of(f"{label}w{un}", gemv, grid,
                                          {**consts, "UN": un, "WIDE": True}))
+                # WIDE over RQ x row quads (batched decodes): each group fetched once
+                for rq in (q for q in GEMV_RQ if m > GEMV_ROWS and q * GEMV_ROWS < 2 * m):
+                    label, grid, consts = shape(tpr, 1, rq)
+                    others.append(Variant.of(f"{label}w{un}", gemv, grid,
+                                             {**consts, "UN": un, "WIDE": True}))
     label, grid, consts = shape(*first)
     if lead is not None:                # another kernel runs by default
         first_kernel, v = lead

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Batched decoding of two webrlx trees on the lent GPU machine, in one run (see
+# shared/device/README.md): bench/llm_batch.py (1 and 8 live sequences, and the 8-sequence
+# step's GPU time by kernel) for BASE and NEW on SmolLM2 Q4_1 and on the 1B-shaped Q4_K_M
+# model (made here by bench/llm_1b.py --make-only through llama.cpp's quantizer), then
+# bench/probes/qgemv_variants_probe.py (every fused-GEMV variant at M = 1 and 8) with NEW.
+# JSON into $OUT. Carries as bench/device_decode_ab.sh: .gl .whl .big/llvk.so.xz, the
+# SmolLM2 GGUF as .big/gguf.part* (NPARTS=2; a call with some parts stores them in /tmp/big)
+# and .ab/base.tar.xz, .ab/new.tar.xz.
+set -uo pipefail
+NPARTS=${NPARTS:-2}
+mkdir -p /tmp/big
+cp .big/gguf.part* /tmp/big/ 2>/dev/null
+for t in base new; do
+  [ -f ".ab/$t.tar.xz" ] && rm -rf "/tmp/$t" && mkdir -p "/tmp/$t" && tar -xJf ".ab/$t.tar.xz" -C "/tmp/$t"
+done
+have=$(ls /tmp/big/gguf.part* 2>/dev/null | wc -l)
+if [ "$have" -lt "$NPARTS" ]; then echo "stored $have of $NPARTS parts"; exit 0; fi
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$HOME/site" .whl/*.whl
+SO=/tmp/big/_llama_cpp_vulkan_1_x.cpython-311-x86_64-linux-gnu.so
+xz -dc .big/llvk.so.xz > "$SO"
+cat /tmp/big/gguf.part* > /tmp/big/SmolLM2-135M-Instruct.Q4_1.gguf
+export HF_HUB_OFFLINE=1 WEBRLX_SMOLLM2_DIR=/tmp/big
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+B1=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
+PYTHONPATH="$HOME/site:/tmp/new" python3 /tmp/new/bench/llm_1b.py --llamacpp "$SO" \
+  --work /tmp/llm_1b --type Q4_K_M --make-only > "$OUT/make_1b.json" 2>> "$OUT/errors.txt"
+for model in smollm2 1b; do
+  for t in ${TREES:-base new}; do
+    arg=(); [ "$model" = 1b ] && arg=(--model "$B1")
+    PYTHONPATH="$HOME/site:/tmp/$t" python3 /tmp/$t/bench/llm_batch.py "${arg[@]}" \
+      --sizes 1,8 --new "${NEW:-64}" --profile > "$OUT/batch_${model}_$t.json" 2>> "$OUT/errors.txt"
+    python3 - "$OUT/batch_${model}_$t.json" "$model $t" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(sys.argv[2], "failed", e); sys.exit()
+rows = [(r["sequences"], r["tok_per_s"], r["ratio_vs_1"]) for r in d["rows"]]
+prof = d.get("profile", {})
+top = sorted(prof.get("kernels", {}).items(), key=lambda kv: -kv[1])[:6]
+print(sys.argv[2], rows, "step gpu ms", prof.get("gpu_ms"), top)
+PY
+  done
+done
+[ "${PROBE:-1}" = 1 ] && PYTHONPATH="$HOME/site:/tmp/new" python3 /tmp/new/bench/probes/qgemv_variants_probe.py \
+  > "$OUT/qgemv_variants.json" 2>> "$OUT/errors.txt"
+python3 - "$OUT/qgemv_variants.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("variants probe failed", e); sys.exit()
+for m in ("m1", "m8"):
+    for call, v in d[m]["calls"].items():
+        print(m, call, sorted(v["us"].items(), key=lambda kv: kv[1])[:4])
+PY
+tail -c 1500 "$OUT/errors.txt" 2>/dev/null
