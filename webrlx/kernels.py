@@ -87,8 +87,8 @@ def _builtin_slots() -> dict[str, str]:
 def render(name: str, **slots: str) -> str:
     """Return shader `name` with every {{KEY}} replaced; the IEEE (NaN/inf), MATH (IEEE's
     helpers too, and `activate`), ROW_REDUCE, ROW_STATS, VEC4_IO, NCHW, QBLOCKS, QFORMATS
-    (QFORMAT_DECLS), ROPE_TURN, ROW_POSITIONS, REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO, QGEMV_BODY, ATTENTION_IO,
-    KV_ATTENTION_IO and KV_CHUNKS helpers are built in."""
+    (QFORMAT_DECLS), ROPE_TURN, ROW_POSITIONS, REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO,
+    QGEMV_BODY, ATTENTION_IO, KV_ATTENTION_IO and KV_CHUNKS helpers are built in."""
     slots = {**_builtin_slots(), **slots}
     text = raw_shader(name)
     missing = sorted({m for m in _SLOT.findall(text) if m not in slots})
