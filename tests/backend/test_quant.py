@@ -274,6 +274,32 @@ def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, qkv, monkeypatc
             assert sum(n_.endswith(f"_{shape}") for n_ in ran) == 3, ran
 
 
+@pytest.mark.parametrize("budget", [0, None])
+def test_batched_rows_norm_alone_past_the_prologue_budget(backend, budget, monkeypatch):
+    """GEMVs of 5-15 rows whose norm prologues would re-read more x than
+    fuse.PROLOGUE_MAX_BYTES leave the norm as its own kernel (0: always), and give the same
+    rows as the fused prologue (None: the default budget) against float64 numpy."""
+    from webrlx.compiler import fuse
+    if budget is not None:
+        monkeypatch.setattr(fuse, "PROLOGUE_MAX_BYTES", budget)
+    m, k, n = 8, 256, 96
+    raw = quant.random_blocks("q4_k", n, k, seed=1, scale=0.01)
+    arrays = {"w": quant.words(raw), "g": rand(k, seed=4) + 1.5}
+    x = rand(m, k, seed=5)
+    g = wr.Graph()
+    xs = g.input("x", (m, k))
+    p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
+    y = nn.qlinear(nn.rms_norm(xs, p["g"], 1e-5), p["w"], "q4_k", n, k)
+    exe = wr.compile(g, outputs=[y * 1.0], device=backend)
+    exe.set_params(arrays)
+    (got,) = exe.run({"x": x})
+    want = _rms(x, arrays["g"]) @ quant.dequantize(raw, "q4_k", (n, k)).astype(np.float64).T
+    np.testing.assert_allclose(got, want, rtol=0, atol=3e-4 * np.abs(want).max())
+    if backend.name != "reference":
+        kinds = [c.name for c in exe.plan({}).program.calls]
+        assert any(n_.startswith("qgemv[rms_norm]") for n_ in kinds) == (budget is None), kinds
+
+
 @pytest.mark.parametrize("fmt", ["q4_k", "q8_0"])
 @pytest.mark.parametrize("b,s,qkv,variant", [(8, 1, True, None), (8, 1, False, None),
                                              (3, 1, True, None), (2, 3, False, None),

@@ -45,6 +45,11 @@ GEMV_MAX_M = 256
 QKV_MAX_M = 15       # (a batched engine's decode rows; from lower_quant.TILE_MIN_M = 16
                      # rows the tiled kernel leads, which q/k/v in one dispatch has not)
 QKV_STORAGE_BUFFERS = 10
+# a norm read by GEMVs of 5-15 rows runs as their prologue while the prologues read at most
+# this many x bytes in all (_prologue_bytes), else as its own kernel: on an H200, 8 rows of the
+# 1B model's head (16,032 workgroups) re-read 1 GB of x for the sums of squares (770 us
+# against 282 us for 1 row)
+PROLOGUE_MAX_BYTES = 32 << 20
 # workgroup memory quant/qgemv_fused.wgsl declares besides the merged x row of COMBINE
 GEMV_WORKGROUP_BYTES = 8448
 
@@ -153,9 +158,20 @@ def _norm_prologue(s: _Scan, n: Node) -> None:
         return
     users = s.users.get(n.id, [])
     if users and all(s.nodes[u].inputs[0] == n.id and n.id not in s.nodes[u].inputs[1:] and
-                     _gemv_rows(s, s.nodes[u]) is not None for u in users):
+                     _gemv_rows(s, s.nodes[u]) is not None for u in users) and \
+            _prologue_bytes(s, users) <= PROLOGUE_MAX_BYTES:
         s.found.norm_prologue[n.id] = (n.inputs[0], n.inputs[1], float(n.attrs["eps"]))
         s.found.absorbed.add(n.id)
+
+
+def _prologue_bytes(s: _Scan, users: list[int]) -> int:
+    """The x bytes the GEMVs' norm prologues would read, where a batched decode's rows
+    (GEMV_ROWS < M < TILE_MIN_M) run as GEMVs: every workgroup of 8 weight rows sums the
+    squares of all M rows itself (0 for other M: their cost was measured as fused)."""
+    m = _gemv_rows(s, s.nodes[users[0]]) or 0
+    if not 4 < m < 16:
+        return 0
+    return sum(-(-s.nodes[u].attrs["n"] // 8) * m * s.nodes[u].attrs["k"] * 4 for u in users)
 
 
 def _qgemv_epilogue(s: _Scan, n: Node) -> None:
