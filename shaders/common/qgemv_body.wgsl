@@ -1,7 +1,8 @@
 // The body of the quantized decode GEMVs with fused neighbours (quant/qgemv_fused: one
 // weight; quant/qgemv_qkv: q, k and v in one dispatch). See quant/qgemv_fused.wgsl for what
 // it computes and why. The including shader declares, besides what common/qblocks.wgsl needs
-// (wword, x_vec, p): bindings x, g, pos, freq; the NORM, SWIGLU, RES, ROPE and CACHE switches;
+// (wword, p): x_src(r, k4) (x row r's k4-th vec4, normed by g under NORM), bindings x, g,
+// pos, freq; the NORM, SWIGLU, RES, ROPE and CACHE switches;
 // and the hooks enter(wid.x) -> this weight's workgroup x (it may select a weight and set p),
 // rotates() (ROPE applies to this weight), caches() (results go to a KV cache),
 // put(i, value) (store result i) and res_at(i) (residual i).
@@ -14,11 +15,26 @@ override UN: u32 = 1u;            // units a thread loads before it sums them: 1
                                   // (RPT = 1, and RQ = 1 unless WIDE; more bytes in flight
                                   // per thread)
 override WIDE: bool = false;      // UN > 1: the UN units are neighbours of one block (group_row)
+override STAGE: bool = false;     // WIDE, RQ > 1: each chunk of TPR UN units of every x row is
+                                  // copied into workgroup memory first (xst), for all its warps
+override XST: u32 = 1u;           // STAGE: xst's vec4s, ROWS RQ rows x TPR UN 2
 const RPW: u32 = 8u;              // weight rows per workgroup and per j (rows n0 + j * RPW)
 var<workgroup> red: array<vec4<f32>, 256>;    // per thread: partial sums, x rows in x..w
 var<workgroup> red2: array<vec4<f32>, 256>;   // the same for w2 (SWIGLU)
 var<workgroup> scale: array<vec4<f32>, 4>;    // 1/rms of each x row of each quad (NORM)
 var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE partners)
+var<workgroup> xst: array<vec4<f32>, XST>;   // STAGE: x rows r0.. at vec4s xbase..
+var<private> xbase: u32;
+var<private> xrow0: u32;
+
+// x row r's k4-th vec4 (normed by g under NORM): staged (STAGE) or the including shader's
+// x_src. Why STAGE: a batched decode's 8 x rows are 7x the weight bytes a workgroup of 8
+// weight rows reads, and every warp (one weight row at TPR 32) reads all of them; staged, a
+// workgroup reads them from L2 once.
+fn x_vec(r: u32, k4: u32) -> vec4<f32> {
+    if (STAGE) { return xst[(r - xrow0) * (TPR * UN * 2u) + k4 - xbase]; }
+    return x_src(r, k4);
+}
 
 {{QBLOCKS}}
 {{ROPE_TURN}}
@@ -425,17 +441,42 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var a5: Dots;
     var a6: Dots;
     var a7: Dots;
-    if (n0 < p.N) {
+    if (STAGE) {                            // WIDE over RQ quads, x staged a chunk at a time
+        // (every thread meets the barriers: chunk c's TPR groups are its units c UN ..; their
+        // k are contiguous since TPR UN is a multiple of 32 units, a 256-value block)
+        let groups = (p.K >> 3u) / UN;
+        let per = TPR * UN * 2u;            // vec4s of one row's chunk
+        xrow0 = r0;
+        for (var c = 0u; c < groups; c += TPR) {
+            workgroupBarrier();             // (the previous chunk was read)
+            xbase = c * UN * 2u;
+            for (var e = tid; e < ROWS * RQ * per; e += RPW * TPR) {
+                let r = r0 + e / per;
+                let k4 = xbase + e % per;
+                var v = vec4<f32>(0.0);
+                if (r < p.M && k4 < (p.K >> 2u)) { v = x_src(r, k4); }
+                xst[e] = v;
+            }
+            workgroupBarrier();
+            if (n0 < p.N && c + t < groups) {
+                let gq = group_quads(n0, (c + t) * UN, r0);
+                a0 = add(a0, gq[0]);
+                a1 = add(a1, gq[1]);
+                if (RQ > 2u) { a2 = add(a2, gq[2]); }
+                if (RQ > 3u) { a3 = add(a3, gq[3]); }
+            }
+        }
+    } else if (n0 < p.N) {
         let units = p.K >> 3u;
         // (WIDE: u counts groups of UN units; K % 32 == 0, so UN divides the units)
         let groups = select(units, units / UN, WIDE);
         for (var u = t; u < groups; u += select(TPR * UN, TPR, WIDE)) {
             if (WIDE && RQ > 1u) {          // the same for RQ x row quads (batched decodes)
-                let g = group_quads(n0, u * UN, r0);
-                a0 = add(a0, g[0]);
-                a1 = add(a1, g[1]);
-                if (RQ > 2u) { a2 = add(a2, g[2]); }
-                if (RQ > 3u) { a3 = add(a3, g[3]); }
+                let gq = group_quads(n0, u * UN, r0);
+                a0 = add(a0, gq[0]);
+                a1 = add(a1, gq[1]);
+                if (RQ > 2u) { a2 = add(a2, gq[2]); }
+                if (RQ > 3u) { a3 = add(a3, gq[3]); }
             } else if (WIDE) {              // units u UN .. u UN + UN - 1 of row n0
                 a0 = add(a0, group_row(n0, u * UN, r0, valid));
             } else if (UN > 1u) {           // UN units of row n0 (RPT = RQ = 1): loads first

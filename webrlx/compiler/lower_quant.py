@@ -248,17 +248,23 @@ def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf]
     others = [Variant.of(label, gemv, grid, consts)
               for label, grid, consts in (shape(*s) for s in shapes if s != first)]
     if "UN" in dict(gemv.sig.overrides) and not cpu_adapter(L):
+        storage = L.info.limit("max-compute-workgroup-storage-size", 16384)
         for tpr in GEMV_TPR:            # several units in flight per thread (GPUs): UN
             for un in GEMV_UNROLL:      # units TPR apart (u), or UN neighbours (w: WIDE)
                 label, grid, consts = shape(tpr, 1, 1)
                 others.append(Variant.of(f"{label}u{un}", gemv, grid, {**consts, "UN": un}))
                 others.append(Variant.of(f"{label}w{un}", gemv, grid,
                                          {**consts, "UN": un, "WIDE": True}))
-                # WIDE over RQ x row quads (batched decodes): each group fetched once
+                # WIDE over RQ x row quads (batched decodes): each group fetched once, and
+                # (s) x staged a chunk of TPR UN units at a time (whole 256-value blocks)
                 for rq in (q for q in GEMV_RQ if m > GEMV_ROWS and q * GEMV_ROWS < 2 * m):
                     label, grid, consts = shape(tpr, 1, rq)
-                    others.append(Variant.of(f"{label}w{un}", gemv, grid,
-                                             {**consts, "UN": un, "WIDE": True}))
+                    wide = {**consts, "UN": un, "WIDE": True}
+                    others.append(Variant.of(f"{label}w{un}", gemv, grid, wide))
+                    xst = GEMV_ROWS * rq * tpr * un * 2
+                    if tpr * un % 32 == 0 and 16 * xst + fuse.GEMV_WORKGROUP_BYTES <= storage:
+                        others.append(Variant.of(f"{label}w{un}s", gemv, grid,
+                                                 {**wide, "STAGE": True, "XST": xst}))
     label, grid, consts = shape(*first)
     if lead is not None:                # another kernel runs by default
         first_kernel, v = lead
