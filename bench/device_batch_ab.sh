@@ -29,7 +29,9 @@ PYTHONPATH="$HOME/site:/tmp/new" python3 /tmp/new/bench/llm_1b.py --llamacpp "$S
 for model in smollm2 1b; do
   for t in ${TREES:-base new}; do
     arg=(); [ "$model" = 1b ] && arg=(--model "$B1")
-    PYTHONPATH="$HOME/site:/tmp/$t" python3 /tmp/$t/bench/llm_batch.py "${arg[@]}" \
+    # (a fresh autotune cache a run: a tree must time its own variants, not reuse the other's picks)
+    rm -rf "/tmp/home_${model}_$t"; mkdir -p "/tmp/home_${model}_$t"
+    HOME="/tmp/home_${model}_$t" PYTHONPATH="$HOME/site:/tmp/$t" python3 /tmp/$t/bench/llm_batch.py "${arg[@]}" \
       --sizes 1,8 --new "${NEW:-64}" --profile > "$OUT/batch_${model}_$t.json" 2>> "$OUT/errors.txt"
     python3 - "$OUT/batch_${model}_$t.json" "$model $t" <<'PY'
 import json, sys
@@ -44,7 +46,8 @@ print(sys.argv[2], rows, "step gpu ms", prof.get("gpu_ms"), top)
 PY
   done
 done
-[ "${PROBE:-1}" = 1 ] && PYTHONPATH="$HOME/site:/tmp/new" python3 /tmp/new/bench/probes/qgemv_variants_probe.py \
+rm -rf /tmp/home_probe; mkdir -p /tmp/home_probe
+[ "${PROBE:-1}" = 1 ] && HOME=/tmp/home_probe PYTHONPATH="$HOME/site:/tmp/new" python3 /tmp/new/bench/probes/qgemv_variants_probe.py \
   > "$OUT/qgemv_variants.json" 2>> "$OUT/errors.txt"
 python3 - "$OUT/qgemv_variants.json" <<'PY'
 import json, sys
@@ -54,6 +57,6 @@ except Exception as e:
     print("variants probe failed", e); sys.exit()
 for m in ("m1", "m8"):
     for call, v in d[m]["calls"].items():
-        print(m, call, sorted(v["us"].items(), key=lambda kv: kv[1])[:4])
+        print(m, call, sorted(v["us"].items(), key=lambda kv: kv[1])[:8])
 PY
 tail -c 1500 "$OUT/errors.txt" 2>/dev/null
