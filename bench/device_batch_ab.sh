@@ -17,21 +17,22 @@ done
 have=$(ls /tmp/big/gguf.part* 2>/dev/null | wc -l)
 if [ "$have" -lt "$NPARTS" ]; then echo "stored $have of $NPARTS parts"; exit 0; fi
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$HOME/site" .whl/*.whl
+SITE="$HOME/site"
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$SITE" .whl/*.whl
 SO=/tmp/big/_llama_cpp_vulkan_1_x.cpython-311-x86_64-linux-gnu.so
 xz -dc .big/llvk.so.xz > "$SO"
 cat /tmp/big/gguf.part* > /tmp/big/SmolLM2-135M-Instruct.Q4_1.gguf
 export HF_HUB_OFFLINE=1 WEBRLX_SMOLLM2_DIR=/tmp/big
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 B1=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
-PYTHONPATH="$HOME/site:/tmp/new" python3 /tmp/new/bench/llm_1b.py --llamacpp "$SO" \
+PYTHONPATH="$SITE:/tmp/new" python3 /tmp/new/bench/llm_1b.py --llamacpp "$SO" \
   --work /tmp/llm_1b --type Q4_K_M --make-only > "$OUT/make_1b.json" 2>> "$OUT/errors.txt"
 for model in smollm2 1b; do
   for t in ${TREES:-base new}; do
     arg=(); [ "$model" = 1b ] && arg=(--model "$B1")
     # (a fresh autotune cache a run: a tree must time its own variants, not reuse the other's picks)
     rm -rf "/tmp/home_${model}_$t"; mkdir -p "/tmp/home_${model}_$t"
-    HOME="/tmp/home_${model}_$t" PYTHONPATH="$HOME/site:/tmp/$t" python3 /tmp/$t/bench/llm_batch.py "${arg[@]}" \
+    HOME="/tmp/home_${model}_$t" PYTHONPATH="$SITE:/tmp/$t" python3 /tmp/$t/bench/llm_batch.py "${arg[@]}" \
       --sizes 1,8 --new "${NEW:-64}" --profile > "$OUT/batch_${model}_$t.json" 2>> "$OUT/errors.txt"
     python3 - "$OUT/batch_${model}_$t.json" "$model $t" <<'PY'
 import json, sys
@@ -47,7 +48,7 @@ PY
   done
 done
 rm -rf /tmp/home_probe; mkdir -p /tmp/home_probe
-[ "${PROBE:-1}" = 1 ] && HOME=/tmp/home_probe PYTHONPATH="$HOME/site:/tmp/new" python3 /tmp/new/bench/probes/qgemv_variants_probe.py \
+[ "${PROBE:-1}" = 1 ] && HOME=/tmp/home_probe PYTHONPATH="$SITE:/tmp/new" python3 /tmp/new/bench/probes/qgemv_variants_probe.py \
   > "$OUT/qgemv_variants.json" 2>> "$OUT/errors.txt"
 python3 - "$OUT/qgemv_variants.json" <<'PY'
 import json, sys
