@@ -17,7 +17,8 @@ override UN: u32 = 1u;            // units a thread loads before it sums them: 1
 override WIDE: bool = false;      // UN > 1: the UN units are neighbours of one block (group_row)
 override STAGE: bool = false;     // WIDE, RQ > 1: each chunk of TPR UN units of every x row is
                                   // copied into workgroup memory first (xst), for all its warps
-override XST: u32 = 1u;           // STAGE: xst's vec4s, ROWS RQ rows x TPR UN 2
+const XST: u32 = {{XST}}u;        // STAGE: xst's vec4s, ROWS RQ rows x TPR UN 2 (a constant:
+                                  // naga rejected an override-sized array here, on an H200)
 const RPW: u32 = 8u;              // weight rows per workgroup and per j (rows n0 + j * RPW)
 var<workgroup> red: array<vec4<f32>, 256>;    // per thread: partial sums, x rows in x..w
 var<workgroup> red2: array<vec4<f32>, 256>;   // the same for w2 (SWIGLU)

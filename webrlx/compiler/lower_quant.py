@@ -3,6 +3,7 @@ split-K GEMV for decode rows or a block-tiled matmul for prefill, and qgather. E
 reads the weight's row of quant.FORMATS through the overrides of common/qformats.wgsl."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -263,8 +264,8 @@ def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf]
                     others.append(Variant.of(f"{label}w{un}", gemv, grid, wide))
                     xst = GEMV_ROWS * rq * tpr * un * 2
                     if tpr * un % 32 == 0 and 16 * xst + fuse.GEMV_WORKGROUP_BYTES <= storage:
-                        others.append(Variant.of(f"{label}w{un}s", gemv, grid,
-                                                 {**wide, "STAGE": True, "XST": xst}))
+                        others.append(Variant.of(f"{label}w{un}s", staged(gemv, xst), grid,
+                                                 {**wide, "STAGE": True}))
     label, grid, consts = shape(*first)
     if lead is not None:                # another kernel runs by default
         first_kernel, v = lead
@@ -274,6 +275,13 @@ def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf]
         return
     L.emit(gemv, bindings, params, grid, consts, name=label, variants=others + extra,
            tune_key=f"{tune} {m}x{n}x{k}")
+
+
+def staged(gemv: Kernel, xst: int) -> Kernel:
+    """`gemv` (a kernel of common/qgemv_body) with room for `xst` staged x vec4s (STAGE)."""
+    line = "const XST: u32 = 1u;"
+    assert line in gemv.source, gemv.name
+    return dataclasses.replace(gemv, source=gemv.source.replace(line, f"const XST: u32 = {xst}u;"))
 
 
 @lowering("qgather")
