@@ -78,7 +78,6 @@ def _builtin_slots() -> dict[str, str]:
             "ONLINE_SOFTMAX": raw_shader("common/online_softmax"),
             "QFUSED_IO": raw_shader("common/qfused_io"),
             "QGEMV_BODY": raw_shader("common/qgemv_body"),
-            "XST": "1",                 # common/qgemv_body's staged x vec4s (STAGE variants)
             "ATTENTION_IO": raw_shader("common/attention_io"),
             "QKV": "{{T}}",             # attention_io's element (attention_flash: vec4)
             "KV_ATTENTION_IO": raw_shader("common/kv_attention_io"),

@@ -1,7 +1,7 @@
 // The signature shared by the fused quantized kernels (quant/qgemv_fused for decode rows,
 // quant/qmatmul_fused for prefills: variants of one call, so these must match): params,
 // bindings (0 x, 1 w, 2 w2, 3 g, 4 res, 5 pos, 6 freq, 7 out, 8 params), the epilogue
-// switches, and the weight-word / normed-x (x_src) readers common/qblocks.wgsl needs.
+// switches, and the weight-word / normed-x readers common/qblocks.wgsl needs.
 struct Params { M: u32, N: u32, K: u32, nw: u32, eps: f32, hd: u32, S: u32, T: u32, G: u32,
                 nsplit: u32, gran: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
@@ -30,7 +30,7 @@ fn wword(i: u32, second: bool) -> u32 {
     if (second) { return w2[i]; }
     return w[i];
 }
-fn x_src(r: u32, k4: u32) -> vec4<f32> {         // x times the norm weight under NORM
+fn x_vec(r: u32, k4: u32) -> vec4<f32> {         // x times the norm weight under NORM
     if (COMBINE) { return xs[k4]; }
     var v = vec4<f32>(x[r * (p.K >> 2u) + k4]);
     if (NORM) { v *= g[k4]; }

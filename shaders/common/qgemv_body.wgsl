@@ -1,41 +1,22 @@
 // The body of the quantized decode GEMVs with fused neighbours (quant/qgemv_fused: one
 // weight; quant/qgemv_qkv: q, k and v in one dispatch). See quant/qgemv_fused.wgsl for what
 // it computes and why. The including shader declares, besides what common/qblocks.wgsl needs
-// (wword, p): x_src(r, k4) (x row r's k4-th vec4, normed by g under NORM), bindings x, g,
-// pos, freq; the NORM, SWIGLU, RES, ROPE and CACHE switches;
+// (wword, x_vec, p): bindings x, g, pos, freq; the NORM, SWIGLU, RES, ROPE and CACHE switches;
 // and the hooks enter(wid.x) -> this weight's workgroup x (it may select a weight and set p),
 // rotates() (ROPE applies to this weight), caches() (results go to a KV cache),
 // put(i, value) (store result i) and res_at(i) (residual i).
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4
 override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32
 override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x loads shared)
-override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT = 1;
-                                  // with WIDE: a batched decode's rows)
+override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT = 1)
 override UN: u32 = 1u;            // units a thread loads before it sums them: 1, 2 or 4
-                                  // (RPT = 1, and RQ = 1 unless WIDE; more bytes in flight
-                                  // per thread)
+                                  // (RPT = RQ = 1; more bytes in flight per thread)
 override WIDE: bool = false;      // UN > 1: the UN units are neighbours of one block (group_row)
-override STAGE: bool = false;     // WIDE, RQ > 1: each chunk of TPR UN units of every x row is
-                                  // copied into workgroup memory first (xst), for all its warps
-const XST: u32 = {{XST}}u;        // STAGE: xst's vec4s, ROWS RQ rows x TPR UN 2 (a constant:
-                                  // naga rejected an override-sized array here, on an H200)
 const RPW: u32 = 8u;              // weight rows per workgroup and per j (rows n0 + j * RPW)
 var<workgroup> red: array<vec4<f32>, 256>;    // per thread: partial sums, x rows in x..w
 var<workgroup> red2: array<vec4<f32>, 256>;   // the same for w2 (SWIGLU)
 var<workgroup> scale: array<vec4<f32>, 4>;    // 1/rms of each x row of each quad (NORM)
 var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE partners)
-var<workgroup> xst: array<vec4<f32>, XST>;   // STAGE: x rows r0.. at vec4s xbase..
-var<private> xbase: u32;
-var<private> xrow0: u32;
-
-// x row r's k4-th vec4 (normed by g under NORM): staged (STAGE) or the including shader's
-// x_src. Why STAGE: a batched decode's 8 x rows are 7x the weight bytes a workgroup of 8
-// weight rows reads, and every warp (one weight row at TPR 32) reads all of them; staged, a
-// workgroup reads them from L2 once.
-fn x_vec(r: u32, k4: u32) -> vec4<f32> {
-    if (STAGE) { return xst[(r - xrow0) * (TPR * UN * 2u) + k4 - xbase]; }
-    return x_src(r, k4);
-}
 
 {{QBLOCKS}}
 {{ROPE_TURN}}
@@ -59,6 +40,11 @@ fn x_vec(r: u32, k4: u32) -> vec4<f32> {
 // byte) nor prefetching the next group nor fewer conversions moved that much: the threads
 // resident an SM (registers) times the bytes each has in flight is what bounds them, as it
 // bound matmul/gemv.wgsl's f32 GEMV until 4 vec4 loads a thread went out at once.
+// Batched decodes (8 x rows, H200, bench/probes/qgemv_variants_probe.py, 1B shapes): the best
+// variants cost 2.5-3x their 1-row time (gate+up Q4_K 77 us, down Q6_K 67 us). Tried, no gain,
+// and taken out again: WIDE over RQ = 2 row quads fetching each group once for all 8 rows
+// (118 us), the same with each chunk of x staged in workgroup memory for all warps (slower
+// still), so neither re-fetched weights nor x traffic from L2 is what bounds them.
 
 // A group is fetched (its words, loads only: Raw), then decoded (ALU only). Tried: fetching
 // the next group an iteration ahead (its loads in flight during the current math): no faster
@@ -228,50 +214,25 @@ fn group_row(n: u32, u0: u32, r0: u32, valid: u32) -> Dots {
         let r = fetch_group(n, u0, false);
         var r2: Raw;
         if (SWIGLU) { r2 = fetch_group(n, u0, true); }
-        d = group_dots(r, r2, n, u0, r0, valid);
-    }
-    return d;
-}
-
-// the same for RQ x row quads r0, r0 + 4, ..: the group is fetched once for all of them (a
-// batched decode's 8 rows read each weight byte once; ROWS = 4 with two workgroup rows read
-// it twice and ran the 1B model's 8-row gate+up GEMV at 3.5x its 1-row time)
-fn group_quads(n: u32, u0: u32, r0: u32) -> array<Dots, 4> {
-    var d: array<Dots, 4>;
-    if (n < p.N) {
-        let r = fetch_group(n, u0, false);
-        var r2: Raw;
-        if (SWIGLU) { r2 = fetch_group(n, u0, true); }
-        for (var quad = 0u; quad < RQ; quad++) {
-            let rq = r0 + 4u * quad;
-            let vq = valid_rows(rq);
-            if (vq > 0u) { d[quad] = group_dots(r, r2, n, u0, rq, vq); }
+        let one = vec4<f32>(1.0);
+        var dl = vec4<f32>(0.0);
+        var dh = vec4<f32>(0.0);
+        var dl2 = vec4<f32>(0.0);
+        var dh2 = vec4<f32>(0.0);
+        var sl = vec4<f32>(0.0);
+        var sx = vec4<f32>(0.0);
+        for (var e = 0u; e < UN; e++) {
+            let v = load_x(u0 + e, r0, valid);
+            unit_dots(group_unit(r, n, u0, e, false), v, valid, &dl, &dh);
+            if (SWIGLU) { unit_dots(group_unit(r2, n, u0, e, true), v, valid, &dl2, &dh2); }
+            if (MINS) {
+                sl += vec4<f32>(dot(v.a0, one), dot(v.a1, one), dot(v.a2, one), dot(v.a3, one));
+                sx += vec4<f32>(dot(v.b0, one), dot(v.b1, one), dot(v.b2, one), dot(v.b3, one));
+            }
         }
+        d.a = apply(group_scales(r, n, u0), dl, dh, sl, sx);
+        if (SWIGLU) { d.b = apply(group_scales(r2, n, u0), dl2, dh2, sl, sx); }
     }
-    return d;
-}
-
-// the dots of fetched group r (r2: w2's) against x rows r0.. (valid of them)
-fn group_dots(r: Raw, r2: Raw, n: u32, u0: u32, r0: u32, valid: u32) -> Dots {
-    var d: Dots;
-    let one = vec4<f32>(1.0);
-    var dl = vec4<f32>(0.0);
-    var dh = vec4<f32>(0.0);
-    var dl2 = vec4<f32>(0.0);
-    var dh2 = vec4<f32>(0.0);
-    var sl = vec4<f32>(0.0);
-    var sx = vec4<f32>(0.0);
-    for (var e = 0u; e < UN; e++) {
-        let v = load_x(u0 + e, r0, valid);
-        unit_dots(group_unit(r, n, u0, e, false), v, valid, &dl, &dh);
-        if (SWIGLU) { unit_dots(group_unit(r2, n, u0, e, true), v, valid, &dl2, &dh2); }
-        if (MINS) {
-            sl += vec4<f32>(dot(v.a0, one), dot(v.a1, one), dot(v.a2, one), dot(v.a3, one));
-            sx += vec4<f32>(dot(v.b0, one), dot(v.b1, one), dot(v.b2, one), dot(v.b3, one));
-        }
-    }
-    d.a = apply(group_scales(r, n, u0), dl, dh, sl, sx);
-    if (SWIGLU) { d.b = apply(group_scales(r2, n, u0), dl2, dh2, sl, sx); }
     return d;
 }
 
@@ -442,43 +403,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var a5: Dots;
     var a6: Dots;
     var a7: Dots;
-    if (STAGE) {                            // WIDE over RQ quads, x staged a chunk at a time
-        // (every thread meets the barriers: chunk c's TPR groups are its units c UN ..; their
-        // k are contiguous since TPR UN is a multiple of 32 units, a 256-value block)
-        let groups = (p.K >> 3u) / UN;
-        let per = TPR * UN * 2u;            // vec4s of one row's chunk
-        xrow0 = r0;
-        for (var c = 0u; c < groups; c += TPR) {
-            workgroupBarrier();             // (the previous chunk was read)
-            xbase = c * UN * 2u;
-            for (var e = tid; e < ROWS * RQ * per; e += RPW * TPR) {
-                let r = r0 + e / per;
-                let k4 = xbase + e % per;
-                var v = vec4<f32>(0.0);
-                if (r < p.M && k4 < (p.K >> 2u)) { v = x_src(r, k4); }
-                xst[e] = v;
-            }
-            workgroupBarrier();
-            if (n0 < p.N && c + t < groups) {
-                let gq = group_quads(n0, (c + t) * UN, r0);
-                a0 = add(a0, gq[0]);
-                a1 = add(a1, gq[1]);
-                if (RQ > 2u) { a2 = add(a2, gq[2]); }
-                if (RQ > 3u) { a3 = add(a3, gq[3]); }
-            }
-        }
-    } else if (n0 < p.N) {
+    if (n0 < p.N) {
         let units = p.K >> 3u;
         // (WIDE: u counts groups of UN units; K % 32 == 0, so UN divides the units)
         let groups = select(units, units / UN, WIDE);
         for (var u = t; u < groups; u += select(TPR * UN, TPR, WIDE)) {
-            if (WIDE && RQ > 1u) {          // the same for RQ x row quads (batched decodes)
-                let gq = group_quads(n0, u * UN, r0);
-                a0 = add(a0, gq[0]);
-                a1 = add(a1, gq[1]);
-                if (RQ > 2u) { a2 = add(a2, gq[2]); }
-                if (RQ > 3u) { a3 = add(a3, gq[3]); }
-            } else if (WIDE) {              // units u UN .. u UN + UN - 1 of row n0
+            if (WIDE) {                     // units u UN .. u UN + UN - 1 of row n0
                 a0 = add(a0, group_row(n0, u * UN, r0, valid));
             } else if (UN > 1u) {           // UN units of row n0 (RPT = RQ = 1): loads first
                 var qs: array<Unit, 4>;

@@ -65,7 +65,7 @@ fn wword(i: u32, second: bool) -> u32 {
     if (seg == 1u) { return wk[i]; }
     return wv[i];
 }
-fn x_src(r: u32, k4: u32) -> vec4<f32> {         // x times the norm weight under NORM
+fn x_vec(r: u32, k4: u32) -> vec4<f32> {         // x times the norm weight under NORM
     var v = vec4<f32>(x[r * (p.K >> 2u) + k4]);
     if (NORM) { v *= g[k4]; }
     return v;

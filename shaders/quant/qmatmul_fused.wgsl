@@ -37,7 +37,6 @@ const RPW: u32 = 8u;
 var<workgroup> red: array<vec4<f32>, 256>;    // a partial sum (4 rows) per thread
 var<workgroup> scale: array<vec4<f32>, 8>;    // 1/rms of each row quad's rows (NORM)
 
-fn x_vec(r: u32, k4: u32) -> vec4<f32> { return x_src(r, k4); }
 {{QBLOCKS}}
 {{ROPE_TURN}}
 {{ROW_POSITIONS}}

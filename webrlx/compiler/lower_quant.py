@@ -3,7 +3,6 @@ split-K GEMV for decode rows or a block-tiled matmul for prefill, and qgather. E
 reads the weight's row of quant.FORMATS through the overrides of common/qformats.wgsl."""
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -249,23 +248,12 @@ def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf]
     others = [Variant.of(label, gemv, grid, consts)
               for label, grid, consts in (shape(*s) for s in shapes if s != first)]
     if "UN" in dict(gemv.sig.overrides) and not cpu_adapter(L):
-        storage = L.info.limit("max-compute-workgroup-storage-size", 16384)
         for tpr in GEMV_TPR:            # several units in flight per thread (GPUs): UN
             for un in GEMV_UNROLL:      # units TPR apart (u), or UN neighbours (w: WIDE)
                 label, grid, consts = shape(tpr, 1, 1)
                 others.append(Variant.of(f"{label}u{un}", gemv, grid, {**consts, "UN": un}))
                 others.append(Variant.of(f"{label}w{un}", gemv, grid,
                                          {**consts, "UN": un, "WIDE": True}))
-                # WIDE over RQ x row quads (batched decodes): each group fetched once, and
-                # (s) x staged a chunk of TPR UN units at a time (whole 256-value blocks)
-                for rq in (q for q in GEMV_RQ if m > GEMV_ROWS and q * GEMV_ROWS < 2 * m):
-                    label, grid, consts = shape(tpr, 1, rq)
-                    wide = {**consts, "UN": un, "WIDE": True}
-                    others.append(Variant.of(f"{label}w{un}", gemv, grid, wide))
-                    xst = GEMV_ROWS * rq * tpr * un * 2
-                    if tpr * un % 32 == 0 and 16 * xst + fuse.GEMV_WORKGROUP_BYTES <= storage:
-                        others.append(Variant.of(f"{label}w{un}s", staged(gemv, xst), grid,
-                                                 {**wide, "STAGE": True}))
     label, grid, consts = shape(*first)
     if lead is not None:                # another kernel runs by default
         first_kernel, v = lead
@@ -275,13 +263,6 @@ def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf]
         return
     L.emit(gemv, bindings, params, grid, consts, name=label, variants=others + extra,
            tune_key=f"{tune} {m}x{n}x{k}")
-
-
-def staged(gemv: Kernel, xst: int) -> Kernel:
-    """`gemv` (a kernel of common/qgemv_body) with room for `xst` staged x vec4s (STAGE)."""
-    line = "const XST: u32 = 1u;"
-    assert line in gemv.source, gemv.name
-    return dataclasses.replace(gemv, source=gemv.source.replace(line, f"const XST: u32 = {xst}u;"))
 
 
 @lowering("qgather")
