@@ -14,6 +14,8 @@ cp .big/gguf.part* /tmp/big/ 2>/dev/null
 for t in base new; do
   [ -f ".ab/$t.tar.xz" ] && rm -rf "/tmp/$t" && mkdir -p "/tmp/$t" && tar -xJf ".ab/$t.tar.xz" -C "/tmp/$t"
 done
+# both trees run NEW's bench script (an older one may lack --profile)
+[ -d /tmp/base/bench ] && [ -f /tmp/new/bench/llm_batch.py ] && cp /tmp/new/bench/llm_batch.py /tmp/base/bench/
 have=$(ls /tmp/big/gguf.part* 2>/dev/null | wc -l)
 if [ "$have" -lt "$NPARTS" ]; then echo "stored $have of $NPARTS parts"; exit 0; fi
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
