@@ -9,10 +9,13 @@
 //           rope op after q/k; pairs are neighbouring weight rows of one workgroup;
 //   CACHE:  out is a KV cache (B, N / hd, T, hd): row r lands at position pos[0] + s, as the
 //           cache_write op after k/v (positions outside [0, T) are skipped).
+//   KV_ROWS: pos is [2, B] = per batch row [positions; KV slots] (a batched engine's step):
+//           row r's position is pos[b] + s and its cache slot pos[B + b]
+//           (common/row_positions.wgsl).
 // out[r, n] = epilogue(x'[r, :] . dequant(w)[n, :]); w, w2 (N, K) GGUF blocks as u32 words
 // (any format of common/qformats.wgsl, see common/qblocks.wgsl), x [M, K] (K % QK == 0), g [K],
-// res and out [M, N], all f32 math. bindings: 0 x, 1 w, 2 w2, 3 g, 4 res, 5 pos (i32 [1]),
-// 6 freq (u32 [hd]), 7 out (dummies where unused), 8 params.
+// res and out [M, N], all f32 math. bindings: 0 x, 1 w, 2 w2, 3 g, 4 res, 5 pos (i32 [1] or
+// [2, B]), 6 freq (u32 [hd]), 7 out (dummies where unused), 8 params.
 // grid: (ceil(N / (RPW * RPT)), ceil(M / ROWS), 1): as quant/qgemv.wgsl (RPW x RPT weight
 // rows x TPR threads splitting K, ROWS x rows per workgroup).
 // Limits: this exists because a decode step of a 135M model is bound by dispatches, not by

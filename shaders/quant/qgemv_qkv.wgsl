@@ -1,4 +1,4 @@
-// A decoder layer's q, k and v projections in ONE dispatch (decode rows, M <= 4): three
+// A decoder layer's q, k and v projections in ONE dispatch (decode rows, M <= 15): three
 // quantized GEMVs of one normed x (common/qgemv_body.wgsl, as quant/qgemv_fused.wgsl runs
 // each of them), each weight its own segment of workgroups along x:
 //   segment 0: q = x' . wq, rotated (ROPE, where rq) into out (B, S, Hq, hd);
@@ -9,8 +9,9 @@
 // a Q4_K_M file's v in Q6_K beside q and k in Q4_K). Each segment has ceil(N_i / (RPW * RPT))
 // workgroups, found here from the override RPT so that every GEMV shape (TPR, RPT) is a
 // variant of one call with one uniform.
-// bindings: 0 x, 1 wq, 2 wk, 3 wv, 4 g, 5 pos (i32 [1]), 6 freq (u32 [hd]), 7 kc, 8 vc,
-// 9 out (q), 10 params: ten storage bindings, so the compiler offers this kernel only where
+// bindings: 0 x, 1 wq, 2 wk, 3 wv, 4 g, 5 pos (i32 [1], or [2, B] under KV_ROWS: see
+// common/row_positions.wgsl), 6 freq (u32 [hd]), 7 kc, 8 vc, 9 out (q), 10 params: ten storage
+// bindings, so the compiler offers this kernel only where
 // maxStorageBuffersPerShaderStage >= 10 (Chromium and Dawn allow 10; WebGPU's default is 8).
 // grid: (sum of the segments' workgroups, ceil(M / ROWS), 1).
 // Why: SmolLM2's decode step was ~250 dispatches at ~8 us each (H100, Vulkan) for ~80 MB of

@@ -169,7 +169,7 @@ def _prologue_bytes(s: _Scan, users: list[int]) -> int:
     (GEMV_ROWS < M < TILE_MIN_M) run as GEMVs: every workgroup of 8 weight rows sums the
     squares of all M rows itself (0 for other M: their cost was measured as fused)."""
     m = _gemv_rows(s, s.nodes[users[0]]) or 0
-    if not 4 < m < 16:
+    if m <= 4 or m > QKV_MAX_M:         # (4: lower_quant.GEMV_ROWS)
         return 0
     return sum(-(-s.nodes[u].attrs["n"] // 8) * m * s.nodes[u].attrs["k"] * 4 for u in users)
 
