@@ -4,28 +4,13 @@
 # step's GPU time by kernel) for BASE and NEW on SmolLM2 Q4_1 and on the 1B-shaped Q4_K_M
 # model (made here by bench/llm_1b.py --make-only through llama.cpp's quantizer), then
 # bench/probes/qgemv_variants_probe.py (every fused-GEMV variant at M = 1 and 8) with NEW.
-# JSON into $OUT. Carries as bench/device_decode_ab.sh: .gl .whl .big/llvk.so.xz, the
+# JSON into $OUT. Setup: bench/device_ab_setup.sh. Carries as bench/device_decode_ab.sh: .gl .whl .big/llvk.so.xz, the
 # SmolLM2 GGUF as .big/gguf.part* (NPARTS=2; a call with some parts stores them in /tmp/big)
 # and .ab/base.tar.xz, .ab/new.tar.xz.
 set -uo pipefail
-NPARTS=${NPARTS:-2}
-mkdir -p /tmp/big
-cp .big/gguf.part* /tmp/big/ 2>/dev/null
-for t in base new; do
-  [ -f ".ab/$t.tar.xz" ] && rm -rf "/tmp/$t" && mkdir -p "/tmp/$t" && tar -xJf ".ab/$t.tar.xz" -C "/tmp/$t"
-done
+source "$(dirname "$0")/device_ab_setup.sh"   # (exits until every GGUF part is stored)
 # both trees run NEW's bench script (an older one may lack --profile)
-[ -d /tmp/base/bench ] && [ -f /tmp/new/bench/llm_batch.py ] && cp /tmp/new/bench/llm_batch.py /tmp/base/bench/
-have=$(ls /tmp/big/gguf.part* 2>/dev/null | wc -l)
-if [ "$have" -lt "$NPARTS" ]; then echo "stored $have of $NPARTS parts"; exit 0; fi
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-SITE="$HOME/site"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$SITE" .whl/*.whl
-SO=/tmp/big/_llama_cpp_vulkan_1_x.cpython-311-x86_64-linux-gnu.so
-xz -dc .big/llvk.so.xz > "$SO"
-cat /tmp/big/gguf.part* > /tmp/big/SmolLM2-135M-Instruct.Q4_1.gguf
-export HF_HUB_OFFLINE=1 WEBRLX_SMOLLM2_DIR=/tmp/big
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -d /tmp/base/bench ] && cp /tmp/new/bench/llm_batch.py /tmp/base/bench/
 B1=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
 PYTHONPATH="$SITE:/tmp/new" python3 /tmp/new/bench/llm_1b.py --llamacpp "$SO" \
   --work /tmp/llm_1b --type Q4_K_M --make-only > "$OUT/make_1b.json" 2>> "$OUT/errors.txt"

@@ -9,28 +9,14 @@
 # .big/gguf.part* (a call with some parts stores them in /tmp/big; NPARTS=2 in all) and the two
 # trees as .ab/base.tar.xz and .ab/new.tar.xz (`git archive <rev> | xz`, or a tar of a work tree).
 set -uo pipefail
-NPARTS=${NPARTS:-2}
-mkdir -p /tmp/big
-cp .big/gguf.part* /tmp/big/ 2>/dev/null
+source "$(dirname "$0")/device_ab_setup.sh"   # (exits until every GGUF part is stored)
 for t in base new; do
-  [ -f ".ab/$t.tar.xz" ] && rm -rf "/tmp/$t" && mkdir -p "/tmp/$t" && tar -xJf ".ab/$t.tar.xz" -C "/tmp/$t"
-done
-have=$(ls /tmp/big/gguf.part* 2>/dev/null | wc -l)
-if [ "$have" -lt "$NPARTS" ]; then echo "stored $have of $NPARTS parts"; exit 0; fi
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$HOME/site" .whl/*.whl
-SO=/tmp/big/_llama_cpp_vulkan_1_x.cpython-311-x86_64-linux-gnu.so
-xz -dc .big/llvk.so.xz > "$SO"
-cat /tmp/big/gguf.part* > /tmp/big/SmolLM2-135M-Instruct.Q4_1.gguf
-export HF_HUB_OFFLINE=1 WEBRLX_SMOLLM2_DIR=/tmp/big
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-for t in base new; do
-  PYTHONPATH="$HOME/site:/tmp/$t" python3 /tmp/$t/bench/probes/decode_probe.py \
+  PYTHONPATH="$SITE:/tmp/$t" python3 /tmp/$t/bench/probes/decode_probe.py \
     > "$OUT/decode_probe_$t.json" 2>> "$OUT/errors.txt"
   head -c 1500 "$OUT/decode_probe_$t.json"; echo
 done
 cd /tmp/new
-export PYTHONPATH="$HOME/site:/tmp/new"
+export PYTHONPATH="$SITE:/tmp/new"
 [ "${SKIP_KQ:-0}" = 1 ] || python3 bench/smollm2_kquants.py --src /tmp/big/SmolLM2-135M-Instruct.Q4_1.gguf \
   --llamacpp "$SO" --work /tmp/kquants --types "${TYPES:-Q4_K_M}" \
   > "$OUT/smollm2_kquants.json" 2>> "$OUT/errors.txt"
@@ -39,7 +25,7 @@ export PYTHONPATH="$HOME/site:/tmp/new"
 # the 1B file bench/llm_1b.py made: decode_probe of both trees on it
 if [ -f /tmp/llm_1b/llama-1b.Q4_K_M.gguf ]; then
   for t in base new; do
-    PYTHONPATH="$HOME/site:/tmp/$t" python3 /tmp/new/bench/probes/decode_probe.py \
+    PYTHONPATH="$SITE:/tmp/$t" python3 /tmp/new/bench/probes/decode_probe.py \
       /tmp/llm_1b/llama-1b.Q4_K_M.gguf > "$OUT/decode_probe_1b_$t.json" 2>> "$OUT/errors.txt"
     head -c 700 "$OUT/decode_probe_1b_$t.json"; echo
   done
