@@ -20,7 +20,9 @@
 // parts keep all threads busy when few items run (decode: G of them); the parts merge once
 // at the end. All the state of a thread is one (m, l, acc): no register arrays.
 // Limits: memory traffic (K and V once per chunk); at short lengths, launch and the combine.
-// D % 4 == 0, D <= 128 (the K tile is KT * D4 vec4 in 8.5 KB; 13.7 KB in all).
+// D % 4 == 0, D <= 256: KT = 32 / 16 / 8 keys for D <= 64 / 128 / 256 keep the padded K
+// tile D4 * (KT + 1) <= 576 vec4 (9 KB; 14.3 KB of workgroup memory in all). At D = 256 a
+// workgroup holds RW = 2 items (RW * D4 <= WG); Gemma 2/3 use head dim 256.
 // Measured on lavapipe only (no discrete GPU here); at pos 2000 (SmolLM2 shapes) ~12 CPU-ms,
 // about what the gemv takes per byte there: lane-varying loads bound it, not math.
 // H100 (SmolLM2 decode, 30 layers): reading V from global memory inside the p.v loop (a load
@@ -40,7 +42,7 @@
 // (acc..., (m, l, 0, 0)), 5 params. grid: (nsplit, item tiles * Hkv, B).
 {{KV_ATTENTION_IO}}
 
-override KT: u32 = 32u;                 // keys per tile: 32 for D <= 64, 16 for D <= 128
+override KT: u32 = 32u;                 // keys per tile: 32 / 16 / 8 for D <= 64 / 128 / 256
 override RW: u32 = 8u;                  // items per workgroup, RW * D4 <= WG
 override KP: u32 = 1u;                  // key parts of the p.v phase, KP * RW' * D4 <= WG
 const WG: u32 = 128u;
@@ -48,7 +50,7 @@ const KTMAX: u32 = 32u;
 const VREG: u32 = 4u;                   // V values a thread stages per tile: KT * D4 <= 512
 const NEG: f32 = -3.4028234663852886e38;
 var<workgroup> Qs: array<vec4<f32>, 256>;    // [RW][D4], scaled
-var<workgroup> Ks: array<vec4<f32>, 544>;    // [D4][KT + 1]: transposed, padded; merge scratch
+var<workgroup> Ks: array<vec4<f32>, 576>;    // [D4][KT + 1]: transposed, padded; merge scratch
 var<workgroup> P: array<f32, 256>;           // [RW][KTMAX] scores; (m, l) merge scratch
 var<workgroup> wpos: i32;
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import rand
+from helpers import for_browser, rand
 
 import webrlx as wr
 from webrlx import nn
@@ -132,6 +132,45 @@ def test_cached_attention(backend, chunking, heads, s, p0):
     if backend.name != "reference" and chunking == "as_gpu" and s == 1:
         names = [c.name for c in exe.last_plan.program.calls]
         assert names == ["cached_attention[decode]", "cached_attention[combine]"], names
+
+
+@pytest.mark.parametrize("d", [256] if for_browser() else [96, 128, 256])
+@pytest.mark.parametrize("s,p0", [(1, 300), (5, 70)] if for_browser() else
+                         [(1, 0), (1, 300), (5, 70)])
+def test_cached_attention_wide_heads(backend, chunking, d, s, p0):
+    """Head dims past the many-rows kernels' 64: Phi-3's 96, Qwen3's 128 and Gemma 2/3's 256
+    (attn_decode with 16 and 8 keys a tile), 4 query heads per kv head (more items than a
+    workgroup holds at 256), in one chunk or many (as_gpu)."""
+    h, hkv = 8, 2
+    q = rand(1, s, h, d, seed=p0 + d)
+    kc = rand(1, hkv, CAPACITY, d, seed=p0 + 1, low=-2, high=2)
+    vc = rand(1, hkv, CAPACITY, d, seed=p0 + 2)
+    kc[:, :, p0 + s:] = 1e30           # past the valid length: never read
+    vc[:, :, p0 + s:] = -1e30
+    g = wr.Graph()
+    qi, ki, vi = g.input("q", q.shape), g.input("k", kc.shape), g.input("v", vc.shape)
+    y = nn.cached_attention(qi, ki, vi, g.input("pos", (1,), "int32"))
+    (got,) = wr.compile(g, outputs=[y], device=backend).run(
+        {"q": q, "k": kc, "v": vc, "pos": np.array([p0], np.int32)})
+    want = _attention_np(q, kc[:, :, :p0 + s], vc[:, :, :p0 + s], p0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+
+
+def test_cached_attention_head_dim_past_256_names_it(backend):
+    """The WGSL kernels stop at head dim 256 and say so; the numpy reference device has no
+    such limit and computes it."""
+    q, kc, vc = rand(1, 1, 2, 260, seed=1), rand(1, 1, 16, 260, seed=2), rand(1, 1, 16, 260, seed=3)
+    g = wr.Graph()
+    qi, ki, vi = g.input("q", q.shape), g.input("k", kc.shape), g.input("v", vc.shape)
+    y = nn.cached_attention(qi, ki, vi, g.input("pos", (1,), "int32"))
+    feeds = {"q": q, "k": kc, "v": vc, "pos": np.array([3], np.int32)}
+    if backend.name == "reference":
+        (got,) = wr.compile(g, outputs=[y], device=backend).run(feeds)
+        np.testing.assert_allclose(got, _attention_np(q, kc[:, :, :4], vc[:, :, :4], 3),
+                                   rtol=1e-5, atol=1e-6)
+        return
+    with pytest.raises(ValueError, match="head dim 260 must be a multiple of 4, <= 256"):
+        wr.compile(g, outputs=[y], device=backend).run(feeds)
 
 
 def test_cached_attention_long_prefill_and_batch(backend, chunking):

@@ -109,8 +109,8 @@ def _cache_write(L: EmitContext, node: Node) -> Buf:
 def _cached_attention(L: EmitContext, node: Node) -> Buf:
     b, s, h, d = L.shape(node.inputs[0])
     hkv, t = L.shape(node.inputs[1])[1:3]
-    if d % 4 or d > 128:
-        raise ValueError(f"cached_attention: head dim {d} must be a multiple of 4, <= 128")
+    if d % 4 or d > 256:
+        raise ValueError(f"cached_attention: head dim {d} must be a multiple of 4, <= 256")
     g = h // hkv
     items = s * g                                   # (row, head) pairs per kv head
     d4 = d // 4
@@ -138,7 +138,7 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
         per_wg = min(DECODE_ITEMS, DECODE_THREADS // d4)
         tiles = -(-items // per_wg)
         parts = max(1, DECODE_THREADS // (min(per_wg, items) * d4))   # idle threads take keys
-        kt = 32 if d4 <= 16 else 16
+        kt = 32 if d4 <= 16 else 16 if d4 <= 32 else 8   # attn_decode's K tile <= 576 vec4
         shader, overrides = "decoder/attn_decode", {"KT": kt, "RW": per_wg, "KP": parts}
         if not cpu:
             gran = kt * DECODE_CHUNK_TILES
