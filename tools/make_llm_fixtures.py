@@ -4,14 +4,15 @@
 
 Each family's model comes from a transformers config (<= 4 layers, small width, the family's
 head layout and options: biases, q/k norms, sliding windows, soft-caps, Llama 3 rope scaling,
-fused Phi-3 tensors) with seeded random weights, and is written to GGUF by `write_gguf` with
-the `gguf` package's writer, constants and tensor-name maps, as llama.cpp's converter writes it
-(Llama q/k rows permuted for the interleaved rope, Gemma norms stored as 1 + w, rope_freqs for
-Llama 3). The K-quant types (Q2_K .. Q6_K, IQ4_XS, quantized by tools/kquant.py) take a wide
-shape (width 256, 4 x 64 query heads, FFN 512: rows of whole 256-weight blocks); the other
-types (IQ4_NL too, by tools/kquant.py) keep width 64. Tokenizers: the first 2048 tokens of
-SmolLM2's byte-level BPE (gpt2 model), or a SentencePiece-style vocabulary built from its
-merges (llama model, Llama and Gemma spellings).
+fused Phi-3 tensors, Phi-3's LongRoPE) with seeded random weights, and is written to GGUF by
+`write_gguf` with the `gguf` package's writer, constants and tensor-name maps, as llama.cpp's
+converter writes it (Llama q/k rows permuted for the interleaved rope, Gemma norms stored as
+1 + w, rope_freqs for Llama 3; rope_factors_long / _short, the original context and the
+attention factor for LongRoPE). The K-quant types (Q2_K .. Q6_K, IQ4_XS, quantized by
+tools/kquant.py) take a wide shape (width 256, 4 x 64 query heads, FFN 512: rows of whole
+256-weight blocks); the other types (IQ4_NL too, by tools/kquant.py) keep width 64.
+Tokenizers: the first 2048 tokens of SmolLM2's byte-level BPE (gpt2 model), or a
+SentencePiece-style vocabulary built from its merges (llama model, Llama and Gemma spellings).
 `transformers_model` loads a fixture back with transformers' GGUF reader (the tests' reference).
 """
 from __future__ import annotations
@@ -193,6 +194,26 @@ def _phi3(v: int, wide: bool) -> Any:
     return Phi3Config(**kw)
 
 
+LONGROPE_ORIGINAL = 64   # the phi3-longrope fixture's original context (4 prompts + 32 tokens
+#                          fit: transformers keeps the short factors up to it)
+
+
+@_family("phi3-longrope", "phi3", lambda: gpt2_vocab("smollm"))
+def _phi3_longrope(v: int, wide: bool) -> Any:
+    """Phi-3-mini-128k / Phi-3.5-mini's LongRoPE at small scale: original context 64 of 256
+    (attention factor sqrt(1 + ln 4 / ln 64)), short and long factors drawn in [1, 4]."""
+    from transformers import Phi3Config
+    kw = _common(wide, vocab_size=v, tie_word_embeddings=False, sliding_window=None,
+                 pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                 original_max_position_embeddings=LONGROPE_ORIGINAL)
+    half = kw.pop("head_dim") // 2
+    rng = np.random.default_rng(31)
+    kw["rope_parameters"] = {"rope_type": "longrope", "rope_theta": 10000.0,
+                             "short_factor": [float(f) for f in rng.uniform(1, 4, half)],
+                             "long_factor": [float(f) for f in rng.uniform(1, 4, half)]}
+    return Phi3Config(**kw)
+
+
 def make_model(family: str, seed: int = 0, wide: bool = False) -> tuple[Any, dict[str, Any]]:
     """(transformers model with seeded random weights, tokenizer metadata) of a family, in the
     width-64 shape or the wide one (`_common`)."""
@@ -242,9 +263,12 @@ def _tensors(family: str, model: Any) -> dict[str, np.ndarray]:
         if family.startswith("gemma") and name.endswith("norm.weight"):
             w = w + 1.0
         out[name] = w
-    if getattr(cfg, "rope_parameters", None) and cfg.rope_parameters.get("rope_type") == \
-            "llama3":
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    if rope.get("rope_type") == "llama3":
         out["rope_freqs.weight"] = _llama3_rope(cfg)
+    if rope.get("rope_type") == "longrope":            # llama.cpp's Phi3MiniModel
+        out["rope_factors_long.weight"] = np.array(rope["long_factor"], np.float32)
+        out["rope_factors_short.weight"] = np.array(rope["short_factor"], np.float32)
     return out
 
 
@@ -277,6 +301,12 @@ def write_file(arch: str, name: str, cfg: Any, vocab: dict[str, Any],
     rope = getattr(cfg, "rope_parameters", None) or {}
     theta = rope.get("full_attention", rope).get("rope_theta", 10000.0)
     w.add_rope_freq_base(float(theta))
+    if rope.get("rope_type") == "longrope":            # as llama.cpp's Phi3MiniModel writes it
+        original = rope["original_max_position_embeddings"]
+        scale = cfg.max_position_embeddings / original
+        w.add_rope_scaling_orig_ctx_len(original)
+        w.add_rope_scaling_attn_factors(
+            math.sqrt(1 + math.log(scale) / math.log(original)) if scale > 1.0 else 1.0)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_vocab_size(cfg.vocab_size)
     if getattr(cfg, "sliding_window", None):
@@ -316,18 +346,37 @@ def write_file(arch: str, name: str, cfg: Any, vocab: dict[str, Any],
     w.close()
 
 
-def transformers_model(family: str, path: Path, wide: bool = False) -> Any:
+def transformers_model(family: str, path: Path, wide: bool = False,
+                       long_factors: bool = False) -> Any:
     """transformers' model of the GGUF at `path`: its weights read and dequantized by
     transformers' GGUF loader, under the family's full config (a GGUF does not carry every
     option: soft-caps, layer types, Llama 3 rope scaling); `wide` as the file was made.
     transformers reads a llama-arch file as Llama, so the Mistral fixture's weights move into
-    a Mistral model (its window)."""
+    a Mistral model (its window).
+
+    LongRoPE (phi3-longrope): transformers' GGUF reader reads neither the factor tensors nor
+    the rope.scaling keys (its phi3 table maps none of them), so the config's short and long
+    factors are set to the file's rope_factors_short / _long (its attention factor it derives
+    itself from max_position_embeddings / original_max_position_embeddings, as llama.cpp's
+    converter does). transformers picks the long factors per forward pass only once the
+    sequence passes the original context; `long_factors` makes its short factors the long
+    ones too, so that it rotates every position by the long factors, as llama.cpp (and
+    webrlx) do for a whole run whose context exceeds the original one."""
     import gguf
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig
     config_fn = FAMILIES[family][2]
-    field = gguf.GGUFReader(str(path)).fields["tokenizer.ggml.tokens"]
-    cfg = config_fn(len(field.data), wide)
+    reader = gguf.GGUFReader(str(path))
+    cfg = config_fn(len(reader.fields["tokenizer.ggml.tokens"].data), wide)
+    if cfg.rope_parameters.get("rope_type") == "longrope":
+        held = {t.name: [float(f) for f in t.data] for t in reader.tensors
+                if t.name.startswith("rope_factors_")}
+        cfg.rope_parameters["long_factor"] = held["rope_factors_long.weight"]
+        cfg.rope_parameters["short_factor"] = held["rope_factors_short.weight"]
+        if long_factors:
+            cfg.rope_parameters["short_factor"] = held["rope_factors_long.weight"]
+    elif long_factors:
+        raise ValueError(f"transformers_model: {family} has no LongRoPE factors")
     load_cfg = cfg
     if family == "mistral":
         load_cfg = LlamaConfig(**_common(wide, vocab_size=cfg.vocab_size,

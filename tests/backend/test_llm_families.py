@@ -8,6 +8,14 @@ prompt ids equal transformers' tokenizer read from the GGUF, last logits within
 submit (llm.DECODE_STEPS_PER_SUBMIT) and 1 step a submit draw the same tokens, greedy (as
 transformers') and seeded, sync and async.
 
+Phi-3's LongRoPE (phi3-longrope: original context 64 of 256, random short and long factors)
+runs in Q8_0 in both of llama.cpp's regimes, which webrlx follows: a KV cache within the
+original context (max_context 64) rotates by the short factors, a longer one (128) by the long
+ones for the whole run; transformers rotates by the short factors while the sequence stays
+within the original context (our prompts + 32 tokens do) and is made to rotate every position
+by the long ones for the other regime (make_llm_fixtures.transformers_model(long_factors=)).
+A phi3 file whose long factors have the wrong length is refused, naming the tensor.
+
 By default each family runs Q8_0 and Q4_K, and llama also Q2_K, Q3_K, Q5_K and Q6_K (one
 quant type per family plus every K type on one family); WEBRLX_LLM_TYPES=F32,Q8_0,Q6_K (any
 of the types the tools write: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 through the gguf
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 import os
 import sys
 from pathlib import Path
@@ -42,6 +51,10 @@ PROMPTS = ["The quick brown fox jumps over the lazy dog",
            "  two leading spaces,\nnewlines\n\nand tabs\tstay",
            "Once upon a time, there was a little robot named Bolt who"]
 STEPS = 32
+# (family, type, KV cache capacity): phi3-longrope in its short-factor regime (capacity within
+# the fixture's original context, 64) and its long-factor one (beyond it); the others at 128
+LONGROPE_CASES = [("phi3-longrope", "Q8_0", 64), ("phi3-longrope", "Q8_0", 128)]
+ALL_CASES = [(f, t, 128) for f, t in CASES] + LONGROPE_CASES
 
 
 def _tools():
@@ -53,24 +66,42 @@ def _tools():
     return make_llm_fixtures
 
 
-@pytest.fixture(scope="module", params=CASES,
-                ids=lambda p: f"{p[0]}-{p[1]}")
+def _case_id(p: tuple[str, str, int]) -> str:
+    return f"{p[0]}-{p[1]}" + (f"-ctx{p[2]}" if p[0] == "phi3-longrope" else "")
+
+
+@pytest.fixture(scope="module", params=ALL_CASES, ids=_case_id)
 def case(request):
-    """(file, transformers' ids / last logits / greedy tokens per prompt) of a family x type."""
-    return _reference(*request.param)
+    """(file, transformers' ids / last logits / greedy tokens per prompt, KV cache capacity)
+    of a family x type (x capacity)."""
+    family, qtype, capacity = request.param
+    return (*_reference(family, qtype, _long_factors(family, capacity)), capacity)
+
+
+def _long_factors(family: str, capacity: int) -> bool:
+    """Whether webrlx runs the long LongRoPE factors at this capacity (llama.cpp's rule: the
+    KV cache exceeds the original context), and so must transformers."""
+    return family == "phi3-longrope" and capacity > _tools().LONGROPE_ORIGINAL
+
+
+def _fixture(family: str, qtype: str) -> Path:
+    """The family x type fixture, made on first use into CACHE."""
+    mk = _tools()
+    path = CACHE / f"{family}-{qtype.lower()}.gguf"
+    if not path.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        mk.write_gguf(family, *mk.make_model(family, wide=mk.is_wide(qtype)), qtype, path)
+    return path
 
 
 @functools.cache
-def _reference(family: str, qtype: str) -> tuple[Path, list]:
+def _reference(family: str, qtype: str, long_factors: bool = False) -> tuple[Path, list]:
     import torch
     from transformers import AutoTokenizer
     mk = _tools()
-    name = f"{family}-{qtype.lower()}.gguf"
-    wide = mk.is_wide(qtype)
-    if not (CACHE / name).exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        mk.write_gguf(family, *mk.make_model(family, wide=wide), qtype, CACHE / name)
-    ref = mk.transformers_model(family, CACHE / name, wide=wide)
+    path = _fixture(family, qtype)
+    name = path.name
+    ref = mk.transformers_model(family, path, wide=mk.is_wide(qtype), long_factors=long_factors)
     tok = AutoTokenizer.from_pretrained(str(CACHE), gguf_file=name)
     want = []
     with torch.no_grad():
@@ -81,12 +112,14 @@ def _reference(family: str, qtype: str) -> tuple[Path, list]:
             for _ in range(STEPS):                          # greedy, past EOS as ours
                 seq.append(int(ref(torch.tensor([seq])).logits[0, -1].argmax()))
             want.append((ids, logits, seq[len(ids):]))
-    return CACHE / name, want
+            if family == "phi3-longrope" and not long_factors:   # transformers: short only
+                assert len(seq) <= mk.LONGROPE_ORIGINAL, (prompt, len(seq))
+    return path, want
 
 
 @pytest.fixture(scope="module")
 def lm(case, backend):
-    return llm.load(case[0], device=backend, max_context=128)
+    return llm.load(case[0], device=backend, max_context=case[2])
 
 
 def test_prompt_ids_equal_transformers(lm, case):
@@ -135,6 +168,53 @@ def test_gguf_info_reports_a_fixture(case):
     assert gguf_info.info(str(case[0]), out) == 0
     text = out.getvalue()
     assert "general.architecture (string)" in text and "webrlx runs it: yes" in text
+
+
+# -- LongRoPE: which factors a capacity takes, and files webrlx must refuse --------------------
+def test_longrope_factors_follow_the_capacity_as_llama_cpp():
+    """The short factors up to the original context, the long ones past it (the file's
+    tensors, read back by the gguf package), the attention factor squared on the scores."""
+    import gguf
+
+    from webrlx.models import gguf as ours
+    mk = _tools()
+    path = _fixture("phi3-longrope", "Q8_0")
+    held = {t.name: tuple(t.data.astype(float).tolist())
+            for t in gguf.GGUFReader(str(path)).tensors if t.name.startswith("rope_factors_")}
+    cfg = llm.model_config(ours.load(path))
+    original = mk.LONGROPE_ORIGINAL
+    attn = 1 + math.log(256 / original) / math.log(original)     # llama.cpp's converter
+    assert cfg.rope_original_context == original and cfg.context == 256
+    short, f_short = cfg.rope_scaling(original)
+    long, f_long = cfg.rope_scaling(original + 1)
+    assert short == held["rope_factors_short.weight"] != long == held["rope_factors_long.weight"]
+    assert f_short == pytest.approx(attn, rel=1e-6) and f_long == pytest.approx(attn, rel=1e-6)
+
+
+@functools.cache
+def _longrope_tensors() -> tuple[object, dict, dict]:
+    mk = _tools()
+    model, vocab = mk.make_model("phi3-longrope")
+    return model.config, vocab, mk._tensors("phi3-longrope", model)
+
+
+@pytest.mark.parametrize("change", ["long_of_wrong_length", "short_missing"])
+def test_longrope_factors_webrlx_cannot_honour_are_refused(tmp_path, change):
+    """A phi3 file whose rope_factors_long holds 7 values (head_dim / 2 is 8), or that lacks
+    rope_factors_short, raises UnsupportedModelError naming the tensor (load and gguf info)."""
+    cfg, vocab, tensors = _longrope_tensors()
+    tensors = dict(tensors)
+    if change == "short_missing":
+        del tensors["rope_factors_short.weight"]
+    else:
+        tensors["rope_factors_long.weight"] = tensors["rope_factors_long.weight"][:7]
+    path = tmp_path / "bad-longrope.gguf"
+    _tools().write_file("phi3", "bad", cfg, vocab, tensors.items(), "F32", path)
+    with pytest.raises(llm.UnsupportedModelError, match=r"'rope_factors_(long|short)\.weight'"):
+        llm.load(path, device="reference")
+    out = io.StringIO()
+    assert gguf_info.info(str(path), out) == 1
+    assert "webrlx runs it: no (" in out.getvalue() and "rope_factors_" in out.getvalue()
 
 
 # -- several decode steps per submit (llm.DECODE_STEPS_PER_SUBMIT), on the llama Q8_0 case --

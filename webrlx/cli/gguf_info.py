@@ -24,6 +24,7 @@ def runs(file: Any) -> tuple[bool, str]:
     from ..models import llama, llm
     try:                        # the header alone: no tensor data is read
         cfg = llama.LlamaConfig.from_metadata(file.metadata, str(file.path))
+        llama.check_rope_tensors(cfg, file.tensors, str(file.path))
         llm.make_tokenizer(file.metadata)
     except (ValueError, NotImplementedError) as e:
         return False, str(e)

@@ -89,6 +89,13 @@ class LlamaConfig:
     swa_base: float = 0.0                    # rope base of the sliding layers (0: rope_base)
     rope_factors: tuple[float, ...] = ()     # rope frequency divisors (linear; Llama 3's
     #                                          rope_freqs.weight, set by llm.load)
+    # LongRoPE (Phi-3-mini-128k, Phi-3.5-mini): divisors for a KV cache longer than
+    # rope_original_context (rope_long) and for one within it (rope_short), from the tensors
+    # rope_factors_long / _short.weight (set by llm.model_config); see rope_scaling()
+    rope_long: tuple[float, ...] = ()
+    rope_short: tuple[float, ...] = ()
+    rope_original_context: int = 0           # rope.scaling.original_context_length (0: context)
+    rope_attn_factor: float = 1.0            # rope.scaling.attn_factor: multiplies cos and sin
     attn_scale: float = 0.0                  # 0: 1 / sqrt(head_dim)
     attn_softcap: float = 0.0
     final_softcap: float = 0.0
@@ -126,9 +133,10 @@ class LlamaConfig:
         factors: tuple[float, ...] = ()
         if scaling == "linear":
             factors = (float(get("rope.scaling.factor")),) * (head_dim // 2)
-        elif scaling not in ("none", ""):
+        elif scaling not in ("none", "", "longrope", "su"):   # longrope: its tensors decide
             raise UnsupportedModelError(f"{where}: rope scaling {scaling!r}; webrlx runs "
-                                        "none, linear and llama3 (rope_freqs.weight)")
+                                        "none, linear, llama3 (rope_freqs.weight) and longrope "
+                                        "(rope_factors_long / _short.weight)")
         scale = 0.0
         if fam.gemma_scale:     # llama.cpp: 1/sqrt(head_dim), 1/sqrt(width/heads) for 27B
             big = (arch, layers) in (("gemma2", 46), ("gemma3", 62))
@@ -141,15 +149,65 @@ class LlamaConfig:
                    context=int(get("context_length")), arch=arch, window=window,
                    swa_layers=swa, swa_base=float(get("rope.freq_base_swa", fam.swa_base)),
                    rope_factors=factors, attn_scale=scale,
+                   rope_original_context=int(get("rope.scaling.original_context_length", 0)),
+                   rope_attn_factor=float(get("rope.scaling.attn_factor", 1.0)),
                    attn_softcap=float(get("attn_logit_softcapping", 0.0) or 0.0),
                    final_softcap=float(get("final_logit_softcapping", 0.0) or 0.0),
                    family=fam)
+
+    def rope_scaling(self, capacity: int) -> tuple[tuple[float, ...], float]:
+        """(rope frequency divisors, attention-score factor) for KV caches of `capacity`
+        positions per sequence.
+
+        LongRoPE as llama.cpp runs it (llama_model::get_rope_factors): the long factors when
+        the context of a sequence (here: the KV cache's capacity) exceeds the original context
+        (rope.scaling.original_context_length, else the model's), the short ones otherwise,
+        for the whole run; transformers instead switches per forward pass on the sequence
+        length, so the two agree while a sequence stays on one side of the original context.
+        Both multiply cos and sin by rope.scaling.attn_factor (llama.cpp: 1 when the key is
+        absent), which scales q.k by its square: folded into the attention scale (exact, as
+        the rotation is linear and the scores are the only reader of the rotated q and k).
+        """
+        if not self.rope_long:
+            return self.rope_factors, 1.0
+        original = self.rope_original_context or self.context
+        factors = self.rope_long if capacity > original else self.rope_short
+        return factors, self.rope_attn_factor ** 2
 
     def sliding(self, layer: int) -> bool:
         """Whether this layer attends through the sliding window."""
         if not self.window:
             return False
         return not self.swa_layers or self.swa_layers[layer % len(self.swa_layers)]
+
+
+ROPE_LONG, ROPE_SHORT = "rope_factors_long.weight", "rope_factors_short.weight"
+
+
+def check_rope_tensors(cfg: LlamaConfig, infos: Mapping[str, Any], where: str = "gguf"
+                       ) -> None:
+    """Raise UnsupportedModelError where the file's rope-factor tensors are ones webrlx
+    cannot honour (from the tensor infos alone): LongRoPE needs both rope_factors_long and
+    rope_factors_short, F32 / F16 / BF16 vectors of head_dim / 2, and no rope_freqs beside
+    them (webrlx rotates the whole head: a partial rotary dimension has shorter factors)."""
+    have = [n for n in (ROPE_LONG, ROPE_SHORT) if n in infos]
+    if not have:
+        return
+    if len(have) == 1:
+        missing = ROPE_SHORT if have[0] == ROPE_LONG else ROPE_LONG
+        raise UnsupportedModelError(f"{where}: tensor {have[0]!r} without {missing!r}: "
+                                    "LongRoPE needs both")
+    if "rope_freqs.weight" in infos:
+        raise UnsupportedModelError(f"{where}: both rope_freqs.weight and LongRoPE factors "
+                                    "(rope_factors_long / _short.weight); webrlx runs one")
+    for name in have:
+        info = infos[name]
+        n = int(np.prod(info.shape))
+        if info.type not in FLOAT_TYPES or n != cfg.head_dim // 2:
+            raise UnsupportedModelError(
+                f"{where}: tensor {name!r} is {info.type} of shape {tuple(info.shape)}; "
+                f"LongRoPE factors must be {cfg.head_dim // 2} values (head_dim / 2) of "
+                f"{', '.join(FLOAT_TYPES)} (webrlx rotates the whole head)")
 
 
 def weight_words(raw: np.ndarray) -> np.ndarray:
@@ -288,8 +346,8 @@ def decoder_layers(cfg: LlamaConfig, W: _Weights, x: Tensor, pos: Tensor,
     (batch or slots, kv_heads, capacity, head_dim); pos as nn.cached_attention reads it."""
     fam = cfg.family
     hd, H = cfg.head_dim, cfg.heads
-    factors = cfg.rope_factors
-    scale = cfg.attn_scale or 1.0 / math.sqrt(hd)
+    factors, score_factor = cfg.rope_scaling(cache[2])
+    scale = (cfg.attn_scale or 1.0 / math.sqrt(hd)) * score_factor
     for i in range(cfg.layers):
         p = f"blk.{i}."
         h = nn.rms_norm(x, W.norm(p + "attn_norm.weight"), cfg.eps)

@@ -33,9 +33,12 @@ from .chat_template import render_chat
 from .decoding import PREFILL_BUCKET, READ_EVERY, Sampling
 from .llama import (
     FAMILIES,
+    ROPE_LONG,
+    ROPE_SHORT,
     LlamaConfig,
     UnsupportedModelError,
     build_llama,
+    check_rope_tensors,
     tensor_name,
     weight_arrays,
 )
@@ -88,11 +91,24 @@ def make_tokenizer(md: dict[str, Any]) -> BPETokenizer | SPMTokenizer:
 
 
 def model_config(file: gguf.GGUFFile) -> LlamaConfig:
-    """The decoder config of a GGUF file, with Llama 3's rope_freqs read from its tensor."""
-    cfg = LlamaConfig.from_metadata(file.metadata, str(file.path))
+    """The decoder config of a GGUF file, with the rope factors read from its tensors: Llama
+    3's rope_freqs, or LongRoPE's rope_factors_long / _short (Phi-3-mini-128k, Phi-3.5-mini;
+    which set a model runs follows from its KV cache capacity: LlamaConfig.rope_scaling).
+    Factor tensors webrlx cannot honour raise UnsupportedModelError naming the tensor."""
+    where = str(file.path)
+    cfg = LlamaConfig.from_metadata(file.metadata, where)
+    check_rope_tensors(cfg, file.tensors, where)
+
+    def factors(name: str) -> tuple[float, ...]:
+        values = file.tensor_f32(name).reshape(-1)
+        if not (np.isfinite(values).all() and (values > 0).all()):
+            raise UnsupportedModelError(f"{where}: tensor {name!r} holds rope factors <= 0 "
+                                        "or not finite; they divide the frequencies")
+        return tuple(float(f) for f in values)
     if "rope_freqs.weight" in file.tensors:         # llama.cpp's Llama 3 rope scaling
-        factors = tuple(float(f) for f in file.tensor_f32("rope_freqs.weight").reshape(-1))
-        cfg = replace(cfg, rope_factors=factors)
+        cfg = replace(cfg, rope_factors=factors("rope_freqs.weight"))
+    if ROPE_LONG in file.tensors:                   # LongRoPE (both: check_rope_tensors)
+        cfg = replace(cfg, rope_long=factors(ROPE_LONG), rope_short=factors(ROPE_SHORT))
     return cfg
 
 
