@@ -14,7 +14,8 @@ original context (max_context 64) rotates by the short factors, a longer one (12
 ones for the whole run; transformers rotates by the short factors while the sequence stays
 within the original context (our prompts + 32 tokens do) and is made to rotate every position
 by the long ones for the other regime (make_llm_fixtures.transformers_model(long_factors=)).
-A phi3 file whose long factors have the wrong length is refused, naming the tensor.
+A phi3 file whose long factors have the wrong length (or lacks the short ones) is refused,
+naming the tensor, and so is a partial rotary dimension (Phi-4-mini's header).
 
 By default each family runs Q8_0 and Q4_K, and llama also Q2_K, Q3_K, Q5_K and Q6_K (one
 quant type per family plus every K type on one family); WEBRLX_LLM_TYPES=F32,Q8_0,Q6_K (any
@@ -215,6 +216,19 @@ def test_longrope_factors_webrlx_cannot_honour_are_refused(tmp_path, change):
     out = io.StringIO()
     assert gguf_info.info(str(path), out) == 1
     assert "webrlx runs it: no (" in out.getvalue() and "rope_factors_" in out.getvalue()
+
+
+def test_partial_rotary_is_refused():
+    """Phi-4-mini's header (phi3, rope.dimension_count 96 of a 128 head, no key_length, with
+    LongRoPE factors of 48): refused before its factors or weights are read."""
+    from webrlx.models.llama import LlamaConfig
+    md = {"general.architecture": "phi3", "phi3.embedding_length": 3072,
+          "phi3.attention.head_count": 24, "phi3.attention.head_count_kv": 8,
+          "phi3.block_count": 32, "phi3.rope.dimension_count": 96,
+          "phi3.context_length": 131072, "phi3.feed_forward_length": 8192,
+          "phi3.attention.layer_norm_rms_epsilon": 1e-5}
+    with pytest.raises(llm.UnsupportedModelError, match="dimension_count 96 .* head dim 128"):
+        LlamaConfig.from_metadata(md)
 
 
 # -- several decode steps per submit (llm.DECODE_STEPS_PER_SUBMIT), on the llama Q8_0 case --

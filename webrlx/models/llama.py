@@ -120,6 +120,13 @@ class LlamaConfig:
         width, heads = int(get("embedding_length")), int(get("attention.head_count"))
         layers = int(get("block_count"))
         head_dim = int(get("attention.key_length", get("rope.dimension_count", width // heads)))
+        rotary = int(get("rope.dimension_count", head_dim))
+        if rotary != head_dim or (f"{arch}.attention.key_length" not in md
+                                  and rotary != width // heads):
+            raise UnsupportedModelError(          # llama.cpp's Phi-4-mini: 96 of 128
+                f"{where}: rope.dimension_count {rotary} is not the head dim "
+                f"{width // heads if rotary == head_dim else head_dim}: partial rotary "
+                "embeddings; webrlx rotates the whole head")
         kv = get("attention.head_count_kv", heads)
         vocab = get("vocab_size", 0) or len(md.get("tokenizer.ggml.tokens", ()))
         window = int(get("attention.sliding_window", 0))
