@@ -169,6 +169,7 @@ def test_gguf_info_reports_a_fixture(case):
     assert gguf_info.info(str(case[0]), out) == 0
     text = out.getvalue()
     assert "general.architecture (string)" in text and "webrlx runs it: yes" in text
+    assert ("LongRoPE (long factors past 64" in text) == case[0].name.startswith("phi3-longrope")
 
 
 # -- LongRoPE: which factors a capacity takes, and files webrlx must refuse --------------------
@@ -216,6 +217,21 @@ def test_longrope_factors_webrlx_cannot_honour_are_refused(tmp_path, change):
     out = io.StringIO()
     assert gguf_info.info(str(path), out) == 1
     assert "webrlx runs it: no (" in out.getvalue() and "rope_factors_" in out.getvalue()
+
+
+def test_engine_takes_the_factors_of_its_own_context():
+    """An Engine of 128 positions a slot over a model loaded at 64 (short factors) rotates by
+    the long ones (llama.cpp decides by the context of a sequence): 2 prompts decoded in one
+    batch give transformers' long-factor greedy tokens. On the reference device only: the
+    factors are chosen when the graph is built, alike for every device (the kernels run in
+    the cases above and in test_engine.py), and the engine's plans cost ~50 s on lavapipe."""
+    from webrlx.models.engine import Engine
+    path, want = _reference("phi3-longrope", "Q8_0", True)
+    lm = llm.load(path, device="reference", max_context=64)
+    eng = Engine(lm, max_sequences=2, max_context=128)
+    streams = [eng.add_request(ids, None, STEPS, ignore_eos=True) for ids, _, _ in want[:2]]
+    eng.run()
+    assert [s.token_ids for s in streams] == [greedy for _, _, greedy in want[:2]]
 
 
 def test_partial_rotary_is_refused():

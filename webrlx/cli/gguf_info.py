@@ -37,7 +37,9 @@ def runs(file: Any) -> tuple[bool, str]:
         return False, f"head dim {cfg.head_dim}: the attention kernels take multiples of 4 <= 128"
     return True, (f"{cfg.arch}: {cfg.layers} layers, width {cfg.width}, {cfg.heads}/"
                   f"{cfg.kv_heads} heads of {cfg.head_dim}, vocab {cfg.vocab}, context "
-                  f"{cfg.context}" + (f", sliding window {cfg.window}" if cfg.window else ""))
+                  f"{cfg.context}" + (f", sliding window {cfg.window}" if cfg.window else "")
+                  + (f", LongRoPE (long factors past {cfg.rope_original_context or cfg.context}"
+                     " positions of KV cache)" if llama.ROPE_LONG in file.tensors else ""))
 
 
 def device_bytes(tensor: Any) -> int:

@@ -149,6 +149,10 @@ class LlamaConfig:
             big = (arch, layers) in (("gemma2", 46), ("gemma3", 62))
             scale = 1.0 / math.sqrt(width / heads if big else head_dim)
         scale = float(get("attention.scale", scale))
+        attn_factor = float(get("rope.scaling.attn_factor", 1.0))
+        if not 0 < attn_factor < math.inf:
+            raise UnsupportedModelError(f"{where}: rope.scaling.attn_factor {attn_factor} "
+                                        "must be a finite value > 0")
         return cls(layers=layers, width=width, ffn=int(get("feed_forward_length")),
                    heads=heads, kv_heads=int(kv if not isinstance(kv, list) else max(kv)),
                    head_dim=head_dim, rope_base=float(get("rope.freq_base", 10000.0)),
@@ -157,7 +161,7 @@ class LlamaConfig:
                    swa_layers=swa, swa_base=float(get("rope.freq_base_swa", fam.swa_base)),
                    rope_factors=factors, attn_scale=scale,
                    rope_original_context=int(get("rope.scaling.original_context_length", 0)),
-                   rope_attn_factor=float(get("rope.scaling.attn_factor", 1.0)),
+                   rope_attn_factor=attn_factor,
                    attn_softcap=float(get("attn_logit_softcapping", 0.0) or 0.0),
                    final_softcap=float(get("final_logit_softcapping", 0.0) or 0.0),
                    family=fam)
@@ -171,14 +175,15 @@ class LlamaConfig:
         (rope.scaling.original_context_length, else the model's), the short ones otherwise,
         for the whole run; transformers instead switches per forward pass on the sequence
         length, so the two agree while a sequence stays on one side of the original context.
-        Both multiply cos and sin by rope.scaling.attn_factor (llama.cpp: 1 when the key is
-        absent), which scales q.k by its square: folded into the attention scale (exact, as
-        the rotation is linear and the scores are the only reader of the rotated q and k).
+        Both multiply cos and sin by rope.scaling.attn_factor (llama.cpp: in every file that
+        has the key, 1 when it is absent), which scales q.k by its square: folded into the
+        attention scale (exact, as the rotation is linear and the scores are the only reader
+        of the rotated q and k). Without LongRoPE factors: rope_factors.
         """
-        if not self.rope_long:
-            return self.rope_factors, 1.0
-        original = self.rope_original_context or self.context
-        factors = self.rope_long if capacity > original else self.rope_short
+        factors = self.rope_factors
+        if self.rope_long:
+            original = self.rope_original_context or self.context
+            factors = self.rope_long if capacity > original else self.rope_short
         return factors, self.rope_attn_factor ** 2
 
     def sliding(self, layer: int) -> bool:
@@ -195,8 +200,8 @@ def check_rope_tensors(cfg: LlamaConfig, infos: Mapping[str, Any], where: str = 
                        ) -> None:
     """Raise UnsupportedModelError where the file's rope-factor tensors are ones webrlx
     cannot honour (from the tensor infos alone): LongRoPE needs both rope_factors_long and
-    rope_factors_short, F32 / F16 / BF16 vectors of head_dim / 2, and no rope_freqs beside
-    them (webrlx rotates the whole head: a partial rotary dimension has shorter factors)."""
+    rope_factors_short, F32 / F16 / BF16 vectors of head_dim / 2, and neither rope_freqs nor
+    linear scaling beside them."""
     have = [n for n in (ROPE_LONG, ROPE_SHORT) if n in infos]
     if not have:
         return
@@ -204,8 +209,9 @@ def check_rope_tensors(cfg: LlamaConfig, infos: Mapping[str, Any], where: str = 
         missing = ROPE_SHORT if have[0] == ROPE_LONG else ROPE_LONG
         raise UnsupportedModelError(f"{where}: tensor {have[0]!r} without {missing!r}: "
                                     "LongRoPE needs both")
-    if "rope_freqs.weight" in infos:
-        raise UnsupportedModelError(f"{where}: both rope_freqs.weight and LongRoPE factors "
+    if "rope_freqs.weight" in infos or cfg.rope_factors:
+        other = "rope_freqs.weight" if "rope_freqs.weight" in infos else "linear rope scaling"
+        raise UnsupportedModelError(f"{where}: both {other} and LongRoPE factors "
                                     "(rope_factors_long / _short.weight); webrlx runs one")
     for name in have:
         info = infos[name]
