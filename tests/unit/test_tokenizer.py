@@ -175,3 +175,78 @@ def test_malformed_model_files_name_the_file(tmp_path: Path, name: str, text, ms
         minilm.load(tmp_path, device="reference")
     assert str(tmp_path / name) in str(info.value)
     assert minilm.load(device="reference").encode(["still works"]).shape == (1, 384)
+
+
+# Code point ranges of scripts in the Unicode tables of both Python and tokenizers' Rust crates
+# (nothing added after Unicode 9 inside them), for random text outside WORDS.
+SCRIPT_RANGES = [
+    (0x80, 0x24F), (0x250, 0x2AF), (0x300, 0x36F), (0x370, 0x3FF), (0x400, 0x4FF),
+    (0x5D0, 0x5EA), (0x620, 0x64A), (0x905, 0x939), (0xE01, 0xE3A), (0x1E00, 0x1EFF),
+    (0x2000, 0x2064), (0x20A0, 0x20BE), (0x2190, 0x21FF), (0x3000, 0x303F), (0x3041, 0x3096),
+    (0x30A1, 0x30FA), (0x4E00, 0x9FCC), (0xAC00, 0xD7A3), (0xFF01, 0xFF5E), (0x1F600, 0x1F64F),
+]
+
+
+def _random_text(rng: random.Random, vocab_words: list[str]) -> str:
+    """One text of a random kind: vocabulary words (cased, punctuated), any ASCII characters
+    (controls included), characters of many scripts, or a mix with added tokens."""
+    kind = rng.randrange(5)
+    if kind == 0:
+        words = [rng.choice(vocab_words) for _ in range(rng.randint(0, 60))]
+        words = [w.upper() if rng.random() < 0.1 else w.title() if rng.random() < 0.2 else w
+                 for w in words]
+        return "".join(w + rng.choice(["", " ", " ", " ", ", ", ". ", "-", "'"]) for w in words)
+    if kind == 1:
+        return "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 300)))
+    if kind == 2:
+        out = []
+        for _ in range(rng.randint(0, 120)):
+            lo, hi = rng.choice(SCRIPT_RANGES)
+            out.append(chr(rng.randint(lo, hi)) if rng.random() < 0.7 else rng.choice(" .,ea"))
+        return "".join(out)
+    if kind == 3:
+        return " ".join(_sentence(rng) for _ in range(rng.randint(1, 3)))
+    return rng.choice(["[CLS]", "[SEP] ", "x[MASK]y", ""]).join(
+        rng.choice(vocab_words + WORDS) for _ in range(rng.randint(1, 20)))
+
+
+def _variant(tokenizer_path: Path, **normalizer: bool) -> tuple[WordPieceTokenizer, Tokenizer]:
+    """Ours and tokenizers' from the same tokenizer.json with other BertNormalizer settings."""
+    cfg = json.loads(tokenizer_path.read_text(encoding="utf-8"))
+    cfg["normalizer"].update(normalizer)
+    cfg["truncation"] = cfg["padding"] = None
+    ref = Tokenizer.from_str(json.dumps(cfg))
+    ref.enable_truncation(MAX_LENGTH)
+    ref.enable_padding(pad_id=0, pad_token="[PAD]")
+    return WordPieceTokenizer.from_json(cfg), ref
+
+
+@pytest.mark.parametrize("normalizer", [
+    {}, {"lowercase": False, "strip_accents": False}, {"clean_text": False},
+    {"handle_chinese_chars": False, "strip_accents": True},
+], ids=["minilm", "cased", "unclean", "no-cjk"])
+def test_fast_paths_match_tokenizers(tokenizer_path: Path, normalizer: dict[str, bool]) -> None:
+    """2,000 random texts of every kind twice (cold, then from the chunk and word caches):
+    the same ids and masks as tokenizers, truncated to 256 and padded batch by batch."""
+    ours, ref = _variant(tokenizer_path, **normalizer)
+    rng = random.Random(99)
+    vocab_words = [w.removeprefix("##") for w in ours.vocab if not w.startswith("[")]
+    texts = [_random_text(rng, vocab_words) for _ in range(2000)]
+    texts += ["", " ", "\x0b", "word " * 400, "é" * 300, "東" * 300, SENTENCES[-1] * 3]
+    for _ in range(2):
+        for s in range(0, len(texts), 500):
+            batch = texts[s:s + 500]
+            got = ours.encode_batch(batch, max_length=MAX_LENGTH)
+            want = _reference_batch(ref, batch)
+            for key in ("input_ids", "attention_mask"):
+                rows = np.flatnonzero((got[key] != want[key]).any(axis=1))
+                assert rows.size == 0, f"{key} differ for {[batch[i] for i in rows[:3]]!r}"
+
+
+def test_kept_whitespace_is_whitespace_less_dropped_controls() -> None:
+    """The chunk split of clean text: Rust's whitespace less what clean_text drops."""
+    from webrlx.models import tokenizer as t
+    for cp in range(0x3001):
+        c = chr(cp)
+        kept = bool(t._WHITESPACE_RE.fullmatch(c)) and t._clean_char(c, True, False) == " "
+        assert bool(t._KEPT_WHITESPACE_RE.fullmatch(c)) == kept, hex(cp)

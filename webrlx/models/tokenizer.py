@@ -3,9 +3,13 @@
 Reproduces the `tokenizers` pipeline of BERT-style models (all-MiniLM-L6-v2): added-token split,
 BertNormalizer, BertPreTokenizer, WordPiece, [CLS] $A [SEP] template, truncation and padding.
 It needs no Rust extension, so it runs inside Pyodide (`tokenizers`, the library transformers
-runs, has no Pyodide build). Character classes come from Python's unicodedata; tokenizers' Rust
-crates pin older Unicode tables, so characters added in Unicode 10 or later (rare scripts, a few
-punctuation and format marks) may tokenize differently.
+runs, has no Pyodide build). Speed comes from C loops and caches: ASCII text is cleaned and
+lowercased by one bytes.translate, other text through cached str.translate tables; texts are
+cut at whitespace and each chunk's ids cached (repeated words cost a dict lookup), words'
+WordPiece ids too (bench/tokenize_bench.py measures it against `tokenizers`).
+Character classes come from Python's unicodedata; tokenizers' Rust crates pin older Unicode
+tables, so characters added in Unicode 10 or later (rare scripts, a few punctuation and format
+marks) may tokenize differently.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import os
 import re
 import string
 import unicodedata
+from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -22,7 +28,14 @@ import numpy as np
 # Rust's char::is_whitespace (the Unicode White_Space property); Python's str.isspace differs.
 _WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 _WHITESPACE_RE = re.compile(f"[{_WHITESPACE}]+")
+# The whitespace that clean_text keeps (as a space): the above less the controls it drops.
+_KEPT_WHITESPACE_RE = re.compile(
+    "[\t\n\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
+# A word or one punctuation character of a whitespace-free chunk of cleaned ASCII text:
+# BertPreTokenizer's split done by the re module instead of a loop over characters.
+_ASCII_PUNCT_CLASS = "!-/:-@\\[-`{-~"
+_ASCII_WORDS_RE = re.compile(f"[^{_ASCII_PUNCT_CLASS}]+|[{_ASCII_PUNCT_CLASS}]")
 # BertNormalizer's CJK ideograph blocks (code point ranges, inclusive).
 _CJK_RANGES = (
     (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
@@ -30,7 +43,10 @@ _CJK_RANGES = (
 )
 # clean_text drops these categories (Cc, Cf, Co), except the whitespace controls \t \n \r.
 _DROPPED_CATEGORIES = frozenset(("Cc", "Cf", "Co"))
+# Entries of the word cache (cleared when full) and of the chunk cache (full: no new entries,
+# so text of many rare words costs what it would cost without one), and of each _CharMap.
 _WORD_CACHE_SIZE = 1 << 16
+_CHAR_MAP_SIZE = 1 << 16
 
 
 def _ascii_clean_table() -> dict[int, str | None]:
@@ -46,6 +62,12 @@ def _ascii_clean_table() -> dict[int, str | None]:
 
 
 _ASCII_CLEAN = _ascii_clean_table()
+# The same as bytes.translate's table (whitespace controls -> space; lowercased or not) and
+# its deleted bytes: what the ASCII fast path of tokenize_ids applies in one C call.
+_ASCII_DROPPED = bytes(cp for cp, r in _ASCII_CLEAN.items() if r is None)
+_ASCII_SPACED = bytes(32 if _ASCII_CLEAN.get(cp) == " " else cp for cp in range(256))
+_ASCII_SPACED_LOWER = _ASCII_SPACED.translate(
+    bytes.maketrans(string.ascii_uppercase.encode(), string.ascii_lowercase.encode()))
 
 
 def _is_cjk(cp: int) -> bool:
@@ -68,6 +90,36 @@ def _clean_char(c: str, clean_text: bool, handle_chinese_chars: bool) -> str:
 
 def _is_punctuation(c: str) -> bool:
     return c in _ASCII_PUNCTUATION or unicodedata.category(c)[0] == "P"
+
+
+class _CharMap(dict[int, "int | str | None"]):
+    """A str.translate table that computes a character's entry the first time it is seen
+    (rule(c): its replacement, "" to drop it) and keeps it (up to _CHAR_MAP_SIZE characters):
+    C-speed lookups after that."""
+
+    def __init__(self, rule: Callable[[str], str]) -> None:
+        super().__init__()
+        self.rule = rule
+
+    def __missing__(self, cp: int) -> int | str | None:
+        c = chr(cp)
+        r = self.rule(c)
+        value: int | str | None = cp if r == c else r or None
+        if len(self) < _CHAR_MAP_SIZE:
+            self[cp] = value
+        return value
+
+
+def _split_rule(c: str) -> str:
+    """BertPreTokenizer as a translation: punctuation isolated by spaces, whitespace a space."""
+    if _is_punctuation(c):
+        return f" {c} "
+    return " " if _WHITESPACE_RE.match(c) else c
+
+
+# Shared by every tokenizer (they depend on the character alone).
+_DROP_NONSPACING = _CharMap(lambda c: "" if unicodedata.category(c) == "Mn" else c)
+_SPLIT = _CharMap(_split_rule)
 
 
 class WordPieceTokenizer:
@@ -109,8 +161,14 @@ class WordPieceTokenizer:
         self._added_re = (
             re.compile("(" + "|".join(map(re.escape, alternatives)) + ")") if alternatives else None
         )
-        self._char_cache: dict[str, str] = {}
+        self._clean_map = _CharMap(
+            lambda c: _clean_char(c, clean_text, handle_chinese_chars))
         self._word_cache: dict[str, tuple[int, ...]] = {}
+        self._chunk_cache: dict[bytes | str, tuple[int, ...]] = {}
+        self._chunks_re = _KEPT_WHITESPACE_RE if clean_text else _WHITESPACE_RE
+        self._ascii_table = (
+            (_ASCII_SPACED_LOWER if lowercase else _ASCII_SPACED) if clean_text else None
+        )
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> WordPieceTokenizer:
@@ -181,17 +239,9 @@ class WordPieceTokenizer:
             if self.clean_text:
                 text = text.translate(_ASCII_CLEAN)
         else:
-            cache = self._char_cache
-            out = []
-            for c in text:
-                r = cache.get(c)
-                if r is None:
-                    r = cache[c] = _clean_char(c, self.clean_text, self.handle_chinese_chars)
-                out.append(r)
-            text = "".join(out)
+            text = text.translate(self._clean_map)
             if self.strip_accents:
-                text = unicodedata.normalize("NFD", text)
-                text = "".join(c for c in text if unicodedata.category(c) != "Mn")
+                text = unicodedata.normalize("NFD", text).translate(_DROP_NONSPACING)
         if self.lowercase:
             # Lowercase char by char: str.lower() maps a final capital sigma to 'ς', Rust doesn't.
             text = text.lower() if "\u03a3" not in text else "".join(c.lower() for c in text)
@@ -199,21 +249,7 @@ class WordPieceTokenizer:
 
     def pre_tokenize(self, text: str) -> list[str]:
         """Split normalized text on whitespace, and isolate every punctuation character."""
-        words: list[str] = []
-        for chunk in _WHITESPACE_RE.split(text):
-            if chunk.isalnum():
-                words.append(chunk)
-                continue
-            start = 0
-            for i, c in enumerate(chunk):
-                if _is_punctuation(c):
-                    if i > start:
-                        words.append(chunk[start:i])
-                    words.append(c)
-                    start = i + 1
-            if start < len(chunk):
-                words.append(chunk[start:])
-        return words
+        return list(filter(None, text.translate(_SPLIT).split(" ")))
 
     def word_ids(self, word: str) -> tuple[int, ...]:
         """Split one word into WordPiece ids, greedy longest match first; [UNK] if impossible."""
@@ -241,16 +277,47 @@ class WordPieceTokenizer:
                 return (self.unk_id,)
         return tuple(ids)
 
+    def _chunk_ids(self, chunk: bytes | str) -> tuple[int, ...]:
+        """The ids of one chunk of text between whitespace: cleaned, lowercased ASCII bytes
+        (words: the ASCII split), or raw text (normalize and pre_tokenize)."""
+        if isinstance(chunk, bytes):
+            words = _ASCII_WORDS_RE.findall(chunk.decode("ascii"))
+        else:
+            words = self.pre_tokenize(self.normalize(chunk))
+        ids = tuple(chain.from_iterable(map(self.word_ids, words)))
+        if len(self._chunk_cache) < _WORD_CACHE_SIZE:
+            self._chunk_cache[chunk] = ids
+        return ids
+
+    def _piece_ids(self, piece: str) -> list[int]:
+        """The ids of one text with no added token in it, chunk by chunk from a cache.
+
+        Chunks are cut at whitespace before normalizing: BertNormalizer works character by
+        character (clean_text, CJK spacing, lowercase) or within a combining sequence, which
+        whitespace ends (strip_accents), so a text's words are its chunks' words in order.
+        ASCII text is cleaned and lowercased first, in one bytes.translate.
+        """
+        chunks: Sequence[bytes | str]
+        if self._ascii_table is not None and piece.isascii():
+            chunks = piece.encode("ascii").translate(self._ascii_table, _ASCII_DROPPED).split()
+        else:
+            chunks = self._chunks_re.split(piece)
+        found = list(map(self._chunk_cache.get, chunks))
+        if None in found:
+            found = [ids if ids is not None else self._chunk_ids(c)
+                     for ids, c in zip(found, chunks)]
+        return list(chain.from_iterable(found))   # type: ignore[arg-type]
+
     def tokenize_ids(self, text: str) -> list[int]:
         """Return the ids of one text without special tokens and without truncation."""
-        pieces = self._added_re.split(text) if self._added_re is not None else [text]
+        if self._added_re is None or self._added_re.search(text) is None:
+            return self._piece_ids(text)
         ids: list[int] = []
-        for i, piece in enumerate(pieces):
+        for i, piece in enumerate(self._added_re.split(text)):
             if i % 2:
                 ids.append(self.added_tokens[piece])
-                continue
-            for word in self.pre_tokenize(self.normalize(piece)):
-                ids.extend(self.word_ids(word))
+            else:
+                ids.extend(self._piece_ids(piece))
         return ids
 
     def encode(self, text: str, max_length: int | None = 256) -> list[int]:
