@@ -9,10 +9,11 @@
 #   part          there, one call per part, carrying only that part: copy it to /tmp/rayparts
 #   setup         there, carrying .gl and .whl: wgpu, the parts unpacked, missing wheels
 #                 installed with pip --target $HOME/site
-#   embed | st | serve   there: the measurements, JSON lines into $OUT/<stage>.json
-# SENTENCES (200000), CLIENTS (32) override the sizes.
+#   embed | st | serve | tokenize   there: the measurements, JSON lines into $OUT/<stage>.json
+# SENTENCES (200000), CLIENTS (32), REQUESTS (16 a client), LOAD_PROCS (4) override the sizes;
+# SERVE_ENGINES ("standin engine") picks the serve runs, RUN_LIMIT_S (110) caps each.
 set -uo pipefail
-stage=${1:?usage: device_ray_scale.sh pack|part|setup|embed|st|serve}
+stage=${1:?usage: device_ray_scale.sh pack|part|setup|embed|st|serve|tokenize}
 PART_BYTES=60000000
 N=${SENTENCES:-200000}
 
@@ -75,6 +76,12 @@ embed)
   done
   kill $smi
   ;;
+tokenize)
+  # the host's tokenization rate (webrlx's WordPieceTokenizer vs tokenizers, same run): what
+  # an actor's CPU side costs a sentence, beside the embed rows
+  env_gpu
+  python3 bench/tokenize_bench.py --sentences 20000 | tee -a "$OUT/tokenize.json"
+  ;;
 st)
   env_gpu
   for p in 1 2; do
@@ -84,13 +91,29 @@ st)
   done
   ;;
 serve)
+  # first the front end alone (bench/engine_standin.py's GPU-free engine: a 4 ms step, 1 ms
+  # of it Python), then SmolLM2's engine; 1 and 2 replicas each. Every row tells each
+  # replica's engine (device, busy share of the wall time, ms a step, rows a step) and each
+  # Serve process's CPU share and CPU ms a request (bench/ray_scale.py), so the row itself
+  # says whether the engine or what is in front of it sets the rate.
   env_gpu
-  for r in 1 2; do
-    python3 bench/ray_scale.py serve --replicas $r --gpus 1 --model /tmp/rayload/smollm2.gguf \
-      --clients "${CLIENTS:-32}" --max-sequences 16 --max-queue 32 2> "$OUT/serve$r.err" \
-      | tee -a "$OUT/serve.json"
-    tail -3 "$OUT/serve$r.err"
+  [ -f /tmp/rayload/smollm2.gguf ] || { echo "no /tmp/rayload: run part and setup first"; exit 1; }
+  nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1 \
+    > "$OUT/serve-nvidia-smi.csv" 2>&1 &
+  smi=$!
+  for eng in ${SERVE_ENGINES:-standin engine}; do
+    for r in 1 2; do
+      extra=()
+      [ "$eng" = standin ] && extra=(--standin "${STANDIN:-4,1}")
+      timeout "${RUN_LIMIT_S:-110}" python3 bench/ray_scale.py serve --replicas $r --gpus 1 \
+        --model /tmp/rayload/smollm2.gguf \
+        --clients "${CLIENTS:-32}" --requests "${REQUESTS:-16}" --load-procs "${LOAD_PROCS:-4}" \
+        --max-sequences 16 --max-queue 32 "${extra[@]}" 2> "$OUT/serve-$eng$r.err" \
+        | grep '^{' | tee -a "$OUT/serve.json"
+      tail -2 "$OUT/serve-$eng$r.err"
+    done
   done
+  kill $smi
   ;;
 *)
   echo "unknown stage $stage" >&2; exit 2

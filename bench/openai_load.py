@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 PROMPTS = ["The capital of France is", "Once upon a time, there was a little robot named",
            "def fibonacci(n):", "The three primary colors are", "Water boils at",
@@ -52,8 +53,9 @@ def one_request(client: Any, prompt: str, max_tokens: int) -> tuple[float, float
     return (total if first is None else first), total, chunks
 
 
-def run_level(url: str, clients: int, requests: int, max_tokens: int) -> dict[str, Any]:
-    """`clients` threads, each sending `requests` streaming completions back to back."""
+def _clients(url: str, first: int, clients: int, requests: int, max_tokens: int
+             ) -> list[tuple[float, float, int]]:
+    """Clients first..first+clients-1 on threads of this process, all their results."""
     import httpx
 
     def client_loop(i: int) -> list[tuple[float, float, int]]:
@@ -61,14 +63,52 @@ def run_level(url: str, clients: int, requests: int, max_tokens: int) -> dict[st
             return [one_request(c, PROMPTS[(i + k) % len(PROMPTS)], max_tokens)
                     for k in range(requests)]
 
-    t0 = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
-        results = [r for rs in pool.map(client_loop, range(clients)) for r in rs]
-    wall = time.perf_counter() - t0
+        return [r for rs in pool.map(client_loop, range(first, first + clients)) for r in rs]
+
+
+_BARRIER: Any = None
+
+
+def _init_worker(barrier: Any) -> None:
+    global _BARRIER
+    _BARRIER = barrier
+    import httpx  # noqa: F401 - imported before the start, not timed
+
+
+def _worker(task: tuple[str, int, int, int, int]) -> list[tuple[float, float, int]]:
+    _BARRIER.wait()
+    return _clients(*task)
+
+
+def run_level(url: str, clients: int, requests: int, max_tokens: int, procs: int = 1
+              ) -> dict[str, Any]:
+    """`clients` clients, each sending `requests` streaming completions back to back, on
+    threads of `procs` processes (one Python process's GIL can be what limits the load)."""
+    procs = max(1, min(procs, clients))
+    if procs == 1:
+        t0 = time.perf_counter()
+        results = _clients(url, 0, clients, requests, max_tokens)
+        wall = time.perf_counter() - t0
+    else:
+        import multiprocessing as mp
+        ctx = mp.get_context("spawn")
+        barrier = ctx.Barrier(procs + 1)
+        cuts = [clients * k // procs for k in range(procs + 1)]
+        tasks = [(url, cuts[k], cuts[k + 1] - cuts[k], requests, max_tokens)
+                 for k in range(procs)]
+        with ctx.Pool(procs, _init_worker, (barrier,)) as pool:
+            pending = pool.map_async(_worker, tasks, chunksize=1)
+            barrier.wait()
+            t0 = time.perf_counter()
+            results = [r for rs in pending.get() for r in rs]
+            wall = time.perf_counter() - t0
     ttft = np.array([r[0] for r in results]) * 1000
     lat = np.array([r[1] for r in results]) * 1000
-    return {"clients": clients, "requests": len(results), "wall_s": round(wall, 3),
+    return {"clients": clients, "requests": len(results), "load_procs": procs,
+            "wall_s": round(wall, 3),
             "requests_per_s": round(len(results) / wall, 3),
+            "tokens_per_s_at_max": round(len(results) * max_tokens / wall, 1),
             "ttft_ms_p50": round(float(np.percentile(ttft, 50)), 1),
             "ttft_ms_p99": round(float(np.percentile(ttft, 99)), 1),
             "latency_ms_p50": round(float(np.percentile(lat, 50)), 1),
@@ -76,13 +116,21 @@ def run_level(url: str, clients: int, requests: int, max_tokens: int) -> dict[st
             "text_chunks": int(sum(r[2] for r in results))}
 
 
-def start_server(model: str, max_sequences: int, max_queue: int, max_context: int
-                 ) -> tuple[str, Any, Any]:
-    """The app on uvicorn in a thread on a free 127.0.0.1 port: (url, uvicorn server, app)."""
+def start_server(model: str, max_sequences: int, max_queue: int, max_context: int,
+                 standin: str | None = None) -> tuple[str, Any, Any]:
+    """The app on uvicorn in a thread on a free 127.0.0.1 port: (url, uvicorn server, app).
+    `standin`: bench/engine_standin.py's engine at that rate instead of the model's Engine;
+    either is timed (engine_standin.timed)."""
+    import tempfile
+
+    import engine_standin
     import uvicorn
 
     from webrlx.openai_api import create_app
-    app = create_app(model, None, max_queue, max_context, max_sequences)
+    factory = engine_standin.timed(engine_standin.factory(standin) if standin else None,
+                                   tempfile.mkdtemp(prefix="webrlx-engine-stats-"))
+    app = create_app(model, None, max_queue, max_context, max_sequences,
+                     engine_factory=factory)
     app.state.server.load()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -108,6 +156,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--warmup", type=int, default=1,
                    help="requests at each level's concurrency before it is timed (compiles "
                         "the engine's plan for that many sequences)")
+    p.add_argument("--procs", type=int, default=1,
+                   help="processes the clients are spread over (threads in each)")
+    p.add_argument("--standin", default=None, metavar="STEP_MS[,CPU_MS[,PREFILL_MS[,RELEASES]]]",
+                   help="serve from bench/engine_standin.py's GPU-free engine at this rate "
+                        "(e.g. 4,1: a 4 ms step, 1 ms of it Python): the front end alone")
     p.add_argument("--out", default=None, help="also write the JSON here")
     args = p.parse_args(argv)
     levels = [int(c) for c in args.clients.split(",")]
@@ -119,14 +172,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         model = args.model or str(smollm2_gguf(None))
         url, server, app = start_server(model, args.max_sequences,
                                         max(0, max(levels) - args.max_sequences),
-                                        args.max_context)
+                                        args.max_context, args.standin)
     setup_s = time.perf_counter() - t0
     rows = []
     try:
         for n in levels:
             if args.warmup:
-                run_level(url, n, args.warmup, args.max_tokens)
-            rows.append(run_level(url, n, args.requests, args.max_tokens))
+                run_level(url, n, args.warmup, args.max_tokens, args.procs)
+            before = dict(app.state.server.worker.engine.stats) if app is not None else None
+            rows.append(run_level(url, n, args.requests, args.max_tokens, args.procs))
+            if before is not None:
+                import engine_standin
+                rows[-1]["engine"] = engine_standin.engine_row(
+                    before, app.state.server.worker.engine.stats, rows[-1]["wall_s"])
             print(json.dumps(rows[-1]), file=sys.stderr)
     finally:
         if server is not None:

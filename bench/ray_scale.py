@@ -157,6 +157,32 @@ def run_st(args: argparse.Namespace) -> dict[str, Any]:
             "sentences_per_s": round(total / slowest, 1), "per_process": rows}
 
 
+def _cpu_seconds(replicas: set[str]) -> dict[str, float]:
+    """CPU seconds so far of this host's Serve processes by role (the proxy, the replicas of
+    these pids, the controller, Ray's raylet and GCS) and of this process with its children
+    (the load)."""
+    import psutil
+    out: dict[str, float] = {}
+    me = psutil.Process()
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+            role = ("proxy" if "ProxyActor" in cmd else
+                    f"replica.{p.pid}" if str(p.pid) in replicas else
+                    "controller" if "ServeController" in cmd else
+                    "raylet" if "/raylet" in cmd.split(" ")[0] else
+                    "gcs" if "gcs_server" in cmd.split(" ")[0] else None)
+            if role is None:
+                continue
+            t = p.cpu_times()
+            out[role] = out.get(role, 0.0) + t.user + t.system
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    t = me.cpu_times()
+    out["load"] = t.user + t.system + t.children_user + t.children_system
+    return out
+
+
 def run_serve(args: argparse.Namespace) -> dict[str, Any]:
     """serve_app with R replicas, then the load test's clients against Serve's endpoint."""
     import openai_load
@@ -164,23 +190,54 @@ def run_serve(args: argparse.Namespace) -> dict[str, Any]:
 
     from webrlx import distributed as wd
     ray = _ray_init(args.gpus, args.replicas)
+    # the replicas get the stand-in's code by value; each engine times its steps into
+    # stats_dir (engine_standin.timed: the real Engine unless --standin)
+    import tempfile
+
+    import engine_standin
+    from ray import cloudpickle
+    cloudpickle.register_pickle_by_value(engine_standin)
+    stats_dir = tempfile.mkdtemp(prefix="webrlx-engine-stats-")
+    factory = engine_standin.timed(
+        engine_standin.factory(args.standin) if args.standin else None, stats_dir)
+    if args.model is None:
+        from webrlx.models.assets import smollm2_gguf
+        args.model = str(smollm2_gguf(None))
     t0 = time.time()
     app = wd.serve_app(args.model, args.replicas, num_gpus=1 if args.gpus else 0,
                        embedding_model=None, max_queue=args.max_queue,
-                       max_context=args.max_context, max_sequences=args.max_sequences)
+                       max_context=args.max_context, max_sequences=args.max_sequences,
+                       engine_factory=factory)
     serve.start(http_options={"host": "127.0.0.1", "port": 8000})
     serve.run(app)
     setup = time.time() - t0
     url = "http://127.0.0.1:8000"
     try:
-        openai_load.run_level(url, args.clients, 1, args.max_tokens)            # warm-up
-        row = openai_load.run_level(url, args.clients, args.requests, args.max_tokens)
+        openai_load.run_level(url, args.clients, 1, args.max_tokens, args.load_procs)  # warm
+        eng0 = engine_standin.read_stats(stats_dir)
+        cpu0 = _cpu_seconds(set(eng0))
+        row = openai_load.run_level(url, args.clients, args.requests, args.max_tokens,
+                                    args.load_procs)
+        cpu1, eng1 = _cpu_seconds(set(eng0)), engine_standin.read_stats(stats_dir)
     finally:
         serve.shutdown()
         ray.shutdown()
     return {"what": "serve", "replicas": args.replicas, "gpus_per_replica": 1 if args.gpus
-            else 0, "model": Path(args.model).name, "max_sequences": args.max_sequences,
-            "max_tokens": args.max_tokens, "setup_s": round(setup, 1), **row}
+            else 0, "model": Path(args.model).name,
+            "engine": f"standin {args.standin}" if args.standin else "Engine",
+            "max_sequences": args.max_sequences,
+            "max_tokens": args.max_tokens, "setup_s": round(setup, 1), **row,
+            # busy fraction of a core during the timed level: a GIL-bound process at ~1.0
+            # (the load at ~load_procs) is what limits the rate
+            "cpu_busy": {k: round((cpu1[k] - cpu0.get(k, 0.0)) / row["wall_s"], 2)
+                         for k in sorted(cpu1)},
+            # CPU ms each role spent per request: 1000 / it bounds a one-core role's rate
+            "cpu_ms_per_request": {k: round((cpu1[k] - cpu0.get(k, 0.0)) * 1e3
+                                            / row["requests"], 2) for k in sorted(cpu1)},
+            # per replica's engine: the share of the wall time inside step() (near 1: the
+            # engine limits), the engine thread's CPU share of that, rows a step, steps/s
+            "engines": [engine_standin.engine_row(eng0.get(k, {}), v, row["wall_s"])
+                        for k, v in sorted(eng1.items())]}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -196,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--batch", type=int, default=2048, help="rows per Ray Data batch")
     p.add_argument("--encode-batch", type=int, default=128, help="rows per GPU submit")
     p.add_argument("--model-dir", default=None, help="MiniLM dir (default: the package's)")
-    p.add_argument("--model", default=None, help="serve: a .gguf")
+    p.add_argument("--model", default=None, help="serve: a .gguf (default: SmolLM2)")
     p.add_argument("--replicas", type=int, default=1)
     p.add_argument("--clients", type=int, default=32)
     p.add_argument("--requests", type=int, default=4, help="serve: requests per client")
@@ -204,6 +261,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-sequences", type=int, default=16)
     p.add_argument("--max-queue", type=int, default=32)
     p.add_argument("--max-context", type=int, default=256)
+    p.add_argument("--load-procs", type=int, default=1,
+                   help="serve: processes the clients are spread over")
+    p.add_argument("--standin", default=None, metavar="STEP_MS[,CPU_MS[,PREFILL_MS[,RELEASES]]]",
+                   help="serve: bench/engine_standin.py's GPU-free engine in each replica "
+                        "(the front end alone; --model only gives the tokenizer)")
     args = p.parse_args(argv)
     fn = {"embed": run_embed, "st": run_st, "st-worker": st_worker, "serve": run_serve}
     print(json.dumps(fn[args.what](args)), flush=True)

@@ -107,15 +107,16 @@ class Embedder:
         from .models.minilm import MAX_LENGTH
         texts = list(batch[self.text_column])
         errors = [_text_error(t) for t in texts]
-        tok = self.encoder.tokenizer
-        for i, t in enumerate(texts):
-            if errors[i] is None and len(tok.encode(t, None)) > MAX_LENGTH:
+        encode = self.encoder.tokenizer.encode
+        rows = [encode(t, None) if e is None else [] for t, e in zip(texts, errors)]
+        for i, row in enumerate(rows):      # tokenized once: the check's ids are encoded
+            if errors[i] is None and len(row) > MAX_LENGTH:
                 errors[i] = f"over the context: more than {MAX_LENGTH} tokens"
         _raise_if_strict(errors, batch[ID], self.strict)
         good = [i for i, e in enumerate(errors) if e is None]
         emb = np.full((len(texts), self.encoder.config.hidden_size), np.nan, np.float32)
         if good:
-            emb[good] = self.encoder.encode([texts[i] for i in good], self.batch_size)
+            emb[good] = self.encoder.encode_ids([rows[i] for i in good], self.batch_size)
         return {**batch, EMBEDDING: emb, ERROR: np.array(errors, dtype=object)}
 
 
@@ -261,7 +262,8 @@ def generate(dataset: Any, model: str | os.PathLike[str], *, prompt_column: str 
 
 def serve_app(model: str | os.PathLike[str], num_replicas: int = 1, *, num_gpus: float = 0,
               embedding_model: str | None = "minilm", max_queue: int = 8,
-              max_context: int | None = None, max_sequences: int = 8) -> Any:
+              max_context: int | None = None, max_sequences: int = 8,
+              engine_factory: Any = None) -> Any:
     """A Ray Serve application: `num_replicas` copies of the OpenAI-compatible app
     (webrlx.openai_api), each with its own models on one device (the GPU Ray assigned the
     replica, see actor_device), behind Serve's one HTTP endpoint. Run it with
@@ -275,6 +277,7 @@ def serve_app(model: str | os.PathLike[str], num_replicas: int = 1, *, num_gpus:
         max_queue: requests each replica lets wait for a free sequence slot (then 429).
         max_context: KV positions per sequence of each replica's model.
         max_sequences: sequences each replica's batched engine decodes at once.
+        engine_factory: a test and bench hook, as create_app's (picklable).
     """
     _ray()
     from ray import serve
@@ -283,7 +286,8 @@ def serve_app(model: str | os.PathLike[str], num_replicas: int = 1, *, num_gpus:
         """The replica's app, built and its models loaded on the replica."""
         from .openai_api import create_app
         app = create_app(os.fspath(model), embedding_model, max_queue, max_context,
-                         max_sequences, device=actor_device(None))
+                         max_sequences, device=actor_device(None),
+                         engine_factory=engine_factory)
         app.state.server.load()
         return app
 

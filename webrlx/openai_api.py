@@ -5,11 +5,13 @@ webrlx.distributed.serve_app runs it as Ray Serve replicas.
 
 Completions share one batched Engine (webrlx.models.engine): a worker thread owns it, adds
 each request as an engine stream when a slot is free (`max_sequences` live at once), steps
-every live sequence together and hands the text pieces to the requests' event loop as they
-come. Admitted requests beyond the slots wait in the worker's queue; past
-`max_sequences + max_queue` admitted requests, a request gets 429. A client that disconnects
-cancels its request: its slot (or place in the queue) frees before the next step. Errors have
-OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`.
+every live sequence together and hands each step's text pieces to the requests' event loop
+in one wake-up; a streaming request sends what came since its last chunk as one chunk (so a
+client or writer that is behind gets fewer, longer chunks, the same text). Admitted requests
+beyond the slots wait in the worker's queue; past `max_sequences + max_queue` admitted
+requests, a request gets 429. A client that disconnects cancels its request: its slot (or
+place in the queue) frees before the next step. Errors have OpenAI's shape,
+`{"error": {"message", "type", "param", "code"}}`.
 """
 from __future__ import annotations
 
@@ -94,17 +96,24 @@ class _Done:
 
 @dataclass(eq=False)
 class Job:
-    """One completion request as the worker sees it; its pieces go to `out` on `loop`."""
+    """One completion request as the worker sees it; lists of its pieces go to `out` on
+    `loop`."""
     ids: list[int]
     max_new: int
     sampling: Any
     loop: asyncio.AbstractEventLoop
-    out: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    out: asyncio.Queue[list[Any]] = field(default_factory=asyncio.Queue)
     stream: Any = None
 
     def put(self, item: Any) -> None:
         """Hand a piece, _Done or an APIError to the request (from the worker thread)."""
-        self.loop.call_soon_threadsafe(self.out.put_nowait, item)
+        self.loop.call_soon_threadsafe(self.out.put_nowait, [item])
+
+
+def _deliver(batch: list[tuple[Job, list[Any]]]) -> None:
+    """On the requests' loop: each job's items of one engine step, as one list."""
+    for job, items in batch:
+        job.out.put_nowait(items)
 
 
 class EngineWorker:
@@ -191,14 +200,20 @@ class EngineWorker:
             self.active.append(job)
 
     def _flush(self) -> None:
+        """Hand each job its new pieces (and its end): one wake-up of each requests' loop a
+        step, not one a piece."""
+        batches: dict[asyncio.AbstractEventLoop, list[tuple[Job, list[Any]]]] = {}
         for job in list(self.active):
             s = job.stream
-            for piece in s.pieces:
-                job.put(piece)
+            items: list[Any] = list(s.pieces)
             s.pieces.clear()
             if s.finished:
-                job.put(_Done(len(s.token_ids)))
+                items.append(_Done(len(s.token_ids)))
                 self.active.remove(job)
+            if items:
+                batches.setdefault(job.loop, []).append((job, items))
+        for loop, batch in batches.items():
+            loop.call_soon_threadsafe(_deliver, batch)
 
 
 class _StopFilter:
@@ -231,13 +246,15 @@ class Server:
 
     def __init__(self, model: Any = None, embedding_model: Any = "minilm",
                  max_queue: int = DEFAULT_MAX_QUEUE, max_context: int | None = None,
-                 max_sequences: int = DEFAULT_MAX_SEQUENCES, device: Any = None) -> None:
+                 max_sequences: int = DEFAULT_MAX_SEQUENCES, device: Any = None,
+                 engine_factory: Callable[..., Any] | None = None) -> None:
         for name, v, low in (("max_queue", max_queue, 0), ("max_sequences", max_sequences, 1)):
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
         self.model, self.embedding_model = model, embedding_model
         self.max_queue, self.max_context = max_queue, max_context
         self.max_sequences, self.device = max_sequences, device
+        self.engine_factory = engine_factory
         self.in_flight = 0                  # admitted requests, running or waiting
         self.dropped = 0                    # completions cut short by a client that left
         self.embed_pool = ThreadPoolExecutor(1, "webrlx-embed")
@@ -245,6 +262,9 @@ class Server:
         self._start_lock = threading.Lock()
 
     def _make_engine(self) -> Any:
+        if self.engine_factory is not None:
+            return self.engine_factory(self.model, self.max_sequences, self.max_context,
+                                       self.device)
         from .models.engine import Engine
         if isinstance(self.model, str):
             from .models import llm
@@ -336,14 +356,22 @@ class Server:
         done: _Done | None = None
         try:
             while done is None and not stop.hit:
-                item = await job.out.get()
-                if isinstance(item, APIError):
-                    raise item
-                if isinstance(item, _Done):
-                    done = item
-                    text = stop.tail()
-                else:
-                    text = stop.feed(item)
+                # all the pieces that came since the last yield, as one text: a client (or an
+                # SSE writer) that is behind gets fewer, longer chunks, not a backlog of events
+                items = await job.out.get()
+                while not job.out.empty():
+                    items += job.out.get_nowait()
+                text = ""
+                for item in items:
+                    if isinstance(item, APIError):
+                        raise item
+                    if isinstance(item, _Done):
+                        done = item
+                        text += stop.tail()
+                        break
+                    text += stop.feed(item)
+                    if stop.hit:
+                        break
                 if text:
                     yield text
         finally:
@@ -419,7 +447,8 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
 
 def create_app(model: Any = None, embedding_model: Any = "minilm",
                max_queue: int = DEFAULT_MAX_QUEUE, max_context: int | None = None,
-               max_sequences: int = DEFAULT_MAX_SEQUENCES, device: Any = None) -> FastAPI:
+               max_sequences: int = DEFAULT_MAX_SEQUENCES, device: Any = None,
+               engine_factory: Callable[..., Any] | None = None) -> FastAPI:
     """Build the app.
 
     Args:
@@ -430,9 +459,13 @@ def create_app(model: Any = None, embedding_model: Any = "minilm",
             load(max_context=) for a path, its capacity for a loaded model.
         max_sequences: sequences the batched engine decodes at once (its KV slots).
         device: where models given by name load ("gpu:N", "reference"; None: the default).
+        engine_factory: a test and bench hook: `(model, max_sequences, max_context, device)
+            ->` an object with Engine's interface, made instead of Engine(load(model)) (the
+            GPU-free stand-in of bench/engine_standin.py measures the front end alone).
     """
     from .models.llm import ROLES
-    server = Server(model, embedding_model, max_queue, max_context, max_sequences, device)
+    server = Server(model, embedding_model, max_queue, max_context, max_sequences, device,
+                    engine_factory)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
