@@ -1,19 +1,19 @@
 """Tokenization throughput, one JSON line: webrlx's pure-Python WordPieceTokenizer against the
 Rust `tokenizers` library on the same tokenizer.json (all-MiniLM-L6-v2's), the same sentences,
 truncation to 256 tokens and padding to the longest of each batch, both returning int32
-input_ids and attention_mask arrays.
+input_ids and attention_mask arrays (checked equal), in sentences a CPU second.
 
 Corpora: "ray_scale" (bench/ray_scale.py's synthetic sentences, what the embed bench feeds its
 actors), "zipf" and "uniform" (vocabulary words drawn by Zipf's law, like real text, or
 uniformly, a word cache's worst case; cased, with punctuation, and 5% accented, Greek, CJK or
-emoji words). Each side tokenizes the corpus in batches
-of --batch rows (a Ray Data batch), once to warm up, then --repeats times interleaved with the
-other side; the best pass counts. --src DIR adds a second webrlx checkout (e.g. a `git archive`
-of an older commit) to measure before/after in one run.
+emoji words). Each side tokenizes the corpus in batches of --batch rows (a Ray Data batch),
+once to warm up, then --repeats times interleaved with the other sides; the best pass counts.
+--src DIR adds another webrlx checkout (a `git archive` of an older commit) to measure
+before/after in one run. Last, each checkout's Ray Embedder's CPU side (its GPU runs stubbed)
+on the Ray bench's sentences.
 
-    python bench/tokenize_bench.py --sentences 20000
-    git archive HEAD~3 webrlx | tar -x -C /tmp/before
-    python bench/tokenize_bench.py --src /tmp/before
+    git archive 4a5c61e webrlx | tar -x -C /tmp/before      # before issue 33's tokenizer work
+    RAYON_NUM_THREADS=1 python bench/tokenize_bench.py --src /tmp/before
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import importlib.util
 import json
 import os
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, os.environ.get("WEBRLX_SRC", str(ROOT)))   # the webrlx measured
 sys.path.insert(0, str(ROOT / "bench"))
 
 MAX_LENGTH = 256
@@ -87,15 +88,18 @@ def hf_side(tokenizer_json: Path) -> Callable[[list[str]], dict[str, np.ndarray]
 
 def measure(sides: dict[str, Callable[[list[str]], dict[str, np.ndarray]]],
             texts: list[str], batch: int, repeats: int) -> dict[str, float]:
-    """Best sentences/s of each side over `repeats` interleaved passes (after a warm one)."""
+    """Best sentences a CPU second of each side over `repeats` interleaved passes (after a
+    warm one): the process's CPU time, which a busy shared box disturbs far less than the
+    wall clock does (tokenizers' worker threads are counted: run it with RAYON_NUM_THREADS=1
+    for one core's rate)."""
     chunks = [texts[s:s + batch] for s in range(0, len(texts), batch)]
     best = {name: 0.0 for name in sides}
     outs: dict[str, list[dict[str, np.ndarray]]] = {}
     for rep in range(repeats + 1):
         for name, fn in sides.items():
-            t = time.perf_counter()
+            t = time.process_time()
             outs[name] = [fn(c) for c in chunks]
-            rate = len(texts) / (time.perf_counter() - t)
+            rate = len(texts) / (time.process_time() - t)
             if rep:
                 best[name] = max(best[name], rate)
     first = next(iter(outs.values()))
@@ -106,6 +110,36 @@ def measure(sides: dict[str, Callable[[list[str]], dict[str, np.ndarray]]],
     return {name: round(v, 1) for name, v in best.items()}
 
 
+def actor_host(n: int, batch: int, encode_batch: int, repeats: int) -> float:
+    """Sentences a CPU second of webrlx.distributed.Embedder's CPU side (tokenizing, length checks,
+    padding, sorting, gathering) on the Ray bench's sentences: its encoder's runs stubbed
+    (zeros, no device), batches as Ray Data hands them. Runs in the webrlx of WEBRLX_SRC."""
+    import webrlx.distributed as wd  # before ray_scale, which puts this checkout first
+    from webrlx.models import minilm
+    assert Path(wd.__file__).is_relative_to(os.environ.get("WEBRLX_SRC", ROOT)), wd.__file__
+    from ray_scale import sentences
+
+    class Stub:
+        def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+            return [np.zeros((len(feeds["input_ids"]), 384), np.float32)]
+
+    embedder = wd.Embedder.__new__(wd.Embedder)
+    embedder.encoder = minilm.load(device="reference")
+    embedder.encoder.executable = Stub()   # type: ignore[assignment]
+    embedder.text_column, embedder.batch_size, embedder.strict = "text", encode_batch, True
+    texts = np.array(sentences(0, n), dtype=object)
+    batches = [{"id": np.arange(s, s + batch), "text": texts[s:s + batch]}
+               for s in range(0, n, batch)]
+    best = 0.0
+    for rep in range(repeats + 1):
+        t = time.process_time()
+        for b in batches:
+            embedder(b)
+        if rep:
+            best = max(best, n / (time.process_time() - t))
+    return round(best, 1)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,7 +148,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--src", type=Path, action="append", default=[],
                    help="another webrlx checkout to measure beside this one")
+    p.add_argument("--actor-host", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.actor_host:     # one checkout's Embedder, in a process of its own (see below)
+        print(actor_host(args.sentences, args.batch, 128, args.repeats))
+        return
     from ray_scale import sentences
 
     from webrlx.models.assets import minilm_dir
@@ -131,8 +169,18 @@ def main(argv: list[str] | None = None) -> None:
         rates = measure(sides, texts, args.batch, args.repeats)
         rows[corpus] = {"sentences_per_s": rates,
                         "webrlx_over_tokenizers": round(rates["webrlx"] / rates["tokenizers"], 2)}
+    actor = {}
+    for name, src in srcs.items():      # Embedder's CPU side, each checkout in its process
+        env = dict(os.environ, WEBRLX_SRC=str(src))
+        out = subprocess.run([sys.executable, __file__, "--actor-host",
+                              "--sentences", str(args.sentences), "--batch", str(args.batch),
+                              "--repeats", str(args.repeats)],
+                             env=env, capture_output=True, text=True, check=True)
+        actor[name] = float(out.stdout.split()[-1])
+    rows["embedder_cpu_side_ray_scale"] = {"sentences_per_s": actor}
     import tokenizers
-    print(json.dumps({"what": "tokenization sentences/s, best of interleaved passes",
+    print(json.dumps({"what": "tokenization sentences a CPU second (process time), best of "
+                              "interleaved passes",
                       "sentences": args.sentences, "batch": args.batch,
                       "max_length": MAX_LENGTH, "repeats": args.repeats,
                       "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 1),

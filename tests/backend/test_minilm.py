@@ -151,3 +151,17 @@ def test_varied_inputs_keep_plans_and_memory_bounded(encoder, reference):
         engine.max_plans = 16
     sentences, want, _ = reference
     np.testing.assert_allclose(encoder.encode(sentences[:3]), want[:3], atol=1e-4)
+
+
+def test_encode_ids_matches_sentence_transformers_and_checks_rows(encoder, reference):
+    """encode_ids (the Ray Embedder's: it tokenizes once to check lengths) of the fixture's
+    ids gives sentence-transformers' embeddings; a row over MAX_LENGTH or empty is refused."""
+    sentences, want, _ = reference
+    rows = [encoder.tokenizer.encode(s, minilm.MAX_LENGTH) for s in sentences]
+    got = encoder.encode_ids(rows, batch_size=4)
+    cos = (got * want).sum(-1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(want, axis=-1)
+    assert cos.min() >= 0.9999 and np.abs(got - want).max() <= 1e-4
+    long = encoder.tokenizer.encode("word " * 300, None)
+    for bad in ([rows[0], long], [[]]):
+        with pytest.raises(ValueError, match=r"encode_ids\(\): rows\[\d\] has \d+ ids"):
+            encoder.encode_ids(bad)

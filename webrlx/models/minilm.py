@@ -22,6 +22,12 @@ WARM_LENGTHS = (16, 128)
 MAX_LENGTH = 256  # sentence-transformers' max_seq_length for this model
 
 
+def _check_batch_size(batch_size: Any) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 1:
+        raise ValueError(f"encode(): batch_size must be an int >= 1, got {batch_size!r}")
+
+
 class MiniLMEncoder:
     """Tokenizer + compiled BERT graph; one executable serves every batch size and length."""
 
@@ -56,15 +62,16 @@ class MiniLMEncoder:
         """Tokenize, sort by length (little padding), and cut into feeds; return the order."""
         if isinstance(texts, str):
             raise TypeError("encode(): texts must be a list of strings, not one string")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-                or batch_size < 1:
-            raise ValueError(f"encode(): batch_size must be an int >= 1, got {batch_size!r}")
+        _check_batch_size(batch_size)
         texts = list(texts)
         bad = next((i for i, t in enumerate(texts) if not isinstance(t, str)), None)
         if bad is not None:
             raise TypeError(f"encode(): texts[{bad}] must be a str, got "
                             f"{type(texts[bad]).__name__}")
-        rows = [self.tokenizer.encode(t, MAX_LENGTH) for t in texts]
+        return self._cut([self.tokenizer.encode(t, MAX_LENGTH) for t in texts], batch_size)
+
+    def _cut(self, rows: Sequence[Sequence[int]], batch_size: int
+             ) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
         order = np.argsort([-len(r) for r in rows], kind="stable")
         batches = [self.feeds([rows[i] for i in order[s:s + batch_size]])
                    for s in range(0, len(rows), batch_size)]
@@ -79,6 +86,19 @@ class MiniLMEncoder:
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Return (len(texts), 384) float32 L2-normalized embeddings."""
         batches, order = self._batches(texts, batch_size)
+        return self._gather([self.executable.run(f)[0] for f in batches], order)
+
+    def encode_ids(self, rows: Sequence[Sequence[int]], batch_size: int = 32) -> np.ndarray:
+        """encode() of texts already tokenized: rows of tokenizer.encode() ids ([CLS] and
+        [SEP] included), 1 to MAX_LENGTH each (a caller that tokenized to check lengths
+        tokenizes once)."""
+        _check_batch_size(batch_size)
+        bad = next((i for i, r in enumerate(rows) if not 0 < len(r) <= MAX_LENGTH), None)
+        if bad is not None:
+            raise ValueError(f"encode_ids(): rows[{bad}] has {len(rows[bad])} ids, expected "
+                             f"1 to {MAX_LENGTH}; tokenize with tokenizer.encode(text, "
+                             f"{MAX_LENGTH})")
+        batches, order = self._cut(rows, batch_size)
         return self._gather([self.executable.run(f)[0] for f in batches], order)
 
     def _warm_feeds(self, lengths: Sequence[int]) -> list[dict[str, np.ndarray]]:
