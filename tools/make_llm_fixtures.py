@@ -188,8 +188,10 @@ def _gemma3(v: int, wide: bool) -> Any:
 @_family("phi3", "phi3", lambda: gpt2_vocab("smollm"))
 def _phi3(v: int, wide: bool) -> Any:
     from transformers import Phi3Config
+    # Phi-3-mini-4k's own window (2047 keys: past these sequences, so it changes no value);
+    # llama.cpp refuses a phi3 file without a positive sliding_window
     kw = _common(wide, vocab_size=v, tie_word_embeddings=False, rope_theta=10000.0,
-                 sliding_window=None, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+                 sliding_window=2047, pad_token_id=0, bos_token_id=1, eos_token_id=2)
     kw.pop("head_dim")
     return Phi3Config(**kw)
 

@@ -15,7 +15,8 @@ bench/device_llamacpp_ref.sh (the fixtures by `tools/llamacpp_reference.py make`
 - llama.cpp 0.4.42 ignores Mistral's sliding window (a llama-arch file), so the mistral files
   are compared with our window off; with it on (transformers' Mistral) they must differ.
 - The qwen3, gemma2, gemma3 and phi3 fixtures do not run on llama.cpp 0.4.42 (reference.json
-  records each error: an unknown architecture, an abort, a crash, sliding_window 0); they are
+  records each error: an unknown architecture, an abort, a crash, and for phi3 a vocabulary
+  lookup: the fixture has a byte-level BPE vocabulary without Phi-3's <|end|>); they are
   left out here.
 Native only (tests/browser/conftest.py: NATIVE_ONLY); the browser runs the same kernels through
 test_chat_families.py."""
