@@ -169,6 +169,46 @@ def test_16_concurrent_streaming_clients(live, lm):
     assert live.server.in_flight == 0 and live.server.dropped == 0
 
 
+def test_streams_coalesce_pieces_and_keep_the_text():
+    """Behind a GPU-free stand-in engine (bench/engine_standin.py, tokens read back every
+    READ_EVERY steps as the real engine does), 12 concurrent streams each get their whole
+    text, cut at a stop string where one is asked, in one chunk per engine hand-off rather
+    than one per token."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import engine_standin
+
+    from webrlx.models.decoding import READ_EVERY
+    srv = Live(str(_model_path()), None, max_queue=4, max_sequences=8, max_context=CONTEXT,
+               engine_factory=engine_standin.factory("1,0.2"))
+    lm = srv.server.worker.engine.lm            # the stand-in's: the model's tokenizer
+    tokens = 40
+
+    def one(i: int) -> tuple[str, str, int]:
+        prompt = PROMPTS[i % 4]
+        want = engine_standin.expected_text(lm, lm.tokenizer.encode(prompt), tokens)
+        stop = [want[20:24]] if i % 3 == 0 else None
+        if stop:
+            want = want[:want.index(stop[0])]
+        with httpx.Client(base_url=srv.url, timeout=120) as c:
+            r = c.post("/v1/completions", json={"prompt": prompt, "max_tokens": tokens,
+                                                "stream": True, "stop": stop})
+        texts = [json.loads(line[6:])["choices"][0]["text"] for line in r.text.splitlines()
+                 if line.startswith("data: ") and line != "data: [DONE]"]
+        return want, "".join(texts), sum(1 for t in texts if t)
+
+    try:
+        with ThreadPoolExecutor(12) as pool:
+            results = list(pool.map(one, range(12)))
+    finally:
+        srv.stop()
+    assert [got for _, got, _ in results] == [want for want, _, _ in results]
+    assert all(want for want, _, _ in results)
+    # the engine reads tokens back every READ_EVERY steps and at each of the 12 prefills and
+    # 12 ends; a stream gets one chunk a read at most (one a token: about `tokens` chunks)
+    assert max(n for _, _, n in results) <= tokens // READ_EVERY + 2 * 12 + 1 < tokens
+    assert srv.server.in_flight == 0
+
+
 def test_embeddings_equal_encode(live, encoder):
     texts = ["A man is eating food.", "Quantum harbors glow at dusk, 42 times."]
     r = live.client().embeddings.create(model="all-MiniLM-L6-v2", input=texts,
