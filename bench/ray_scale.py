@@ -64,17 +64,36 @@ def run_embed(args: argparse.Namespace) -> dict[str, Any]:
     from webrlx import distributed as wd
 
     class TimedEmbedder(wd.Embedder):
-        """Embedder that stamps each batch with its actor's pid and start/end times."""
+        """Embedder that stamps each batch with its actor's pid, start/end times and the
+        seconds its tokenizer's encode and its executable's runs took."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.spent = {"tok": 0.0, "run": 0.0}
+            tok, exe = self.encoder.tokenizer, self.encoder.executable
+            tok.encode = self._timed("tok", tok.encode)     # type: ignore[method-assign]
+            exe.run = self._timed("run", exe.run)           # type: ignore[method-assign]
+
+        def _timed(self, key: str, fn: Any) -> Any:
+            def timed(*a: Any, **k: Any) -> Any:
+                t = time.perf_counter()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    self.spent[key] += time.perf_counter() - t
+            return timed
 
         def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             t0 = time.time()
+            self.spent = {"tok": 0.0, "run": 0.0}
             out = super().__call__(batch)
             n = len(out["id"])
             return {"id": out["id"], "ok": np.array([e is None for e in out["error"]]),
                     "norm": np.linalg.norm(out["embedding"], axis=1),
                     "pid": np.full(n, os.getpid()), "t0": np.full(n, t0),
                     "t1": np.full(n, time.time()), "device": np.array([str(self.device)] * n,
-                                                                       dtype=object)}
+                                                                       dtype=object),
+                    "tok_s": np.full(n, self.spent["tok"]), "run_s": np.full(n, self.spent["run"])}
 
     import pandas as pd
     texts = sentences(0, args.sentences)
@@ -87,7 +106,8 @@ def run_embed(args: argparse.Namespace) -> dict[str, Any]:
               "batch_size": args.encode_batch, "strict": True, "device": None}
     out = wd._map(ds, TimedEmbedder, kwargs, args.batch, args.actors,
                   1 if args.gpus else 0, args.cpus_per_actor, 2, 2)
-    cols = out.select_columns(["id", "ok", "norm", "pid", "t0", "t1", "device"]).to_pandas()
+    cols = out.select_columns(["id", "ok", "norm", "pid", "t0", "t1", "device", "tok_s",
+                               "run_s"]).to_pandas()
     wall = time.time() - t0
     ray.shutdown()
     ids = np.sort(cols["id"].to_numpy())
@@ -95,7 +115,9 @@ def run_embed(args: argparse.Namespace) -> dict[str, Any]:
         "rows lost or duplicated"
     assert cols["ok"].all() and np.allclose(cols["norm"], 1, atol=1e-3)
     # steady state: drop each actor's first batch (it compiles the kernels)
-    batches = cols.groupby(["pid", "t0"]).agg(rows=("id", "size"), t1=("t1", "max")) \
+    batches = cols.groupby(["pid", "t0"]).agg(rows=("id", "size"), t1=("t1", "max"),
+                                              tok_s=("tok_s", "first"),
+                                              run_s=("run_s", "first")) \
         .reset_index().sort_values("t0")
     firsts = batches.groupby("pid").head(1)
     rest = batches.drop(firsts.index)
@@ -108,8 +130,25 @@ def run_embed(args: argparse.Namespace) -> dict[str, Any]:
             "sentences_per_s_end_to_end": round(args.sentences / wall, 1),
             "sentences_per_s_steady": round(float(steady), 1),
             "steady_rows": int(later["rows"].sum()),
+            # where a steady batch's time goes inside its actor, microseconds a sentence:
+            # tokenizer.encode, the executable's runs (GPU and their host side), the rest of
+            # the call (padding, sorting, output), and the time between an actor's calls
+            "actor_us_per_sentence": _split(later, args.actors),
             "actor_devices": sorted(set(cols["device"].astype(str))),
             "actor_pids": int(cols["pid"].nunique())}
+
+
+def _split(batches: Any, actors: int) -> dict[str, float]:
+    """Steady batches' actor time split a sentence (see run_embed)."""
+    rows = batches["rows"].sum()
+    if not rows:
+        return {}
+    call = (batches["t1"] - batches["t0"]).sum()
+    span = (batches["t1"].max() - batches["t0"].min()) * actors
+    parts = {"tokenize": batches["tok_s"].sum(), "runs": batches["run_s"].sum(),
+             "rest_of_call": call - batches["tok_s"].sum() - batches["run_s"].sum(),
+             "between_calls": span - call}
+    return {k: round(float(v) / rows * 1e6, 2) for k, v in parts.items()}
 
 
 def st_worker(args: argparse.Namespace) -> dict[str, Any]:
