@@ -10,7 +10,8 @@
 #   setup         there, carrying .gl and .whl: wgpu, the parts unpacked, missing wheels
 #                 installed with pip --target $HOME/site
 #   embed | st | serve | tokenize   there: the measurements, JSON lines into $OUT/<stage>.json
-# SENTENCES (200000), CLIENTS (32), REQUESTS (16 a client), LOAD_PROCS (4) override the sizes;
+# SENTENCES (200000), CLIENTS (32), REQUESTS (16 a client), LOAD_PROCS (4) override the sizes,
+# ACTORS ("1 2") the embed runs and PROCS ("1 2") the st runs;
 # SERVE_ENGINES ("standin engine") picks the serve runs, RUN_LIMIT_S (110) caps each.
 set -uo pipefail
 stage=${1:?usage: device_ray_scale.sh pack|part|setup|embed|st|serve|tokenize}
@@ -69,7 +70,7 @@ embed)
   nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv -l 1 \
     > "$OUT/embed-nvidia-smi.csv" 2>&1 &
   smi=$!
-  for a in 1 2; do
+  for a in ${ACTORS:-1 2}; do
     python3 bench/ray_scale.py embed --actors $a --gpus 1 --sentences "$N" \
       --cpus-per-actor 4 2> "$OUT/embed$a.err" | tee -a "$OUT/embed.json"
     tail -3 "$OUT/embed$a.err"
@@ -78,13 +79,13 @@ embed)
   ;;
 tokenize)
   # the host's tokenization rate (webrlx's WordPieceTokenizer vs tokenizers, same run): what
-  # an actor's CPU side costs a sentence, beside the embed rows
+  # an actor's CPU side costs a sentence, beside the embed rows (one core each: CPU time)
   env_gpu
-  python3 bench/tokenize_bench.py --sentences 20000 | tee -a "$OUT/tokenize.json"
+  RAYON_NUM_THREADS=1 python3 bench/tokenize_bench.py --sentences 20000 | tee -a "$OUT/tokenize.json"
   ;;
 st)
   env_gpu
-  for p in 1 2; do
+  for p in ${PROCS:-1 2}; do
     python3 bench/ray_scale.py st --procs $p --sentences "$N" 2> "$OUT/st$p.err" \
       | tee -a "$OUT/st.json"
     tail -3 "$OUT/st$p.err"
