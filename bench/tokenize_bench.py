@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         sides = {name: webrlx_side(tok) for name, tok in toks.items()}
         sides["tokenizers"] = hf_side(tokenizer_json)
         rates = measure(sides, texts, args.batch, args.repeats)
-        rows[corpus] = {"sentences_per_s": rates,
+        rows[corpus] = {"sentences_per_cpu_s": rates,
                         "webrlx_over_tokenizers": round(rates["webrlx"] / rates["tokenizers"], 2)}
     actor = {}
     for name, src in srcs.items():      # Embedder's CPU side, each checkout in its process
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
                               "--repeats", str(args.repeats)],
                              env=env, capture_output=True, text=True, check=True)
         actor[name] = float(out.stdout.split()[-1])
-    rows["embedder_cpu_side_ray_scale"] = {"sentences_per_s": actor}
+    rows["embedder_cpu_side_ray_scale"] = {"sentences_per_cpu_s": actor}
     import tokenizers
     print(json.dumps({"what": "tokenization sentences a CPU second (process time), best of "
                               "interleaved passes",
