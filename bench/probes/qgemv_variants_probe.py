@@ -2,9 +2,10 @@
 shaped layer (hidden 2048, FFN 8192, 32/8 heads of 64) and its LM head (vocab 128256), each
 timed once on the device by the tuner itself (Backend.time_dispatch, us), for M = 1 and M = 8
 decode rows. Random blocks (K-quants by webrlx.quant.random_blocks).
-Usage: python bench/probes/qgemv_variants_probe.py [FMT_FFN] [FMT_DOWN] [FMT_HEAD]
-(default q4_k q6_k q6_k, a Q4_K_M file's mix). Prints one JSON line: per call, the variant
-times sorted fastest first and the tuner's pick."""
+Usage: python bench/probes/qgemv_variants_probe.py [FMT_FFN] [FMT_DOWN] [FMT_HEAD] [--x16]
+(default q4_k q6_k q6_k, a Q4_K_M file's mix). --x16: every GEMV reads its x as f16 (a cast
+after the norm and after the SwiGLU product: half the x bytes, see qgemv_xtype_probe.py).
+Prints one JSON line: per call, the variant times sorted fastest first and the tuner's pick."""
 from __future__ import annotations
 
 import json
@@ -25,7 +26,12 @@ def weight(fmt: str, n: int, k: int, seed: int) -> np.ndarray:
 
 
 def main() -> None:
-    f_ffn, f_down, f_head = (sys.argv[1:] + ["q4_k", "q6_k", "q6_k"][len(sys.argv) - 1:])[:3]
+    x16 = "--x16" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--x16"]
+    f_ffn, f_down, f_head = (args + ["q4_k", "q6_k", "q6_k"][len(args):])[:3]
+
+    def xin(t: Any) -> Any:
+        return t.cast("float16") if x16 else t
     seen: dict[str, dict[str, Any]] = {}
     choose = autotune.choose
 
@@ -47,16 +53,17 @@ def main() -> None:
     arrays = {"wg": weight(f_ffn, FFN, HIDDEN, 1), "wu": weight(f_ffn, FFN, HIDDEN, 2),
               "wd": weight(f_down, HIDDEN, FFN, 3), "wh": weight(f_head, VOCAB, HIDDEN, 4),
               "g1": np.ones(HIDDEN, np.float32), "g2": np.ones(HIDDEN, np.float32)}
-    out: dict[str, Any] = {"formats": [f_ffn, f_down, f_head]}
+    out: dict[str, Any] = {"formats": [f_ffn, f_down, f_head], "x16": x16}
     for m in (1, 8):
         g = wr.Graph()
         x = g.input("x", (m, HIDDEN))
         p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
-        h = nn.rms_norm(x, p["g1"], 1e-5)
+        h = xin(nn.rms_norm(x, p["g1"], 1e-5))
         f = (nn.qlinear(h, p["wg"], f_ffn, FFN, HIDDEN).silu() *
              nn.qlinear(h, p["wu"], f_ffn, FFN, HIDDEN))
-        y = x + nn.qlinear(f, p["wd"], f_down, HIDDEN, FFN)
-        logits = nn.qlinear(nn.rms_norm(y, p["g2"], 1e-5), p["wh"], f_head, VOCAB, HIDDEN)
+        y = x + nn.qlinear(xin(f), p["wd"], f_down, HIDDEN, FFN)
+        logits = nn.qlinear(xin(nn.rms_norm(y, p["g2"], 1e-5)), p["wh"], f_head, VOCAB,
+                            HIDDEN)
         exe = wr.compile(g, outputs=[logits])
         exe.set_params(arrays)
         seen.clear()

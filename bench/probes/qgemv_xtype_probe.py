@@ -12,9 +12,10 @@ threads (one subgroup) a weight row, subgroupAdd at the end. Checked against num
 x bytes it reads per weight byte (then f16 and i8 win), or by something else?
 H100 (bench/results/2026-11-27-h100-qgemv-xtype-probe.json), us per dispatch, f32 / f16 / i8:
 gate+up 172 / 96 / 52, head 1215 / 685 / 670; error against f32 x (of max |y|): f16 2e-4,
-i8 5e-3 to 7e-3 (too far from the 1e-3 the fixture tests hold to transformers). So x bytes do
-bound the 8-row GEMV: f16 x is the next step for production (whose tuned f32 kernels beat
-this skeleton: gate+up 71 us, head 557 us by timestamps in the same call).
+i8 5e-3 to 7e-3 (too far from the 1e-3 the fixture tests hold to transformers). So x bytes bound
+this skeleton's 8-row GEMV, but not production's (whose tuned f32 kernels beat it: gate+up
+71 us, head 557 us by timestamps in the same call): the same GEMVs reading f16 x gained
+nothing (bench/results/2026-11-27-h100-qgemv-f16-x.json, qgemv_variants_probe.py --x16).
     python bench/probes/qgemv_xtype_probe.py [--check]   (--check: the numpy check only)"""
 from __future__ import annotations
 
