@@ -44,7 +44,10 @@ var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE
 // variants cost 2.5-3x their 1-row time (gate+up Q4_K 77 us, down Q6_K 67 us). Tried, no gain,
 // and taken out again: WIDE over RQ = 2 row quads fetching each group once for all 8 rows
 // (118 us), the same with each chunk of x staged in workgroup memory for all warps (slower
-// still), so neither re-fetched weights nor x traffic from L2 is what bounds them.
+// still), so neither re-fetched weights nor x traffic from L2 is what bounds them; nor x
+// read as f16 (half its bytes: head 610 -> 613 us, H100, qgemv_variants_probe.py --x16).
+// int8 x (dot4I8Packed, llama.cpp's q8_1) cut a simpler skeleton's 8-row time 3.3x, at 5e-3
+// relative error (bench/probes/qgemv_xtype_probe.py): over the 1e-3 the model tests hold.
 
 // A group is fetched (its words, loads only: Raw), then decoded (ALU only). Tried: fetching
 // the next group an iteration ahead (its loads in flight during the current math): no faster
