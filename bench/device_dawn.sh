@@ -11,6 +11,8 @@
 #   store   carry any of .dawn/ml/ml.pN (MiniLM's folder as a tar, in parts) and
 #           .big/gguf.partNN (SmolLM2): kept in /tmp/dawn/ml and /tmp/dawn/g
 #   steps   bench/probes/decode_steps_probe.py natively and under Dawn (SmolLM2 from `store`)
+#   host    bench/probes/decode_host_probe.py natively and under Dawn: the host's time per
+#           SmolLM2 decode step (SmolLM2 from `store`)
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -74,6 +76,15 @@ steps)
   (cd $S && python3 bench/probes/decode_steps_probe.py --new 256 > $OUT/steps-native.json)
   dawn -- python bench/probes/decode_steps_probe.py --new 256 > $OUT/steps-dawn.json
   tail -c 600 $OUT/steps-native.json; echo; tail -c 600 $OUT/steps-dawn.json
+  ;;
+host)
+  # the host's time per decode step: dry (nothing submitted: Python, FFI, Dawn's encoding) and
+  # wet (GPU idle before each step; queue.submit apart), per js_webgpu mode under Dawn
+  mkdir -p $D/models/smollm2
+  cat $D/g/gguf.part* > $D/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+  (cd $S && python3 bench/probes/decode_host_probe.py --wet 32 > $OUT/host-native.json)
+  dawn -- python bench/probes/decode_host_probe.py --dry 1000 --wet 32 > $OUT/host-dawn.json
+  cat $OUT/host-native.json; echo; cat $OUT/host-dawn.json
   ;;
 engines)
   mkdir -p $D/models/minilm $D/models/smollm2

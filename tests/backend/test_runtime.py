@@ -143,6 +143,24 @@ def test_unchanged_inputs_are_not_uploaded_again():
     assert gpu.stats["input_uploads"] == n + 1
 
 
+def test_an_input_is_uploaded_when_its_bytes_change():
+    """-0.0 equals 0.0 but is other bytes: uploaded, and its sign reaches the kernel; a NaN
+    fed again is the same bytes: not uploaded again."""
+    gpu = wr.device("gpu")
+    g = wr.Graph()
+    x = g.input("x", (4,))
+    exe = wr.compile(g, outputs=[1.0 / x], device=gpu)
+    zeros = np.zeros(4, np.float32)
+    np.testing.assert_array_equal(exe.run({"x": zeros})[0], np.full(4, np.inf, np.float32))
+    n = gpu.stats["input_uploads"]
+    np.testing.assert_array_equal(exe.run({"x": -zeros})[0], np.full(4, -np.inf, np.float32))
+    assert gpu.stats["input_uploads"] == n + 1
+    nan = np.full(4, np.nan, np.float32)
+    assert np.isnan(exe.run({"x": nan})[0]).all()
+    assert np.isnan(exe.run({"x": nan.copy()})[0]).all()
+    assert gpu.stats["input_uploads"] == n + 2
+
+
 def test_constant_output_and_params_only_graph(backend):
     g = wr.Graph()
     w = g.param("w", (3,))

@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 
 from ..device_info import DeviceInfo, alloc_bytes
-from .base import WANTED_FEATURES, WANTED_LIMITS, Backend, Dispatch, GPUError
+from .base import (
+    WANTED_FEATURES,
+    WANTED_LIMITS,
+    Backend,
+    Copy,
+    Dispatch,
+    GPUError,
+    Timestamps,
+)
 
 IN_PYODIDE = "_pyodide_core" in sys.modules
 if IN_PYODIDE:
@@ -142,8 +150,32 @@ _ENCODE_JS = """(pass, pipes, groups, grids) => {
         pass.dispatchWorkgroups(grids[3 * i], grids[3 * i + 1], grids[3 * i + 2]);
     }
 }"""
+# A whole submit (Backend.submit without timestamps) in ONE call from Python: the command
+# encoder, the copies (flattened into the call's arguments, 5 numbers or buffers each), the
+# passes and queue.submit; where Backend.submit made about 20 FFI calls, 8 of them only to look
+# up the encoder's and the pass's methods.
+_SUBMIT_JS = """(device, queue, encode, pipes, groups, grids, repeat, nBefore, nBetween,
+                 ...copies) => {
+    const enc = device.createCommandEncoder();
+    const copy = (first, n) => {
+        for (let i = 5 * first; i < 5 * (first + n); i += 5) {
+            enc.copyBufferToBuffer(copies[i], copies[i + 1], copies[i + 2], copies[i + 3],
+                                   copies[i + 4]);
+        }
+    };
+    copy(0, nBefore);
+    for (let step = 0; pipes.length && step < repeat; step++) {
+        if (step) copy(nBefore, nBetween);
+        const pass = enc.beginComputePass();
+        encode(pass, pipes, groups, grids);
+        pass.end();
+    }
+    copy(nBefore + nBetween, copies.length / 5 - nBefore - nBetween);
+    queue.submit([enc.finish()]);
+}"""
 ENCODE_CACHE = 64       # dispatch lists whose JS arrays are kept (a plan's list is reused)
 ONE_CALL_ENCODE = True  # False: one FFI call per pass method (A/B runs, a debugging aid)
+ONE_CALL_SUBMIT = True  # False: Backend.submit's calls from Python (A/B runs, as above)
 
 
 class _JsPass:
@@ -193,6 +225,8 @@ class JsWebGPUBackend(Backend):
                                if "chromium-experimental-subgroup-matrix" in features else ())
         self._errors: list[str] = []               # uncaptured errors, raised at the next read
         self._encode: Any = None                   # _ENCODE_JS, made on first use
+        self._submit_js: Any = None                # _SUBMIT_JS, made with it
+        self._no_dispatches: Any = None            # an empty JS array, made with it
         self._encoded: dict[int, tuple[Any, ...]] = {}   # id(list) -> (list, JS arrays)
         self._pending_scopes: list[tuple[str, Any]] = []   # (what, popErrorScope promise)
         self._js_on_error = create_proxy(self._on_uncaptured_error)
@@ -327,27 +361,60 @@ class JsWebGPUBackend(Backend):
         self._check("submit")
         return _JsEncoder(self.js_device.createCommandEncoder())
 
-    def _encode_dispatches(self, cpass: Any, dispatches: Sequence[Dispatch]) -> None:
-        """Record the dispatches with one call into JS. A plan submits the same list every
-        run, so its JS arrays are built once (held with the list: ids are reused only after
-        the list is gone)."""
+    def _make_js(self) -> bool:
+        """Make the JS functions of the one-call paths once; False where the page's CSP
+        forbids eval (then every pass method is one call from Python)."""
         if self._encode is None:
-            try:                        # (a page whose CSP forbids eval: one call each)
+            try:
                 self._encode = js.Function("return " + _ENCODE_JS)()
+                self._submit_js = js.Function("return " + _SUBMIT_JS)()
+                self._no_dispatches = js.Array.new()
             except Exception:           # noqa: BLE001 - any refusal means the slow path
                 self._encode = False
-        if self._encode is False or not dispatches or not ONE_CALL_ENCODE:
-            super()._encode_dispatches(cpass, dispatches)
+        return self._encode is not False
+
+    def submit(self, dispatches: Sequence[Dispatch], copies: Sequence[Copy] = (),
+               before: Sequence[Copy] = (), timestamps: Timestamps | None = None,
+               scrub: Copy | None = None, repeat: int = 1, between: Sequence[Copy] = ()
+               ) -> None:
+        """Backend.submit in one call into JS (_SUBMIT_JS), the same commands in the same
+        order; timed submits (one pass per dispatch) take Backend.submit's path."""
+        if timestamps is not None or not ONE_CALL_SUBMIT or not ONE_CALL_ENCODE or \
+                not self._make_js():
+            super().submit(dispatches, copies, before, timestamps, scrub, repeat, between)
             return
+        self._check("submit")
+        arrays = self._js_arrays(dispatches) if dispatches else \
+            (None, self._no_dispatches, self._no_dispatches, self._no_dispatches)
+        flat = [x for c in (*before, *between, *copies)
+                for x in (c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)]
+        self._submit_js(self.js_device, self.js_queue, self._encode, arrays[1], arrays[2],
+                        arrays[3], repeat, len(before), len(between), *flat)
+        self.stats["submits"] += 1
+
+    def _js_arrays(self, dispatches: Sequence[Dispatch]) -> tuple[Any, ...]:
+        """(dispatches, JS arrays of their pipelines, bind groups and grids, length). A plan
+        submits the same list every run, so its arrays are built once (held with the list:
+        ids are reused only after the list is gone; its length is compared in Python, where
+        the JS array's `length` would be one more FFI call a run)."""
         key = id(dispatches)
         hit = self._encoded.get(key)
-        if hit is None or hit[0] is not dispatches or hit[1].length != len(dispatches):
+        if hit is None or hit[0] is not dispatches or hit[4] != len(dispatches):
             grids = [int(g) for d in dispatches for g in d.grid]
             hit = (dispatches, js.Array.of(*[d.pipeline for d in dispatches]),
-                   js.Array.of(*[d.bind_group for d in dispatches]), js.Array.of(*grids))
+                   js.Array.of(*[d.bind_group for d in dispatches]), js.Array.of(*grids),
+                   len(dispatches))
             self._encoded[key] = hit
             while len(self._encoded) > ENCODE_CACHE:
                 self._encoded.pop(next(iter(self._encoded)))
+        return hit
+
+    def _encode_dispatches(self, cpass: Any, dispatches: Sequence[Dispatch]) -> None:
+        """Record the dispatches with one call into JS (the arrays of _js_arrays)."""
+        if not self._make_js() or not dispatches or not ONE_CALL_ENCODE:
+            super()._encode_dispatches(cpass, dispatches)
+            return
+        hit = self._js_arrays(dispatches)
         self._encode(cpass.js_pass, hit[1], hit[2], hit[3])
 
     def _queue_submit(self, command_buffer: Any) -> None:

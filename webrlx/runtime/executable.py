@@ -23,6 +23,8 @@ from .steps import Steps, drive, drive_async
 
 __all__ = ["Executable", "InputError", "compile"]
 
+CARRIES_KEPT = 256    # run(carry=...) checks remembered per executable (shapes and dtypes)
+
 
 class Executable:
     """A compiled graph: set params once, then run many times with numpy feeds."""
@@ -48,6 +50,7 @@ class Executable:
         self._params: dict[str, np.ndarray] = {}
         self._engine: Any = None
         self._twin: Executable | None = None
+        self._carries_ok: set[tuple] = set()    # (input, output index, binding) checked
 
     # -- device ---------------------------------------------------------------------------------
     @property
@@ -206,6 +209,7 @@ class Executable:
             raise InputError(f"{where}: carry must map input names to output indices, e.g. "
                              f"{{'ids': 0}}, got {type(carry).__name__}")
         checked = {}
+        binding = tuple(sorted(env.items())) if carry else ()
         for name, index in carry.items():
             if name not in self.needed_inputs:
                 raise InputError(f"{where}: carry names input {name!r}, which the outputs do "
@@ -214,14 +218,19 @@ class Executable:
                     not 0 <= index < len(self.outputs):
                 raise InputError(f"{where}: carry[{name!r}] must be an output index in "
                                  f"[0, {len(self.outputs)}), got {index!r}")
-            src = self.graph.nodes[self.outputs[index]]
-            dst = self.graph.nodes[self.graph.inputs[name]]
-            got, want = bind(src.shape, env), bind(dst.shape, env)
-            if got != want or src.dtype != dst.dtype:
-                raise InputError(f"{where}: carry[{name!r}]: output {index} is {got} "
-                                 f"{src.dtype}, input {name!r} is {want} {dst.dtype}; a "
-                                 "carried output must match its input's shape and dtype")
-            checked[name] = int(index)
+            index = int(index)
+            if (name, index, binding) not in self._carries_ok:   # (a decode loop: each step)
+                src = self.graph.nodes[self.outputs[index]]
+                dst = self.graph.nodes[self.graph.inputs[name]]
+                got, want = bind(src.shape, env), bind(dst.shape, env)
+                if got != want or src.dtype != dst.dtype:
+                    raise InputError(f"{where}: carry[{name!r}]: output {index} is {got} "
+                                     f"{src.dtype}, input {name!r} is {want} {dst.dtype}; a "
+                                     "carried output must match its input's shape and dtype")
+                if len(self._carries_ok) >= CARRIES_KEPT:
+                    self._carries_ok.clear()
+                self._carries_ok.add((name, index, binding))
+            checked[name] = index
         if repeat > 1:
             written = {self.graph.written_source(n.id).source_name for n in self.graph.nodes
                        if n.op in UPDATES_INPUT and

@@ -28,7 +28,7 @@ def coerce(where: str, what: str, value: Any, shape: Shape, d: dt.DType) -> Any:
     decode loop: the messages are built only when one is raised.)"""
     if isinstance(value, DeviceTensor):
         value.check()
-        if value.dtype != d or len(value.shape) != len(shape) or any(
+        if (value.dtype is not d and value.dtype != d) or len(value.shape) != len(shape) or any(
                 isinstance(s, int) and s != a for s, a in zip(shape, value.shape)):
             raise InputError(f"{where}: {what} must be {fmt(shape)} {d}, got a DeviceTensor "
                              f"{fmt(value.shape)} {value.dtype}")
