@@ -153,7 +153,7 @@ class EngineWorker:
         if self.error is not None:
             return
         while True:
-            if not self._take(block=not self.active):
+            if not self._take(block=not self.active and not self.waiting):
                 return
             self._admit()
             if not self.active:

@@ -209,6 +209,39 @@ def test_streams_coalesce_pieces_and_keep_the_text():
     assert srv.server.in_flight == 0
 
 
+def test_queued_requests_start_when_every_slot_ends_at_once():
+    """2 slots, 4 requests of one length: the first two end in the same step, and the two
+    queued then start at once (the worker does not wait for another request to wake it)."""
+    import asyncio
+
+    from webrlx.openai_api import EngineWorker, Job, _Done
+    sys.path.insert(0, str(ROOT / "bench"))
+    import engine_standin
+    make = engine_standin.factory("1,0.2")
+
+    def slow_engine():
+        time.sleep(0.3)                 # the 4 jobs are queued before the first step
+        return make(str(_model_path()), 2, CONTEXT)
+
+    async def run() -> list[int]:
+        worker = EngineWorker(slow_engine)
+        loop = asyncio.get_running_loop()
+        jobs = [Job([1, 2, 3], 12, {}, loop) for _ in range(4)]
+        for job in jobs:
+            worker.submit(job)
+
+        async def done(job: Job) -> int:
+            while True:
+                for item in await job.out.get():
+                    if isinstance(item, _Done):
+                        return item.tokens
+        try:
+            return await asyncio.wait_for(asyncio.gather(*map(done, jobs)), 30)
+        finally:
+            worker.close()
+    assert asyncio.run(run()) == [12] * 4
+
+
 def test_embeddings_equal_encode(live, encoder):
     texts = ["A man is eating food.", "Quantum harbors glow at dusk, 42 times."]
     r = live.client().embeddings.create(model="all-MiniLM-L6-v2", input=texts,
