@@ -199,8 +199,11 @@ def run_st(args: argparse.Namespace) -> dict[str, Any]:
 def _cpu_seconds(replicas: set[str]) -> dict[str, float]:
     """CPU seconds so far of this host's Serve processes by role (the proxy, the replicas of
     these pids, the controller, Ray's raylet and GCS) and of this process with its children
-    (the load)."""
-    import psutil
+    (the load); empty without psutil (Ray ships one in ray/thirdparty_files)."""
+    try:
+        import psutil
+    except ImportError:
+        return {}
     out: dict[str, float] = {}
     me = psutil.Process()
     for p in psutil.process_iter(["pid", "cmdline"]):
