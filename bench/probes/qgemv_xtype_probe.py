@@ -102,30 +102,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 }}
 """
 
-BODY = {
-    "f32": """
+# the float forms: the 32 nibbles as floats once, then per x row a0..a3 (lo) and b0..b3 (hi)
+# loaded by the form, dotted and summed (the min term) alike
+FLOAT_HEAD = """
         let wa0 = nib(q.x, 0u); let wa1 = nib(q.y, 0u);
         let wa2 = nib(q.z, 0u); let wa3 = nib(q.w, 0u);
         let wb0 = nib(q.x, 4u); let wb1 = nib(q.y, 4u);
         let wb2 = nib(q.z, 4u); let wb3 = nib(q.w, 4u);
-        for (var r = 0u; r < MR; r++) {
-            let ia = (r * p.K + ka) / 4u;
-            let ib = ia + 8u;                        // + 32 values: the hi sub-block
-            let a0 = xv[ia]; let a1 = xv[ia + 1u]; let a2 = xv[ia + 2u]; let a3 = xv[ia + 3u];
-            let b0 = xv[ib]; let b1 = xv[ib + 1u]; let b2 = xv[ib + 2u]; let b3 = xv[ib + 3u];
+        for (var r = 0u; r < MR; r++) {"""
+FLOAT_TAIL = """
             let one = vec4<f32>(1.0);
             let sa = dot(wa0, a0) + dot(wa1, a1) + dot(wa2, a2) + dot(wa3, a3);
             let sb = dot(wb0, b0) + dot(wb1, b1) + dot(wb2, b2) + dot(wb3, b3);
             let xa = dot(a0 + a1 + a2 + a3, one);
             let xb = dot(b0 + b1 + b2 + b3, one);
             acc[r] += da * sa + db * sb - ma * xa - mb * xb;
-        }""",
-    "f16": """
-        let wa0 = nib(q.x, 0u); let wa1 = nib(q.y, 0u);
-        let wa2 = nib(q.z, 0u); let wa3 = nib(q.w, 0u);
-        let wb0 = nib(q.x, 4u); let wb1 = nib(q.y, 4u);
-        let wb2 = nib(q.z, 4u); let wb3 = nib(q.w, 4u);
-        for (var r = 0u; r < MR; r++) {
+        }"""
+
+BODY = {
+    "f32": FLOAT_HEAD + """
+            let ia = (r * p.K + ka) / 4u;
+            let ib = ia + 8u;                        // + 32 values: the hi sub-block
+            let a0 = xv[ia]; let a1 = xv[ia + 1u]; let a2 = xv[ia + 2u]; let a3 = xv[ia + 3u];
+            let b0 = xv[ib]; let b1 = xv[ib + 1u]; let b2 = xv[ib + 2u]; let b3 = xv[ib + 3u];
+""" + FLOAT_TAIL,
+    "f16": FLOAT_HEAD + """
             let ia = (r * p.K + ka) / 8u;            // 8 halves a vec4<u32>
             let ib = ia + 4u;
             let pa = xv[ia]; let pa2 = xv[ia + 1u];
@@ -138,13 +139,7 @@ BODY = {
             let b1 = vec4<f32>(unpack2x16float(pb.z), unpack2x16float(pb.w));
             let b2 = vec4<f32>(unpack2x16float(pb2.x), unpack2x16float(pb2.y));
             let b3 = vec4<f32>(unpack2x16float(pb2.z), unpack2x16float(pb2.w));
-            let one = vec4<f32>(1.0);
-            let sa = dot(wa0, a0) + dot(wa1, a1) + dot(wa2, a2) + dot(wa3, a3);
-            let sb = dot(wb0, b0) + dot(wb1, b1) + dot(wb2, b2) + dot(wb3, b3);
-            let xa = dot(a0 + a1 + a2 + a3, one);
-            let xb = dot(b0 + b1 + b2 + b3, one);
-            acc[r] += da * sa + db * sb - ma * xa - mb * xb;
-        }""",
+""" + FLOAT_TAIL,
     "i8": """
         let la = q & vec4<u32>(0x0F0F0F0Fu);
         let lb = (q >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);

@@ -110,25 +110,31 @@ def chunking(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("heads", [(9, 3), (4, 4)])
-@pytest.mark.parametrize("s,p0", [(1, 0), (1, 5), (1, 300), (16, 0), (16, 40)])
-def test_cached_attention(backend, chunking, heads, s, p0):
-    h, hkv = heads
-    d, t = 64, CAPACITY
-    q = rand(1, s, h, d, seed=p0 + s)
-    kc = rand(1, hkv, t, d, seed=p0 + 1, low=-2, high=2)
-    vc = rand(1, hkv, t, d, seed=p0 + 2)
+def _run_cached_attention(backend, h: int, hkv: int, d: int, s: int, p0: int, seed: int):
+    """cached_attention of s query rows at pos p0 over caches of CAPACITY keys (past the valid
+    length filled with values that must never be read), checked against numpy; returns the
+    executable and its output."""
+    q = rand(1, s, h, d, seed=seed)
+    kc = rand(1, hkv, CAPACITY, d, seed=p0 + 1, low=-2, high=2)
+    vc = rand(1, hkv, CAPACITY, d, seed=p0 + 2)
     kc[:, :, p0 + s:] = 1e30           # past the valid length: never read
     vc[:, :, p0 + s:] = -1e30
     g = wr.Graph()
     qi, ki, vi = g.input("q", q.shape), g.input("k", kc.shape), g.input("v", vc.shape)
-    pos = g.input("pos", (1,), "int32")
-    y = nn.cached_attention(qi, ki, vi, pos)
+    y = nn.cached_attention(qi, ki, vi, g.input("pos", (1,), "int32"))
     exe = wr.compile(g, outputs=[y], device=backend)
     (got,) = exe.run({"q": q, "k": kc, "v": vc, "pos": np.array([p0], np.int32)})
     want = _attention_np(q, kc[:, :, :p0 + s], vc[:, :, :p0 + s], p0)
-    assert got.shape == (1, s, h, d)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+    return exe, got
+
+
+@pytest.mark.parametrize("heads", [(9, 3), (4, 4)])
+@pytest.mark.parametrize("s,p0", [(1, 0), (1, 5), (1, 300), (16, 0), (16, 40)])
+def test_cached_attention(backend, chunking, heads, s, p0):
+    h, hkv = heads
+    exe, got = _run_cached_attention(backend, h, hkv, 64, s, p0, seed=p0 + s)
+    assert got.shape == (1, s, h, 64)
     if backend.name != "reference" and chunking == "as_gpu" and s == 1:
         names = [c.name for c in exe.last_plan.program.calls]
         assert names == ["cached_attention[decode]", "cached_attention[combine]"], names
@@ -141,19 +147,7 @@ def test_cached_attention_wide_heads(backend, chunking, d, s, p0):
     """Head dims past the many-rows kernels' 64: Phi-3's 96, Qwen3's 128 and Gemma 2/3's 256
     (attn_decode with 16 and 8 keys a tile), 4 query heads per kv head (more items than a
     workgroup holds at 256), in one chunk or many (as_gpu)."""
-    h, hkv = 8, 2
-    q = rand(1, s, h, d, seed=p0 + d)
-    kc = rand(1, hkv, CAPACITY, d, seed=p0 + 1, low=-2, high=2)
-    vc = rand(1, hkv, CAPACITY, d, seed=p0 + 2)
-    kc[:, :, p0 + s:] = 1e30           # past the valid length: never read
-    vc[:, :, p0 + s:] = -1e30
-    g = wr.Graph()
-    qi, ki, vi = g.input("q", q.shape), g.input("k", kc.shape), g.input("v", vc.shape)
-    y = nn.cached_attention(qi, ki, vi, g.input("pos", (1,), "int32"))
-    (got,) = wr.compile(g, outputs=[y], device=backend).run(
-        {"q": q, "k": kc, "v": vc, "pos": np.array([p0], np.int32)})
-    want = _attention_np(q, kc[:, :, :p0 + s], vc[:, :, :p0 + s], p0)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+    _run_cached_attention(backend, 8, 2, d, s, p0, seed=p0 + d)
 
 
 def test_cached_attention_head_dim_past_256_names_it(backend):
