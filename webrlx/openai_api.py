@@ -388,15 +388,15 @@ class Server:
 
         def run() -> tuple[Any, int]:
             enc = self._encoder()
-            lengths = [len(enc.tokenizer.encode(t, None)) for t in texts]
-            for i, (t, n) in enumerate(zip(texts, lengths)):
+            rows = [enc.tokenizer.encode(t, None) for t in texts]   # once: checked, encoded
+            for i, (t, row) in enumerate(zip(texts, rows)):
                 if not t.strip():
                     raise APIError(400, f"input[{i}] is empty", "input")
-                if n > MAX_LENGTH:
-                    raise APIError(400, f"input[{i}] has {n} tokens, over the model's "
+                if len(row) > MAX_LENGTH:
+                    raise APIError(400, f"input[{i}] has {len(row)} tokens, over the model's "
                                    f"context of {MAX_LENGTH}", "input",
                                    code="context_length_exceeded")
-            return enc.encode(texts), sum(lengths)
+            return enc.encode_ids(rows), sum(map(len, rows))
         return await asyncio.get_running_loop().run_in_executor(self.embed_pool, run)
 
 
