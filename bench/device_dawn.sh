@@ -13,6 +13,9 @@
 #   steps   bench/probes/decode_steps_probe.py natively and under Dawn (SmolLM2 from `store`)
 #   host    bench/probes/decode_host_probe.py natively and under Dawn: the host's time per
 #           SmolLM2 decode step (SmolLM2 from `store`)
+#   gpuprof bench/probes/decode_probe.py natively, under Dawn, and under Dawn with Tint's
+#           robustness off (a diagnosis only: Chrome keeps it on): SmolLM2's decode and
+#           prefill GPU time kernel by kernel (timestamp queries), from `store`
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -85,6 +88,18 @@ host)
   (cd $S && python3 bench/probes/decode_host_probe.py --wet 32 > $OUT/host-native.json)
   dawn -- python bench/probes/decode_host_probe.py --dry 1000 --wet 32 > $OUT/host-dawn.json
   cat $OUT/host-native.json; echo; cat $OUT/host-dawn.json
+  ;;
+gpuprof)
+  mkdir -p $D/models/smollm2
+  cat $D/g/gguf.part* > $D/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+  (cd $S && python3 bench/probes/decode_probe.py > $OUT/gpuprof-native.json)
+  dawn -- python bench/probes/decode_probe.py > $OUT/gpuprof-dawn.json
+  dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia,disable_robustness \
+    -- python bench/probes/decode_probe.py > $OUT/gpuprof-dawn-no-robustness.json
+  for f in native dawn dawn-no-robustness; do python3 -c "import json, sys; \
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
+print(sys.argv[1], {k: d[k] for k in ('decode_tok_s', 'prefill_ms', 'decode_gpu_ms', 'prefill_gpu_ms')})" \
+    $OUT/gpuprof-$f.json; done
   ;;
 engines)
   mkdir -p $D/models/minilm $D/models/smollm2
