@@ -20,26 +20,54 @@
 // TFLOP/s at 2048: the scores phase reads 6 vec4 from workgroup memory per 8 dot4s; a larger
 // register tile (4 items x 4 keys) is the next thing to try. Fewer key chunks (one, no
 // combine) was slower at 128 (31 us): 36 workgroups.
-// Limits: workgroup memory 29.8 KB (the lowering checks the adapter's limit); D % 4 == 0,
-// D <= 64; keys split across workgroups in run-time chunks of `gran` (a multiple of BK) as
-// attn_decode, merged by attn_combine (`direct` when nsplit == 1).
+// Limits: workgroup memory, 29.8 KB (29828 bytes) at every head dim (the lowering checks the
+// adapter's limit, else attn_prefill or attn_decode run); D % 4 == 0, D <= 256. Keys split
+// across workgroups in run-time chunks of `gran` (a multiple of BK) as attn_decode, merged by
+// attn_combine (`direct` when nsplit == 1).
+// Head dims past 64 (Phi-3 96, Qwen3 / Llama-3 / Mistral 128, Gemma 256): the tiles stay the
+// ones above and the head dim is walked in CW-vec4 chunks (CW = DV4 / ceil(DV4 / 16): D 96
+// -> 2 x 12, 128 -> 2 x 16, 256 -> 4 x 16): per key tile and chunk, Q and K chunks are staged
+// and the 2 x 4 scores accumulate; then per chunk V is staged and acc[chunk][4] (16 vec4 at
+// D 256, in registers) gains p V, p recomputed per chunk (one exp per 4 x CW FMAs). Costs
+// against D <= 64: Q is re-read from global memory per key tile (1.5x the loads) and 4 barriers
+// a chunk. At D <= 64 (CW >= DV4: one chunk) the code is the old one: Q staged once, K and V
+// staged together, 2 barriers a tile.
+// Tried (on paper, by bytes): whole rows with fewer keys a tile: Q and K rows of 33 vec4 at
+// D 128 alone take 33.8 KB for 32 items x 32 keys (54 KB with V and P), past 32 KB (lavapipe,
+// most browsers) even at 16 keys, and 256 would need 8-key tiles (a 2 x 1 register tile).
 // bindings: 0 q (B, S, H, D), 1 kc, 2 vc (B, Hkv, T, D), 3 pos (i32, [1]),
 // 4 dst: out (B, S, H, D) when direct, else partials [B, Hkv, nsplit, S*G, D4 + 1] vec4
 // (acc..., (m, l, 0, 0)), 5 params. grid: (nsplit, item tiles * Hkv, B).
 {{KV_ATTENTION_IO}}
 
-override DV4: u32 = 16u;                        // D / 4 (<= 16): constant loop bounds unroll
+override DV4: u32 = 16u;                        // D / 4 (<= 64): constant loop bounds unroll
+override CW: u32 = 16u;                         // head-dim chunk, vec4 (<= 16; >= DV4: one)
 const WG: u32 = 128u;
 const BI: u32 = 32u;                            // items per workgroup
 const BK: u32 = 32u;                            // keys per tile
 const RS: u32 = 17u;                            // row stride of Qs / Ks, vec4
 const PS: u32 = 33u;                            // row stride of P, floats
 const NEG: f32 = -3.4028234663852886e38;
-var<workgroup> Qs: array<vec4<f32>, 544>;       // [item][RS], pre-scaled
-var<workgroup> Ks: array<vec4<f32>, 544>;       // [key][RS]
-var<workgroup> Vs: array<vec4<f32>, 512>;       // [key][16]: quarter qd reads d4 = 4 c + qd
+var<workgroup> Qs: array<vec4<f32>, 544>;       // [item][RS], pre-scaled (a chunk)
+var<workgroup> Ks: array<vec4<f32>, 544>;       // [key][RS] (a chunk)
+var<workgroup> Vs: array<vec4<f32>, 512>;       // [key][16] (a chunk): quarter qd reads 4 c + qd
 var<workgroup> P: array<f32, 1056>;             // [item][PS]: scores of the tile
 var<workgroup> wpos: i32;
+
+// Qs <- head-dim columns d0 .. d0 + w of items i0 .. i0 + BI, pre-scaled (zero past the last)
+fn stage_q(t: u32, b: u32, hk: u32, i0: u32, d0: u32, w: u32) {
+    let RI = p.S * p.G;
+    for (var e = t; e < BI * w; e += WG) {
+        let ii = e / w;
+        let i = i0 + ii;
+        var v = vec4<f32>(0.0);
+        if (i < RI) {
+            let h = item_head(hk, i);
+            v = q[((b * p.S + i / p.G) * p.H + h) * DV4 + d0 + e % w] * p.scale;
+        }
+        Qs[ii * RS + e % w] = v;
+    }
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -58,18 +86,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let k0 = c * cl;
     let k1 = min(min(k0 + cl, L), p0 + s_last + 1u);
     let kbase = (row_slot(b) * p.Hkv + hk) * p.T * DV4;
+    let wide = DV4 > CW;                        // (per pipeline) head-dim chunks restaged
+    let nch = (DV4 + CW - 1u) / CW;
 
-    // the Q tile, pre-scaled (zero past the last item)
-    for (var e = t; e < BI * DV4; e += WG) {
-        let ii = e / DV4;
-        let i = i0 + ii;
-        var v = vec4<f32>(0.0);
-        if (i < RI) {
-            let h = item_head(hk, i);
-            v = q[((b * p.S + i / p.G) * p.H + h) * DV4 + e % DV4] * p.scale;
-        }
-        Qs[ii * RS + e % DV4] = v;
-    }
+    if (!wide) { stage_q(t, b, hk, i0, 0u, DV4); }
     // scores-phase roles
     let ti = t / 8u;
     let tk = t % 8u;
@@ -84,38 +104,40 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let qd = t % 4u;
     var m = NEG;
     var l = 0.0;
-    var a0 = vec4<f32>(0.0);
-    var a1 = vec4<f32>(0.0);
-    var a2 = vec4<f32>(0.0);
-    var a3 = vec4<f32>(0.0);
+    var acc: array<vec4<f32>, 16>;              // [chunk][4]: column chunk * CW + 4 c + qd
 
     for (var t0 = k0; t0 < k1; t0 += BK) {
         let n = min(BK, k1 - t0);
-        for (var e = t; e < BK * DV4; e += WG) {
-            let j = e / DV4;
-            let d4 = e % DV4;
-            var kk = vec4<f32>(0.0);
-            var vv = vec4<f32>(0.0);
-            if (j < n) {
-                kk = kc[kbase + (t0 + j) * DV4 + d4];
-                vv = vc[kbase + (t0 + j) * DV4 + d4];
-            }
-            Ks[j * RS + d4] = kk;
-            Vs[j * 16u + d4] = vv;
-        }
-        workgroupBarrier();
-        // scores: 2 items x 4 keys a thread
+        // scores: 2 items x 4 keys a thread, over the head-dim chunks
         var s0 = vec4<f32>(0.0);                // item 2 ti, keys tk + 8 c in c = x..w
         var s1 = vec4<f32>(0.0);
-        for (var d4 = 0u; d4 < DV4; d4++) {
-            let q0 = Qs[(2u * ti) * RS + d4];
-            let q1 = Qs[(2u * ti + 1u) * RS + d4];
-            let kx = Ks[tk * RS + d4];
-            let ky = Ks[(tk + 8u) * RS + d4];
-            let kz = Ks[(tk + 16u) * RS + d4];
-            let kw = Ks[(tk + 24u) * RS + d4];
-            s0 += vec4<f32>(dot(q0, kx), dot(q0, ky), dot(q0, kz), dot(q0, kw));
-            s1 += vec4<f32>(dot(q1, kx), dot(q1, ky), dot(q1, kz), dot(q1, kw));
+        for (var d0 = 0u; d0 < DV4; d0 += CW) {
+            let w = min(CW, DV4 - d0);
+            if (wide) { stage_q(t, b, hk, i0, d0, w); }
+            for (var e = t; e < BK * w; e += WG) {
+                let j = e / w;
+                let d4 = e % w;
+                var kk = vec4<f32>(0.0);
+                var vv = vec4<f32>(0.0);
+                if (j < n) {
+                    kk = kc[kbase + (t0 + j) * DV4 + d0 + d4];
+                    if (!wide) { vv = vc[kbase + (t0 + j) * DV4 + d4]; }
+                }
+                Ks[j * RS + d4] = kk;
+                if (!wide) { Vs[j * 16u + d4] = vv; }
+            }
+            workgroupBarrier();
+            for (var d4 = 0u; d4 < w; d4++) {
+                let q0 = Qs[(2u * ti) * RS + d4];
+                let q1 = Qs[(2u * ti + 1u) * RS + d4];
+                let kx = Ks[tk * RS + d4];
+                let ky = Ks[(tk + 8u) * RS + d4];
+                let kz = Ks[(tk + 16u) * RS + d4];
+                let kw = Ks[(tk + 24u) * RS + d4];
+                s0 += vec4<f32>(dot(q0, kx), dot(q0, ky), dot(q0, kz), dot(q0, kw));
+                s1 += vec4<f32>(dot(q1, kx), dot(q1, ky), dot(q1, kz), dot(q1, kw));
+            }
+            if (wide) { workgroupBarrier(); }   // (Qs / Ks are restaged next chunk)
         }
         for (var cc = 0u; cc < 4u; cc++) {
             let j = tk + 8u * cc;
@@ -125,26 +147,40 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                                                t0 + j >= start1);
         }
         workgroupBarrier();
-        // online softmax of row ui over the tile, and acc += p V
+        // online softmax of row ui over the tile, and acc += p V, a V chunk at a time
         var mt = NEG;
         for (var j = 0u; j < BK; j++) { mt = max(mt, P[ui * PS + j]); }
-        if (mt > NEG) {                         // some key of this tile is the item's
-            let mn = max(m, mt);
+        let live = mt > NEG;                    // some key of this tile is the item's
+        let mn = max(m, mt);
+        if (live) {
             let corr = exp(m - mn);             // 0 on the first tile (m = NEG)
             l *= corr;
-            a0 *= corr;
-            a1 *= corr;
-            a2 *= corr;
-            a3 *= corr;
+            for (var x = 0u; x < 4u * nch; x++) { acc[x] *= corr; }
             m = mn;
-            for (var j = 0u; j < BK; j++) {
-                let pj = exp(P[ui * PS + j] - mn);  // 0 where masked (NEG - mn)
-                l += pj;
-                let vb = j * 16u + qd;
-                a0 += pj * Vs[vb];
-                a1 += pj * Vs[vb + 4u];
-                a2 += pj * Vs[vb + 8u];
-                a3 += pj * Vs[vb + 12u];
+        }
+        for (var d0 = 0u; d0 < DV4; d0 += CW) {
+            let ch = d0 / CW;
+            if (wide) {
+                let w = min(CW, DV4 - d0);
+                workgroupBarrier();             // (readers of the last chunk are done)
+                for (var e = t; e < BK * w; e += WG) {
+                    let j = e / w;
+                    var vv = vec4<f32>(0.0);
+                    if (j < n) { vv = vc[kbase + (t0 + j) * DV4 + d0 + e % w]; }
+                    Vs[j * 16u + e % w] = vv;
+                }
+                workgroupBarrier();
+            }
+            if (live) {
+                for (var j = 0u; j < BK; j++) {
+                    let pj = exp(P[ui * PS + j] - mn);  // 0 where masked (NEG - mn)
+                    if (ch == 0u) { l += pj; }
+                    let vb = j * 16u + qd;
+                    acc[4u * ch] += pj * Vs[vb];
+                    acc[4u * ch + 1u] += pj * Vs[vb + 4u];
+                    acc[4u * ch + 2u] += pj * Vs[vb + 8u];
+                    acc[4u * ch + 3u] += pj * Vs[vb + 12u];
+                }
             }
         }
         workgroupBarrier();                     // (the tiles and P are rewritten next)
@@ -153,20 +189,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (i >= RI) { return; }
     let s = i / p.G;
     let h = item_head(hk, i);
-    let acc = array<vec4<f32>, 4>(a0, a1, a2, a3);
-    if (p.direct != 0u) {
-        let inv = select(1.0 / l, 0.0, l == 0.0);
-        let ob = ((b * p.S + s) * p.H + h) * DV4;
-        for (var cc = 0u; cc < 4u; cc++) {
-            let d4 = 4u * cc + qd;
-            if (d4 < DV4) { dst[ob + d4] = acc[cc] * inv; }
+    let inv = select(1.0 / l, 0.0, l == 0.0);
+    let ob = ((b * p.S + s) * p.H + h) * DV4;
+    let row = (((b * p.Hkv + hk) * p.nsplit + c) * RI + i) * (DV4 + 1u);
+    for (var x = 0u; x < 4u * nch; x++) {
+        let d4 = (x / 4u) * CW + 4u * (x % 4u) + qd;
+        if (4u * (x % 4u) + qd < CW && d4 < DV4) {
+            if (p.direct != 0u) { dst[ob + d4] = acc[x] * inv; } else { dst[row + d4] = acc[x]; }
         }
-    } else {
-        let row = (((b * p.Hkv + hk) * p.nsplit + c) * RI + i) * (DV4 + 1u);
-        for (var cc = 0u; cc < 4u; cc++) {
-            let d4 = 4u * cc + qd;
-            if (d4 < DV4) { dst[row + d4] = acc[cc]; }
-        }
-        if (qd == 0u) { dst[row + DV4] = vec4<f32>(m, l, 0.0, 0.0); }
     }
+    if (p.direct == 0u && qd == 0u) { dst[row + DV4] = vec4<f32>(m, l, 0.0, 0.0); }
 }

@@ -144,9 +144,10 @@ def test_cached_attention(backend, chunking, heads, s, p0):
 @pytest.mark.parametrize("s,p0", [(1, 300), (5, 70)] if for_browser() else
                          [(1, 0), (1, 300), (5, 70)])
 def test_cached_attention_wide_heads(backend, chunking, d, s, p0):
-    """Head dims past the many-rows kernels' 64: Phi-3's 96, Qwen3's 128 and Gemma 2/3's 256
-    (attn_decode with 16 and 8 keys a tile), 4 query heads per kv head (more items than a
-    workgroup holds at 256), in one chunk or many (as_gpu)."""
+    """Few rows at head dims past 64: Phi-3's 96, Qwen3's 128 and Gemma 2/3's 256 (as_gpu:
+    attn_decode with 16 and 8 keys a tile; a CPU adapter: attn_prefill, 2 or 4 threads an
+    item), 4 query heads per kv head (more items than a workgroup holds at 256), in one chunk
+    or many (as_gpu)."""
     _run_cached_attention(backend, 8, 2, d, s, p0, seed=p0 + d)
 
 
@@ -206,6 +207,71 @@ def test_cached_attention_each_prefill_kernel(backend, chunking, monkeypatch, ke
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
     if backend.name != "reference":
         assert exe.last_plan.program.calls[0].name == f"cached_attention[{kernel}]"
+
+
+def _chunking_id(as_gpu: bool) -> str:
+    return "as_gpu" if as_gpu else "as_device"
+
+
+def _force_chunking(monkeypatch, as_gpu: bool) -> None:
+    """The chunking fixture's as_gpu, for tests that keep the browser to one of its params."""
+    if as_gpu:
+        from webrlx.compiler import lower_decoder
+        monkeypatch.setattr(lower_decoder, "cpu_adapter", lambda L: False)
+
+
+@pytest.mark.parametrize("as_gpu", [True] if for_browser() else [False, True], ids=_chunking_id)
+@pytest.mark.parametrize("kernel", ["flash", "prefill"])
+@pytest.mark.parametrize("d", [128] if for_browser() else [96, 128, 256])
+@pytest.mark.parametrize("h,hkv,s,p0,b", [(8, 2, 40, 70, 1)] if for_browser() else
+                         [(8, 2, 40, 70, 1), (8, 2, 100, 0, 2), (6, 3, 33, 150, 1)], ids=str)
+def test_cached_attention_each_prefill_kernel_wide_heads(backend, monkeypatch, as_gpu, kernel,
+                                                         d, h, hkv, s, p0, b):
+    """Both many-rows kernels at head dims past 64 (Phi-3's 96, Qwen3's 128, Gemma's 256):
+    attn_flash walking the head dim in chunks, attn_prefill with 2 or 4 threads an item; GQA,
+    causal, item tiles ending mid-tile, a start pos, one key chunk (direct) or many (as_gpu),
+    against numpy."""
+    from webrlx.compiler import lower_decoder
+    monkeypatch.setattr(lower_decoder, "PREFILL_KERNEL", kernel)
+    _force_chunking(monkeypatch, as_gpu)
+    t = 256
+    q = rand(b, s, h, d, seed=s + p0 + d)
+    kc, vc = rand(b, hkv, t, d, seed=33, low=-2, high=2), rand(b, hkv, t, d, seed=34)
+    kc[:, :, p0 + s:] = 1e30           # past the valid length: never read
+    vc[:, :, p0 + s:] = -1e30
+    g = wr.Graph()
+    qi, ki, vi = g.input("q", q.shape), g.input("k", kc.shape), g.input("v", vc.shape)
+    y = nn.cached_attention(qi, ki, vi, g.input("pos", (1,), "int32"))
+    exe = wr.compile(g, outputs=[y], device=backend)
+    (got,) = exe.run({"q": q, "k": kc, "v": vc, "pos": np.array([p0], np.int32)})
+    want = _attention_np(q, kc[:, :, :p0 + s], vc[:, :, :p0 + s], p0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+    if backend.name != "reference":
+        assert exe.last_plan.program.calls[0].name == f"cached_attention[{kernel}]"
+
+
+# workgroup bytes an adapter allows -> the kernel a 128-wide prompt gets (CPU adapter, GPU):
+# attn_prefill needs 22020 bytes at D 128, attn_flash 29828
+WIDE_PICKS = {16384: ("decode", "decode"), 24576: ("prefill", "prefill"),
+              32768: ("prefill", "flash")}
+
+
+@pytest.mark.parametrize("as_gpu", [False, True], ids=_chunking_id)
+@pytest.mark.parametrize("storage", [32768] if for_browser() else list(WIDE_PICKS))
+def test_cached_attention_wide_prompt_takes_a_prefill_kernel(backend, monkeypatch, as_gpu,
+                                                             storage):
+    """A prompt at head dim 128 (16 rows x 4 query heads a kv head) runs through a prefill
+    kernel, not attn_decode, where the adapter's workgroup memory holds it: attn_prefill on a
+    CPU adapter or a GPU with 22-29 KB, attn_flash on a GPU with 29.8 KB or more."""
+    _force_chunking(monkeypatch, as_gpu)
+    if backend.name != "reference":
+        if backend.info.limit("max-compute-workgroup-storage-size") < storage:
+            pytest.skip(f"the adapter allows less than {storage} bytes of workgroup memory")
+        monkeypatch.setitem(backend.info.limits, "max-compute-workgroup-storage-size", storage)
+    exe, _ = _run_cached_attention(backend, 8, 2, 128, 16, 20, seed=5)
+    if backend.name != "reference":
+        want = WIDE_PICKS[storage][as_gpu]
+        assert exe.last_plan.program.calls[0].name == f"cached_attention[{want}]"
 
 
 def test_decode_steps_equal_one_prefill(backend, chunking):

@@ -2,14 +2,17 @@
 cached_attention (GQA attention over a cache whose valid length is read from the `pos` buffer
 at run time, so a decode graph is the same at every step).
 
-cached_attention has two kernels that write the same per-chunk partials, merged by
+cached_attention has three kernels that write the same per-chunk partials, merged by
 attn_combine: attn_decode (few query rows per kv head: threads over keys, then over output
-columns; flash-decoding across workgroups) and attn_prefill (many rows: threads per query
-row, K/V tiles in workgroup memory). Both cut the valid keys [0, pos + S) into at most
-`nsplit` chunks at run time, so their work follows pos + S, not the capacity T. On a CPU
-adapter (lavapipe, SwiftShader) fewer chunks are cut and attn_prefill runs for any S (both
-measured faster there); a discrete GPU gets attn_decode below PREFILL_FROM_ITEMS items and
-chunks enough for ~WORKGROUP_TARGET workgroups.
+columns; flash-decoding across workgroups), attn_prefill (many rows: threads per query row,
+K/V tiles in workgroup memory) and attn_flash (many rows on GPUs: register-tiled items x
+keys). All take head dims up to 256; the two many-rows ones where the adapter's workgroup
+memory holds them (prefill_storage, FLASH_STORAGE), else attn_decode runs. All cut the
+valid keys [0, pos + S) into at most `nsplit` chunks at run time, so their work follows
+pos + S, not the capacity T. On a CPU adapter (lavapipe, SwiftShader) fewer chunks are cut
+and attn_prefill runs for any S (both measured faster there); a discrete GPU gets
+attn_decode below PREFILL_FROM_ITEMS items and chunks enough for ~WORKGROUP_TARGET
+workgroups.
 """
 from __future__ import annotations
 
@@ -28,9 +31,8 @@ from .registry import lowering
 DECODE_ITEMS = 8             # RMAX of attn_decode.wgsl: (row, head) items per workgroup
 DECODE_THREADS = 128         # its WG: a thread per (item, vec4 column) in the p.v phase
 PREFILL_FROM_ITEMS = 24      # items per kv head (S * G) from which attn_prefill runs
-PREFILL_STORAGE = 2 * 544 * 16 + 2 * 64 * 4 + 4   # bytes of workgroup memory attn_prefill uses
 PREFILL_PAD = 1              # attn_prefill's PAD: K/V tile rows padded (bank conflicts)
-FLASH_STORAGE = (544 + 544 + 512) * 16 + 1056 * 4 + 4   # attn_flash's workgroup memory
+FLASH_STORAGE = (544 + 544 + 512) * 16 + 1056 * 4 + 4   # attn_flash's workgroup memory, any D
 FLASH_ITEMS = 32             # attn_flash's items per workgroup (BI) = its keys per tile (BK)
 # the prefill kernel: None picks by adapter (attn_flash on GPUs, attn_prefill on CPU
 # adapters); "flash", "prefill" or "decode" force one (tests, probes)
@@ -44,6 +46,29 @@ CHUNK_GRANULE = 64           # keys: a chunk's length is a multiple of this (and
 DECODE_CHUNK_TILES = 1
 ROW_THREADS = 8192           # attn_prefill splits an item's keys until about this many threads
 CPU_ROW_THREADS = 128        # the same on a CPU adapter: 8 threads a row for 1-2 rows, then 1
+
+
+def prefill_shape(d: int) -> tuple[int, int]:
+    """attn_prefill's (DS, KT) at head dim d: threads sharing an item's head dim (each holds at
+    most 16 vec4 of q and of acc) and keys per tile (a tile of KT x ROW vec4 within 544)."""
+    d4 = d // 4
+    ds = 1 if d4 <= 16 else 2 if d4 <= 32 else 4
+    row = max(16, d4) + PREFILL_PAD
+    kt = next(k for k in (32, 16, 8) if k * row <= 544)
+    return ds, kt
+
+
+def prefill_storage(d: int) -> int:
+    """Workgroup bytes of attn_prefill at head dim d: K/V tiles, m / l, the partial scores
+    (KT x 64 floats when DS > 1, else 1), pos."""
+    ds, kt = prefill_shape(d)
+    return 2 * 544 * 16 + 2 * 64 * 4 + 4 * (kt * 64 if ds > 1 else 1) + 4
+
+
+def flash_chunk(d: int) -> int:
+    """attn_flash's CW at head dim d: vec4 of a head-dim chunk, <= 16 (16 = one chunk <= 64)."""
+    d4 = d // 4
+    return 16 if d4 <= 16 else -(-d4 // -(-d4 // 16))
 
 
 def rope_table(d: int, base: float, factors: tuple[float, ...] = ()) -> np.ndarray:
@@ -115,25 +140,32 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
     items = s * g                                   # (row, head) pairs per kv head
     d4 = d // 4
     cpu = cpu_adapter(L)
-    # on a CPU adapter the row kernel wins from one row on (~20% on lavapipe, fewer lanes)
+    # on a CPU adapter the row kernel wins from one row on (~20% on lavapipe, fewer lanes; at
+    # pos 500, one row: D 128 (32 / 8 heads) 15.0 vs 18.6 ms, D 256 (16 / 8) 13.3 vs 24.9)
     storage = L.info.limit("max-compute-workgroup-storage-size", 16384)
-    prefill = ((items >= PREFILL_FROM_ITEMS or cpu) and d <= 64 and storage >= PREFILL_STORAGE)
+    prefill = (items >= PREFILL_FROM_ITEMS or cpu) and storage >= prefill_storage(d)
     flash = prefill and not cpu and storage >= FLASH_STORAGE
     if PREFILL_KERNEL is not None:
-        prefill = PREFILL_KERNEL in ("flash", "prefill") and d <= 64
-        flash = PREFILL_KERNEL == "flash" and d <= 64
+        prefill = PREFILL_KERNEL in ("flash", "prefill")
+        flash = PREFILL_KERNEL == "flash"
     gran = CHUNK_GRANULE
     overrides: dict[str, object]
     if flash:                                       # GPUs: tiles of items x keys
         tiles = -(-items // FLASH_ITEMS)
         shader, overrides = "decoder/attn_flash", {"DV4": d4}
+        if d4 > 16:                                 # head-dim chunks (D <= 64: one, as before)
+            overrides["CW"] = flash_chunk(d)
         gran = FLASH_ITEMS                          # key chunks of one tile at the least
     elif prefill:
         threads = CPU_ROW_THREADS if cpu else ROW_THREADS
         split = min(8, 1 << max(0, math.ceil(math.log2(max(1, threads / (b * h * s))))))
-        tiles = -(-items // (64 // split))
+        ds, kt = prefill_shape(d)
+        split = max(1, split // ds)                 # ds threads an item already
+        tiles = -(-items // (64 // (split * ds)))
         shader, overrides = "decoder/attn_prefill", {"SPLIT": split, "DV4": d4,
                                                       "PAD": PREFILL_PAD}
+        if ds > 1:                                  # D > 64 (D <= 64: the old constants)
+            overrides.update(DS=ds, KT=kt)
     else:
         per_wg = min(DECODE_ITEMS, DECODE_THREADS // d4)
         tiles = -(-items // per_wg)
