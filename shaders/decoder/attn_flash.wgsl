@@ -32,9 +32,13 @@
 // against D <= 64: Q is re-read from global memory per key tile (1.5x the loads) and 4 barriers
 // a chunk. At D <= 64 (CW >= DV4: one chunk) the code is the old one: Q staged once, K and V
 // staged together, 2 barriers a tile.
+// Measured past 64 on lavapipe only (not this kernel's adapter: CPU adapters run attn_prefill),
+// S 512 (bench/probes/prefill_attention_probe.py --d D --s 512, CPU-ms): D 128 (32 / 8 heads)
+// 1841 against attn_decode's 3255; D 256 (16 / 8) 1509 against 4692. No GPU figure yet.
 // Tried (on paper, by bytes): whole rows with fewer keys a tile: Q and K rows of 33 vec4 at
 // D 128 alone take 33.8 KB for 32 items x 32 keys (54 KB with V and P), past 32 KB (lavapipe,
 // most browsers) even at 16 keys, and 256 would need 8-key tiles (a 2 x 1 register tile).
+// Next to try where 48 KB are allowed (H100): Q staged whole once (37.8 KB at D 128).
 // bindings: 0 q (B, S, H, D), 1 kc, 2 vc (B, Hkv, T, D), 3 pos (i32, [1]),
 // 4 dst: out (B, S, H, D) when direct, else partials [B, Hkv, nsplit, S*G, D4 + 1] vec4
 // (acc..., (m, l, 0, 0)), 5 params. grid: (nsplit, item tiles * Hkv, B).

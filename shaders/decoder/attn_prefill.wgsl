@@ -25,8 +25,14 @@
 // CPU-ms, the generic `attention` (two matmuls around a masked softmax) ~240.
 // Tried: only this layout (attention_rows' one-row-per-thread flash form with GQA items and
 // run-time key ranges); the decode kernel's layout keeps per-workgroup state per item and is
-// used below PREFILL_FROM_ITEMS items. For D > 64: whole-row q / acc per thread (64 vec4 each
-// at 256) was not tried: registers past what GPUs hold without spilling.
+// used below PREFILL_FROM_ITEMS items.
+// Past 64 on lavapipe (bench/probes/prefill_attention_probe.py --d D --s 512, CPU-ms): D 128
+// (32 / 8 heads) 1178 against attn_decode's 3255; D 256 (16 / 8) 1350 against 4692; D 64 (9 / 3)
+// 136 against 390. One row at pos 500: D 128 15.0 against 18.6, D 256 13.3 against 24.9, so
+// CPU adapters run this kernel for any S at every D. Tried: DS = 1 with 32-vec4 q / acc arrays
+// at D 128 (lavapipe, S 256): 336 ms against DS = 2's 425 (the exchange, a barrier a tile and
+// DS reads a key, costs ~20% there; DS = 2 forced at D 64: 60 against 44); not taken: 64 vec4
+// of registers a thread on GPUs, and the SPLIT merge would need twice the scratch.
 // bindings: 0 q (B, S, H, D), 1 kc, 2 vc (B, Hkv, T, D), 3 pos (i32, [1]),
 // 4 dst: out (B, S, H, D) when direct, else partials [B, Hkv, nsplit, S*G, D4 + 1] vec4
 // (acc..., (m, l, 0, 0)), 5 params. grid: (nsplit, item tiles * Hkv, B).

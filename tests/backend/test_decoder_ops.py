@@ -222,15 +222,15 @@ def _force_chunking(monkeypatch, as_gpu: bool) -> None:
 
 @pytest.mark.parametrize("as_gpu", [True] if for_browser() else [False, True], ids=_chunking_id)
 @pytest.mark.parametrize("kernel", ["flash", "prefill"])
-@pytest.mark.parametrize("d", [128] if for_browser() else [96, 128, 256])
+@pytest.mark.parametrize("d", [128] if for_browser() else [68, 96, 128, 200, 256])
 @pytest.mark.parametrize("h,hkv,s,p0,b", [(8, 2, 40, 70, 1)] if for_browser() else
                          [(8, 2, 40, 70, 1), (8, 2, 100, 0, 2), (6, 3, 33, 150, 1)], ids=str)
 def test_cached_attention_each_prefill_kernel_wide_heads(backend, monkeypatch, as_gpu, kernel,
                                                          d, h, hkv, s, p0, b):
-    """Both many-rows kernels at head dims past 64 (Phi-3's 96, Qwen3's 128, Gemma's 256):
-    attn_flash walking the head dim in chunks, attn_prefill with 2 or 4 threads an item; GQA,
-    causal, item tiles ending mid-tile, a start pos, one key chunk (direct) or many (as_gpu),
-    against numpy."""
+    """Both many-rows kernels at head dims past 64 (Phi-3's 96, Qwen3's 128, Gemma's 256; 68
+    and 200 split unevenly): attn_flash walking the head dim in chunks, attn_prefill with 2 or
+    4 threads an item; GQA, causal, item tiles ending mid-tile, a start pos, one key chunk
+    (direct) or many (as_gpu), against numpy."""
     from webrlx.compiler import lower_decoder
     monkeypatch.setattr(lower_decoder, "PREFILL_KERNEL", kernel)
     _force_chunking(monkeypatch, as_gpu)
