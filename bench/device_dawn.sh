@@ -16,6 +16,10 @@
 #   gpuprof bench/probes/decode_probe.py natively, under Dawn, and under Dawn with Tint's
 #           robustness off (a diagnosis only: Chrome keeps it on): SmolLM2's decode and
 #           prefill GPU time kernel by kernel (timestamp queries), from `store`
+#   tune    the nvidia family's shipped autotune table: tools/make_tune_tables.py --here under
+#           Dawn (timestamps unquantized), into $OUT/tune-nvidia-dawn.json; then
+#           bench/probes/decode_read_probe.py natively, and under Dawn with and without that
+#           table (read-ahead on and off both ways), SmolLM2 from `store`
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -100,6 +104,21 @@ gpuprof)
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
 print(sys.argv[1], {k: d[k] for k in ('decode_tok_s', 'prefill_ms', 'decode_gpu_ms', 'prefill_gpu_ms')})" \
     $OUT/gpuprof-$f.json; done
+  ;;
+tune)
+  mkdir -p $D/models/smollm2
+  cat $D/g/gguf.part* > $D/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+  dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia \
+    --dawn-flag disable-dawn-features=timestamp_quantization \
+    -- python tools/make_tune_tables.py --here --models smollm2 > $OUT/tune-nvidia-dawn.json
+  cp $OUT/tune-nvidia-dawn.json $D/models/smollm2/     # the folder Dawn's Python sees
+  (cd $S && python3 bench/probes/decode_read_probe.py > $OUT/read-native.json)
+  dawn -- python bench/probes/decode_read_probe.py \
+    --tune /home/pyodide/models/smollm2/tune-nvidia-dawn.json > $OUT/read-dawn.json
+  for f in native dawn; do python3 -c "import json, sys; \
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
+print(sys.argv[1], d['tokens_equal'], d['tok_s'], {m: g['ms'] for m, g in d['decode_gpu'].items()})" \
+    $OUT/read-$f.json; done
   ;;
 engines)
   mkdir -p $D/models/minilm $D/models/smollm2

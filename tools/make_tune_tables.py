@@ -1,13 +1,28 @@
-"""Regenerate webrlx/data/tune_tables.json, the autotuner's shipped table per adapter family:
-tune MiniLM's shapes (batches and lengths a page commonly runs) natively on SwiftShader (the
-ICD Debian's chromium ships: Chromium's own software WebGPU) and on llvmpipe, with an empty
-tune cache, and store what the tuner picked. The browser does not time variants on a page's
-critical path; it reads this table for adapters of these families (webrlx/runtime/autotune.py).
+"""Regenerate webrlx/data/tune_tables.json, the autotuner's shipped table per adapter family.
+The browser does not time variants on a page's critical path; it reads this table for
+adapters of these families (webrlx/runtime/autotune.py).
 
-    python tools/make_tune_tables.py            # a few minutes on a 2-core machine
+- swiftshader, llvmpipe (this box): MiniLM's shapes (batches and lengths a page commonly
+  runs), tuned natively on SwiftShader (the ICD Debian's chromium ships: Chromium's own
+  software WebGPU) and on llvmpipe, each with an empty tune cache:
+
+      python tools/make_tune_tables.py            # a few minutes on a 2-core machine
+
+- nvidia: tuned under Dawn (Chrome's WebGPU, `python -m webrlx dawn`) on an NVIDIA GPU, the
+  browser's code path: MiniLM's shapes and SmolLM2's (prompts of 16 to 128 tokens, decode
+  steps, an 8-sequence batch). Timestamps unquantized (Dawn's timestamp_quantization off), so
+  the tuner times on the GPU clock. On the GPU machine (bench/device_dawn.sh `tune`):
+
+      python -m webrlx dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,\\
+          vulkan_enable_f16_on_nvidia --dawn-flag disable-dawn-features=timestamp_quantization \\
+          -- python tools/make_tune_tables.py --here > tune-nvidia.json
+      python tools/make_tune_tables.py --merge nvidia tune-nvidia.json       # back here
+
+  MiniLM and SmolLM2 come from $WEBRLX_MINILM_DIR / $WEBRLX_SMOLLM2_DIR (or their packages).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -19,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "webrlx" / "data" / "tune_tables.json"
 ICDS = {"swiftshader": "/usr/lib/chromium/vk_swiftshader_icd.json", "llvmpipe": None}
 SHAPES = [(1, 16), (1, 32), (1, 128), (2, 48), (3, 16), (4, 32), (8, 128)]   # (batch, length)
+LLM_PROMPTS = (16, 48, 128)          # SmolLM2 prompt lengths (tokens) tuned with --llm
+LLM_BATCH = 8                        # sequences of the batched-decode shapes tuned with --llm
 
 TUNE = f"""
 import json, numpy as np
@@ -34,8 +51,65 @@ print(json.dumps(dict(adapter=enc.device.info.name, table=table)))
 """
 
 
+def tune_here(models: list[str]) -> dict:
+    """Tune in this process (timing on, whatever the platform) the shapes of the models named
+    (minilm, smollm2); return {adapter, table}."""
+    import numpy as np
+
+    import webrlx as wr
+    from webrlx.runtime import autotune
+    autotune.enable(True)
+    rng = np.random.default_rng(0)
+    if "minilm" in models:
+        from webrlx.models import minilm
+        enc = minilm.load()
+        for b, s in SHAPES:
+            print(f"tune: MiniLM {b}x{s}", file=sys.stderr)
+            enc.executable.run(enc.feeds([[101] + list(rng.integers(1000, 29000, s - 2)) +
+                                          [102] for _ in range(b)]))
+    if "smollm2" in models:
+        from webrlx.models import smollm2
+        lm = smollm2.load(capacity=512)
+        for n in LLM_PROMPTS:
+            print(f"tune: SmolLM2 prompt {n}, 4 decode steps", file=sys.stderr)
+            lm.generate_ids([int(i) for i in rng.integers(100, 40000, n)], 4, ignore_eos=True)
+        print(f"tune: SmolLM2 {LLM_BATCH} sequences", file=sys.stderr)
+        lm.generate_batch([f"Question {i}: what is {i} + {i}?" for i in range(LLM_BATCH)], 4,
+                          ignore_eos=True)
+    info = wr.device().info
+    return {"adapter": info.name, "table": autotune.table(info.tune_name)}
+
+
+def merge(family: str, path: str) -> None:
+    """Store a --here run's table as the family's in the shipped file."""
+    got = json.loads(Path(path).read_text().strip().splitlines()[-1])
+    if family not in got["adapter"].lower():
+        raise SystemExit(f"--merge {family}: the run's adapter {got['adapter']!r} is not of "
+                         f"that family")
+    tables = json.loads(OUT.read_text()) if OUT.exists() else {}
+    tables[family] = dict(sorted(got["table"].items()))
+    OUT.write_text(json.dumps(tables, indent=1) + "\n")
+    print(f"wrote {OUT}: {family} from {got['adapter']}, {len(got['table'])} shapes",
+          file=sys.stderr)
+
+
 def main() -> None:
-    tables = {}
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--here", action="store_true",
+                    help="tune in this process (e.g. under `python -m webrlx dawn`) and print "
+                         "the table as JSON")
+    ap.add_argument("--models", default="minilm,smollm2",
+                    help="--here: the models whose shapes to tune (minilm, smollm2)")
+    ap.add_argument("--merge", nargs=2, metavar=("FAMILY", "FILE"),
+                    help="store a --here run's table as FAMILY's in the shipped file")
+    args = ap.parse_args()
+    if args.here:
+        print(json.dumps(tune_here(args.models.split(","))))
+        return
+    if args.merge:
+        merge(*args.merge)
+        return
+    tables = json.loads(OUT.read_text()) if OUT.exists() else {}
     for family, icd in ICDS.items():
         with tempfile.TemporaryDirectory() as home:
             env = {**os.environ, "HOME": home, "WEBRLX_AUTOTUNE": "1", "PYTHONPATH": str(ROOT)}

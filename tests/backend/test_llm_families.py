@@ -268,6 +268,27 @@ def test_steps_per_submit_keep_greedy_tokens(llama_lm, monkeypatch):
     assert _tokens(llama_lm, monkeypatch, 1) == want
 
 
+@pytest.mark.parametrize("ahead,k", [(False, 1), (True, 1), (True, 4)])
+def test_read_ahead_keeps_tokens_and_stops(llama_lm, monkeypatch, ahead, k):
+    """Tokens read READ_LAG steps after their copy (llm.READ_AHEAD) or at once, one or 4
+    steps a submit: transformers' greedy tokens across the read points (a read starts at 9
+    and 17, finishes at 11 and 19, the last at 20), and a stop string cuts the text at its
+    first occurrence whichever read sees it."""
+    monkeypatch.setattr(llm, "READ_AHEAD", ahead)
+    monkeypatch.setattr(llm, "DECODE_STEPS_PER_SUBMIT", k)
+    n = 20
+    greedy = _reference("llama", "Q8_0")[1][0][2]
+    assert llama_lm.generate_ids(PROMPTS[0], n, ignore_eos=True) == greedy[:n]
+    text = llama_lm.generate(PROMPTS[0], n, ignore_eos=True)
+    assert text == llama_lm.tokenizer.decode(greedy[:n])
+    for at in (len(text) // 3, len(text) // 2, len(text) - 4):
+        stop = text[at: at + 3]
+        if not stop.strip():
+            continue
+        got = llama_lm.generate(PROMPTS[0], n, stop=stop, ignore_eos=True)
+        assert got == text[:text.index(stop)], (stop, got)
+
+
 def test_steps_per_submit_keep_seeded_samples(llama_lm, monkeypatch):
     kw = {"temperature": 0.9, "top_k": 40, "seed": 7}
     four = _tokens(llama_lm, monkeypatch, 4, **kw)

@@ -209,6 +209,30 @@ def test_states_persist_across_runs_and_plans(backend):
     np.testing.assert_array_equal(exe.read_state("log"), np.zeros(8, np.int32))
 
 
+def test_start_read_returns_the_state_as_it_was_then(backend):
+    """start_read copies a state aside at once; runs after it do not show in finish_read's
+    value (a decode loop's read-ahead), and each later start_read sees its own moment."""
+    g = wr.Graph()
+    idx = g.input("idx", (1,), "int32")
+    log = g.state("log", (6,), "int32").scatter_set(idx, idx + 1)
+    exe = wr.compile(g, outputs=[log.sum()], device=backend, max_plans=2)
+    with pytest.raises(wr.InputError, match="unknown state 'nope'"):
+        exe.start_read("nope")
+    early = exe.start_read("log")                      # no run yet: zeros
+    exe.run({"idx": np.array([0], np.int32)}, keep_on_device=True)
+    first = exe.start_read("log")
+    for i in (2, 4):
+        exe.run({"idx": np.array([i], np.int32)}, keep_on_device=True)
+    second = exe.start_read("log")
+    exe.run({"idx": np.array([5], np.int32)}, keep_on_device=True)
+    np.testing.assert_array_equal(exe.finish_read(early), np.zeros(6, np.int32))
+    np.testing.assert_array_equal(exe.finish_read(second), [1, 0, 3, 0, 5, 0])
+    np.testing.assert_array_equal(exe.read_state("log"), [1, 0, 3, 0, 5, 6])
+    third = exe.start_read("log")
+    np.testing.assert_array_equal(exe.finish_read(third), [1, 0, 3, 0, 5, 6])
+    np.testing.assert_array_equal(exe.finish_read(first), [1, 0, 0, 0, 0, 0])
+
+
 def test_a_state_update_nobody_reads_still_runs(backend):
     g = wr.Graph()
     x = g.input("x", (2,))

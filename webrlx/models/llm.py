@@ -12,7 +12,8 @@ tokenizer `tokenizer.ggml.model` names (gpt2: byte-level BPE; llama: SentencePie
 Generation keeps the KV cache, the sampled token and the position on the GPU: a decode step is
 one submit whose token feeds the next step as a DeviceTensor. Tokens are read back after the
 first (the time to first token) and then every READ_EVERY steps (and at the end) to stream
-text, so a stop only costs that many extra steps. Between readbacks, DECODE_STEPS_PER_SUBMIT
+text, each read READ_LAG steps after its copy was queued (READ_AHEAD: the GPU never waits for
+a read), so a stop only costs that many extra steps. Between readbacks, DECODE_STEPS_PER_SUBMIT
 decode steps go in one submit (`exe.run(..., repeat=k, carry=DECODE_CARRY)`).
 Every method has an async twin for the browser (`generate_async`, `stream_async`, ...).
 """
@@ -57,6 +58,13 @@ DEFAULT_CAPACITY = 2048  # KV cache positions (the model's context is 8192; pass
 # everywhere; the runtime keeps `repeat` for graphs whose host work dominates.
 DECODE_STEPS_PER_SUBMIT = 1
 DECODE_CARRY = {"ids": 0, "pos": 1}   # a step's token and pos_next feed the next step
+# Read-ahead: every READ_EVERY steps the tokens are copied aside (exe.start_read) and read
+# READ_LAG steps later, when the copy is long done, so the GPU always has steps queued. A read
+# that waits for every step submitted (READ_AHEAD False: the first token and the last are
+# still read so) empties the queue: the GPU idles while the read comes back and the host
+# encodes the next step. The stop token is seen READ_LAG steps later than that way.
+READ_AHEAD = True
+READ_LAG = 2
 
 
 @dataclass
@@ -75,8 +83,8 @@ class Stats:
         return (self.new_tokens - 1) / decode if self.new_tokens > 1 and decode > 0 else 0.0
 
 
-Request = tuple  # ("run", feeds, repeat, carry) | ("read",) | ("text", piece): what a
-#                 generation step needs
+Request = tuple  # ("run", feeds, repeat, carry) | ("read",) | ("start",) | ("finish", pending)
+#                 | ("text", piece): what a generation step needs
 
 
 def make_tokenizer(md: dict[str, Any]) -> BPETokenizer | SPMTokenizer:
@@ -193,16 +201,25 @@ class LanguageModel:
             "last": np.array([n_prompt - 1], np.int32), "fparams": fp, "iparams": ip}, 1, None)
         self.last_logits = logits
         produced, shown, text, emitted, stopped = 1, 0, "", 0, False
+        pending: tuple[Any, int] | None = None   # a read-ahead and the tokens it covers
         decoder = self.tokenizer.stream()
         last_zero = np.zeros(1, np.int32)
         while True:
             done = produced >= max_new_tokens
-            if done or produced % READ_EVERY == 1:      # the first token at once, then batches
-                toks = yield ("read",)
+            toks, seen = None, shown
+            if done or produced == 1 or (not READ_AHEAD and produced % READ_EVERY == 1):
+                toks, seen, pending = (yield ("read",)), produced, None   # waits for all
+            elif READ_AHEAD:
+                if pending is not None and produced - pending[1] >= READ_LAG:
+                    toks, seen = (yield ("finish", pending[0])), pending[1]
+                    pending = None
+                if produced % READ_EVERY == 1:
+                    pending = ((yield ("start",)), produced)
+            if toks is not None:
                 self.stats.readbacks += 1
                 if not self.stats.first_token_s:
                     self.stats.first_token_s = time.perf_counter() - t0
-                for t in toks[n_prompt + shown: n_prompt + produced]:
+                for t in toks[n_prompt + shown: n_prompt + seen]:
                     shown += 1
                     self.stats.new_tokens = shown
                     if int(t) in self.stop_ids and not ignore_eos:
@@ -224,12 +241,15 @@ class LanguageModel:
                         text = text if cut is None else text[:cut]
                     if len(text) > emitted:
                         yield ("text", text[emitted:])
+                    self.stats.new_tokens = shown
                     self.stats.total_s = time.perf_counter() - t0
                     return
-            # the steps up to the next readback (a token count that is 1 mod READ_EVERY,
-            # or max_new_tokens), DECODE_STEPS_PER_SUBMIT at most, in one submit
+            # the steps up to the next read event (a token count that is 1 mod READ_EVERY,
+            # a read-ahead's finish, or max_new_tokens), DECODE_STEPS_PER_SUBMIT at most, in
+            # one submit
             k = min(DECODE_STEPS_PER_SUBMIT, max_new_tokens - produced,
-                    READ_EVERY - (produced - 1) % READ_EVERY)
+                    READ_EVERY - (produced - 1) % READ_EVERY,
+                    pending[1] + READ_LAG - produced if pending is not None else READ_EVERY)
             token, pos, logits = yield ("run", {"ids": token, "pos": pos, "last": last_zero,
                                                 "fparams": fp, "iparams": ip}, k, DECODE_CARRY)
             produced += k
@@ -267,6 +287,10 @@ class LanguageModel:
                 yield req[1]
             elif req[0] == "run":
                 value = exe.run(req[1], keep_on_device=True, repeat=req[2], carry=req[3])
+            elif req[0] == "start":
+                value = exe.start_read("tokens")
+            elif req[0] == "finish":
+                value = exe.finish_read(req[1])
             else:
                 value = exe.read_state("tokens")
 
@@ -286,6 +310,10 @@ class LanguageModel:
             elif req[0] == "run":
                 value = await exe.run_async(req[1], keep_on_device=True, repeat=req[2],
                                             carry=req[3])
+            elif req[0] == "start":
+                value = exe.start_read("tokens")
+            elif req[0] == "finish":
+                value = await exe.finish_read_async(req[1])
             else:
                 value = await exe.read_state_async("tokens")
 

@@ -6,8 +6,9 @@ shapes), pick one. In order:
    Natively that is a file on disk; in the browser the same path lives on an IndexedDB-backed
    folder that web/webrlx-boot.js mounts, so a page reload or a later visit finds it;
 3. when timing is on, time each variant once on the device, keep the fastest and store it;
-4. the table shipped in the wheel (webrlx/data/tune_tables.json: what native tuning picked on
-   an adapter family, e.g. SwiftShader, the browser's software WebGPU);
+4. the table shipped in the wheel (webrlx/data/tune_tables.json: what tuning picked on an
+   adapter family: SwiftShader (the browser's software WebGPU) and llvmpipe natively, NVIDIA
+   under Dawn (Chrome's WebGPU) on an H100/H200; tools/make_tune_tables.py);
 5. the compiler's default (a heuristic by shape and adapter kind).
 Timing is on natively and OFF in the browser: on a page it would compile every variant and time
 it on the critical path of the first run (52 s of a 70 s first MiniLM run on SwiftShader). Turn
@@ -38,7 +39,7 @@ _memory: dict[str, dict[str, str]] = {}      # adapter name -> tune key -> varia
 _loaded = False
 _shipped: dict[str, dict[str, str]] | None = None
 # adapter families of the shipped table: a name containing the word selects the family
-FAMILIES = ("swiftshader", "llvmpipe")
+FAMILIES = ("swiftshader", "llvmpipe", "nvidia")
 
 
 def enable(on: bool = True) -> None:

@@ -7,8 +7,10 @@ Executable has one code path for every device, sync or async.
 from __future__ import annotations
 
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,16 @@ from .steps import ReadRequest, Steps, no_reads
 DEFAULT_MAX_PLANS = 16   # compiled plans an engine keeps (LRU); each holds its own memory
 
 
+@dataclass
+class PendingRead:
+    """A state's value on its way back (start_read): the staging buffer its copy went to, or
+    the value itself where nothing had to be copied (no buffer yet, the reference device)."""
+    node: Any
+    staging: Any
+    nbytes: int
+    value: np.ndarray | None = None
+
+
 class GpuEngine:
     """Params in device buffers, a Plan per binding, a run = uploads + one submit + a read."""
 
@@ -48,6 +60,7 @@ class GpuEngine:
                                if n.op in UPDATES_INPUT and
                                graph.written_source(n.id).op == "input"}
         self.last_plan: Plan | None = None
+        self._ahead: dict[str, list[Any]] = {}    # start_read's free staging buffers per state
 
     def set_param(self, name: str, arr: np.ndarray) -> None:
         sd = dt.storage_np(self.graph.nodes[self.graph.params[name]].dtype,
@@ -103,14 +116,50 @@ class GpuEngine:
                                       self.param_bufs.get(name)))
 
     def _read(self, node: Any, buf: Any) -> Steps[np.ndarray]:
-        sd = dt.storage_np(node.dtype, self.backend.info.has_f16)
-        shape = tuple(int(s) for s in node.shape)
         if buf is None:
-            return (yield from no_reads(np.zeros(shape, node.dtype.np_dtype)))
-        nbytes = max(4, -(-int(np.prod(shape)) * sd.itemsize // 4) * 4)
+            return (yield from no_reads(self._decode(node, None)))
+        nbytes = self._nbytes(node)
         staging = self.backend.staging(nbytes)
         self.backend.submit([], [Copy(buf, 0, staging, 0, nbytes)])
-        raw = yield ReadRequest(self.backend, staging, 0, nbytes)
+        return self._decode(node, (yield ReadRequest(self.backend, staging, 0, nbytes)))
+
+    def start_read(self, name: str) -> PendingRead:
+        """Copy a state into a staging buffer of its own and submit the copy now; nothing
+        waits. finish_read returns the state as it was here, after more work was queued
+        behind the copy: a readback that does not drain the queue (a decode loop reads its
+        tokens a few steps late and the GPU never idles for it). Each pending read has a
+        staging buffer of its own, back in a pool once the PendingRead is dropped."""
+        node = self.graph.nodes[self.graph.states[name]]
+        buf = self.state_bufs.get(name)
+        if buf is None:
+            return PendingRead(node, None, 0, self._decode(node, None))
+        nbytes = self._nbytes(node)
+        free = self._ahead.setdefault(name, [])
+        staging = free.pop() if free else self.backend.create_buffer(nbytes, "readback")
+        self.backend.submit([], [Copy(buf, 0, staging, 0, nbytes)])
+        self.backend.flush()                    # a deferring backend would hold the copy
+        pending = PendingRead(node, staging, nbytes)
+        weakref.finalize(pending, free.append, staging)   # back to the pool when dropped
+        return pending
+
+    def finish_read(self, pending: PendingRead) -> Steps[np.ndarray]:
+        """The state a start_read copied (waits for that copy only, not for what follows)."""
+        if pending.staging is None:
+            assert pending.value is not None    # the value itself came with the pending read
+            return (yield from no_reads(pending.value))
+        raw = yield ReadRequest(self.backend, pending.staging, 0, pending.nbytes)
+        return self._decode(pending.node, raw)
+
+    def _nbytes(self, node: Any) -> int:
+        sd = dt.storage_np(node.dtype, self.backend.info.has_f16)
+        return max(4, -(-int(np.prod([int(s) for s in node.shape])) * sd.itemsize // 4) * 4)
+
+    def _decode(self, node: Any, raw: Any) -> np.ndarray:
+        """A node's value from its read-back bytes (zeros where it has no buffer yet)."""
+        shape = tuple(int(s) for s in node.shape)
+        if raw is None:
+            return np.zeros(shape, node.dtype.np_dtype)
+        sd = dt.storage_np(node.dtype, self.backend.info.has_f16)
         n = int(np.prod(shape))
         return np.frombuffer(raw, np.uint8)[:n * sd.itemsize].view(sd).reshape(shape).astype(
             node.dtype.np_dtype)
@@ -178,6 +227,14 @@ class ReferenceEngine:
 
     def read_state(self, name: str) -> Steps[np.ndarray]:
         return (yield from no_reads(self.state(name).copy()))
+
+    def start_read(self, name: str) -> PendingRead:
+        return PendingRead(self.graph.nodes[self.graph.states[name]], None, 0,
+                           self.state(name).copy())
+
+    def finish_read(self, pending: PendingRead) -> Steps[np.ndarray]:
+        assert pending.value is not None        # start_read here always holds the value
+        return (yield from no_reads(pending.value))
 
     def read_param(self, name: str) -> Steps[np.ndarray]:
         return (yield from no_reads(np.array(self.params[name])))

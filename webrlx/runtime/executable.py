@@ -16,7 +16,7 @@ from ..ops import UPDATES_INPUT
 from ..shape import bind, symbols
 from ..tensor import Tensor
 from . import debug
-from .engines import DEFAULT_MAX_PLANS, engine_for
+from .engines import DEFAULT_MAX_PLANS, PendingRead, engine_for
 from .feeds import InputError, check_feeds, coerce
 from .plan import Plan
 from .steps import Steps, drive, drive_async
@@ -169,6 +169,24 @@ class Executable:
             raise InputError(f"read_state(): unknown state {name!r}; states are "
                              f"{sorted(self.graph.states)}")
         return await drive_async(self.engine.read_state(name), self.device)
+
+    def start_read(self, name: str) -> PendingRead:
+        """Start reading a state back without waiting: its value now is copied aside (the
+        copy is submitted at once) and finish_read returns it later. Work submitted in
+        between keeps the GPU busy while the copy's result comes back."""
+        if name not in self.graph.states:
+            raise InputError(f"start_read(): unknown state {name!r}; states are "
+                             f"{sorted(self.graph.states)}")
+        with self.device.lock:
+            return self.engine.start_read(name)
+
+    def finish_read(self, pending: PendingRead) -> np.ndarray:
+        """The value a start_read took (waits for its copy only)."""
+        return drive(self.engine.finish_read(pending), self.device.lock)
+
+    async def finish_read_async(self, pending: PendingRead) -> np.ndarray:
+        """Async form of finish_read()."""
+        return await drive_async(self.engine.finish_read(pending), self.device)
 
     def read_param(self, name: str) -> np.ndarray:
         """Read a param's current value back from the device (after training: assign)."""

@@ -1,0 +1,81 @@
+"""Probe: SmolLM2 greedy decode tokens/s with the token reads waiting for every step (the
+GPU's queue drained at each read) or read ahead (llm.READ_AHEAD: copied aside, read READ_LAG
+steps later), and with an autotune table given as --tune (a `tools/make_tune_tables.py
+--here` run's JSON, installed as this adapter's own table) or without. Natively or under Dawn:
+
+    python bench/probes/decode_read_probe.py [--new 256] [--runs 3] [--tune FILE]
+    python -m webrlx dawn -- python bench/probes/decode_read_probe.py [--tune FILE]
+
+The modes run interleaved in one process (a model per table: plans are compiled with the
+table in force when they are made); greedy tokens must be equal across modes. Prints one JSON
+line: per mode the median tok/s of --runs runs, and the decode step's GPU time by kernel.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from webrlx.models import llm
+from webrlx.models.assets import smollm2_gguf
+from webrlx.runtime import autotune
+
+PROMPT = "Count by sevens: 7, 14, 21,"
+
+
+def decode_profile(lm: llm.LanguageModel) -> dict[str, Any]:
+    """The decode step's GPU time (ms) and its kernels', from Executable.profile."""
+    ids = lm.tokenizer.encode(PROMPT)
+    prof = lm.executable.profile({"ids": np.array([[ids[-1]]], np.int32),
+                                  "pos": np.array([60], np.int32),
+                                  "last": np.zeros(1, np.int32),
+                                  "fparams": llm.Sampling().fparams(),
+                                  "iparams": llm.Sampling().iparams()}, repeats=5)
+    return {"ms": round(prof.total_ms, 4), "source": prof.source,
+            "kernels": {k: round(v, 4) for k, v in prof.by_kernel().items()}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--new", type=int, default=256, help="new tokens a run")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--tune", help="a make_tune_tables.py --here JSON to A/B against")
+    args = ap.parse_args()
+    path = smollm2_gguf()
+    models = {"default": llm.load(path, max_context=512)}
+    models["default"].generate_ids(PROMPT, 20, ignore_eos=True)        # plans made untuned
+    if args.tune:
+        got = json.loads(Path(args.tune).read_text().strip().splitlines()[-1])
+        name = models["default"].device.info.tune_name
+        autotune.table()                                                # loads the cache
+        autotune._memory.setdefault(name, {}).update(got["table"])
+        models["tuned"] = llm.load(path, max_context=512)
+        models["tuned"].generate_ids(PROMPT, 20, ignore_eos=True)
+    modes = [(m, ahead) for m in models for ahead in (False, True)]
+    rates: dict[str, list[float]] = {f"{m}{'+ahead' if a else ''}": [] for m, a in modes}
+    tokens: dict[str, list[int]] = {}
+    for _ in range(args.runs):
+        for m, ahead in modes:
+            llm.READ_AHEAD = ahead
+            key = f"{m}{'+ahead' if ahead else ''}"
+            tokens[key] = models[m].generate_ids(PROMPT, args.new, ignore_eos=True)
+            rates[key].append(models[m].stats.tokens_per_s)
+    llm.READ_AHEAD = True
+    first = next(iter(tokens.values()))
+    out: dict[str, Any] = {
+        "adapter": models["default"].device.info.name,
+        "backend": models["default"].device.info.backend, "model": Path(str(path)).name,
+        "new_tokens": args.new, "runs": args.runs,
+        "tokens_equal": all(t == first for t in tokens.values()),
+        "tok_s": {k: round(statistics.median(v), 1) for k, v in rates.items()},
+        "tok_s_all": {k: [round(x, 1) for x in v] for k, v in rates.items()},
+        "decode_gpu": {m: decode_profile(lm) for m, lm in models.items()}}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
