@@ -1,5 +1,5 @@
 """Probe: SmolLM2 greedy decode tokens/s with the token reads waiting for every step (the
-GPU's queue drained at each read) or read ahead (llm.READ_AHEAD: copied aside, read READ_LAG
+GPU's queue drained at each read) or read ahead (decoding.READ_AHEAD: copied aside, read READ_LAG
 steps later), and with an autotune table given as --tune (a `tools/make_tune_tables.py
 --here` run's JSON, installed as this adapter's own table) or without. Natively or under Dawn:
 
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from webrlx.models import llm
+from webrlx.models import decoding, llm
 from webrlx.models.assets import smollm2_gguf
 from webrlx.runtime import autotune
 
@@ -60,11 +60,11 @@ def main() -> None:
     tokens: dict[str, list[int]] = {}
     for _ in range(args.runs):
         for m, ahead in modes:
-            llm.READ_AHEAD = ahead
+            decoding.READ_AHEAD = ahead
             key = f"{m}{'+ahead' if ahead else ''}"
             tokens[key] = models[m].generate_ids(PROMPT, args.new, ignore_eos=True)
             rates[key].append(models[m].stats.tokens_per_s)
-    llm.READ_AHEAD = True
+    decoding.READ_AHEAD = True
     first = next(iter(tokens.values()))
     out: dict[str, Any] = {
         "adapter": models["default"].device.info.name,

@@ -37,7 +37,7 @@ import numpy as np
 import pytest
 
 from webrlx.cli import gguf_info
-from webrlx.models import llm
+from webrlx.models import decoding, llm
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "build" / "llm_fixtures"
@@ -270,11 +270,11 @@ def test_steps_per_submit_keep_greedy_tokens(llama_lm, monkeypatch):
 
 @pytest.mark.parametrize("ahead,k", [(False, 1), (True, 1), (True, 4)])
 def test_read_ahead_keeps_tokens_and_stops(llama_lm, monkeypatch, ahead, k):
-    """Tokens read READ_LAG steps after their copy (llm.READ_AHEAD) or at once, one or 4
+    """Tokens read READ_LAG steps after their copy (decoding.READ_AHEAD) or at once, one or 4
     steps a submit: transformers' greedy tokens across the read points (a read starts at 9
     and 17, finishes at 11 and 19, the last at 20), and a stop string cuts the text at its
     first occurrence whichever read sees it."""
-    monkeypatch.setattr(llm, "READ_AHEAD", ahead)
+    monkeypatch.setattr(decoding, "READ_AHEAD", ahead)
     monkeypatch.setattr(llm, "DECODE_STEPS_PER_SUBMIT", k)
     n = 20
     greedy = _reference("llama", "Q8_0")[1][0][2]

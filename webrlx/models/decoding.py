@@ -7,6 +7,13 @@ from dataclasses import dataclass
 import numpy as np
 
 READ_EVERY = 8           # decode steps between token readbacks
+# Read-ahead: every READ_EVERY steps the tokens are copied aside (Executable.start_read) and
+# read READ_LAG steps later, when the copy is long done, so the GPU always has steps queued.
+# A read that waits for every step submitted (READ_AHEAD False; the first token and the last
+# are still read so) empties the queue: the GPU idles while the read comes back and the host
+# encodes the next step. A stop token is seen READ_LAG steps later than that way.
+READ_AHEAD = True
+READ_LAG = 2
 PREFILL_BUCKET = 16      # prompt lengths are padded to a multiple of this (fewer plans)
 
 

@@ -21,7 +21,9 @@ prefill, B in a decode step), so one live sequence in a large engine pays for on
 So does sampling: one nn.sample dispatch draws the r rows (one workgroup a row, each with its
 own settings, seed and step), and one scatter_set writes the r tokens into `tokens`.
 Tokens stay on the GPU: the host sends only small index arrays and reads `tokens` back every
-READ_EVERY steps (and when a sequence joins or reaches its token budget) to stream text.
+READ_EVERY steps (and when a sequence joins or reaches its token budget) to stream text; the
+periodic reads are read-aheads (decoding.READ_AHEAD): copied aside and read READ_LAG steps later,
+so the GPU's queue does not drain for them.
 Sequences join and leave between steps (continuous batching); the decode plan is the one of
 the live count (one compiled plan per count, made on first use).
 
@@ -45,7 +47,8 @@ import numpy as np
 from .. import nn
 from ..runtime.executable import Executable, compile
 from ..tensor import Graph, Tensor
-from .decoding import PREFILL_BUCKET, READ_EVERY, Sampling
+from . import decoding
+from .decoding import PREFILL_BUCKET, READ_EVERY, READ_LAG, Sampling
 from .llama import LlamaConfig, _embedding, _linear, _Weights, decoder_layers
 
 
@@ -206,6 +209,8 @@ class Engine:
         self.executable.reset_states(["tokens"])
         self.seqs = {}
         self.steps = 0
+        # a read-ahead: (pending read, {slot: (sequence, tokens drawn)}, step it started)
+        self._pending: tuple[Any, dict[int, tuple[Any, int]], int] | None = None
         self.lm._batch_engine = self           # type: ignore[attr-defined]  # generate_batch
 
     @property
@@ -329,7 +334,8 @@ class Engine:
         return runs
 
     def _after(self, runs: list[tuple[str, Any]]) -> bool:
-        """Count the tokens the runs drew; True when tokens must be read back now."""
+        """Count the tokens the runs drew; True when tokens must be read back now (a new
+        sequence's first token, a sequence at its budget)."""
         read = False
         for kind, (what, _) in runs:
             if kind == "prefill":
@@ -339,16 +345,44 @@ class Engine:
                     s.produced += 1
                     read |= s.produced >= s.max_new
         self.steps += 1
-        return read or self.steps % READ_EVERY == 0
+        return read
 
-    def _consume(self, tokens: np.ndarray) -> None:
-        """Decode the tokens read back into each stream's text; finish sequences."""
+    def _reads(self, runs: list[tuple[str, Any]]) -> tuple[bool, bool, bool]:
+        """After a step's runs: (read every token now, finish the read-ahead, start one).
+        Every READ_EVERY steps the tokens are read: with decoding.READ_AHEAD, copied aside and
+        read READ_LAG steps later (the GPU keeps its queue), else at once."""
+        now = bool(runs) and self._after(runs) or any(s.done for s in self.seqs.values())
+        due = bool(runs) and self.steps % READ_EVERY == 0
+        if now or not due and self._pending is None:
+            return now, False, False
+        if not decoding.READ_AHEAD:
+            return due, False, False
+        finish = self._pending is not None and self.steps - self._pending[2] >= READ_LAG
+        return False, finish, due
+
+    def _start_read(self) -> None:
+        seen = {slot: (seq, seq.produced) for slot, seq in self.seqs.items()}
+        self._pending = (self.executable.start_read("tokens"), seen, self.steps)
+
+    def _consume(self, tokens: np.ndarray, seen: dict[int, tuple[Any, int]] | None = None
+                 ) -> None:
+        """Decode the tokens read back into each stream's text; finish sequences. `seen`: a
+        read-ahead's {slot: (sequence, tokens it had drawn)} when it was copied (a slot
+        taken by another sequence since is left alone); None: every token drawn so far."""
         stride = int(self.max_context or 0) + 1
         stop_ids = self.lm.stop_ids
+        if seen is None:
+            self._pending = None                # this read covers the read-ahead's tokens
         for slot, seq in list(self.seqs.items()):
+            upto = seq.produced
+            if seen is not None:
+                then = seen.get(slot)
+                if then is None or then[0] is not seq:
+                    continue
+                upto = then[1]
             row = tokens[slot * stride: (slot + 1) * stride]
             n = len(seq.ids)
-            while seq.shown < seq.produced and not seq.done:
+            while seq.shown < upto and not seq.done:
                 t = int(row[n + seq.shown])
                 seq.shown += 1
                 seq.stream.token_ids.append(t)
@@ -374,8 +408,14 @@ class Engine:
         runs = self._plan()
         for _, (_, feeds) in runs:
             exe.run(feeds, keep_on_device=True)
-        if runs and self._after(runs) or any(s.done for s in self.seqs.values()):
+        now, finish, start = self._reads(runs)
+        if now:
             self._consume(exe.read_state("tokens"))
+        if finish and self._pending is not None:
+            pending, self._pending = self._pending, None
+            self._consume(exe.finish_read(pending[0]), pending[1])
+        if start:
+            self._start_read()
         return self.live
 
     async def step_async(self) -> int:
@@ -385,8 +425,14 @@ class Engine:
         runs = self._plan()
         for _, (_, feeds) in runs:
             await exe.run_async(feeds, keep_on_device=True)
-        if runs and self._after(runs) or any(s.done for s in self.seqs.values()):
+        now, finish, start = self._reads(runs)
+        if now:
             self._consume(await exe.read_state_async("tokens"))
+        if finish and self._pending is not None:
+            pending, self._pending = self._pending, None
+            self._consume(await exe.finish_read_async(pending[0]), pending[1])
+        if start:
+            self._start_read()
         return self.live
 
     def run(self) -> None:

@@ -12,9 +12,10 @@ tokenizer `tokenizer.ggml.model` names (gpt2: byte-level BPE; llama: SentencePie
 Generation keeps the KV cache, the sampled token and the position on the GPU: a decode step is
 one submit whose token feeds the next step as a DeviceTensor. Tokens are read back after the
 first (the time to first token) and then every READ_EVERY steps (and at the end) to stream
-text, each read READ_LAG steps after its copy was queued (READ_AHEAD: the GPU never waits for
-a read), so a stop only costs that many extra steps. Between readbacks, DECODE_STEPS_PER_SUBMIT
-decode steps go in one submit (`exe.run(..., repeat=k, carry=DECODE_CARRY)`).
+text, each read READ_LAG steps after its copy was queued (decoding.READ_AHEAD: the GPU never
+waits for a read), so a stop only costs that many extra steps. Between readbacks,
+DECODE_STEPS_PER_SUBMIT decode steps go in one submit
+(`exe.run(..., repeat=k, carry=DECODE_CARRY)`).
 Every method has an async twin for the browser (`generate_async`, `stream_async`, ...).
 """
 from __future__ import annotations
@@ -28,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from ..runtime.executable import Executable, compile
-from . import gguf
+from . import decoding, gguf
 from .bpe import BPETokenizer
 from .chat_template import render_chat
-from .decoding import PREFILL_BUCKET, READ_EVERY, Sampling
+from .decoding import PREFILL_BUCKET, READ_EVERY, READ_LAG, Sampling
 from .llama import (
     FAMILIES,
     ROPE_LONG,
@@ -58,13 +59,6 @@ DEFAULT_CAPACITY = 2048  # KV cache positions (the model's context is 8192; pass
 # everywhere; the runtime keeps `repeat` for graphs whose host work dominates.
 DECODE_STEPS_PER_SUBMIT = 1
 DECODE_CARRY = {"ids": 0, "pos": 1}   # a step's token and pos_next feed the next step
-# Read-ahead: every READ_EVERY steps the tokens are copied aside (exe.start_read) and read
-# READ_LAG steps later, when the copy is long done, so the GPU always has steps queued. A read
-# that waits for every step submitted (READ_AHEAD False: the first token and the last are
-# still read so) empties the queue: the GPU idles while the read comes back and the host
-# encodes the next step. The stop token is seen READ_LAG steps later than that way.
-READ_AHEAD = True
-READ_LAG = 2
 
 
 @dataclass
@@ -207,9 +201,9 @@ class LanguageModel:
         while True:
             done = produced >= max_new_tokens
             toks, seen = None, shown
-            if done or produced == 1 or (not READ_AHEAD and produced % READ_EVERY == 1):
+            if done or produced == 1 or (not decoding.READ_AHEAD and produced % READ_EVERY == 1):
                 toks, seen, pending = (yield ("read",)), produced, None   # waits for all
-            elif READ_AHEAD:
+            elif decoding.READ_AHEAD:
                 if pending is not None and produced - pending[1] >= READ_LAG:
                     toks, seen = (yield ("finish", pending[0])), pending[1]
                     pending = None
