@@ -1,7 +1,8 @@
 """Probe: SmolLM2 greedy decode tokens/s with the token reads waiting for every step (the
-GPU's queue drained at each read) or read ahead (decoding.READ_AHEAD: copied aside, read READ_LAG
-steps later), and with an autotune table given as --tune (a `tools/make_tune_tables.py
---here` run's JSON, installed as this adapter's own table) or without. Natively or under Dawn:
+GPU's queue drained at each read) or read ahead (decoding.READ_AHEAD: copied aside, read
+READ_LAG steps later; with --ks also k decode steps a submit), and with an autotune table
+given as --tune (a `tools/make_tune_tables.py --here` run's JSON, installed as this adapter's
+own table) or without. Natively or under Dawn:
 
     python bench/probes/decode_read_probe.py [--new 256] [--runs 3] [--tune FILE]
     python -m webrlx dawn -- python bench/probes/decode_read_probe.py [--tune FILE]
@@ -44,6 +45,8 @@ def main() -> None:
     ap.add_argument("--new", type=int, default=256, help="new tokens a run")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--tune", help="a make_tune_tables.py --here JSON to A/B against")
+    ap.add_argument("--ks", default="1", help="decode steps a submit to try with read-ahead "
+                    "(llm.DECODE_STEPS_PER_SUBMIT), comma-separated")
     args = ap.parse_args()
     path = smollm2_gguf()
     models = {"default": llm.load(path, max_context=512)}
@@ -55,16 +58,19 @@ def main() -> None:
         autotune._memory.setdefault(name, {}).update(got["table"])
         models["tuned"] = llm.load(path, max_context=512)
         models["tuned"].generate_ids(PROMPT, 20, ignore_eos=True)
-    modes = [(m, ahead) for m in models for ahead in (False, True)]
-    rates: dict[str, list[float]] = {f"{m}{'+ahead' if a else ''}": [] for m, a in modes}
+    ks = [int(k) for k in args.ks.split(",")]
+    modes = {m: (False, 1) for m in models}
+    modes.update({f"{m}+ahead{'' if k == 1 else f'+k{k}'}": (True, k) for m in models
+                  for k in ks})
+    rates: dict[str, list[float]] = {key: [] for key in modes}
     tokens: dict[str, list[int]] = {}
     for _ in range(args.runs):
-        for m, ahead in modes:
-            decoding.READ_AHEAD = ahead
-            key = f"{m}{'+ahead' if ahead else ''}"
-            tokens[key] = models[m].generate_ids(PROMPT, args.new, ignore_eos=True)
-            rates[key].append(models[m].stats.tokens_per_s)
-    decoding.READ_AHEAD = True
+        for key, (ahead, k) in modes.items():
+            decoding.READ_AHEAD, llm.DECODE_STEPS_PER_SUBMIT = ahead, k
+            lm = models[key.split("+")[0]]
+            tokens[key] = lm.generate_ids(PROMPT, args.new, ignore_eos=True)
+            rates[key].append(lm.stats.tokens_per_s)
+    decoding.READ_AHEAD, llm.DECODE_STEPS_PER_SUBMIT = True, 1
     first = next(iter(tokens.values()))
     out: dict[str, Any] = {
         "adapter": models["default"].device.info.name,

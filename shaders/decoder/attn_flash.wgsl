@@ -34,7 +34,10 @@
 // staged together, 2 barriers a tile.
 // Measured past 64 on lavapipe only (not this kernel's adapter: CPU adapters run attn_prefill),
 // S 512 (bench/probes/prefill_attention_probe.py --d D --s 512, CPU-ms): D 128 (32 / 8 heads)
-// 1841 against attn_decode's 3255; D 256 (16 / 8) 1509 against 4692. No GPU figure yet.
+// 1841 against attn_decode's 3255; D 256 (16 / 8) 1509 against 4692. On an H200 (same probe,
+// us) the chunked form LOST to attn_prefill: D 128 S 512 810 vs 338, S 2048 10753 vs 3888; D
+// 256 S 2048 11632 vs 5582 (attn_decode 11156 / 19717). So GPUs run attn_flash up to D 64 only
+// (lower_decoder.FLASH_MAX_D); past it the chunked path runs only when forced (tests, probes).
 // Tried (on paper, by bytes): whole rows with fewer keys a tile: Q and K rows of 33 vec4 at
 // D 128 alone take 33.8 KB for 32 items x 32 keys (54 KB with V and P), past 32 KB (lavapipe,
 // most browsers) even at 16 keys, and 256 would need 8-key tiles (a 2 x 1 register tile).

@@ -253,7 +253,7 @@ def test_cached_attention_each_prefill_kernel_wide_heads(backend, monkeypatch, a
 # workgroup bytes an adapter allows -> the kernel a 128-wide prompt gets (CPU adapter, GPU):
 # attn_prefill needs 22020 bytes at D 128, attn_flash 29828
 WIDE_PICKS = {16384: ("decode", "decode"), 24576: ("prefill", "prefill"),
-              32768: ("prefill", "flash")}
+              32768: ("prefill", "prefill")}   # attn_flash only up to D 64 (FLASH_MAX_D)
 
 
 @pytest.mark.parametrize("as_gpu", [False, True], ids=_chunking_id)
@@ -261,8 +261,8 @@ WIDE_PICKS = {16384: ("decode", "decode"), 24576: ("prefill", "prefill"),
 def test_cached_attention_wide_prompt_takes_a_prefill_kernel(backend, monkeypatch, as_gpu,
                                                              storage):
     """A prompt at head dim 128 (16 rows x 4 query heads a kv head) runs through a prefill
-    kernel, not attn_decode, where the adapter's workgroup memory holds it: attn_prefill on a
-    CPU adapter or a GPU with 22-29 KB, attn_flash on a GPU with 29.8 KB or more."""
+    kernel, not attn_decode, where the adapter's workgroup memory holds it: attn_prefill (on
+    GPUs too: attn_flash is slower past head dim 64, lower_decoder.FLASH_MAX_D)."""
     _force_chunking(monkeypatch, as_gpu)
     if backend.name != "reference":
         if backend.info.limit("max-compute-workgroup-storage-size") < storage:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from webrlx.compiler.program import Buf, KernelCall, Variant
 from webrlx.runtime import autotune
 
@@ -85,7 +87,23 @@ def test_the_shipped_table_parses_and_names_known_families():
     data = json.loads(autotune.SHIPPED_FILE.read_text())
     assert set(data) <= set(autotune.FAMILIES) and data, data.keys()
     assert autotune.family("SwiftShader Device (Subzero)") == "swiftshader"
-    assert autotune.family("NVIDIA H100") is None
+    # NVIDIA's table was tuned under Dawn; Dawn names the adapter by its driver, Chrome by
+    # vendor / architecture when the description is hidden (js_webgpu.adapter_name)
+    for name in ("NVIDIA H100 80GB HBM3", "NVIDIA: 580.159.04 580.159.4.0", "nvidia hopper"):
+        assert autotune.family(name) == "nvidia", name
+    assert autotune.family("AMD Radeon RX 7900") is None
+
+
+def test_quantized_timestamps_are_told_from_a_gpu_clock():
+    """A browser's rounded timestamps (Dawn: 65.5 us steps; whole microseconds; all zero)
+    make the tuner and profile() time on the host instead (Backend.time_dispatch)."""
+    from webrlx.backends.base import quantized
+    step = 65536
+    assert quantized(np.array([5, 7, 7, 9], np.uint64) * step)
+    assert quantized(np.array([100_000, 200_000, 300_000], np.uint64))
+    assert quantized(np.zeros(4, np.uint64))
+    clock = np.array([1_234_567_891, 1_234_577_923, 1_234_580_011, 1_234_612_355], np.uint64)
+    assert not quantized(clock) and not quantized(clock // 32 * 32)
 
 
 def test_a_new_driver_is_timed_again(tmp_path, monkeypatch):

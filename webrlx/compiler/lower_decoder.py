@@ -34,8 +34,14 @@ PREFILL_FROM_ITEMS = 24      # items per kv head (S * G) from which attn_prefill
 PREFILL_PAD = 1              # attn_prefill's PAD: K/V tile rows padded (bank conflicts)
 FLASH_STORAGE = (544 + 544 + 512) * 16 + 1056 * 4 + 4   # attn_flash's workgroup memory, any D
 FLASH_ITEMS = 32             # attn_flash's items per workgroup (BI) = its keys per tile (BK)
-# the prefill kernel: None picks by adapter (attn_flash on GPUs, attn_prefill on CPU
-# adapters); "flash", "prefill" or "decode" force one (tests, probes)
+# attn_flash on GPUs up to this head dim; past it attn_prefill. H200, us for a whole prompt
+# (bench/probes/prefill_attention_probe.py --d D; bench/results/2026-11-27-h200-prefill-
+# attention-wide-heads.json), flash / prefill / decode: D 64 (9/3 heads) S 2048 674 / 744 /
+# 1326; D 128 (32/8) S 512 810 / 338 / 763, S 2048 10753 / 3888 / 11156; D 256 (16/8) S 2048
+# 11632 / 5582 / 19717. Past 64 attn_flash re-stages Q per key tile and chunk of the head dim.
+FLASH_MAX_D = 64
+# the prefill kernel: None picks by adapter and head dim (attn_flash on GPUs up to
+# FLASH_MAX_D, attn_prefill on CPU adapters and past it); "flash", "prefill" or "decode" force one (tests, probes)
 PREFILL_KERNEL: str | None = None
 WORKGROUP_TARGET = 256       # the split forms add key chunks until about this many workgroups
 CPU_WORKGROUP_TARGET = 16    # on a CPU adapter (lavapipe): early-exit workgroups are not free
@@ -144,7 +150,7 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
     # pos 500, one row: D 128 (32 / 8 heads) 15.0 vs 18.6 ms, D 256 (16 / 8) 13.3 vs 24.9)
     storage = L.info.limit("max-compute-workgroup-storage-size", 16384)
     prefill = (items >= PREFILL_FROM_ITEMS or cpu) and storage >= prefill_storage(d)
-    flash = prefill and not cpu and storage >= FLASH_STORAGE
+    flash = prefill and not cpu and d <= FLASH_MAX_D and storage >= FLASH_STORAGE
     if PREFILL_KERNEL is not None:
         prefill = PREFILL_KERNEL in ("flash", "prefill")
         flash = PREFILL_KERNEL == "flash"
