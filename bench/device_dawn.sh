@@ -20,6 +20,9 @@
 #           Dawn (timestamps unquantized), into $OUT/tune-nvidia-dawn.json; then
 #           bench/probes/decode_read_probe.py natively, and under Dawn with and without that
 #           table (read-ahead on and off both ways), SmolLM2 from `store`
+#   read    decode_read_probe natively and under Dawn (k 1, 2, 4 steps a submit with
+#           read-ahead), bench/llm_batch.py (Engine, 1 and 8 sequences) and bench/smollm2.py
+#           against llama.cpp Vulkan (setup carrying .big/llvk.so.xz), SmolLM2 from `store`
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -40,6 +43,7 @@ setup)
   xz -dc .dawn/dawn.node.xz > $D/dawn.node
   tar xJf .dawn/pyodide.tar.xz -C $D/pyodide && tar xJf .dawn/snap.tar.xz -C $S
   cp .dawn/wheels/*.whl $D/wheels/
+  [ -f .big/llvk.so.xz ] && xz -dc .big/llvk.so.xz > $D/llvk.so   # llama.cpp Vulkan (`read`)
   $D/node --version && (cd $S && python3 -m webrlx info | head -3)
   dawn -- python -c "import webrlx as wr; i = wr.device().info; print(i.name, sorted(i.features))"
   ;;
@@ -119,6 +123,19 @@ tune)
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
 print(sys.argv[1], d['tokens_equal'], d['tok_s'], {m: g['ms'] for m, g in d['decode_gpu'].items()})" \
     $OUT/read-$f.json; done
+  ;;
+read)
+  mkdir -p $D/models/smollm2
+  cat $D/g/gguf.part* > $D/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+  (cd $S && python3 bench/probes/decode_read_probe.py > $OUT/read-native.json)
+  dawn -- python bench/probes/decode_read_probe.py --ks 1,2,4 > $OUT/read-dawn.json
+  (cd $S && python3 bench/llm_batch.py --sizes 1,8 --new 64 > $OUT/batch-smollm2.json)
+  (cd $S && LLAMACPP_SO=$D/llvk.so python3 bench/smollm2.py --new 256 --peers llamacpp \
+    > $OUT/smollm2-llamacpp.json 2> $OUT/smollm2-llamacpp.err)
+  for f in read-native read-dawn; do python3 -c "import json, sys; \
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
+print(sys.argv[1], d['tokens_equal'], d['tok_s'])" $OUT/$f.json; done
+  tail -c 400 $OUT/batch-smollm2.json; echo; tail -c 600 $OUT/smollm2-llamacpp.json
   ;;
 engines)
   mkdir -p $D/models/minilm $D/models/smollm2
