@@ -185,7 +185,7 @@ def prefill_s(lm: Any, ids: list[int]) -> float:
 def webrlx_run(path: Path, prompt: list[int], prefill: list[int], new: int,
                sizes: list[int], batch_new: int) -> dict[str, Any]:
     """webrlx's decode, prefill, weight bytes and batched decode on one file."""
-    from llm_batch import run_batch
+    from llm_batch import measure_sizes
 
     import webrlx as wr
     from webrlx.models import llm
@@ -211,14 +211,10 @@ def webrlx_run(path: Path, prompt: list[int], prefill: list[int], new: int,
     bufs = {id(b): int(b.size) for e in (lm.executable.engine, eng.executable.engine)
             for b in e.param_bufs.values()}
     res["weights"]["gpu_bytes_with_engine"] = sum(bufs.values())    # one copy if shared
-    rows = []
-    for n in sizes:
-        run_batch(eng, n, 4)                    # compiles the plans of n live sequences
-        toks, dt = run_batch(eng, n, batch_new)
-        rows.append({"sequences": n, "decode_tokens": toks, "seconds": round(dt, 3),
-                     "tok_per_s": round(toks / dt, 2)})
+    rows = measure_sizes(eng, sizes, batch_new)     # interleaved, median of 3
     for r in rows:
         r["ratio_vs_first"] = round(r["tok_per_s"] / rows[0]["tok_per_s"], 2)
+        r["ratio_vs_generate"] = round(r["tok_per_s"] / res["decode_tok_s"], 2)
     res["batched"] = {"new_tokens": batch_new, "kv_bytes": eng.kv_bytes, "rows": rows}
     return res
 

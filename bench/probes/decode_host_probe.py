@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from webrlx.models import llm
+from webrlx.models import decoding, llm
 from webrlx.models.assets import smollm2_gguf
 
 PROMPT = "Count by sevens: 7, 14, 21,"
@@ -187,7 +187,7 @@ def main() -> None:
     args = ap.parse_args()
     path = args.gguf or smollm2_gguf()
     lm = llm.load(path, max_context=None)
-    expected = lm.generate_ids(PROMPT, 2 * llm.READ_EVERY + 2, ignore_eos=True)   # the plans
+    expected = lm.generate_ids(PROMPT, 2 * decoding.READ_EVERY + 2, ignore_eos=True)   # the plans
     probe = Probe(lm)
     # (a tree without a mode's switch, an older one, runs that mode as its default)
     defaults = {name: getattr(probe.module, name) for sw in probe.modes.values()

@@ -45,6 +45,8 @@ def main() -> None:
     ap.add_argument("--new", type=int, default=256, help="new tokens a run")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--tune", help="a make_tune_tables.py --here JSON to A/B against")
+    ap.add_argument("--read-every", default="8", help="READ_EVERY values to try with "
+                    "read-ahead (decoding.READ_EVERY), comma-separated")
     ap.add_argument("--ks", default="1", help="decode steps a submit to try with read-ahead "
                     "(llm.DECODE_STEPS_PER_SUBMIT), comma-separated")
     args = ap.parse_args()
@@ -59,18 +61,20 @@ def main() -> None:
         models["tuned"] = llm.load(path, max_context=512)
         models["tuned"].generate_ids(PROMPT, 20, ignore_eos=True)
     ks = [int(k) for k in args.ks.split(",")]
-    modes = {m: (False, 1) for m in models}
-    modes.update({f"{m}+ahead{'' if k == 1 else f'+k{k}'}": (True, k) for m in models
-                  for k in ks})
+    evs = [int(e) for e in args.read_every.split(",")]
+    modes = {m: (False, 1, 8) for m in models}
+    modes.update({f"{m}+ahead{'' if k == 1 else f'+k{k}'}{'' if e == 8 else f'+r{e}'}":
+                  (True, k, e) for m in models for k in ks for e in evs})
     rates: dict[str, list[float]] = {key: [] for key in modes}
     tokens: dict[str, list[int]] = {}
     for _ in range(args.runs):
-        for key, (ahead, k) in modes.items():
+        for key, (ahead, k, every) in modes.items():
             decoding.READ_AHEAD, llm.DECODE_STEPS_PER_SUBMIT = ahead, k
+            decoding.READ_EVERY = every
             lm = models[key.split("+")[0]]
             tokens[key] = lm.generate_ids(PROMPT, args.new, ignore_eos=True)
             rates[key].append(lm.stats.tokens_per_s)
-    decoding.READ_AHEAD, llm.DECODE_STEPS_PER_SUBMIT = True, 1
+    decoding.READ_AHEAD, llm.DECODE_STEPS_PER_SUBMIT, decoding.READ_EVERY = True, 1, 8
     first = next(iter(tokens.values()))
     out: dict[str, Any] = {
         "adapter": models["default"].device.info.name,

@@ -41,7 +41,8 @@ FLASH_ITEMS = 32             # attn_flash's items per workgroup (BI) = its keys 
 # 11632 / 5582 / 19717. Past 64 attn_flash re-stages Q per key tile and chunk of the head dim.
 FLASH_MAX_D = 64
 # the prefill kernel: None picks by adapter and head dim (attn_flash on GPUs up to
-# FLASH_MAX_D, attn_prefill on CPU adapters and past it); "flash", "prefill" or "decode" force one (tests, probes)
+# FLASH_MAX_D, attn_prefill on CPU adapters and past it); "flash", "prefill" or "decode"
+# force one (tests, probes)
 PREFILL_KERNEL: str | None = None
 WORKGROUP_TARGET = 256       # the split forms add key chunks until about this many workgroups
 CPU_WORKGROUP_TARGET = 16    # on a CPU adapter (lavapipe): early-exit workgroups are not free

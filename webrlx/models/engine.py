@@ -48,7 +48,7 @@ from .. import nn
 from ..runtime.executable import Executable, compile
 from ..tensor import Graph, Tensor
 from . import decoding
-from .decoding import PREFILL_BUCKET, READ_EVERY, READ_LAG, Sampling
+from .decoding import PREFILL_BUCKET, Sampling
 from .llama import LlamaConfig, _embedding, _linear, _Weights, decoder_layers
 
 
@@ -349,15 +349,15 @@ class Engine:
 
     def _reads(self, runs: list[tuple[str, Any]]) -> tuple[bool, bool, bool]:
         """After a step's runs: (read every token now, finish the read-ahead, start one).
-        Every READ_EVERY steps the tokens are read: with decoding.READ_AHEAD, copied aside and
-        read READ_LAG steps later (the GPU keeps its queue), else at once."""
+        Every READ_EVERY steps the tokens are read: with READ_AHEAD, copied aside and read
+        READ_LAG steps later (the GPU keeps its queue), else at once (models/decoding.py)."""
         now = bool(runs) and self._after(runs) or any(s.done for s in self.seqs.values())
-        due = bool(runs) and self.steps % READ_EVERY == 0
+        due = bool(runs) and self.steps % decoding.READ_EVERY == 0
         if now or not due and self._pending is None:
             return now, False, False
         if not decoding.READ_AHEAD:
             return due, False, False
-        finish = self._pending is not None and self.steps - self._pending[2] >= READ_LAG
+        finish = self._pending is not None and self.steps - self._pending[2] >= decoding.READ_LAG
         return False, finish, due
 
     def _start_read(self) -> None:

@@ -32,7 +32,7 @@ from ..runtime.executable import Executable, compile
 from . import decoding, gguf
 from .bpe import BPETokenizer
 from .chat_template import render_chat
-from .decoding import PREFILL_BUCKET, READ_EVERY, READ_LAG, Sampling
+from .decoding import PREFILL_BUCKET, Sampling
 from .llama import (
     FAMILIES,
     ROPE_LONG,
@@ -196,18 +196,19 @@ class LanguageModel:
         self.last_logits = logits
         produced, shown, text, emitted, stopped = 1, 0, "", 0, False
         pending: tuple[Any, int] | None = None   # a read-ahead and the tokens it covers
+        every, lag, ahead = decoding.READ_EVERY, decoding.READ_LAG, decoding.READ_AHEAD
         decoder = self.tokenizer.stream()
         last_zero = np.zeros(1, np.int32)
         while True:
             done = produced >= max_new_tokens
             toks, seen = None, shown
-            if done or produced == 1 or (not decoding.READ_AHEAD and produced % READ_EVERY == 1):
+            if done or produced == 1 or (not ahead and produced % every == 1):
                 toks, seen, pending = (yield ("read",)), produced, None   # waits for all
-            elif decoding.READ_AHEAD:
-                if pending is not None and produced - pending[1] >= READ_LAG:
+            elif ahead:
+                if pending is not None and produced - pending[1] >= lag:
                     toks, seen = (yield ("finish", pending[0])), pending[1]
                     pending = None
-                if produced % READ_EVERY == 1:
+                if produced % every == 1:
                     pending = ((yield ("start",)), produced)
             if toks is not None:
                 self.stats.readbacks += 1
@@ -242,8 +243,8 @@ class LanguageModel:
             # a read-ahead's finish, or max_new_tokens), DECODE_STEPS_PER_SUBMIT at most, in
             # one submit
             k = min(DECODE_STEPS_PER_SUBMIT, max_new_tokens - produced,
-                    READ_EVERY - (produced - 1) % READ_EVERY,
-                    pending[1] + READ_LAG - produced if pending is not None else READ_EVERY)
+                    every - (produced - 1) % every,
+                    pending[1] + lag - produced if pending is not None else every)
             token, pos, logits = yield ("run", {"ids": token, "pos": pos, "last": last_zero,
                                                 "fparams": fp, "iparams": ip}, k, DECODE_CARRY)
             produced += k

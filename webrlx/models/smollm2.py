@@ -15,10 +15,10 @@ from typing import Any
 
 from . import gguf
 from .assets import smollm2_gguf
+from .decoding import READ_EVERY
 from .llm import (
     DEFAULT_CAPACITY,
     PREFILL_BUCKET,
-    READ_EVERY,
     ROLES,
     LanguageModel,
     Sampling,
