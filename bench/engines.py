@@ -86,12 +86,21 @@ def main() -> None:
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--compare", nargs=2, metavar=("NATIVE", "DAWN"))
+    p.add_argument("--tune", help="a tools/make_tune_tables.py --here JSON: installed as this "
+                   "adapter's own autotune table first (A/B of a table before it ships)")
     a = p.parse_args()
     if a.compare:
         native, dawn = (json.loads(Path(f).read_text()) for f in a.compare)
         print(json.dumps(compare(native, dawn), indent=1))
         return
     out: dict[str, Any] = {"method": __doc__.split("Method: ")[1].strip()}
+    if a.tune:
+        import webrlx as wr
+        from webrlx.runtime import autotune
+        got = json.loads(Path(a.tune).read_text().strip().splitlines()[-1])
+        autotune.table()                                    # loads the cache first
+        autotune._memory.setdefault(wr.device().info.tune_name, {}).update(got["table"])
+        out["tune"] = {"file": a.tune, "entries": len(got["table"])}
     only = a.only.split(",")
     if "minilm" in only:
         out["minilm"] = minilm_side(a.iters, a.repeats)

@@ -81,16 +81,17 @@ def tune_here(models: list[str]) -> dict:
 
 
 def merge(family: str, path: str) -> None:
-    """Store a --here run's table as the family's in the shipped file."""
+    """Add a --here run's table to the family's in the shipped file (a shape tuned again takes
+    the new pick; runs of different models add up)."""
     got = json.loads(Path(path).read_text().strip().splitlines()[-1])
     if family not in got["adapter"].lower():
         raise SystemExit(f"--merge {family}: the run's adapter {got['adapter']!r} is not of "
                          f"that family")
     tables = json.loads(OUT.read_text()) if OUT.exists() else {}
-    tables[family] = dict(sorted(got["table"].items()))
+    tables[family] = dict(sorted({**tables.get(family, {}), **got["table"]}.items()))
     OUT.write_text(json.dumps(tables, indent=1) + "\n")
-    print(f"wrote {OUT}: {family} from {got['adapter']}, {len(got['table'])} shapes",
-          file=sys.stderr)
+    print(f"wrote {OUT}: {family} from {got['adapter']}, {len(got['table'])} shapes added to "
+          f"{len(tables[family])}", file=sys.stderr)
 
 
 def main() -> None:
@@ -101,7 +102,7 @@ def main() -> None:
     ap.add_argument("--models", default="minilm,smollm2",
                     help="--here: the models whose shapes to tune (minilm, smollm2)")
     ap.add_argument("--merge", nargs=2, metavar=("FAMILY", "FILE"),
-                    help="store a --here run's table as FAMILY's in the shipped file")
+                    help="add a --here run's table to FAMILY's in the shipped file")
     args = ap.parse_args()
     if args.here:
         print(json.dumps(tune_here(args.models.split(","))))
