@@ -193,10 +193,16 @@ def test_cached_attention_each_prefill_kernel(backend, chunking, monkeypatch, ke
     head dims under 64, a batch and keys cut into chunks (as_gpu)."""
     from webrlx.compiler import lower_decoder
     monkeypatch.setattr(lower_decoder, "PREFILL_KERNEL", kernel)
-    t = 256
     q = rand(b, s, h, d, seed=s + p0)
-    kc, vc = rand(b, hkv, t, d, seed=31), rand(b, hkv, t, d, seed=32)
-    kc[:, :, p0 + s:] = 1e30           # past the valid length: never read
+    _check_forced_kernel(backend, kernel, q, rand(b, hkv, 256, d, seed=31),
+                         rand(b, hkv, 256, d, seed=32), p0)
+
+
+def _check_forced_kernel(backend, kernel: str, q, kc, vc, p0: int) -> None:
+    """cached_attention of q over the caches from pos p0 against numpy, on the kernel forced
+    (keys past the valid length poisoned: never read)."""
+    s = q.shape[1]
+    kc[:, :, p0 + s:] = 1e30
     vc[:, :, p0 + s:] = -1e30
     g = wr.Graph()
     qi, ki, vi = g.input("q", q.shape), g.input("k", kc.shape), g.input("v", vc.shape)
@@ -234,20 +240,9 @@ def test_cached_attention_each_prefill_kernel_wide_heads(backend, monkeypatch, a
     from webrlx.compiler import lower_decoder
     monkeypatch.setattr(lower_decoder, "PREFILL_KERNEL", kernel)
     _force_chunking(monkeypatch, as_gpu)
-    t = 256
     q = rand(b, s, h, d, seed=s + p0 + d)
-    kc, vc = rand(b, hkv, t, d, seed=33, low=-2, high=2), rand(b, hkv, t, d, seed=34)
-    kc[:, :, p0 + s:] = 1e30           # past the valid length: never read
-    vc[:, :, p0 + s:] = -1e30
-    g = wr.Graph()
-    qi, ki, vi = g.input("q", q.shape), g.input("k", kc.shape), g.input("v", vc.shape)
-    y = nn.cached_attention(qi, ki, vi, g.input("pos", (1,), "int32"))
-    exe = wr.compile(g, outputs=[y], device=backend)
-    (got,) = exe.run({"q": q, "k": kc, "v": vc, "pos": np.array([p0], np.int32)})
-    want = _attention_np(q, kc[:, :, :p0 + s], vc[:, :, :p0 + s], p0)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
-    if backend.name != "reference":
-        assert exe.last_plan.program.calls[0].name == f"cached_attention[{kernel}]"
+    _check_forced_kernel(backend, kernel, q, rand(b, hkv, 256, d, seed=33, low=-2, high=2),
+                         rand(b, hkv, 256, d, seed=34), p0)
 
 
 # workgroup bytes an adapter allows -> the kernel a 128-wide prompt gets (CPU adapter, GPU):
