@@ -98,8 +98,7 @@ def main() -> None:
         import webrlx as wr
         from webrlx.runtime import autotune
         got = json.loads(Path(a.tune).read_text().strip().splitlines()[-1])
-        autotune.table()                                    # loads the cache first
-        autotune._memory.setdefault(wr.device().info.tune_name, {}).update(got["table"])
+        autotune.add_picks(wr.device().info.tune_name, got["table"])
         out["tune"] = {"file": a.tune, "entries": len(got["table"])}
     only = a.only.split(",")
     if "minilm" in only:

@@ -55,9 +55,7 @@ def main() -> None:
     models["default"].generate_ids(PROMPT, 20, ignore_eos=True)        # plans made untuned
     if args.tune:
         got = json.loads(Path(args.tune).read_text().strip().splitlines()[-1])
-        name = models["default"].device.info.tune_name
-        autotune.table()                                                # loads the cache
-        autotune._memory.setdefault(name, {}).update(got["table"])
+        autotune.add_picks(models["default"].device.info.tune_name, got["table"])
         models["tuned"] = llm.load(path, max_context=512)
         models["tuned"].generate_ids(PROMPT, 20, ignore_eos=True)
     ks = [int(k) for k in args.ks.split(",")]

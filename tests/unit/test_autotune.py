@@ -128,3 +128,16 @@ def test_a_new_driver_is_timed_again(tmp_path, monkeypatch):
     lava = DeviceInfo(name="llvmpipe (LLVM 15.0.6, 256 bits)", backend="wgpu (Vulkan)",
                       driver="Mesa 22.3.6 (LLVM 15.0.6)")
     assert autotune.family(lava.tune_name) == "llvmpipe"
+
+
+def test_added_picks_are_this_adapters_table(tmp_path, monkeypatch):
+    """add_picks (a tune run's table, tried before it ships) is used as the adapter's own."""
+    monkeypatch.setattr(autotune, "CACHE_FILE", tmp_path / "tune.json")
+    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_loaded", False)
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    call = _call()
+    assert autotune.known("gpu A", call).name == "k128"            # the default
+    autotune.add_picks("gpu A", {autotune.key_of(call): "k64"})
+    assert autotune.known("gpu A", call).name == "k64"
+    assert autotune.known("gpu B", call).name == "k128"

@@ -55,6 +55,12 @@ def table(adapter: str | None = None) -> dict[str, Any]:
         {a: dict(t) for a, t in known.items()}
 
 
+def add_picks(adapter: str, picks: dict[str, str]) -> None:
+    """Take picks ({tune key: variant}, e.g. a `tools/make_tune_tables.py --here` run's) as
+    this adapter's own table, in memory (A/B runs of a table before it ships)."""
+    _cache().setdefault(adapter, {}).update(picks)
+
+
 def family(adapter: str) -> str | None:
     """The shipped table's family of an adapter name (None: no shipped table applies)."""
     low = adapter.lower()
