@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Issue 32 (stretch): Debian's Chromium itself on the lent GPU machine, its WebGPU (Dawn in the
+# GPU process) on the NVIDIA Vulkan driver, driven by tools/cdp_pipe.py (DevTools over pipes,
+# standard library only: no playwright there). Made on this box, kept out of git in .chr/:
+#   ldd /usr/lib/chromium/chromium | awk '{print $3}' | grep ^/ > libs.txt
+#   (for f in $(cat libs.txt); do readlink -f $f; echo $f; done) | sort -u > files.txt
+#   tar cf - -C / usr/lib/chromium $(sed 's|^/||' files.txt) | xz -1 -T1 > chr.tar.xz
+#   split -b 48M -d chr.tar.xz .chr/chr.part            # 142 MB: three parts
+# Stages, one device-tool call each:
+#   part    carry one .chr/chr.partNN: kept in /tmp/chr/parts
+#   probe   unpack; the libraries the machine lacks (only those: its glibc is newer) into
+#           /tmp/chr/lib; `chromium --version`; the WebGPU adapter a page gets, per flag set
+set -uo pipefail
+C=/tmp/chr
+B=$C/root/usr/lib/chromium/chromium
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export LD_LIBRARY_PATH=$C/lib XDG_RUNTIME_DIR=$C/xdg
+ADAPTER='(async () => { const a = await navigator.gpu?.requestAdapter(); if (!a) return "no adapter"; return JSON.stringify({vendor: a.info.vendor, architecture: a.info.architecture, device: a.info.device, description: a.info.description, features: [...a.features], maxBuffer: a.limits.maxBufferSize, workgroupStorage: a.limits.maxComputeWorkgroupStorageSize}); })()'
+case "$1" in
+part)
+  mkdir -p $C/parts && cp .chr/chr.part* $C/parts/ && ls -la $C/parts
+  ;;
+probe)
+  mkdir -p $C/root $C/lib $C/www $C/xdg && chmod 700 $C/xdg
+  cat $C/parts/chr.part* | xz -dc | tar xf - -C $C/root
+  LD_LIBRARY_PATH= ldd $B | awk '/not found/ {print $1}' | while read -r l; do
+    f=$(find $C/root -name "$l" | head -1); [ -n "$f" ] && cp -L "$f" $C/lib/ && echo "lib: $l"
+  done
+  ldd $B | grep "not found"
+  $B --version
+  echo '<!doctype html><title>probe</title>' > $C/www/index.html
+  (cd $C/www && python3 -m http.server 8765 > /dev/null 2>&1 &)
+  sleep 1
+  for flags in "--enable-unsafe-webgpu --ignore-gpu-blocklist" \
+      "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=vulkan --enable-features=Vulkan --disable-gpu-sandbox" \
+      "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-vulkan=native --enable-features=Vulkan,VulkanFromANGLE,DefaultANGLEVulkan --use-angle=vulkan --disable-vulkan-surface --disable-gpu-sandbox"; do
+    echo "== flags: $flags"
+    timeout 120 python3 tools/cdp_pipe.py --chromium $B --url http://localhost:8765/ \
+      --eval "$ADAPTER" --timeout 90 -- $flags 2> $OUT/probe-stderr.txt
+    grep -i -v "dbus\|XDG\|fontconfig" $OUT/probe-stderr.txt | tail -5
+  done
+  ;;
+esac
