@@ -26,11 +26,13 @@ probe)
   [ -x $B ] || { cat $C/parts/chr.part* | xz -dc | tar xf - -C $C/root; }
   # Debian's /lib is /usr/lib: the links ldd named sit in lib/, their targets in usr/lib/
   cp -a $C/root/lib/x86_64-linux-gnu/. $C/root/usr/lib/x86_64-linux-gnu/ 2>/dev/null
-  LD_LIBRARY_PATH= ldd $B | awk '/not found/ {print $1}' | while read -r l; do
-    f=$(find $C/root/usr/lib -name "$l" -xtype f | head -1)
-    [ -n "$f" ] && cp -L "$f" $C/lib/ && echo "lib: $l"
+  for pass in 1 2 3 4; do              # what those need shows up as they are found
+    LD_LIBRARY_PATH=$C/lib ldd $B | awk '/not found/ {print $1}' | sort -u | while read -r l; do
+      f=$(find $C/root/usr/lib -name "$l" -xtype f | head -1)
+      [ -n "$f" ] && cp -L "$f" $C/lib/ && echo "lib: $l"
+    done
   done
-  ldd $B | grep "not found"
+  ldd $B | grep "not found" | sort -u
   timeout 10 $B --version
   echo '<!doctype html><title>probe</title>' > $C/www/index.html
   timeout 100 python3 -m http.server 8765 --directory $C/www > /dev/null 2>&1 &
