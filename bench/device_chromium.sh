@@ -38,7 +38,10 @@ probe)
   timeout 100 python3 -m http.server 8765 --directory $C/www > /dev/null 2>&1 &
   SRV=$!
   sleep 1
-  for flags in "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=vulkan --enable-features=Vulkan --disable-gpu-sandbox"; do
+  # ANGLE on Vulkan needs VK_KHR_surface / xcb_surface, which the headless NVIDIA ICD lacks
+  # (the GPU process exits); GL on SwiftShader, WebGPU (Dawn) on Vulkan
+  for flags in "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=swiftshader --enable-features=Vulkan --disable-gpu-sandbox" \
+      "--enable-unsafe-webgpu --ignore-gpu-blocklist --disable-gpu-sandbox"; do
     echo "== flags: $flags"
     timeout 60 python3 tools/cdp_pipe.py --chromium $B --url http://localhost:8765/ \
       --eval "$ADAPTER" --timeout 40 -- $flags 2> $OUT/probe-stderr.txt

@@ -78,7 +78,7 @@ def run(chromium: str, url: str, expression: str, flags: list[str], timeout: flo
     def child_fds() -> None:     # runs before the child closes the fds it does not keep
         os.dup2(r1, 3)
         os.dup2(w2, 4)
-    with tempfile.TemporaryDirectory(prefix="cdp-profile-") as profile:
+    with tempfile.TemporaryDirectory(prefix="cdp-profile-", ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen([chromium, *FLAGS, f"--user-data-dir={profile}", *flags,
                                  "about:blank"], pass_fds=(3, 4), preexec_fn=child_fds,
                                 stdout=sys.stderr, stderr=sys.stderr)
