@@ -13,9 +13,11 @@
 set -uo pipefail
 C=/tmp/chr
 B=$C/root/usr/lib/chromium/chromium
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+# the NVIDIA ICD for WebGPU, and Chromium's SwiftShader ICD for its GL (SwANGLE): without it
+# the GPU process exits ("eglInitialize SwANGLE failed")
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json:$C/root/usr/lib/chromium/vk_swiftshader_icd.json
 export LD_LIBRARY_PATH=$C/lib XDG_RUNTIME_DIR=$C/xdg
-ADAPTER='(async () => { const a = await navigator.gpu?.requestAdapter(); if (!a) return "no adapter"; return JSON.stringify({vendor: a.info.vendor, architecture: a.info.architecture, device: a.info.device, description: a.info.description, features: [...a.features], maxBuffer: a.limits.maxBufferSize, workgroupStorage: a.limits.maxComputeWorkgroupStorageSize}); })()'
+ADAPTER='(async () => { const a = await navigator.gpu?.requestAdapter({powerPreference: "high-performance"}); if (!a) return "no adapter"; return JSON.stringify({vendor: a.info.vendor, architecture: a.info.architecture, device: a.info.device, description: a.info.description, features: [...a.features], maxBuffer: a.limits.maxBufferSize, workgroupStorage: a.limits.maxComputeWorkgroupStorageSize}); })()'
 case "$1" in
 part)
   mkdir -p $C/parts && cp .chr/chr.part* $C/parts/ && ls -la $C/parts
