@@ -16,6 +16,7 @@ B=$C/root/usr/lib/chromium/chromium
 # the NVIDIA ICD for WebGPU, and Chromium's SwiftShader ICD for its GL (SwANGLE): without it
 # the GPU process exits ("eglInitialize SwANGLE failed")
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json:$C/root/usr/lib/chromium/vk_swiftshader_icd.json
+export VK_ICD_FILENAMES=$VK_DRIVER_FILES     # older loaders read only this one
 export LD_LIBRARY_PATH=$C/lib XDG_RUNTIME_DIR=$C/xdg
 ADAPTER='(async () => { const a = await navigator.gpu?.requestAdapter({powerPreference: "high-performance"}); if (!a) return "no adapter"; return JSON.stringify({vendor: a.info.vendor, architecture: a.info.architecture, device: a.info.device, description: a.info.description, features: [...a.features], maxBuffer: a.limits.maxBufferSize, workgroupStorage: a.limits.maxComputeWorkgroupStorageSize}); })()'
 case "$1" in
@@ -42,8 +43,8 @@ probe)
   sleep 1
   # ANGLE on Vulkan needs VK_KHR_surface / xcb_surface, which the headless NVIDIA ICD lacks
   # (the GPU process exits); GL on SwiftShader, WebGPU (Dawn) on Vulkan
-  for flags in "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=swiftshader --enable-features=Vulkan --disable-gpu-sandbox" \
-      "--enable-unsafe-webgpu --ignore-gpu-blocklist --disable-gpu-sandbox"; do
+  for flags in "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=swiftshader --enable-features=Vulkan --disable-gpu-sandbox --use-webgpu-adapter=default --use-webgpu-power-preference=default-high-performance" \
+      "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=swiftshader --enable-features=Vulkan,WebGPUDeveloperFeatures --disable-gpu-sandbox --enable-dawn-features=allow_unsafe_apis --use-webgpu-power-preference=default-high-performance"; do
     echo "== flags: $flags"
     timeout 60 python3 tools/cdp_pipe.py --chromium $B --url http://localhost:8765/ \
       --eval "$ADAPTER" --timeout 40 -- $flags 2> $OUT/probe-stderr.txt
