@@ -289,6 +289,15 @@ def test_read_ahead_keeps_tokens_and_stops(llama_lm, monkeypatch, ahead, k):
         assert got == text[:text.index(stop)], (stop, got)
 
 
+def test_read_ahead_token_counts_at_every_read_boundary(llama_lm):
+    """Read-ahead (the default) with max_new_tokens on and around each read point (a copy at
+    1 mod READ_EVERY, its read READ_LAG later): exactly that many tokens, transformers'."""
+    greedy = _reference("llama", "Q8_0")[1][1][2]
+    for n in (1, 2, 3, 8, 9, 10, 11, 12, 17, 18, 19, 20, 25, 27):
+        assert llama_lm.generate_ids(PROMPTS[1], n, ignore_eos=True) == greedy[:n], n
+        assert llama_lm.stats.new_tokens == n
+
+
 def test_steps_per_submit_keep_seeded_samples(llama_lm, monkeypatch):
     kw = {"temperature": 0.9, "top_k": 40, "seed": 7}
     four = _tokens(llama_lm, monkeypatch, 4, **kw)
