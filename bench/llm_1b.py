@@ -185,9 +185,8 @@ def prefill_s(lm: Any, ids: list[int]) -> float:
 def webrlx_run(path: Path, prompt: list[int], prefill: list[int], new: int,
                sizes: list[int], batch_new: int) -> dict[str, Any]:
     """webrlx's decode, prefill, weight bytes and batched decode on one file."""
-    from llm_batch import measure_sizes
-
     import webrlx as wr
+    from webrlx.cli.bench_llm import measure_sizes
     from webrlx.models import llm
     from webrlx.models.engine import Engine
     dev = wr.device()

@@ -14,52 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import webrlx as wr  # noqa: E402
+from webrlx.cli.bench_llm import BATCH_PROMPTS as PROMPTS  # noqa: E402
+from webrlx.cli.bench_llm import measure_sizes  # noqa: E402
 from webrlx.models import llm  # noqa: E402
 from webrlx.models.engine import Engine  # noqa: E402
-
-PROMPTS = ["Count by sevens: 7, 14, 21,", "The capital of France is", "def fibonacci(n):",
-           "Once upon a time", "Water boils at", "The three primary colors are",
-           "In 1969, astronauts", "A haiku about the sea:"]
-
-
-def run_batch(eng: Engine, n: int, new: int) -> tuple[int, float]:
-    """(decode tokens, seconds) for n sequences of `new` tokens each."""
-    streams = [eng.add_request(PROMPTS[i % len(PROMPTS)], None, new, ignore_eos=True)
-               for i in range(n)]
-    eng.step()                                     # prefills + the first decode step
-    done0 = sum(s.produced for s in eng.seqs.values())
-    t0 = time.perf_counter()
-    eng.run()
-    dt = time.perf_counter() - t0
-    assert all(len(s.token_ids) == new for s in streams)
-    return n * new - done0, dt
-
-
-def measure_sizes(eng: Engine, sizes: list[int], new: int, repeats: int = 3
-                  ) -> list[dict[str, object]]:
-    """Rows per live-sequence count: every size's plans compiled first (a 4-token run each),
-    then `repeats` rounds of one run per size, interleaved (a size measured first in a cold
-    process ran up to 2.4x slower on an H100: clocks and caches warming), median tok/s."""
-    for n in sizes:
-        run_batch(eng, n, 4)                       # compiles the plans of n live sequences
-    runs: dict[int, list[tuple[int, float]]] = {n: [] for n in sizes}
-    for _ in range(repeats):
-        for n in sizes:
-            runs[n].append(run_batch(eng, n, new))
-    rows = []
-    for n in sizes:
-        rates = sorted(t / dt for t, dt in runs[n])
-        rows.append({"sequences": n, "decode_tokens": runs[n][0][0],
-                     "tok_per_s": round(rates[len(rates) // 2], 2),
-                     "tok_per_s_runs": [round(t / dt, 2) for t, dt in runs[n]]})
-    return rows
 
 
 def main() -> None:

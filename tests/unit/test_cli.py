@@ -208,6 +208,24 @@ def test_bench_rows_include_rms_norm_with_a_progress_line_per_case(capsys):
         assert f"] {name} float32\n" in err.err, err.err
 
 
+def test_bench_llm_rows_decode_prefill_and_batch(monkeypatch, capsys):
+    """`bench --quick --only llm` on SmolLM2: its three rows with their token counts, the
+    batch against lm.generate, and a llama.cpp peer asked for without its module named as
+    such (the webrlx rows still stand)."""
+    from webrlx.cli.bench import main_bench
+    monkeypatch.delenv("LLAMACPP_SO", raising=False)
+    out = main_bench(["--quick", "--only", "llm", "--peer", "llamacpp"])
+    decode, prefill, batch = out["cases"]
+    assert decode["case"].startswith("llm decode SmolLM2") and decode["new_tokens"] == 8
+    assert decode["webrlx_tok_s"] > 0 and "LLAMACPP_SO" in decode["llamacpp"]["error"]
+    assert prefill["prefill_tokens"] == 16 and prefill["webrlx_ms"] > 0
+    assert [r["sequences"] for r in batch["rows"]] == [1, 2]
+    assert [r["decode_tokens"] for r in batch["rows"]] == [3, 6]       # 4 each, 1 at prefill
+    assert batch["ratio_vs_generate"] == batch["webrlx_tok_s"] / decode["webrlx_tok_s"] > 0
+    err = capsys.readouterr()
+    assert err.out == "" and "llm: the Engine at 1 and 2 sequences" in err.err
+
+
 def test_bench_browser_names_what_ort_lacks_and_still_runs_webrlx(monkeypatch, tmp_path,
                                                                  capsys):
     """Without onnxruntime-web and onnx the ORT runners are skipped with the commands that

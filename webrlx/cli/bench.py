@@ -1,6 +1,7 @@
 """Benchmarks printed as JSON: webrlx beside a reference measured in the same run
 (numpy on the CPU; torch on CUDA where present).
 `python -m webrlx bench [--quick | --full] [--only K]`; a progress line per case on stderr.
+`--only llm` times a language model's generation (webrlx/cli/bench_llm.py).
 
 Sizes (TIERS): GPUs run the full sizes by default; software adapters (lavapipe, SwiftShader)
 and the numpy reference device run the "cpu" tier, which finishes in minutes on 2 cores;
@@ -329,8 +330,11 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     size.add_argument("--full", action="store_true", help="the full sizes, also on software "
                       "adapters and the reference device (their default is the cpu tier)")
     p.add_argument("--only", default="",
-                   help="comma list: matmul,f16,chain,io,rows,attention,minilm,train")
-    p.add_argument("--peer", default="", help="tinygrad: its WEBGPU backend, same run")
+                   help="comma list: matmul,f16,chain,io,rows,attention,minilm,train; llm (a "
+                   "language model's decode, prefill and batch: only when named)")
+    p.add_argument("--peer", default="", help="tinygrad: its WEBGPU backend, same run; "
+                   "llamacpp: llama.cpp on the llm case's file ($LLAMACPP_SO)")
+    p.add_argument("--llm-model", default=None, help="the llm case's GGUF (default: SmolLM2)")
     p.add_argument("--browser", action="store_true", help="MiniLM in headless Chromium beside "
                    "onnxruntime-web (bench --browser --help)")
     if argv and "--browser" in argv:
@@ -367,6 +371,9 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     if not only or "train" in only:
         from .bench_train import train_cases
         out["cases"] += train_cases(tier["train_quick"], progress)
+    if "llm" in only:
+        from .bench_llm import llm_cases
+        out["cases"] += llm_cases(tier_name, progress, args.llm_model, args.peer)
     if args.peer == "tinygrad":
         progress("tinygrad (a subprocess)")
         out["peer"] = peer_tinygrad(sizes, iters, repeats)
