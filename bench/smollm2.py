@@ -21,10 +21,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from webrlx.cli.bench_llm import PREFILL_TEXT, PROMPT  # noqa: E402  (bench --only llm's)
 from webrlx.models import smollm2  # noqa: E402
 from webrlx.models.assets import smollm2_gguf  # noqa: E402
-
-PROMPT = "Count by sevens: 7, 14, 21,"      # 11 tokens
 
 
 def bench_webrlx(path: Path, prompt: list[int], prefill: list[int], new: int,
@@ -102,7 +101,7 @@ def main() -> None:
     path = smollm2_gguf(a.model)
     lm_tok = smollm2.load(path, device="reference", capacity=16).tokenizer
     prompt = lm_tok.encode(PROMPT)
-    prefill = (lm_tok.encode("The history of computing is a story of layers. " * 20))[:128]
+    prefill = (lm_tok.encode(PREFILL_TEXT * 20))[:128]
     out: dict[str, Any] = {"model": path.name, "prompt_tokens": len(prompt),
                            "new_tokens": a.new, "method": __doc__.split("\n\n")[0]}
     out["webrlx"] = bench_webrlx(path, prompt, prefill, a.new, a.device)

@@ -34,21 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "webrlx" / "data" / "tune_tables.json"
 ICDS = {"swiftshader": "/usr/lib/chromium/vk_swiftshader_icd.json", "llvmpipe": None}
 SHAPES = [(1, 16), (1, 32), (1, 128), (2, 48), (3, 16), (4, 32), (8, 128)]   # (batch, length)
-LLM_PROMPTS = (16, 48, 128)          # SmolLM2 prompt lengths (tokens) tuned with --llm
-LLM_BATCH = 8                        # sequences of the batched-decode shapes tuned with --llm
-
-TUNE = f"""
-import json, numpy as np
-from webrlx.models import minilm
-from webrlx.runtime import autotune
-enc = minilm.load()
-rng = np.random.default_rng(0)
-for b, s in {SHAPES!r}:
-    rows = [[101] + list(rng.integers(1000, 29000, s - 2)) + [102] for _ in range(b)]
-    enc.executable.run(enc.feeds(rows))
-(table,) = autotune.table().values()
-print(json.dumps(dict(adapter=enc.device.info.name, table=table)))
-"""
+LLM_PROMPTS = (16, 48, 128)          # SmolLM2 prompt lengths (tokens) tuned for smollm2
+LLM_BATCH = 8                        # sequences of the batched-decode shapes tuned for smollm2
 
 
 def tune_here(models: list[str]) -> dict:
@@ -116,8 +103,8 @@ def main() -> None:
             env = {**os.environ, "HOME": home, "WEBRLX_AUTOTUNE": "1", "PYTHONPATH": str(ROOT)}
             if icd:
                 env["VK_DRIVER_FILES"] = icd
-            out = subprocess.run([sys.executable, "-c", TUNE], env=env, check=True,
-                                 capture_output=True, text=True).stdout
+            out = subprocess.run([sys.executable, __file__, "--here", "--models", "minilm"],
+                                 env=env, check=True, capture_output=True, text=True).stdout
         got = json.loads(out.strip().splitlines()[-1])
         assert family in got["adapter"].lower(), (family, got["adapter"])
         tables[family] = dict(sorted(got["table"].items()))

@@ -287,8 +287,8 @@ class Backend(abc.ABC):
             if not quantized(t):
                 spans = (t[1::2].astype(np.int64) - t[0::2].astype(np.int64)).clip(0)
                 return float(np.median(spans)) * 1e-9
-            # a browser's quantized timestamps (Chrome rounds them to 100 us unless its
-            # developer features are on): short kernels all read 0, so time on the host
+            # a browser's quantized timestamps (Dawn and Chrome clear their low bits, 65.5 us
+            # steps, unless developer features are on): short kernels read 0, so time on the host
 
         def run(n: int) -> float:
             t = time.perf_counter()
