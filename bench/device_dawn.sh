@@ -27,6 +27,11 @@
 #           under Dawn (timestamps unquantized) into $OUT/tune-nvidia-minilm.json, then
 #           bench/engines.py --only minilm natively and under Dawn with that table; MiniLM
 #           from `store` (.dawn/ml/ml.pN)
+#   qsmat   the quantized prefill on subgroup matrices (quant/qmatmul_smat.wgsl): test_smat.py
+#           under Dawn; the Llama-3.2-1B-shaped Q4_K_M file (bench/llm_1b.py, llama.cpp's
+#           quantizer: setup carrying .big/llvk.so.xz): its 512-token prefill natively, under
+#           Dawn with and without the tensor-core kernels
+#           (bench/probes/llm_1b_profile_probe.py), and llama.cpp Vulkan's on the same file
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -156,6 +161,27 @@ mltune)
     python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
 print(sys.argv[1], {k: v for k, v in d.items() if k not in ('native', 'dawn')})" \
       $OUT/engines-native-vs-$d.json; done
+  ;;
+qsmat)
+  dawn --json $OUT/dawn-smat-tests.json -- pytest tests/backend/test_smat.py \
+    > $OUT/dawn-smat-tests.txt 2>&1; tail -4 $OUT/dawn-smat-tests.txt
+  (cd $S && python3 bench/llm_1b.py --llamacpp $D/llvk.so --work /tmp/llm_1b --make-only \
+    2>/dev/null | tail -4)
+  M=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
+  P="bench/probes/llm_1b_profile_probe.py --model $M --sizes=${SIZES:-} --top 8"
+  (cd $S && python3 $P > $OUT/prefill-1b-native.json 2> $OUT/prefill-1b-native.err)
+  dawn --mount /tmp/llm_1b -- python $P > $OUT/prefill-1b-dawn.json 2> $OUT/prefill-1b-dawn.err
+  dawn --mount /tmp/llm_1b -- python $P --smat off > $OUT/prefill-1b-dawn-nosmat.json \
+    2> $OUT/prefill-1b-dawn-nosmat.err
+  (cd $S && python3 -c "import json, sys, numpy as np; sys.path.insert(0, 'bench'); \
+from peer_llamacpp import bench_llamacpp; rng = np.random.default_rng(1); \
+p = [int(t) for t in rng.integers(0, 256, 11)]; f = [int(t) for t in rng.integers(0, 256, 512)]; \
+r = bench_llamacpp('$D/llvk.so', '$M', p, f, 16); \
+print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" > $OUT/prefill-1b-llamacpp.json \
+    2> $OUT/prefill-1b-llamacpp.err)
+  for f in native dawn dawn-nosmat llamacpp; do echo "== $f"; python3 -c "import json, sys; \
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(d.get('prefill', d))" \
+      $OUT/prefill-1b-$f.json || tail -5 $OUT/prefill-1b-$f.err; done
   ;;
 engines)
   mkdir -p $D/models/minilm $D/models/smollm2

@@ -74,3 +74,56 @@ def test_float32_matmuls_never_take_subgroup_matrices(backend, monkeypatch):
     got = run_graph(backend, lambda p, q: p @ q, [x, w])[0]
     np.testing.assert_allclose(got, x.astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
     assert "matmul/matmul_smat" not in used
+
+
+QFORMATS = ["q4_0", "q4_1", "q8_0", "q4_k", "q6_k", "q5_k"]
+
+
+@pytest.mark.parametrize("shape", [sh.name for sh in smat.SHAPES])
+def test_quantized_prefill_each_shape(backend, shape, monkeypatch):
+    """quant/qmatmul_smat.wgsl (x and dequantized blocks rounded to f16, f32 sums) forced per
+    tile shape, on formats of each decoding path (own Q4_1 / Q8_0, K-quant words, deq8),
+    against numpy on the gguf package's dequantization: within 4e-3 x max|ref| (f16 inputs;
+    a unit placed wrong along K is off by O(1)); without the feature, forcing it names it."""
+    from test_quant_formats import qweight
+
+    from webrlx import nn
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(smat, "MODE", shape)
+    n, k = 136, 512
+    for fmt in QFORMATS if backend.name == "reference" or _available(backend) else QFORMATS[:1]:
+        w, wf = qweight(fmt, n, k)
+        bias = rand(n, seed=5)
+        x = rand(70, k)
+        want = x.astype(np.float64) @ wf.T + bias
+
+        def lin(x, w, b, fmt=fmt):
+            return nn.qlinear(x, w, fmt, n, k, bias=b)
+        if backend.name != "reference" and not _available(backend):
+            with pytest.raises(LoweringError, match="chromium-experimental-subgroup-matrix"):
+                run_graph(backend, lin, [x], {"w": w, "b": bias})
+            return
+        from webrlx.compiler import lower_quant
+        used = kernel_spy(monkeypatch, lower_quant)
+        (got,) = run_graph(backend, lin, [x], {"w": w, "b": bias})
+        assert got.shape == (70, n) and got.dtype == np.float32
+        assert np.abs(got - want).max() <= 4e-3 * np.abs(want).max(), fmt
+        assert backend.name == "reference" or "quant/qmatmul_smat" in used
+
+
+def test_quantized_prefill_default_only_where_offered(backend, monkeypatch):
+    """A 40-row unfused qmatmul: qmatmul_smat by default where the adapter has subgroup
+    matrices, the GEMV / tiled kernels elsewhere."""
+    from test_quant_formats import qweight
+
+    from webrlx import nn
+    from webrlx.compiler import lower_quant
+    used = kernel_spy(monkeypatch, lower_quant)
+    w, wf = qweight("q4_k", 64, 256)
+    x = rand(40, 256)
+    (got,) = run_graph(backend, lambda x, w: nn.qlinear(x, w, "q4_k", 64, 256), [x], {"w": w})
+    want = x.astype(np.float64) @ wf.T
+    assert np.abs(got - want).max() <= 4e-3 * np.abs(want).max()
+    if backend.name != "reference":
+        assert ("quant/qmatmul_smat" in used) == _available(backend)

@@ -122,7 +122,8 @@ def test_every_shader_renders_without_unknown_slots():
                          **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
                             wide_slots() if name == "matmul/matmul_wide" else
                             tiled_db_slots() if name == "matmul/matmul_tiled_db" else
-                            smat.slots(smat.SHAPES[0]) if name == "matmul/matmul_smat" else
+                            smat.slots(smat.SHAPES[0]) if name in ("matmul/matmul_smat",
+                                                           "quant/qmatmul_smat") else
                             tiled_slots(1)))
             assert "{{" not in out and "@compute" in out
 

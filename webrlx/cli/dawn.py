@@ -161,6 +161,8 @@ def main_dawn(argv: list[str]) -> int:
     p.add_argument("--install", action="store_true", help=f"install {WEBGPU_NPM} into "
                    "build/dawn, then exit (tools/setup.sh)")
     p.add_argument("--json", default=None, help="pytest: write its per-test results here")
+    p.add_argument("--mount", action="append", default=[], metavar="HOST_DIR[:INSIDE]",
+                   help="a host folder to mount inside (default: the same path), repeatable")
     args = p.parse_args(argv)
     root = checkout_root()
     if args.install:
@@ -179,6 +181,11 @@ def main_dawn(argv: list[str]) -> int:
     code, files = python_code(command, [f"emfs:/tmp/wheels/{w.name}" for w in wheels], root)
     files.update({f"/tmp/wheels/{w.name}": str(w) for w in wheels})
     mounts, env = model_mounts()
+    for spec in args.mount:
+        host, _, inside = spec.partition(":")
+        if not Path(host).is_dir():
+            p.error(f"--mount {spec!r}: {host!r} is not a folder")
+        mounts[inside or str(Path(host).resolve())] = str(Path(host).resolve())
     env.update({k: v for k, v in os.environ.items() if k.startswith("WEBRLX_") and k not in env})
     env["HOME"] = "/home/pyodide"
     host_env = dict(os.environ)

@@ -9,7 +9,7 @@ from typing import Any
 from .. import quant
 from ..graph import Node
 from ..kernels import Kernel, kernel, raw_shader
-from . import fuse
+from . import fuse, smat
 from .emit import EmitContext
 from .fuse import QGemv
 from .lower_decoder import cpu_adapter, rope_freq
@@ -78,9 +78,15 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     tiles = {r: Variant.of(f"qmatmul_{64 * r}", kernel("quant/qmatmul_tiled", T=t, R=str(r)),
                            (-(-n // (64 * r)), -(-m // (64 * r)), 1), overrides)
              for r in (2, 1)}
-    if m <= fuse.GEMV_MAX_M:  # GEMVs over row groups of up to 4 rows
+    smats = qsmat_variants(L, m, n, t, overrides) if m > GEMV_ROWS else []
+    if m <= fuse.GEMV_MAX_M and (m < TILE_MIN_M or not smats):   # GEMVs, 4 rows a group
         _emit_gemv(L, kernel("quant/qgemv", T=t), "qgemv", bindings, params, overrides,
-                   [tiles[1], tiles[2]] if m > GEMV_ROWS else [], f"qgemv {fmt}/{t}")
+                   [tiles[1], tiles[2], *(v for _, v in smats)] if m > GEMV_ROWS else [],
+                   f"qgemv {fmt}/{t}")
+    elif smats:                         # tensor cores (compiler/smat.py): they lead
+        (lead_kernel, lead), rest = smats[0], [v for _, v in smats[1:]]
+        L.emit(lead_kernel, bindings, params, lead.grid, lead.overrides, name=lead.name,
+               variants=[*rest, tiles[1], tiles[2]], tune_key=f"qmatmul {fmt}/{t} {m}x{n}x{k}")
     else:
         first = 2 if -(-m // 128) * -(-n // 128) >= BIG_GRID else 1
         pick, other = tiles[first], tiles[3 - first]
@@ -88,6 +94,29 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
                overrides, name=pick.name, variants=[other],
                tune_key=f"qmatmul {fmt}/{t} {m}x{n}x{k}")
     return out
+
+
+def qsmat_variants(L: EmitContext, m: int, n: int, t: str, overrides: dict[str, Any]
+                   ) -> list[tuple[Kernel, Variant]]:
+    """quant/qmatmul_smat.wgsl's tile shapes for an unfused qmatmul of m > GEMV_ROWS rows
+    where the adapter has f16 subgroup matrices (N % 8 == 0; each shape's (row, unit) pairs
+    a whole number a thread), the default first (as lower_matmul.smat_variants orders them;
+    they lead from TILE_MIN_M rows, below it they are the GEMV's variants); [] elsewhere or
+    with smat.MODE "off". smat.MODE
+    naming a shape forces it (SubgroupMatrixUnavailable where the adapter lacks the feature)."""
+    forced = smat.MODE if smat.MODE not in (None, "off") else None
+    if forced is not None:
+        smat.check_forced(L.info, forced)
+    if smat.MODE == "off" or not smat.available(L.info) or n % 8:
+        return []
+    shapes = [sh for sh in smat.SHAPES if smat.fits(L.info, sh) and
+              (forced is None or sh.name == forced) and
+              sh.bm * sh.bk // 8 % sh.threads == 0 and sh.bn * sh.bk // 8 % sh.threads == 0]
+    shapes.sort(key=lambda sh: smat.default_rank(sh, m, n, 1))
+    return [(kern, Variant.of(f"q{sh.name}", kern, (-(-n // sh.bn), -(-m // sh.bm), 1),
+                              overrides))
+            for sh in shapes
+            for kern in [kernel("quant/qmatmul_smat", T=t, **smat.slots(sh, smat.SGID_BUILTIN))]]
 
 
 def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,

@@ -1,0 +1,91 @@
+"""Where a 1B-class model's time goes: per-kernel GPU time (Executable.profile) of the batched
+Engine's decode step at 1 and N live sequences, with the wall time of a steady Engine step
+beside it (the gap is the host's), and of the LanguageModel's whole-prompt prefill (with its
+wall time to the first token, best of 3). Run it on
+the file bench/llm_1b.py makes (`--make-only`), on the GPU machine. Prints JSON.
+
+    python bench/probes/llm_1b_profile_probe.py --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf \
+        [--sizes 1,8] [--prefill 512] [--top 14] [--smat off]   (--sizes '': prefill only)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from webrlx.compiler import smat  # noqa: E402
+from webrlx.models import llm  # noqa: E402
+from webrlx.models.engine import Engine  # noqa: E402
+
+
+def top(prof: Any, n: int) -> dict[str, Any]:
+    """A profile's total, dispatch count and its n most expensive kernels (ms)."""
+    kernels = prof.by_kernel()
+    return {"gpu_ms": round(prof.total_ms, 4), "source": prof.source,
+            "dispatches": len(prof.rows),
+            "kernels": {k: round(v, 4) for k, v in list(kernels.items())[:n]}}
+
+
+def engine_step(lm: llm.LanguageModel, live: int, context: int, n: int) -> dict[str, Any]:
+    """An Engine with `live` sequences decoding: the wall ms of a steady step (median of 24,
+    each waited for) and the decode step's kernel profile."""
+    eng = Engine(lm, max_sequences=live, max_context=context)
+    rng = np.random.default_rng(live)
+    for _ in range(live):
+        eng.add_request([int(t) for t in rng.integers(0, 256, 11)], max_new_tokens=context - 20,
+                        ignore_eos=True)
+    for _ in range(4):                      # prefills, then compiled decode steps
+        eng.step()
+    walls = []
+    for _ in range(24):
+        t = time.perf_counter()
+        eng.step()
+        eng.executable.read_state("tokens")     # waits for the step
+        walls.append(1e3 * (time.perf_counter() - t))
+    runs = eng._plan()                      # the next step's decode feeds
+    feeds = next(f for kind, (_, f) in runs if kind == "decode")
+    prof = eng.executable.profile(feeds, repeats=3)
+    return {"sequences": live, "step_wall_ms": round(float(np.median(walls)), 4),
+            **top(prof, n)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--sizes", default="1,8")
+    ap.add_argument("--prefill", type=int, default=512)
+    ap.add_argument("--top", type=int, default=14)
+    ap.add_argument("--smat", default="on", choices=("on", "off"),
+                    help="off: no subgroup-matrix (tensor core) kernels (compiler/smat.py)")
+    a = ap.parse_args()
+    if a.smat == "off":
+        smat.MODE = "off"
+    context = a.prefill + 64
+    lm = llm.load(a.model, max_context=context)
+    out: dict[str, Any] = {"model": Path(a.model).name, "adapter": str(lm.device.info.name),
+                           "smat": a.smat, "smat_available": smat.available(lm.device.info)}
+    ids = [int(t) for t in np.random.default_rng(0).integers(0, 256, a.prefill)]
+    walls = []
+    for _ in range(4):                      # the first compiles
+        lm.generate_ids(ids, 1)
+        walls.append(1e3 * lm.stats.first_token_s)
+    prof = lm.executable.profile({"ids": np.array([ids], np.int32),
+                                  "pos": np.zeros(1, np.int32),
+                                  "last": np.array([a.prefill - 1], np.int32),
+                                  "fparams": llm.Sampling().fparams(),
+                                  "iparams": llm.Sampling().iparams()}, repeats=3)
+    out["prefill"] = {"tokens": a.prefill, "wall_ms": round(min(walls[1:]), 3),
+                      **top(prof, a.top)}
+    out["engine"] = [engine_step(lm, int(s), context, a.top) for s in a.sizes.split(",") if s]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

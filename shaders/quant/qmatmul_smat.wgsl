@@ -1,0 +1,185 @@
+// quantized matmul for prefill on tensor cores through subgroup matrices (Dawn's
+// chromium_experimental_subgroup_matrix, as matmul/matmul_smat.wgsl): out[M, N] = x[M, K] @
+// dequant(w)[N, K]^T (+ bias[N]), f16 products with f32 accumulation, out f32. The same
+// bindings and params as quant/qmatmul_tiled.wgsl, whose variant it is; chosen only where the
+// adapter offers f16 -> f32 16x16x16 subgroup matrices (compiler/smat.py).
+// w: raw GGUF blocks of an (N, K) weight as u32 words, any format of common/qblocks.wgsl
+// (load_unit: Q4_1 / Q8_0 by their own paths, K-quants a word of quants a unit, the rest by
+// deq8); x f32 or f16 (vec4), rounded to f16 in the tiles; needs N % 8 == 0. M and N tails are
+// zero-filled in the tiles and masked at the store.
+// K order: the tiles' k axis runs in units (8 weights of one block: k0..k0+3 and k1..k1+3 of
+// unit_k, not always consecutive), x's tile taking the same 8 k positions a unit, so a step of
+// BK = 8 UK holds whole units of every format and the sum over k is unchanged.
+// Workgroup: SGM x SGN subgroups, each TM x TN 16x16 result tiles (matmul_smat's shapes and
+// its ACC_DECL / MMA / STORES slots, compiler/smat.py). Each step every thread turns its share
+// of the next step's (row, unit) pairs of x and (weight row, unit) pairs of w into 8 halves
+// (packed in a vec4<u32> register: x converted, w dequantized by load_unit) while the
+// subgroups multiply the current tiles; then the halves go into the other tile buffer, one
+// barrier a step. Consecutive threads take consecutive units of one row (a weight row's quant
+// words and shared scale words in one load run).
+// Why: the tiled kernel (quant/qmatmul_tiled.wgsl) runs at the f32 ALU rate; a 512-token
+// prefill of a Llama-3.2-1B-shaped Q4_K_M model spent 41.8 of its 46.3 ms GPU time there on
+// an H100 (bench/probes/llm_1b_profile_probe.py), where llama.cpp's Vulkan build (tensor
+// cores) takes 24 ms in all.
+// Limits: see matmul_smat.wgsl (tile copies through 2-byte workgroup stores, the products'
+// f16 array loads); here also a B-tile store is a column (8 halves SB apart) and each weight
+// is dequantized once per BM rows of x.
+enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+
+struct Params { M: u32, N: u32, K: u32, nw: u32 }
+@group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
+@group(0) @binding(1) var<storage, read_write> w: array<u32>;
+@group(0) @binding(2) var<storage, read_write> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+override HAS_BIAS: bool = false;
+const ROWS: u32 = 1u;              // (common/qblocks.wgsl's GEMV knobs: unused here)
+const RPT: u32 = 1u;
+const RQ: u32 = 1u;
+const RPW: u32 = 8u;
+
+fn wword(i: u32, second: bool) -> u32 { return w[i]; }
+fn x_vec(r: u32, k4: u32) -> vec4<f32> { return vec4<f32>(x[r * (p.K >> 2u) + k4]); }
+{{QBLOCKS}}
+
+const SGM: u32 = {{SGM}}u;          // subgroups along M
+const SGN: u32 = {{SGN}}u;          // subgroups along N
+const TM: u32 = {{TM}}u;            // 16-row tiles a subgroup
+const TN: u32 = {{TN}}u;            // 16-column tiles a subgroup
+const BK: u32 = {{BK}}u;            // k a step (a multiple of 16)
+const BM: u32 = SGM * TM * 16u;
+const BN: u32 = SGN * TN * 16u;
+const THREADS: u32 = SGM * SGN * 32u;
+const UK: u32 = BK / 8u;            // units a step
+const SA: u32 = BK + 8u;            // As row stride, halves (rows padded by 16 bytes)
+const SB: u32 = BN + 8u;            // Bs row stride, halves
+const TILE_A: u32 = BM * SA;
+const TILE_B: u32 = BK * SB;
+const LA: u32 = BM * UK / THREADS;  // (row, unit) pairs of x a thread a step
+const LB: u32 = BN * UK / THREADS;  // (weight row, unit) pairs a thread a step
+var<workgroup> As: array<f16, 2u * TILE_A>;       // [buffer][m][k]
+var<workgroup> Bs: array<f16, 2u * TILE_B>;       // [buffer][k][n]
+var<workgroup> St: array<f32, SGM * SGN * 256u>;  // [subgroup][16][16] epilogue staging
+
+fn halves(a: vec4<f32>, b: vec4<f32>) -> vec4<u32> {
+    return vec4<u32>(pack2x16float(a.xy), pack2x16float(a.zw), pack2x16float(b.xy),
+                     pack2x16float(b.zw));
+}
+
+// x row r's 8 values at unit u's k positions, as halves (zeros past M)
+fn load_a(r: u32, u: u32) -> vec4<u32> {
+    if (r >= p.M) { return vec4<u32>(0u); }
+    let k = unit_k(u) >> vec2<u32>(2u);
+    return halves(x_vec(r, k.x), x_vec(r, k.y));
+}
+
+// weight row n's unit u dequantized, as halves (zeros past N)
+fn load_b(n: u32, u: u32) -> vec4<u32> {
+    if (n >= p.N) { return vec4<u32>(0u); }
+    let q = load_unit(n, u, false);
+    let m = select(0.0, q.m, OWN && !Q8_0);
+    return halves(q.lo * q.d + m, q.hi * q.d + m);
+}
+
+// 8 halves into a row of As (consecutive) at half offset `at`
+fn put_a(at: u32, v: vec4<u32>) {
+    let h0 = bitcast<vec2<f16>>(v.x);
+    let h1 = bitcast<vec2<f16>>(v.y);
+    let h2 = bitcast<vec2<f16>>(v.z);
+    let h3 = bitcast<vec2<f16>>(v.w);
+    As[at] = h0.x; As[at + 1u] = h0.y; As[at + 2u] = h1.x; As[at + 3u] = h1.y;
+    As[at + 4u] = h2.x; As[at + 5u] = h2.y; As[at + 6u] = h3.x; As[at + 7u] = h3.y;
+}
+
+// 8 halves into a column of Bs (SB apart) from half offset `at`
+fn put_b(at: u32, v: vec4<u32>) {
+    let h0 = bitcast<vec2<f16>>(v.x);
+    let h1 = bitcast<vec2<f16>>(v.y);
+    let h2 = bitcast<vec2<f16>>(v.z);
+    let h3 = bitcast<vec2<f16>>(v.w);
+    Bs[at] = h0.x; Bs[at + SB] = h0.y; Bs[at + 2u * SB] = h1.x; Bs[at + 3u * SB] = h1.y;
+    Bs[at + 4u * SB] = h2.x; Bs[at + 5u * SB] = h2.y; Bs[at + 6u * SB] = h3.x;
+    Bs[at + 7u * SB] = h3.y;
+}
+
+fn store(batch: u32, row: u32, c4: u32, a: vec4<f32>) {
+    let N4 = p.N / 4u;
+    if (row >= p.M || c4 >= N4) { return; }
+    var v = a;
+    if (HAS_BIAS) {
+        let bo = c4 * 4u;
+        v += vec4<f32>(bias[bo], bias[bo + 1u], bias[bo + 2u], bias[bo + 3u]);
+    }
+    out[row * N4 + c4] = v;
+}
+
+@compute @workgroup_size(THREADS)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32,
+        {{SGID}}) {
+    {{SGID_LET}}
+    let sm = sg % SGM;
+    let sn = sg / SGM;
+    let row0 = wid.y * BM;
+    let col0 = wid.x * BN;
+    let units = p.K / 8u;
+    var ra: array<vec4<u32>, LA>;
+    var rb: array<vec4<u32>, LB>;
+    // the first step's tiles
+    for (var l = 0u; l < LA; l++) {
+        let i = l * THREADS + tid;
+        ra[l] = load_a(row0 + i / UK, i % UK);
+    }
+    for (var l = 0u; l < LB; l++) {
+        let i = l * THREADS + tid;
+        rb[l] = load_b(col0 + i / UK, i % UK);
+    }
+    for (var l = 0u; l < LA; l++) {
+        let i = l * THREADS + tid;
+        put_a((i / UK) * SA + (i % UK) * 8u, ra[l]);
+    }
+    for (var l = 0u; l < LB; l++) {
+        let i = l * THREADS + tid;
+        put_b((i % UK) * 8u * SB + i / UK, rb[l]);
+    }
+    workgroupBarrier();
+{{ACC_DECL}}
+    for (var k0 = 0u; k0 < p.K; k0 += BK) {
+        let odd = (k0 / BK) & 1u;
+        let ca = odd * TILE_A + sm * TM * 16u * SA;
+        let cb = odd * TILE_B + sn * TN * 16u;
+        let un = (k0 + BK) / 8u;            // the next step's first unit
+        let more = un < units;
+        if (more) {
+            for (var l = 0u; l < LA; l++) {
+                let i = l * THREADS + tid;
+                ra[l] = load_a(row0 + i / UK, un + i % UK);
+            }
+            for (var l = 0u; l < LB; l++) {
+                let i = l * THREADS + tid;
+                rb[l] = load_b(col0 + i / UK, un + i % UK);
+            }
+        }
+{{MMA}}
+        if (more) {
+            let na = (1u - odd) * TILE_A;
+            let nb = (1u - odd) * TILE_B;
+            for (var l = 0u; l < LA; l++) {
+                let i = l * THREADS + tid;
+                put_a(na + (i / UK) * SA + (i % UK) * 8u, ra[l]);
+            }
+            for (var l = 0u; l < LB; l++) {
+                let i = l * THREADS + tid;
+                put_b(nb + (i % UK) * 8u * SB + i / UK, rb[l]);
+            }
+        }
+        workgroupBarrier();
+    }
+    let lane = tid % 32u;
+    let er = lane / 2u;
+    let ec = (lane % 2u) * 8u;
+    let st = sg * 256u;
+{{STORES}}
+}
