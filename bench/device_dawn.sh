@@ -38,6 +38,7 @@
 set -uo pipefail
 export D=/tmp/dawn
 export S=$D/snap                    # the snapshot: `git archive HEAD`, the wheel built from it
+export LL=$D/_llama_cpp_vulkan_1_x.cpython-311-x86_64-linux-gnu.so
 ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export VK_DRIVER_FILES=$ICD PYTHONPATH="$HOME/site:$S" HF_HUB_OFFLINE=1
 export WEBRLX_MINILM_DIR=$D/models/minilm WEBRLX_SMOLLM2_DIR=$D/models/smollm2
@@ -52,7 +53,8 @@ setup)
   xz -dc .dawn/dawn.node.xz > $D/dawn.node
   tar xJf .dawn/pyodide.tar.xz -C $D/pyodide && tar xJf .dawn/snap.tar.xz -C $S
   cp .dawn/wheels/*.whl $D/wheels/
-  [ -f .big/llvk.so.xz ] && xz -dc .big/llvk.so.xz > $D/llvk.so   # llama.cpp Vulkan (`read`)
+  # llama.cpp Vulkan (`read`, `qsmat`): the module loads only under its own file name
+  [ -f .big/llvk.so.xz ] && xz -dc .big/llvk.so.xz > $LL
   $D/node --version && (cd $S && python3 -m webrlx info | head -3)
   dawn -- python -c "import webrlx as wr; i = wr.device().info; print(i.name, sorted(i.features))"
   ;;
@@ -139,7 +141,7 @@ read)
   (cd $S && python3 bench/probes/decode_read_probe.py > $OUT/read-native.json)
   dawn -- python bench/probes/decode_read_probe.py --ks 1,2,4 > $OUT/read-dawn.json
   (cd $S && python3 bench/llm_batch.py --sizes 1,8 --new 64 > $OUT/batch-smollm2.json)
-  (cd $S && LLAMACPP_SO=$D/llvk.so python3 bench/smollm2.py --new 256 --peers llamacpp \
+  (cd $S && LLAMACPP_SO=$LL python3 bench/smollm2.py --new 256 --peers llamacpp \
     > $OUT/smollm2-llamacpp.json 2> $OUT/smollm2-llamacpp.err)
   for f in read-native read-dawn; do python3 -c "import json, sys; \
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
@@ -165,18 +167,21 @@ print(sys.argv[1], {k: v for k, v in d.items() if k not in ('native', 'dawn')})"
 qsmat)
   dawn --json $OUT/dawn-smat-tests.json -- pytest tests/backend/test_smat.py \
     > $OUT/dawn-smat-tests.txt 2>&1; tail -4 $OUT/dawn-smat-tests.txt
-  (cd $S && python3 bench/llm_1b.py --llamacpp $D/llvk.so --work /tmp/llm_1b --make-only \
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
     2>/dev/null | tail -4)
   M=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
   P="bench/probes/llm_1b_profile_probe.py --model $M --sizes=${SIZES:-} --top 8"
   (cd $S && python3 $P > $OUT/prefill-1b-native.json 2> $OUT/prefill-1b-native.err)
-  dawn --mount /tmp/llm_1b -- python $P > $OUT/prefill-1b-dawn.json 2> $OUT/prefill-1b-dawn.err
-  dawn --mount /tmp/llm_1b -- python $P --smat off > $OUT/prefill-1b-dawn-nosmat.json \
+  # (timestamps unrounded: the per-kernel profile from timestamp queries, as natively)
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  dawn $T -- python $P > $OUT/prefill-1b-dawn.json 2> $OUT/prefill-1b-dawn.err
+  dawn $T -- python $P --smat off > $OUT/prefill-1b-dawn-nosmat.json \
     2> $OUT/prefill-1b-dawn-nosmat.err
   (cd $S && python3 -c "import json, sys, numpy as np; sys.path.insert(0, 'bench'); \
 from peer_llamacpp import bench_llamacpp; rng = np.random.default_rng(1); \
 p = [int(t) for t in rng.integers(0, 256, 11)]; f = [int(t) for t in rng.integers(0, 256, 512)]; \
-r = bench_llamacpp('$D/llvk.so', '$M', p, f, 16); \
+r = bench_llamacpp('$LL', '$M', p, f, 16); \
 print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" > $OUT/prefill-1b-llamacpp.json \
     2> $OUT/prefill-1b-llamacpp.err)
   for f in native dawn dawn-nosmat llamacpp; do echo "== $f"; python3 -c "import json, sys; \

@@ -71,17 +71,16 @@ fn halves(a: vec4<f32>, b: vec4<f32>) -> vec4<u32> {
 
 // x row r's 8 values at unit u's k positions, as halves (zeros past M)
 fn load_a(r: u32, u: u32) -> vec4<u32> {
-    if (r >= p.M) { return vec4<u32>(0u); }
     let k = unit_k(u) >> vec2<u32>(2u);
-    return halves(x_vec(r, k.x), x_vec(r, k.y));
+    let rr = min(r, p.M - 1u);                        // (no branch: see the header)
+    return select(vec4<u32>(0u), halves(x_vec(rr, k.x), x_vec(rr, k.y)), r < p.M);
 }
 
 // weight row n's unit u dequantized, as halves (zeros past N)
 fn load_b(n: u32, u: u32) -> vec4<u32> {
-    if (n >= p.N) { return vec4<u32>(0u); }
-    let q = load_unit(n, u, false);
+    let q = load_unit(min(n, p.N - 1u), u, false);
     let m = select(0.0, q.m, OWN && !Q8_0);
-    return halves(q.lo * q.d + m, q.hi * q.d + m);
+    return select(vec4<u32>(0u), halves(q.lo * q.d + m, q.hi * q.d + m), n < p.N);
 }
 
 // 8 halves into a row of As (consecutive) at half offset `at`
@@ -124,7 +123,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let sn = sg / SGM;
     let row0 = wid.y * BM;
     let col0 = wid.x * BN;
-    let units = p.K / 8u;
     var ra: array<vec4<u32>, LA>;
     var rb: array<vec4<u32>, LB>;
     // the first step's tiles
@@ -150,30 +148,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let odd = (k0 / BK) & 1u;
         let ca = odd * TILE_A + sm * TM * 16u * SA;
         let cb = odd * TILE_B + sn * TN * 16u;
-        let un = (k0 + BK) / 8u;            // the next step's first unit
-        let more = un < units;
-        if (more) {
-            for (var l = 0u; l < LA; l++) {
-                let i = l * THREADS + tid;
-                ra[l] = load_a(row0 + i / UK, un + i % UK);
-            }
-            for (var l = 0u; l < LB; l++) {
-                let i = l * THREADS + tid;
-                rb[l] = load_b(col0 + i / UK, un + i % UK);
-            }
+        // the next step's units (the last step loads its own again: never read)
+        let un = min(k0 + BK, p.K - BK) / 8u;
+        for (var l = 0u; l < LA; l++) {
+            let i = l * THREADS + tid;
+            ra[l] = load_a(row0 + i / UK, un + i % UK);
+        }
+        for (var l = 0u; l < LB; l++) {
+            let i = l * THREADS + tid;
+            rb[l] = load_b(col0 + i / UK, un + i % UK);
         }
 {{MMA}}
-        if (more) {
-            let na = (1u - odd) * TILE_A;
-            let nb = (1u - odd) * TILE_B;
-            for (var l = 0u; l < LA; l++) {
-                let i = l * THREADS + tid;
-                put_a(na + (i / UK) * SA + (i % UK) * 8u, ra[l]);
-            }
-            for (var l = 0u; l < LB; l++) {
-                let i = l * THREADS + tid;
-                put_b(nb + (i % UK) * 8u * SB + i / UK, rb[l]);
-            }
+        let na = (1u - odd) * TILE_A;
+        let nb = (1u - odd) * TILE_B;
+        for (var l = 0u; l < LA; l++) {
+            let i = l * THREADS + tid;
+            put_a(na + (i / UK) * SA + (i % UK) * 8u, ra[l]);
+        }
+        for (var l = 0u; l < LB; l++) {
+            let i = l * THREADS + tid;
+            put_b(nb + (i % UK) * 8u * SB + i / UK, rb[l]);
         }
         workgroupBarrier();
     }
