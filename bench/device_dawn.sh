@@ -32,6 +32,8 @@
 #           quantizer: setup carrying .big/llvk.so.xz): its 512-token prefill natively, under
 #           Dawn with and without the tensor-core kernels
 #           (bench/probes/llm_1b_profile_probe.py), and llama.cpp Vulkan's on the same file
+#   qprobe  bench/probes/qsmat_probe.py natively and under Dawn (unrounded timestamps): each
+#           qmatmul_smat tile shape against the tiled kernels on 1B and SmolLM2 prefill shapes
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -187,6 +189,13 @@ print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" > $OUT/prefill
   for f in native dawn dawn-nosmat llamacpp; do echo "== $f"; python3 -c "import json, sys; \
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(d.get('prefill', d))" \
       $OUT/prefill-1b-$f.json || tail -5 $OUT/prefill-1b-$f.err; done
+  ;;
+qprobe)
+  (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)
+  dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia \
+    --dawn-flag disable-dawn-features=timestamp_quantization \
+    -- python bench/probes/qsmat_probe.py > $OUT/qsmat-dawn.json 2> $OUT/qsmat-dawn.err
+  cat $OUT/qsmat-dawn.err | cut -c 1-1500
   ;;
 engines)
   mkdir -p $D/models/minilm $D/models/smollm2
