@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from webrlx import nn, quant  # noqa: E402
 from webrlx.compiler import smat  # noqa: E402
 from webrlx.runtime import autotune  # noqa: E402
 
+CALLS = 4
 CASES = {   # name: (M, N, K, format)
     "1b": {"gate 512x8192x2048 q4_k": (512, 8192, 2048, "q4_k"),
            "down 512x2048x8192 q6_k": (512, 2048, 8192, "q6_k"),
@@ -44,16 +46,28 @@ def one(dev: Any, m: int, n: int, k: int, fmt: str, mode: str | None) -> dict[st
     x = np.random.default_rng(2).standard_normal((m, k)).astype(np.float32)
     g = wr.Graph()
     xi, w = g.input("x", (m, k), "float32"), g.param("w", (raw.size // 4,), "uint32")
-    exe = wr.compile(g, outputs=[nn.qlinear(xi, w, fmt, n, k)], device=dev)
+    # CALLS independent calls in one submit (a lone call's timestamps read 0 on an H200)
+    exe = wr.compile(g, outputs=[nn.qlinear(xi * float(i + 1), w, fmt, n, k)
+                                 for i in range(CALLS)], device=dev)
     exe.set_params({"w": quant.words(raw)})
-    (got,) = exe.run({"x": x})
+    got = exe.run({"x": x})[0]
     want = x.astype(np.float64) @ wf.T
     prof = exe.profile({"x": x}, repeats=5)
-    kern = max(prof.by_kernel().items(), key=lambda kv: kv[1])
-    return {"kernel": kern[0], "us": round(1e3 * kern[1], 2),
-            "tflops": round(2 * m * n * k / (kern[1] * 1e-3) / 1e12, 1),
+    kern = max(prof.by_kernel().items(), key=lambda kv: kv[1])[0]
+    ms = float(np.median([r["ms"] for r in prof.rows if r["kernel"] == kern]))
+    if ms <= 0:                                     # wall time of runs back to back instead
+        exe.run({"x": x}, keep_on_device=True)
+        t = time.perf_counter()
+        for _ in range(10):
+            exe.run({"x": x}, keep_on_device=True)
+        exe.run({"x": x})                           # (reads: waits for all)
+        ms, source = 1e3 * (time.perf_counter() - t) / (11 * CALLS), "wall"
+    else:
+        source = prof.source
+    return {"kernel": kern, "us": round(1e3 * ms, 2),
+            "tflops": round(2 * m * n * k / (ms * 1e-3) / 1e12, 1),
             "rel_err": float(np.abs(got - want).max() / np.abs(want).max()),
-            "source": prof.source}
+            "source": source}
 
 
 def main() -> None:
