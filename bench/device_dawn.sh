@@ -180,6 +180,11 @@ qsmat)
   dawn $T -- python $P > $OUT/prefill-1b-dawn.json 2> $OUT/prefill-1b-dawn.err
   dawn $T -- python $P --smat off > $OUT/prefill-1b-dawn-nosmat.json \
     2> $OUT/prefill-1b-dawn-nosmat.err
+  for sh in ${SHAPES:-}; do    # each tile shape forced on every matmul: the prefill's wall ms
+    dawn $T -- python $P --smat $sh > $OUT/prefill-1b-dawn-$sh.json 2>> $OUT/prefill-1b-shapes.err
+    python3 -c "import json, sys; d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
+print(sys.argv[2], d['prefill']['wall_ms'])" $OUT/prefill-1b-dawn-$sh.json $sh
+  done
   (cd $S && python3 -c "import json, sys, numpy as np; sys.path.insert(0, 'bench'); \
 from peer_llamacpp import bench_llamacpp; rng = np.random.default_rng(1); \
 p = [int(t) for t in rng.integers(0, 256, 11)]; f = [int(t) for t in rng.integers(0, 256, 512)]; \

@@ -62,11 +62,12 @@ def main() -> None:
     ap.add_argument("--sizes", default="1,8")
     ap.add_argument("--prefill", type=int, default=512)
     ap.add_argument("--top", type=int, default=14)
-    ap.add_argument("--smat", default="on", choices=("on", "off"),
-                    help="off: no subgroup-matrix (tensor core) kernels (compiler/smat.py)")
+    ap.add_argument("--smat", default="on",
+                    help="off: no subgroup-matrix (tensor core) kernels (compiler/smat.py); a "
+                    "shape's name (matmul_smat_...): that shape for every matmul")
     a = ap.parse_args()
-    if a.smat == "off":
-        smat.MODE = "off"
+    if a.smat != "on":
+        smat.MODE = a.smat
     context = a.prefill + 64
     lm = llm.load(a.model, max_context=context)
     out: dict[str, Any] = {"model": Path(a.model).name, "adapter": str(lm.device.info.name),
