@@ -11,19 +11,28 @@
 // unit_k, not always consecutive), x's tile taking the same 8 k positions a unit, so a step of
 // BK = 8 UK holds whole units of every format and the sum over k is unchanged.
 // Workgroup: SGM x SGN subgroups, each TM x TN 16x16 result tiles (matmul_smat's shapes and
-// its ACC_DECL / MMA / STORES slots, compiler/smat.py). Each step every thread turns its share
-// of the next step's (row, unit) pairs of x and (weight row, unit) pairs of w into 8 halves
-// (packed in a vec4<u32> register: x converted, w dequantized by load_unit) while the
-// subgroups multiply the current tiles; then the halves go into the other tile buffer, one
-// barrier a step. Consecutive threads take consecutive units of one row (a weight row's quant
-// words and shared scale words in one load run).
+// its ACC_DECL / MMA / STORES slots, compiler/smat.py, with b_by_n: the B tile is held
+// [n][k], 8 halves a unit in a row as in the A tile, and loaded column-major). Each step every
+// thread turns its share of the next step's (row, unit) pairs of x and (weight row, unit)
+// pairs of w into 8 halves (packed in a vec4<u32> register: x converted, w dequantized by
+// load_unit) while the subgroups multiply the current tiles; then the halves go into the
+// other tile buffer, one barrier a step. The loads have no branches (rows past M / N are
+// clamped, then zeroed; the last step reloads its own units), so the next step's loads can be
+// in flight during the products. Consecutive threads take consecutive units of one row (a
+// weight row's quant words and shared scale words in one load run).
 // Why: the tiled kernel (quant/qmatmul_tiled.wgsl) runs at the f32 ALU rate; a 512-token
 // prefill of a Llama-3.2-1B-shaped Q4_K_M model spent 41.8 of its 46.3 ms GPU time there on
 // an H100 (bench/probes/llm_1b_profile_probe.py), where llama.cpp's Vulkan build (tensor
 // cores) takes 24 ms in all.
+// Measured (H200 under Dawn, that prefill's wall ms, bench/device_dawn.sh qsmat): tiled
+// kernels 52.6-53.7; this kernel with branches in the loads and B held [k][n] (a column of 8
+// halves SB apart a unit) 47.8; branch-free loads 35.2-35.4 (the default shape mix; every
+// call forced to 128x128 s2x4 36.2, s4x2 37.5, 64x64 38.8, 128x256 k16 53.6); llama.cpp
+// Vulkan 22.4-23.4 on the same file. Dawn's per-pass timestamps overlap for independent calls
+// (no barrier between them), so only walls compare shapes.
 // Limits: see matmul_smat.wgsl (tile copies through 2-byte workgroup stores, the products'
-// f16 array loads); here also a B-tile store is a column (8 halves SB apart) and each weight
-// is dequantized once per BM rows of x.
+// f16 array loads); here also each weight is dequantized once per BM rows of x, by load_unit
+// (a Q4_K unit: 5 words, its scales decoded per unit).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -55,13 +64,13 @@ const BN: u32 = SGN * TN * 16u;
 const THREADS: u32 = SGM * SGN * 32u;
 const UK: u32 = BK / 8u;            // units a step
 const SA: u32 = BK + 8u;            // As row stride, halves (rows padded by 16 bytes)
-const SB: u32 = BN + 8u;            // Bs row stride, halves
+const SB: u32 = BK + 8u;            // Bs row stride, halves (rows along k, as As)
 const TILE_A: u32 = BM * SA;
-const TILE_B: u32 = BK * SB;
+const TILE_B: u32 = BN * SB;
 const LA: u32 = BM * UK / THREADS;  // (row, unit) pairs of x a thread a step
 const LB: u32 = BN * UK / THREADS;  // (weight row, unit) pairs a thread a step
 var<workgroup> As: array<f16, 2u * TILE_A>;       // [buffer][m][k]
-var<workgroup> Bs: array<f16, 2u * TILE_B>;       // [buffer][k][n]
+var<workgroup> Bs: array<f16, 2u * TILE_B>;       // [buffer][n][k]: loaded column-major
 var<workgroup> St: array<f32, SGM * SGN * 256u>;  // [subgroup][16][16] epilogue staging
 
 fn halves(a: vec4<f32>, b: vec4<f32>) -> vec4<u32> {
@@ -83,7 +92,7 @@ fn load_b(n: u32, u: u32) -> vec4<u32> {
     return select(vec4<u32>(0u), halves(q.lo * q.d + m, q.hi * q.d + m), n < p.N);
 }
 
-// 8 halves into a row of As (consecutive) at half offset `at`
+// 8 halves into a tile row (consecutive) at half offset `at`: As [m][k], Bs [n][k]
 fn put_a(at: u32, v: vec4<u32>) {
     let h0 = bitcast<vec2<f16>>(v.x);
     let h1 = bitcast<vec2<f16>>(v.y);
@@ -93,15 +102,13 @@ fn put_a(at: u32, v: vec4<u32>) {
     As[at + 4u] = h2.x; As[at + 5u] = h2.y; As[at + 6u] = h3.x; As[at + 7u] = h3.y;
 }
 
-// 8 halves into a column of Bs (SB apart) from half offset `at`
 fn put_b(at: u32, v: vec4<u32>) {
     let h0 = bitcast<vec2<f16>>(v.x);
     let h1 = bitcast<vec2<f16>>(v.y);
     let h2 = bitcast<vec2<f16>>(v.z);
     let h3 = bitcast<vec2<f16>>(v.w);
-    Bs[at] = h0.x; Bs[at + SB] = h0.y; Bs[at + 2u * SB] = h1.x; Bs[at + 3u * SB] = h1.y;
-    Bs[at + 4u * SB] = h2.x; Bs[at + 5u * SB] = h2.y; Bs[at + 6u * SB] = h3.x;
-    Bs[at + 7u * SB] = h3.y;
+    Bs[at] = h0.x; Bs[at + 1u] = h0.y; Bs[at + 2u] = h1.x; Bs[at + 3u] = h1.y;
+    Bs[at + 4u] = h2.x; Bs[at + 5u] = h2.y; Bs[at + 6u] = h3.x; Bs[at + 7u] = h3.y;
 }
 
 fn store(batch: u32, row: u32, c4: u32, a: vec4<f32>) {
@@ -140,14 +147,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
-        put_b((i % UK) * 8u * SB + i / UK, rb[l]);
+        put_b((i / UK) * SB + (i % UK) * 8u, rb[l]);
     }
     workgroupBarrier();
 {{ACC_DECL}}
     for (var k0 = 0u; k0 < p.K; k0 += BK) {
         let odd = (k0 / BK) & 1u;
         let ca = odd * TILE_A + sm * TM * 16u * SA;
-        let cb = odd * TILE_B + sn * TN * 16u;
+        let cb = odd * TILE_B + sn * TN * 16u * SB;
         // the next step's units (the last step loads its own again: never read)
         let un = min(k0 + BK, p.K - BK) / 8u;
         for (var l = 0u; l < LA; l++) {
@@ -167,7 +174,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
-            put_b(nb + (i % UK) * 8u * SB + i / UK, rb[l]);
+            put_b(nb + (i / UK) * SB + (i % UK) * 8u, rb[l]);
         }
         workgroupBarrier();
     }

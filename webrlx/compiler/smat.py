@@ -55,10 +55,11 @@ class SmatShape:
     def threads(self) -> int:
         return self.sgm * self.sgn * 32
 
-    def workgroup_bytes(self) -> int:
-        """Two A and B tile buffers (rows padded by 8 halves) and 1 KB of f32 staging a
-        subgroup."""
-        tiles = 2 * (self.bm * (self.bk + 8) + self.bk * (self.bn + 8)) * 2
+    def workgroup_bytes(self, b_by_n: bool = False) -> int:
+        """Two A and B tile buffers (rows padded by 8 halves; B's rows along k, or along n
+        with b_by_n) and 1 KB of f32 staging a subgroup."""
+        b = self.bn * (self.bk + 8) if b_by_n else self.bk * (self.bn + 8)
+        tiles = 2 * (self.bm * (self.bk + 8) + b) * 2
         return tiles + self.sgm * self.sgn * 1024
 
 
@@ -96,18 +97,20 @@ def check_forced(info: DeviceInfo, name: str) -> None:
             "subgroup_matrix_f16 is true (Chrome/Dawn with the feature enabled)")
 
 
-def fits(info: DeviceInfo, shape: SmatShape) -> bool:
-    """Whether a shape's workgroup fits the adapter's limits."""
+def fits(info: DeviceInfo, shape: SmatShape, b_by_n: bool = False) -> bool:
+    """Whether a shape's workgroup fits the adapter's limits (b_by_n: SmatShape's)."""
     return shape.threads <= info.max_workgroup_invocations and \
-        shape.workgroup_bytes() <= info.limit("max-compute-workgroup-storage-size", 16384)
+        shape.workgroup_bytes(b_by_n) <= info.limit("max-compute-workgroup-storage-size", 16384)
 
 
-def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, products: bool = True
-          ) -> dict[str, str]:
+def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, products: bool = True,
+          b_by_n: bool = False) -> dict[str, str]:
     """matmul_smat's slots for one shape: the subgroup index, the accumulators, one step's
     loads and multiply-accumulates (its BK / 16 k tiles written out), and the epilogue.
     copy=False / products=False leave out the tile copies / the products of the K loop (wrong
-    results: probes time the two halves apart)."""
+    results: probes time the two halves apart). b_by_n: the B tile is held [n][k] (rows of SB
+    halves along k, cb its subgroup's first row) and loaded column-major, as
+    quant/qmatmul_smat.wgsl keeps it."""
     tiles = [(i, j) for i in range(shape.tm) for j in range(shape.tn)]
     acc = "\n".join(f"    var acc{i}_{j}: subgroup_matrix_result<f32, 16, 16>;" for i, j in tiles)
     mma = []
@@ -116,7 +119,9 @@ def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, produc
         mma += [f"            let a{i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>("
                 f"&As, ca + {16 * i}u * SA + {16 * kk}u, false, SA);" for i in range(shape.tm)]
         mma += [f"            let b{j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>("
-                f"&Bs, cb + {16 * kk}u * SB + {16 * j}u, false, SB);" for j in range(shape.tn)]
+                + (f"&Bs, cb + {16 * j}u * SB + {16 * kk}u, true, SB);" if b_by_n else
+                   f"&Bs, cb + {16 * kk}u * SB + {16 * j}u, false, SB);")
+                for j in range(shape.tn)]
         mma += [f"            acc{i}_{j} = subgroupMatrixMultiplyAccumulate(a{i}, b{j}, "
                 f"acc{i}_{j});" for i, j in tiles]
         mma.append("        }")
