@@ -85,11 +85,67 @@ fn load_a(r: u32, u: u32) -> vec4<u32> {
     return select(vec4<u32>(0u), halves(x_vec(rr, k.x), x_vec(rr, k.y)), r < p.M);
 }
 
-// weight row n's unit u dequantized, as halves (zeros past N)
+// Q4_K / Q6_K units decoded straight to halves, without int or float conversions per weight
+// (quarter-rate instructions on NVIDIA GPUs, two a weight on load_unit's f32 path then the
+// packing): a 4-bit q shifted under the exponent of 1.0h is 1 + q / 16 exactly, a 6-bit one
+// 1 + q / 64 (as quant/qgemv_fused.wgsl's magic floats, in f16); (f - 1) or (f - 1.5) is
+// exact, so each weight is rounded to f16 once by the scale's multiply (and Q4_K's min add).
+// h4: the low nibbles of v's 4 bytes; h6: v's 4 bytes of 6-bit quants; as two words of halves
+fn h4(v: u32) -> vec2<u32> {
+    return vec2<u32>(((v & 0xFu) << 6u) | ((v & 0xF00u) << 14u),
+                     ((v >> 10u) & 0x3C0u) | ((v >> 2u) & 0x3C00000u)) | vec2<u32>(0x3C003C00u);
+}
+fn h6(v: u32) -> vec2<u32> {
+    return vec2<u32>(((v & 0x3Fu) << 4u) | ((v & 0x3F00u) << 12u),
+                     ((v >> 12u) & 0x3F0u) | ((v >> 4u) & 0x3F00000u)) | vec2<u32>(0x3C003C00u);
+}
+// (f - one) * s + o on both words' halves, as words
+fn scaled(u: vec2<u32>, one: f16, s: f32, o: f32) -> vec2<u32> {
+    let a = (bitcast<vec2<f16>>(u.x) - one) * f16(s) + f16(o);
+    let b = (bitcast<vec2<f16>>(u.y) - one) * f16(s) + f16(o);
+    return vec2<u32>(bitcast<u32>(a), bitcast<u32>(b));
+}
+
+// weight row n's unit u dequantized, as halves (zeros past N): lo then hi (unit_k's order)
 fn load_b(n: u32, u: u32) -> vec4<u32> {
-    let q = load_unit(min(n, p.N - 1u), u, false);
-    let m = select(0.0, q.m, OWN && !Q8_0);
-    return select(vec4<u32>(0u), halves(q.lo * q.d + m, q.hi * q.d + m), n < p.N);
+    let nn = min(n, p.N - 1u);
+    let w = u % (QK / 8u);                            // (K-quants: the quant word of the block)
+    let o = (nn * (p.K / QK) + u / (QK / 8u)) * QBYTES;
+    var r: vec4<u32>;
+    if (FMT == 12u) {                                 // Q4_K, as common/qformats.wgsl's kunit
+        let c = w >> 3u;
+        let e = (c & 1u) * 16u;
+        let a = o >> 2u;
+        let lo = wword(a + 1u, false) >> e;
+        let mo = wword(a + 2u, false) >> e;
+        let hi = wword(a + 3u, false) >> e;
+        let upper = c >= 2u;
+        let sc = select(lo & 0x3F3Fu, (hi & 0x0F0Fu) | ((lo >> 2u) & 0x3030u), upper);
+        let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u), upper);
+        let dm = unpack2x16float(wword(a, false));
+        let q = wword(a + 4u + w, false);
+        r = vec4<u32>(scaled(h4(q), 1.0h, 16.0 * dm.x * f32(sc & 255u),
+                             -dm.y * f32(mn & 255u)),
+                      scaled(h4(q >> 4u), 1.0h, 16.0 * dm.x * f32(sc >> 8u),
+                             -dm.y * f32(mn >> 8u)));
+    } else if (FMT == 14u) {                          // Q6_K, as kunit: (q - 32) = 64 (f - 1.5)
+        let h = w >> 4u;
+        let t = (w >> 3u) & 1u;
+        let l = (w & 7u) * 4u;
+        let ql = qword(o + 4u * w, false);
+        let qh = qword(o + 128u + 32u * h + l, false) >> (2u * t);
+        let lo6 = (ql & 0x0F0F0F0Fu) | ((qh & 0x03030303u) << 4u);
+        let hi6 = ((ql >> 4u) & 0x0F0F0F0Fu) | (((qh >> 4u) & 0x03030303u) << 4u);
+        let sa = o + 192u + 8u * h + 2u * t + (l >> 4u);
+        let d = qhalf(o + 208u, false);
+        r = vec4<u32>(scaled(h6(lo6), 1.5h, 64.0 * d * int8_at(qbyte(sa, false)), 0.0),
+                      scaled(h6(hi6), 1.5h, 64.0 * d * int8_at(qbyte(sa + 4u, false)), 0.0));
+    } else {
+        let q = load_unit(nn, u, false);
+        let m = select(0.0, q.m, OWN && !Q8_0);
+        r = halves(q.lo * q.d + m, q.hi * q.d + m);
+    }
+    return select(vec4<u32>(0u), r, n < p.N);
 }
 
 // 8 halves into a tile row (consecutive) at half offset `at`: As [m][k], Bs [n][k]
