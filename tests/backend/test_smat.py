@@ -79,7 +79,7 @@ def test_float32_matmuls_never_take_subgroup_matrices(backend, monkeypatch):
 QFORMATS = ["q4_0", "q4_1", "q8_0", "q4_k", "q6_k", "q5_k"]
 
 
-@pytest.mark.parametrize("shape", [sh.name for sh in smat.QSHAPES])
+@pytest.mark.parametrize("shape", [sh.name for sh in smat.SHAPES])
 def test_quantized_prefill_each_shape(backend, shape, monkeypatch):
     """quant/qmatmul_smat.wgsl (x and dequantized blocks rounded to f16, f32 sums) forced per
     tile shape, on formats of each decoding path (own Q4_1 / Q8_0, K-quant words, deq8),

@@ -109,10 +109,10 @@ def qsmat_variants(L: EmitContext, m: int, n: int, t: str, overrides: dict[str, 
         smat.check_forced(L.info, forced)
     if smat.MODE == "off" or not smat.available(L.info) or n % 8:
         return []
-    shapes = [sh for sh in smat.QSHAPES if smat.fits(L.info, sh, b_by_n=True) and
+    shapes = [sh for sh in smat.SHAPES if smat.fits(L.info, sh, b_by_n=True) and
               (forced is None or sh.name == forced) and
               sh.bm * sh.bk // 8 % sh.threads == 0 and sh.bn * sh.bk // 8 % sh.threads == 0]
-    shapes.sort(key=lambda sh: smat.default_rank(sh, m, n, 1, smat.QSHAPES))
+    shapes.sort(key=lambda sh: smat.default_rank(sh, m, n, 1))
     return [(kern, Variant.of(f"q{sh.name}", kern, (-(-n // sh.bn), -(-m // sh.bm), 1),
                               overrides))
             for sh in shapes

@@ -68,21 +68,14 @@ SHAPES = (SmatShape(2, 4, 4, 2), SmatShape(2, 2, 4, 4), SmatShape(4, 2, 2, 4),
           SmatShape(2, 4, 4, 4, 16), SmatShape(2, 2, 2, 2))
 
 
-# quant/qmatmul_smat.wgsl's shapes: SHAPES, then tiles of 64 k a step (half the steps and
-# barriers of a K loop whose loads and dequantization cost more than its products) and the
-# 128 x 64 / 64 x 128 tiles between the two sizes
-QSHAPES = SHAPES + (SmatShape(2, 2, 2, 2, 64), SmatShape(2, 2, 4, 2), SmatShape(2, 2, 2, 4))
-
-
-def default_rank(shape: SmatShape, m: int, n: int, batch: int,
-                 shapes: tuple[SmatShape, ...] = SHAPES) -> tuple[int, int]:
+def default_rank(shape: SmatShape, m: int, n: int, batch: int) -> tuple[int, int]:
     """Sort key of the shapes for one call: the first is the default. Big tiles when their
-    grid still has BIG_TILE_WORKGROUPS workgroups, else the smallest tiles; `shapes`' order
+    grid still has BIG_TILE_WORKGROUPS workgroups, else the smallest tiles; SHAPES' order
     within a class."""
     wgs = -(-m // shape.bm) * -(-n // shape.bn) * batch
     big = shape.bm * shape.bn >= 128 * 128
     fills = wgs >= BIG_TILE_WORKGROUPS
-    return (0 if big == fills else 1, shapes.index(shape))
+    return (0 if big == fills else 1, SHAPES.index(shape))
 
 
 def available(info: DeviceInfo) -> bool:
@@ -92,7 +85,7 @@ def available(info: DeviceInfo) -> bool:
 
 def check_forced(info: DeviceInfo, name: str) -> None:
     """Raise SubgroupMatrixUnavailable when variant `name` needs what `info` lacks."""
-    if name.startswith(("matmul_smat", "qmatmul_smat")) and not available(info):
+    if name.startswith("matmul_smat") and not available(info):
         missing = [FEATURE] if FEATURE not in info.features else []
         if "shader-f16" not in info.features:
             missing.append("shader-f16")
