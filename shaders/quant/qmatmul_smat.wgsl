@@ -24,12 +24,14 @@
 // prefill of a Llama-3.2-1B-shaped Q4_K_M model spent 41.8 of its 46.3 ms GPU time there on
 // an H100 (bench/probes/llm_1b_profile_probe.py), where llama.cpp's Vulkan build (tensor
 // cores) takes 24 ms in all.
-// Measured (H200 under Dawn, that prefill's wall ms, bench/device_dawn.sh qsmat): tiled
-// kernels 52.6-53.7; this kernel with branches in the loads and B held [k][n] (a column of 8
-// halves SB apart a unit) 47.8; branch-free loads 35.2-35.4 (the default shape mix; every
-// call forced to 128x128 s2x4 36.2, s4x2 37.5, 64x64 38.8, 128x256 k16 53.6); llama.cpp
-// Vulkan 22.4-23.4 on the same file. Dawn's per-pass timestamps overlap for independent calls
-// (no barrier between them), so only walls compare shapes.
+// Measured (H200 under Dawn, that prefill's wall ms, bench/device_dawn.sh qsmat, 2026-11-27):
+// tiled kernels 52.2-53.7 (native wgpu 47.3-48.2); this kernel with branches in the loads and
+// B held [k][n] (a column of 8 halves SB apart a unit) 47.8; branch-free loads 35.2-35.4 (the
+// default shape mix; every call forced to 128x128 s2x4 36.2, s4x2 37.5, 64x64 38.8, 128x256
+// k16 53.6); B held [n][k] 34.8; Q4_K / Q6_K straight to halves 33.8-34.3; llama.cpp Vulkan
+// 22.1-23.5 on the same file. Tried and dropped (forced on every call): 64x64 with 64 k a
+// step 44.5, 128x64 41.6, 64x128 44.6. Dawn's per-pass timestamps overlap for independent
+// calls (no barrier between them), so only walls compare shapes.
 // Limits: see matmul_smat.wgsl (tile copies through 2-byte workgroup stores, the products'
 // f16 array loads); here also each weight is dequantized once per BM rows of x, by load_unit
 // (a Q4_K unit: 5 words, its scales decoded per unit).
