@@ -169,10 +169,12 @@ print(sys.argv[1], {k: v for k, v in d.items() if k not in ('native', 'dawn')})"
 qsmat)
   dawn --json $OUT/dawn-smat-tests.json -- pytest tests/backend/test_smat.py \
     > $OUT/dawn-smat-tests.txt 2>&1; tail -4 $OUT/dawn-smat-tests.txt
+  # LLM_SHAPE / LLM_TYPE / PREFILL: bench/llm_1b.py's random model (1b, Q4_K_M, 512 by default;
+  # smollm2 Q4_1 128 is SmolLM2-135M's layout)
   (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
-    2>/dev/null | tail -4)
-  M=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
-  P="bench/probes/llm_1b_profile_probe.py --model $M --sizes=${SIZES:-} --top 8"
+    --shape ${LLM_SHAPE:-1b} --type ${LLM_TYPE:-Q4_K_M} 2>/dev/null | tail -4)
+  M=/tmp/llm_1b/llama-${LLM_SHAPE:-1b}.${LLM_TYPE:-Q4_K_M}.gguf
+  P="bench/probes/llm_1b_profile_probe.py --model $M --sizes=${SIZES:-} --top 8 --prefill ${PREFILL:-512}"
   (cd $S && python3 $P > $OUT/prefill-1b-native.json 2> $OUT/prefill-1b-native.err)
   # (timestamps unrounded: the per-kernel profile from timestamp queries, as natively)
   T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
@@ -187,7 +189,7 @@ print(sys.argv[2], d['prefill']['wall_ms'])" $OUT/prefill-1b-dawn-$sh.json $sh
   done
   (cd $S && python3 -c "import json, sys, numpy as np; sys.path.insert(0, 'bench'); \
 from peer_llamacpp import bench_llamacpp; rng = np.random.default_rng(1); \
-p = [int(t) for t in rng.integers(0, 256, 11)]; f = [int(t) for t in rng.integers(0, 256, 512)]; \
+p = [int(t) for t in rng.integers(0, 256, 11)]; f = [int(t) for t in rng.integers(0, 256, ${PREFILL:-512})]; \
 r = bench_llamacpp('$LL', '$M', p, f, 16); \
 print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" > $OUT/prefill-1b-llamacpp.json \
     2> $OUT/prefill-1b-llamacpp.err)

@@ -40,6 +40,10 @@ SHAPES = {   # Llama-3.2-1B's config.json values (tiny: the same layout, small)
                  num_key_value_heads=2, head_dim=64, intermediate_size=512, vocab_size=1024),
     "small": dict(hidden_size=1024, num_hidden_layers=4, num_attention_heads=16,
                   num_key_value_heads=4, head_dim=64, intermediate_size=4096, vocab_size=32768),
+    # SmolLM2-135M's layout (prefill timing without carrying the real file to a GPU machine)
+    "smollm2": dict(hidden_size=576, num_hidden_layers=30, num_attention_heads=9,
+                    num_key_value_heads=3, head_dim=64, intermediate_size=1536,
+                    vocab_size=49152),
 }
 OWN_TYPES = ("F16", "Q8_0", "Q4_0", "Q5_0", "Q5_1")     # what the gguf package writes itself
 ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0,

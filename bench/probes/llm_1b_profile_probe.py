@@ -75,7 +75,7 @@ def main() -> None:
     ids = [int(t) for t in np.random.default_rng(0).integers(0, 256, a.prefill)]
     walls = []
     for _ in range(4):                      # the first compiles
-        lm.generate_ids(ids, 1)
+        first = lm.generate_ids(ids, 4, ignore_eos=True)[-4:]
         walls.append(1e3 * lm.stats.first_token_s)
     prof = lm.executable.profile({"ids": np.array([ids], np.int32),
                                   "pos": np.zeros(1, np.int32),
@@ -83,6 +83,7 @@ def main() -> None:
                                   "fparams": llm.Sampling().fparams(),
                                   "iparams": llm.Sampling().iparams()}, repeats=3)
     out["prefill"] = {"tokens": a.prefill, "wall_ms": round(min(walls[1:]), 3),
+                      "greedy_tokens": [int(t) for t in first],
                       **top(prof, a.top)}
     out["engine"] = [engine_step(lm, int(s), context, a.top) for s in a.sizes.split(",") if s]
     print(json.dumps(out))

@@ -66,3 +66,29 @@ def test_slots_fill_the_shader():
             src = kernel("matmul/matmul_smat", T="f16", **smat.slots(sh, builtin)).source
             assert src.count("subgroupMatrixMultiplyAccumulate") == sh.tm * sh.tn * sh.bk // 16
             assert ("@builtin(subgroup_id) sg: u32" in src) == builtin
+
+
+@pytest.mark.parametrize("rows,tensor_cores", [(40, True), (8, False)])
+def test_prefills_unfuse_onto_tensor_cores(rows, tensor_cores, monkeypatch):
+    """Where subgroup matrices are offered, a quantized layer of 16+ rows lowers its
+    projections to quant/qmatmul_smat.wgsl (its norm and residual add as their own kernels)
+    instead of the fused GEMVs; batched decode rows (<= fuse.QKV_MAX_M) keep the fused GEMVs,
+    and so does every prefill with smat.MODE "off"."""
+    import webrlx as wr
+    from webrlx import nn, quant
+    from webrlx.compiler.lower import lower
+
+    def calls(mode):
+        monkeypatch.setattr(smat, "MODE", mode)
+        g = wr.Graph()
+        x = g.input("x", (rows, 256), "float32")
+        w = g.param("w", (quant.nwords("q4_k", 256, 256),), "uint32")
+        gain = g.param("g", (256,), "float32")
+        y = x + nn.qlinear(nn.rms_norm(x, gain, 1e-5), w, "q4_k", 256, 256)
+        return [c.name for c in lower(g, [y.id], {}, _info()).calls]
+
+    on, off = calls(None), calls("off")
+    assert any(n.startswith("qmatmul_smat") for n in on) == tensor_cores, on
+    assert any(n.startswith("qgemv[") for n in on) != tensor_cores, on
+    assert any(n.startswith("qgemv[") for n in off) and \
+        not any(n.startswith("qmatmul_smat") for n in off), off
