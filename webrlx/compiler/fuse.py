@@ -90,7 +90,6 @@ class _Scan:
     found: Fusions
     storage_buffers: int = 8          # the device's storage bindings per shader stage
     workgroup_bytes: int = 16384      # and its workgroup memory
-    gemv_max_m: int = GEMV_MAX_M      # rows up to which quantized matmuls fuse as GEMVs
 
     def only_user(self, i: int) -> int | None:
         u = self.users.get(i, [])
@@ -149,7 +148,7 @@ def _gemv_rows(s: _Scan, n: Node) -> int | None:
     m = 1
     for d in s.shapes[n.inputs[0]][:-1]:
         m *= d
-    return m if m <= s.gemv_max_m else None
+    return m if m <= GEMV_MAX_M else None
 
 
 def _norm_prologue(s: _Scan, n: Node) -> None:
@@ -294,13 +293,11 @@ PATTERNS: tuple[Callable[[_Scan, Node], None], ...] = (_matmul_epilogue, _residu
 
 def find_fusions(graph: Graph, live: set[int], users: dict[int, list[int]], outputs: set[int],
                  shapes: dict[int, tuple[int, ...]], storage_buffers: int = 8,
-                 workgroup_bytes: int = 16384, gemv_max_m: int = GEMV_MAX_M) -> Fusions:
+                 workgroup_bytes: int = 16384) -> Fusions:
     """Run every pattern over the live nodes, in graph order, then group q/k/v GEMVs (their
-    epilogues must be known first). gemv_max_m: QKV_MAX_M where the adapter has subgroup
-    matrices: prefills of more rows then run as plain qmatmuls on tensor cores
-    (quant/qmatmul_smat.wgsl), their neighbours as their own kernels."""
+    epilogues must be known first)."""
     scan = _Scan(graph.nodes, users, outputs, shapes, Fusions(), storage_buffers,
-                 workgroup_bytes, gemv_max_m)
+                 workgroup_bytes)
     for n in graph.nodes:
         if n.id in live:
             for pattern in PATTERNS:

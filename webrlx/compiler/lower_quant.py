@@ -79,7 +79,8 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
                            (-(-n // (64 * r)), -(-m // (64 * r)), 1), overrides)
              for r in (2, 1)}
     smats = qsmat_variants(L, m, n, t, overrides) if m > GEMV_ROWS else []
-    if m <= fuse.GEMV_MAX_M and (m < TILE_MIN_M or not smats):   # GEMVs, 4 rows a group
+    forced = smat.MODE not in (None, "off")
+    if m <= fuse.GEMV_MAX_M and not (forced and smats):   # GEMVs, 4 rows a group
         _emit_gemv(L, kernel("quant/qgemv", T=t), "qgemv", bindings, params, overrides,
                    [tiles[1], tiles[2], *(v for _, v in smats)] if m > GEMV_ROWS else [],
                    f"qgemv {fmt}/{t}")
@@ -101,8 +102,11 @@ def qsmat_variants(L: EmitContext, m: int, n: int, t: str, overrides: dict[str, 
     """quant/qmatmul_smat.wgsl's tile shapes for an unfused qmatmul of m > GEMV_ROWS rows
     where the adapter has f16 subgroup matrices (N % 8 == 0; each shape's (row, unit) pairs
     a whole number a thread), the default first (as lower_matmul.smat_variants orders them;
-    they lead from TILE_MIN_M rows, below it they are the GEMV's variants); [] elsewhere or
-    with smat.MODE "off". smat.MODE
+    they lead past fuse.GEMV_MAX_M rows, where the tiled kernels would run, and are the
+    GEMV's variants below it: on an H200 under Dawn a SmolLM2-shaped 128-token prefill took
+    29.3 ms with every projection on them, unfused, against 11.1 ms through the fused GEMVs,
+    its 64x64 tiles too few for the GPU at N = 576); [] elsewhere or with smat.MODE "off".
+    smat.MODE
     naming a shape forces it (SubgroupMatrixUnavailable where the adapter lacks the feature)."""
     forced = smat.MODE if smat.MODE not in (None, "off") else None
     if forced is not None:
