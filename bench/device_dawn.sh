@@ -32,7 +32,7 @@
 #           quantizer: setup carrying .big/llvk.so.xz): its 512-token prefill natively, under
 #           Dawn with and without the tensor-core kernels
 #           (bench/probes/llm_1b_profile_probe.py), and llama.cpp Vulkan's on the same file
-#   qprobe  bench/probes/qsmat_probe.py natively and under Dawn (unrounded timestamps): each
+#   qprobe  bench/probes/qsmat_probe.py natively and under Dawn (wall time a call): each
 #           qmatmul_smat tile shape against the tiled kernels on 1B and SmolLM2 prefill shapes
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then

@@ -1,12 +1,14 @@
 """The quantized prefill matmul on subgroup matrices (shaders/quant/qmatmul_smat.wgsl) per tile
 shape against the tiled f32 kernels (smat.MODE "off"), on the shapes of a Llama-3.2-1B 512-token
-prefill and a SmolLM2 128-token one: GPU us per call (Executable.profile: timestamp queries;
-under Dawn run with `--dawn-flag disable-dawn-features=timestamp_quantization`), TFLOP/s, and
-the error against numpy on the dequantized weight. Prints JSON (one line).
+prefill and a SmolLM2 128-token one: wall us a call (runs back to back; the host's cost a run
+is in it, so small shapes read high), TFLOP/s, and the error against numpy on the dequantized
+weight. Prints JSON (one line).
+Not timestamps: under Dawn passes without a barrier between them overlap and each pass's
+stamps span the others' (an earlier form of this probe, 4 independent calls a submit, read
+the tiled kernel 5.8x slower under Dawn than natively on an H200), and a lone call's stamps
+read 0 there natively.
 
-    python -m webrlx dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,\
-vulkan_enable_f16_on_nvidia --dawn-flag disable-dawn-features=timestamp_quantization \
-        -- python bench/probes/qsmat_probe.py [--cases 1b|smollm2|all]
+    python -m webrlx dawn -- python bench/probes/qsmat_probe.py [--cases 1b|smollm2|all]
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from webrlx import nn, quant  # noqa: E402
 from webrlx.compiler import smat  # noqa: E402
 from webrlx.runtime import autotune  # noqa: E402
 
-CALLS = 4
+RUNS = 20
 CASES = {   # name: (M, N, K, format)
     "1b": {"gate 512x8192x2048 q4_k": (512, 8192, 2048, "q4_k"),
            "down 512x2048x8192 q6_k": (512, 2048, 8192, "q6_k"),
@@ -39,35 +41,29 @@ CASES = {   # name: (M, N, K, format)
 
 
 def one(dev: Any, m: int, n: int, k: int, fmt: str, mode: str | None) -> dict[str, Any]:
-    """One qlinear under smat.MODE = mode: GPU us of its matmul kernel, its name, the error."""
+    """One qlinear under smat.MODE = mode: the variant that ran, wall us a call (RUNS runs
+    back to back, each writing the same output: the GPU runs them in order), the error."""
     smat.MODE = mode
     raw = quant.random_blocks(fmt, n, k, seed=1)
     wf = quant.dequantize(raw, fmt, (n, k)).astype(np.float64)
     x = np.random.default_rng(2).standard_normal((m, k)).astype(np.float32)
     g = wr.Graph()
     xi, w = g.input("x", (m, k), "float32"), g.param("w", (raw.size // 4,), "uint32")
-    # CALLS independent calls in one submit (a lone call's timestamps read 0 on an H200)
-    exe = wr.compile(g, outputs=[nn.qlinear(xi * float(i + 1), w, fmt, n, k)
-                                 for i in range(CALLS)], device=dev)
+    exe = wr.compile(g, outputs=[nn.qlinear(xi, w, fmt, n, k)], device=dev)
     exe.set_params({"w": quant.words(raw)})
-    got = exe.run({"x": x})[0]
+    (got,) = exe.run({"x": x})
     want = x.astype(np.float64) @ wf.T
-    prof = exe.profile({"x": x}, repeats=5)
-    kern = max(prof.by_kernel().items(), key=lambda kv: kv[1])[0]
-    ms = float(np.median([r["ms"] for r in prof.rows if r["kernel"] == kern]))
-    if ms <= 0:                                     # wall time of runs back to back instead
-        exe.run({"x": x}, keep_on_device=True)
+    times = []
+    for _ in range(5):
         t = time.perf_counter()
-        for _ in range(10):
+        for _ in range(RUNS - 1):
             exe.run({"x": x}, keep_on_device=True)
-        exe.run({"x": x})                           # (reads: waits for all)
-        ms, source = 1e3 * (time.perf_counter() - t) / (11 * CALLS), "wall"
-    else:
-        source = prof.source
-    return {"kernel": kern, "us": round(1e3 * ms, 2),
-            "tflops": round(2 * m * n * k / (ms * 1e-3) / 1e12, 1),
-            "rel_err": float(np.abs(got - want).max() / np.abs(want).max()),
-            "source": source}
+        exe.run({"x": x})                           # (its read waits for every run)
+        times.append((time.perf_counter() - t) / RUNS)
+    s = float(np.median(times))
+    return {"kernel": exe.plan({}).ran[-1], "us": round(1e6 * s, 2),
+            "tflops": round(2 * m * n * k / s / 1e12, 1),
+            "rel_err": float(np.abs(got - want).max() / np.abs(want).max())}
 
 
 def main() -> None:

@@ -164,6 +164,12 @@ def main_dawn(argv: list[str]) -> int:
     p.add_argument("--mount", action="append", default=[], metavar="HOST_DIR[:INSIDE]",
                    help="a host folder to mount inside (default: the same path), repeatable")
     args = p.parse_args(argv)
+    extra = {}                                 # --mount: inside -> host
+    for spec in args.mount:
+        host, _, inside = spec.partition(":")
+        if not Path(host).is_dir():
+            p.error(f"--mount {spec!r}: {host!r} is not a folder")
+        extra[inside or str(Path(host).resolve())] = str(Path(host).resolve())
     root = checkout_root()
     if args.install:
         print(dawn_package(WebAssets(root)))
@@ -181,11 +187,7 @@ def main_dawn(argv: list[str]) -> int:
     code, files = python_code(command, [f"emfs:/tmp/wheels/{w.name}" for w in wheels], root)
     files.update({f"/tmp/wheels/{w.name}": str(w) for w in wheels})
     mounts, env = model_mounts()
-    for spec in args.mount:
-        host, _, inside = spec.partition(":")
-        if not Path(host).is_dir():
-            p.error(f"--mount {spec!r}: {host!r} is not a folder")
-        mounts[inside or str(Path(host).resolve())] = str(Path(host).resolve())
+    mounts.update(extra)
     env.update({k: v for k, v in os.environ.items() if k.startswith("WEBRLX_") and k not in env})
     env["HOME"] = "/home/pyodide"
     host_env = dict(os.environ)
