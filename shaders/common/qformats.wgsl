@@ -205,24 +205,28 @@ fn kunit_k(w: u32) -> vec2<u32> {
 fn int8_at(v: u32) -> f32 {
     return f32((bitcast<i32>(v) << 24u) >> 24u);
 }
+// Q4_K: (d * scale, dmin * min) of sub-block 2c, then of 2c + 1, of the block at word a: the
+// 6-bit scales and mins as 2 bytes each, from scales[0..3] (lo), [4..7] (mo), [8..11] (hi)
+// shifted to bytes 2 (c % 2)..
+fn q4k_scales(a: u32, c: u32, s: bool) -> vec4<f32> {
+    let e = (c & 1u) * 16u;
+    let lo = wword(a + 1u, s) >> e;
+    let mo = wword(a + 2u, s) >> e;
+    let hi = wword(a + 3u, s) >> e;
+    let upper = c >= 2u;
+    let sc = select(lo & 0x3F3Fu, (hi & 0x0F0Fu) | ((lo >> 2u) & 0x3030u), upper);
+    let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u), upper);
+    let dm = unpack2x16float(wword(a, s));
+    return vec4<f32>(dm.x * f32(sc & 255u), dm.y * f32(mn & 255u), dm.x * f32((sc >> 8u) & 255u),
+                     dm.y * f32((mn >> 8u) & 255u));
+}
 fn kunit(b: u32, w: u32, s: bool) -> array<vec4<f32>, 2> {
     let o = b * QBYTES;
-    if (FMT == 12u) {
-        // the 6-bit scales and mins of sub-blocks 2c, 2c + 1 (c = w / 8) as 2 bytes each,
-        // from scales[0..3] (lo), [4..7] (mo), [8..11] (hi) shifted to bytes 2 (c % 2)..
-        let c = w >> 3u;
-        let e = (c & 1u) * 16u;
+    if (FMT == 12u) {                 // sub-blocks 2c, 2c + 1 (c = w / 8)
         let a = o >> 2u;
-        let lo = wword(a + 1u, s) >> e;
-        let mo = wword(a + 2u, s) >> e;
-        let hi = wword(a + 3u, s) >> e;
-        let upper = c >= 2u;
-        let sc = select(lo & 0x3F3Fu, (hi & 0x0F0Fu) | ((lo >> 2u) & 0x3030u), upper);
-        let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u), upper);
-        let dm = unpack2x16float(wword(a, s));
+        let v = q4k_scales(a, w >> 3u, s);
         let q = wword(a + 4u + w, s);
-        return pair(dm.x * f32(sc & 255u) * nib4(q, 0u) - dm.y * f32(mn & 255u),
-                    dm.x * f32((sc >> 8u) & 255u) * nib4(q, 4u) - dm.y * f32((mn >> 8u) & 255u));
+        return pair(v.x * nib4(q, 0u) - v.y, v.z * nib4(q, 4u) - v.w);
     }
     // Q6_K: bits 2 t (low) and 2 t + 4 (high) of qh[32 h + l..] are the quants' bits 4..5
     let h = w >> 4u;

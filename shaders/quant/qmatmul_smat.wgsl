@@ -115,21 +115,11 @@ fn load_b(n: u32, u: u32) -> vec4<u32> {
     let o = (nn * (p.K / QK) + u / (QK / 8u)) * QBYTES;
     var r: vec4<u32>;
     if (FMT == 12u) {                                 // Q4_K, as common/qformats.wgsl's kunit
-        let c = w >> 3u;
-        let e = (c & 1u) * 16u;
         let a = o >> 2u;
-        let lo = wword(a + 1u, false) >> e;
-        let mo = wword(a + 2u, false) >> e;
-        let hi = wword(a + 3u, false) >> e;
-        let upper = c >= 2u;
-        let sc = select(lo & 0x3F3Fu, (hi & 0x0F0Fu) | ((lo >> 2u) & 0x3030u), upper);
-        let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u), upper);
-        let dm = unpack2x16float(wword(a, false));
+        let v = q4k_scales(a, w >> 3u, false);
         let q = wword(a + 4u + w, false);
-        r = vec4<u32>(scaled(h4(q), 1.0h, 16.0 * dm.x * f32(sc & 255u),
-                             -dm.y * f32(mn & 255u)),
-                      scaled(h4(q >> 4u), 1.0h, 16.0 * dm.x * f32(sc >> 8u),
-                             -dm.y * f32(mn >> 8u)));
+        r = vec4<u32>(scaled(h4(q), 1.0h, 16.0 * v.x, -v.y),
+                      scaled(h4(q >> 4u), 1.0h, 16.0 * v.z, -v.w));
     } else if (FMT == 14u) {                          // Q6_K, as kunit: (q - 32) = 64 (f - 1.5)
         let h = w >> 4u;
         let t = (w >> 3u) & 1u;
