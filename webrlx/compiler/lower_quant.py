@@ -106,8 +106,8 @@ def qsmat_variants(L: EmitContext, m: int, n: int, t: str, overrides: dict[str, 
     GEMV's variants below it: on an H200 under Dawn a SmolLM2-shaped 128-token prefill took
     29.3 ms with every projection on them, unfused, against 11.1 ms through the fused GEMVs,
     its 64x64 tiles too few for the GPU at N = 576); [] elsewhere or with smat.MODE "off".
-    smat.MODE
-    naming a shape forces it (SubgroupMatrixUnavailable where the adapter lacks the feature)."""
+    smat.MODE naming a shape forces it, at any row count (SubgroupMatrixUnavailable where the
+    adapter lacks the feature)."""
     forced = smat.MODE if smat.MODE not in (None, "off") else None
     if forced is not None:
         smat.check_forced(L.info, forced)

@@ -98,7 +98,8 @@ def check_forced(info: DeviceInfo, name: str) -> None:
 
 
 def fits(info: DeviceInfo, shape: SmatShape, b_by_n: bool = False) -> bool:
-    """Whether a shape's workgroup fits the adapter's limits (b_by_n: SmatShape's)."""
+    """Whether a shape's workgroup fits the adapter's limits (b_by_n: the B tile as
+    quant/qmatmul_smat.wgsl holds it, see SmatShape.workgroup_bytes)."""
     return shape.threads <= info.max_workgroup_invocations and \
         shape.workgroup_bytes(b_by_n) <= info.limit("max-compute-workgroup-storage-size", 16384)
 
