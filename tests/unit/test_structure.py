@@ -214,7 +214,8 @@ def test_every_shader_declares_a_checked_signature(name):
              **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
                 wide_slots() if name == "matmul/matmul_wide" else
                 tiled_db_slots() if name == "matmul/matmul_tiled_db" else
-                smat.slots(smat.SHAPES[0]) if name == "matmul/matmul_smat" else tiled_slots(1))}
+                smat.slots(smat.SHAPES[0]) if name in ("matmul/matmul_smat", "quant/qmatmul_smat")
+                else tiled_slots(1))}
     text = open(next(PACKAGE.parent.glob(f"shaders/{name}.wgsl"))).read()
     # the slots of its includes and of the generated blocks count too
     text += "".join(v for k, v in _builtin_slots().items() if "{{" + k + "}}" in text)
