@@ -47,6 +47,10 @@ def test_every_shape_fits_an_h100_and_not_a_16k_adapter():
     for sh in smat.SHAPES:
         assert smat.fits(_info(), sh), sh.name
         assert sh.bk % 16 == 0 and sh.workgroup_bytes() <= 49152
+        # quant/qmatmul_smat.wgsl: its B tile as [n][k], and whole (row, unit) pairs of 8 k a
+        # thread a step for both tiles (its LA / LB register arrays)
+        assert smat.fits(_info(), sh, b_by_n=True), sh.name
+        assert sh.bm * sh.bk // 8 % sh.threads == 0 and sh.bn * sh.bk // 8 % sh.threads == 0
     small = DeviceInfo("x", "navigator.gpu", {"max-compute-workgroup-storage-size": 16384})
     assert not any(smat.fits(small, sh) for sh in smat.SHAPES)
     assert len({sh.name for sh in smat.SHAPES}) == len(smat.SHAPES)

@@ -100,22 +100,20 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
 def qsmat_variants(L: EmitContext, m: int, n: int, t: str, overrides: dict[str, Any]
                    ) -> list[tuple[Kernel, Variant]]:
     """quant/qmatmul_smat.wgsl's tile shapes for an unfused qmatmul of m > GEMV_ROWS rows
-    where the adapter has f16 subgroup matrices (N % 8 == 0; each shape's (row, unit) pairs
-    a whole number a thread), the default first (as lower_matmul.smat_variants orders them;
-    they lead past fuse.GEMV_MAX_M rows, where the tiled kernels would run, and are the
-    GEMV's variants below it: on an H200 under Dawn a SmolLM2-shaped 128-token prefill took
-    29.3 ms with every projection on them, unfused, against 11.1 ms through the fused GEMVs,
-    its 64x64 tiles too few for the GPU at N = 576); [] elsewhere or with smat.MODE "off".
-    smat.MODE naming a shape forces it, at any row count (SubgroupMatrixUnavailable where the
-    adapter lacks the feature)."""
+    where the adapter has f16 subgroup matrices (N % 8 == 0), the default first (as
+    lower_matmul.smat_variants orders them); [] elsewhere or with smat.MODE "off".
+    They lead past fuse.GEMV_MAX_M rows, where the tiled kernels would run, and are the GEMV's
+    variants below it: on an H200 under Dawn a SmolLM2-shaped 128-token prefill took 29.3 ms
+    with every projection on them, unfused, against 11.1 ms through the fused GEMVs (its
+    64x64 tiles too few for the GPU at N = 576). smat.MODE naming a shape forces it, at any
+    row count (SubgroupMatrixUnavailable where the adapter lacks the feature)."""
     forced = smat.MODE if smat.MODE not in (None, "off") else None
     if forced is not None:
         smat.check_forced(L.info, forced)
     if smat.MODE == "off" or not smat.available(L.info) or n % 8:
         return []
     shapes = [sh for sh in smat.SHAPES if smat.fits(L.info, sh, b_by_n=True) and
-              (forced is None or sh.name == forced) and
-              sh.bm * sh.bk // 8 % sh.threads == 0 and sh.bn * sh.bk // 8 % sh.threads == 0]
+              (forced is None or sh.name == forced)]
     shapes.sort(key=lambda sh: smat.default_rank(sh, m, n, 1))
     return [(kern, Variant.of(f"q{sh.name}", kern, (-(-n // sh.bn), -(-m // sh.bm), 1),
                               overrides))
