@@ -34,6 +34,11 @@
 #           (bench/probes/llm_1b_profile_probe.py), and llama.cpp Vulkan's on the same file
 #   qprobe  bench/probes/qsmat_probe.py natively and under Dawn (wall time a call): each
 #           qmatmul_smat tile shape against the tiled kernels on 1B and SmolLM2 prefill shapes
+#   readonly the A/B of read-only storage bindings (kernels.read_only_storage): the 1B-shaped
+#           Q4_K_M file's prefill, decode and Engine steps at 1 and 8 sequences natively
+#           (each run a fresh autotune cache) and under Dawn (prefill and decode), then the
+#           SmolLM2-shaped Q4_1 file natively; bench/probes/llm_1b_profile_probe.py
+#           --read-only on|off (setup carrying .big/llvk.so.xz)
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -196,6 +201,27 @@ print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" > $OUT/prefill
   for f in native dawn dawn-nosmat llamacpp; do echo "== $f"; python3 -c "import json, sys; \
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(d.get('prefill', d))" \
       $OUT/prefill-1b-$f.json || tail -5 $OUT/prefill-1b-$f.err; done
+  ;;
+readonly)
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia --mount /tmp/llm_1b"
+  for shape in 1b:Q4_K_M:512 smollm2:Q4_1:128; do
+    IFS=: read sh ty pf <<< "$shape"
+    (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+      --shape $sh --type $ty 2>/dev/null | tail -1)
+    M=/tmp/llm_1b/llama-$sh.$ty.gguf
+    P="bench/probes/llm_1b_profile_probe.py --model $M --top 6 --prefill $pf --decode 128"
+    for ro in on off on off; do
+      (cd $S && HOME=/tmp/h-$sh-$ro-$RANDOM python3 $P --sizes=1,8 --read-only $ro \
+        >> $OUT/ro-$sh-native-$ro.json 2>> $OUT/ro-$sh-native.err)
+      [ $sh = 1b ] && dawn $T -- python $P --sizes= --read-only $ro >> $OUT/ro-$sh-dawn-$ro.json \
+        2>> $OUT/ro-$sh-dawn.err
+    done
+  done
+  for f in $OUT/ro-*.json; do echo "== $f"; python3 -c "import json, sys; \
+[print(d['prefill']['wall_ms'], d['prefill']['gpu_ms'], d.get('decode', {}).get('tok_s'), \
+ [(e['sequences'], e['step_wall_ms'], e['gpu_ms']) for e in d['engine']]) \
+ for d in map(json.loads, open(sys.argv[1]).read().split(chr(10))[:-1])]" $f; done
+  tail -3 $OUT/ro-*.err
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -84,6 +85,77 @@ def _builtin_slots() -> dict[str, str]:
             "KV_CHUNKS": raw_shader("common/kv_chunks")}
 
 
+# Storage bindings a kernel never writes are declared `var<storage, read>` when it is rendered
+# (read_only_storage): the driver may then load them through the read-only cache path, and
+# Dawn lets one buffer fill several of them in a dispatch. WEBRLX_READ_ONLY_BINDINGS=0 keeps
+# every binding read_write as written (for A/B probes).
+READ_ONLY_BINDINGS = os.environ.get("WEBRLX_READ_ONLY_BINDINGS", "1") != "0"
+_RW_DECL = re.compile(r"(var\s*<\s*storage\s*,\s*)read_write(\s*>\s*(\w+)\s*:([^;]*);)")
+_ASSIGN = re.compile(r"\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|\s*(?:\+\+|--)")
+
+
+def _written(code: str, var: str) -> bool:
+    """Whether comment-free WGSL code may write storage variable `var`: an assignment (plain,
+    compound, ++/--) to it or to any element or member of it, or its address taken anywhere
+    but in arrayLength (atomics, pointer arguments)."""
+    for m in re.finditer(rf"(?<![\w.])(&?)\s*{var}\b", code):
+        if m.group(1):
+            if not re.search(r"arrayLength\s*\(\s*$", code[:m.start()]):
+                return True
+            continue
+        i = m.end()
+        while True:                                  # skip [..] indices and .member accesses
+            j = i + len(code[i:]) - len(code[i:].lstrip())
+            if code.startswith("[", j):
+                depth, i = 0, j
+                while i < len(code):
+                    depth += {"[": 1, "]": -1}.get(code[i], 0)
+                    i += 1
+                    if depth == 0:
+                        break
+            elif code.startswith(".", j):
+                i = re.match(r"\.\s*\w+", code[j:]).end() + j  # type: ignore[union-attr]
+            else:
+                break
+        if _ASSIGN.match(code, i):
+            return True
+    return False
+
+
+def read_only_storage(source: str) -> str:
+    """Return source with every `var<storage, read_write>` binding that the code never writes
+    (see _written; atomics stay read_write) declared `var<storage, read>`. Off when
+    READ_ONLY_BINDINGS is false."""
+    if not READ_ONLY_BINDINGS:
+        return source
+    code = _COMMENT.sub("", source)
+
+    def one(m: re.Match[str]) -> str:
+        if "atomic" in m.group(4) or _written(code, m.group(3)):
+            return m.group(0)
+        return m.group(1) + "read" + m.group(2)
+    return _RW_DECL.sub(one, source)
+
+
+_RO_DECL = re.compile(r"(var\s*<\s*storage\s*,\s*)read(\s*>\s*(\w+)\s*:)")
+
+
+@functools.lru_cache(maxsize=1024)
+def read_only_bindings(source: str) -> frozenset[str]:
+    """The storage bindings source declares `var<storage, read>`."""
+    return frozenset(m.group(3) for m in _RO_DECL.finditer(_COMMENT.sub("", source)))
+
+
+def writable(source: str, names: frozenset[str] | set[str]) -> str:
+    """Return source with the read-only storage bindings in `names` declared read_write again:
+    for a dispatch where such a binding's buffer is also one the kernel writes (two windows of
+    one arena), which WebGPU forbids for a read-only binding (runtime.plan)."""
+    if not names:
+        return source
+    return _RO_DECL.sub(lambda m: m.group(1) + "read_write" + m.group(2)
+                        if m.group(3) in names else m.group(0), source)
+
+
 def render(name: str, **slots: str) -> str:
     """Return shader `name` with every {{KEY}} replaced; the IEEE (NaN/inf), MATH (IEEE's
     helpers too, and `activate`), ROW_REDUCE, ROW_STATS, VEC4_IO, NCHW, QBLOCKS, QFORMATS
@@ -102,7 +174,7 @@ def render(name: str, **slots: str) -> str:
     code = _COMMENT.sub("", text)             # comments may mention f16 freely
     if re.search(r"\bf16\b", code) and "enable f16;" not in code:
         text = "enable f16;\n" + text
-    return text
+    return read_only_storage(text)
 
 
 @dataclass(frozen=True)
@@ -224,11 +296,18 @@ def _signature_text(name: str, decls: tuple[tuple[str, str], ...] = ()) -> str:
 RUNTIME_CHECKS_MARK = "// webrlx: user kernel, runtime checks on\n"
 
 
-@functools.lru_cache(maxsize=256)
 def from_source(name: str, source: str, trusted: bool = False) -> Kernel:
     """Wrap WGSL text written elsewhere (a custom op, generated code) as a checked Kernel.
     Untrusted (user) sources get RUNTIME_CHECKS_MARK: an out-of-bounds index there is clamped,
-    as wgpu does by default; trusted ones are webrlx's generated kernels."""
+    as wgpu does by default, and keep their declarations as written; trusted ones are webrlx's
+    generated kernels, whose unwritten bindings become read-only (read_only_storage)."""
+    return _from_source(name, source, trusted, READ_ONLY_BINDINGS)
+
+
+@functools.lru_cache(maxsize=256)
+def _from_source(name: str, source: str, trusted: bool, read_only: bool) -> Kernel:
     if not trusted and not source.startswith(RUNTIME_CHECKS_MARK):
         source = RUNTIME_CHECKS_MARK + source
+    if trusted:
+        source = read_only_storage(source)
     return Kernel(name, source, parse_signature(name, source))

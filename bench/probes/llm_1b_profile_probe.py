@@ -5,7 +5,10 @@ wall time to the first token, best of 3). Run it on
 the file bench/llm_1b.py makes (`--make-only`), on the GPU machine. Prints JSON.
 
     python bench/probes/llm_1b_profile_probe.py --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf \
-        [--sizes 1,8] [--prefill 512] [--top 14] [--smat off]   (--sizes '': prefill only)
+        [--sizes 1,8] [--prefill 512] [--top 14] [--smat off] [--decode 128] [--read-only off]
+(--sizes '': prefill only; --decode N: also lm.generate's greedy decode tokens/s over N new
+tokens, best of 3; --read-only off: every storage binding read_write, as before
+kernels.read_only_storage, for the A/B)
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from webrlx import kernels  # noqa: E402
 from webrlx.compiler import smat  # noqa: E402
 from webrlx.models import llm  # noqa: E402
 from webrlx.models.engine import Engine  # noqa: E402
@@ -65,13 +69,17 @@ def main() -> None:
     ap.add_argument("--smat", default="on",
                     help="off: no subgroup-matrix (tensor core) kernels (compiler/smat.py); a "
                     "shape's name (matmul_smat_...): that shape for every matmul")
+    ap.add_argument("--decode", type=int, default=0)
+    ap.add_argument("--read-only", default="on", choices=("on", "off"))
     a = ap.parse_args()
+    kernels.READ_ONLY_BINDINGS = a.read_only == "on"
     if a.smat != "on":
         smat.MODE = a.smat
     context = a.prefill + 64
     lm = llm.load(a.model, max_context=context)
     out: dict[str, Any] = {"model": Path(a.model).name, "adapter": str(lm.device.info.name),
-                           "smat": a.smat, "smat_available": smat.available(lm.device.info)}
+                           "smat": a.smat, "smat_available": smat.available(lm.device.info),
+                           "read_only": a.read_only}
     ids = [int(t) for t in np.random.default_rng(0).integers(0, 256, a.prefill)]
     walls = []
     for _ in range(4):                      # the first compiles
@@ -85,6 +93,13 @@ def main() -> None:
     out["prefill"] = {"tokens": a.prefill, "wall_ms": round(min(walls[1:]), 3),
                       "greedy_tokens": [int(t) for t in first],
                       **top(prof, a.top)}
+    if a.decode:
+        rates, short = [], ids[:11]
+        for _ in range(4):                  # the first compiles the decode step
+            toks = lm.generate_ids(short, a.decode, ignore_eos=True)
+            rates.append(lm.stats.tokens_per_s)
+        out["decode"] = {"new_tokens": a.decode, "tok_s": round(max(rates[1:]), 1),
+                         "greedy_tokens": [int(t) for t in toks[-8:]]}
     out["engine"] = [engine_step(lm, int(s), context, a.top) for s in a.sizes.split(",") if s]
     print(json.dumps(out))
 

@@ -181,13 +181,18 @@ def choose(adapter: str, call: KernelCall, time_variant: Callable[[Variant], flo
     return offered[best]
 
 
-def timer(backend: Any, entries: list, cold: bool = False
+def timer(backend: Any, entries: list, cold: bool = False,
+          fit: Callable[[Variant], Variant] | None = None
           ) -> Callable[[Variant], float | None]:
     """Return a function timing one variant's dispatch with these bind group entries (with
-    the GPU's caches evicted before each when `cold`: Backend.time_dispatch)."""
+    the GPU's caches evicted before each when `cold`: Backend.time_dispatch); `fit` adapts a
+    variant to the entries first (runtime.plan: read-only bindings that share a buffer with
+    the output)."""
     from ..backends.base import Dispatch
 
     def time_variant(v: Variant) -> float | None:
+        if fit is not None:
+            v = fit(v)
         pipe = backend.pipeline(v.source, "main", v.overrides)
         dispatch = Dispatch(pipe, backend.bind_group(pipe, entries), v.grid)
         return backend.time_dispatch(dispatch, cold=cold)

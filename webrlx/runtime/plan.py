@@ -2,6 +2,8 @@
 created here, once; a run is then: write changed inputs, one submit, one readback."""
 from __future__ import annotations
 
+import dataclasses
+import functools
 import time
 from typing import Any
 
@@ -11,6 +13,7 @@ from ..backends.base import Backend, Copy, Dispatch
 from ..compiler.memory import check_binding_limits, plan_memory
 from ..compiler.program import Program
 from ..dtype import storage_np
+from ..kernels import read_only_bindings, writable
 from . import autotune
 from .device_tensor import DeviceTensor, HandleSlot
 
@@ -21,6 +24,25 @@ def _no_timing(variant: Any) -> None:
     """An autotune timer that measures nothing (choose() then takes a table's or the default
     pick)."""
     return None
+
+
+def _aliased_reads(source: str, names: tuple[str, ...],
+                   entries: list[tuple[Any, int, int]]) -> frozenset[str]:
+    """The read-only bindings of source (kernels.read_only_storage) whose device buffer is
+    also bound writable in the same dispatch: windows of one arena, an input and the output.
+    WebGPU forbids a read-only and a writable use of one buffer in a dispatch, so these are
+    declared read_write again for this dispatch (kernels.writable)."""
+    ro = read_only_bindings(source)
+    if not ro:
+        return frozenset()
+    written = {id(e[0]) for n, e in zip(names, entries) if n not in ro}
+    return frozenset(n for n, e in zip(names, entries) if n in ro and id(e[0]) in written)
+
+
+def _for_dispatch(v: Any, names: tuple[str, ...], entries: list[tuple[Any, int, int]]) -> Any:
+    """Variant v with its source fit for these bind group entries (_aliased_reads)."""
+    fix = _aliased_reads(v.source, names, entries)
+    return dataclasses.replace(v, source=writable(v.source, fix)) if fix else v
 
 
 def _round4(n: int) -> int:
@@ -95,30 +117,36 @@ class Plan:
         for off, words in zip(offsets, blocks):
             data[off // 4: off // 4 + len(words)] = words
         backend.write_buffer(self.uniform, 0, data)
+        # at least 16 bytes: a vec4 array binding of an empty tensor needs one element
+        call_entries = [[self._entry(c, i) for i in range(len(c.buffers))] for c in calls]
+        call_names = [c.binding_names or tuple(f"b{k}" for k in range(len(c.buffers)))
+                      for c in calls]
         # compile every pipeline this plan needs at once (the browser compiles them in
         # parallel): the picked variant of each call, or all of a call's variants it will time
         picks = [autotune.known(backend.info.tune_name, c) for c in calls]
         t0 = time.perf_counter()
-        backend.prepare_pipelines([(v.source, "main", v.overrides) for c, pick in
-                                   zip(calls, picks)
+        backend.prepare_pipelines([(_for_dispatch(v, names, e).source, "main", v.overrides)
+                                   for c, pick, names, e in zip(calls, picks, call_names,
+                                                                call_entries)
                                    for v in ([pick] if pick else autotune.options(c))])
         self.timings["pipelines_s"] = time.perf_counter() - t0
         state_ids = {b.id for b in self.program.states.values()}
-        for c, off, words, pick in zip(calls, offsets, blocks, picks):
-            # at least 16 bytes: a vec4 array binding of an empty tensor needs one element
-            entries = [self._entry(c, i) for i in range(len(c.buffers))]
-            entries.append((self.uniform, off, words.nbytes))
+        for c, off, words, pick, names, bound in zip(calls, offsets, blocks, picks,
+                                                     call_names, call_entries):
+            entries = bound + [(self.uniform, off, words.nbytes)]
             if pick is None:
                 t0 = time.perf_counter()
                 # quantized kernels stream a model's weights: timed with cold caches; a call
                 # that binds a state (a KV cache a fused GEMV writes) is not timed: its trial
                 # runs would write stale rows into a live cache (the table's or default pick)
-                timer = autotune.timer(backend, entries, cold=c.shader.startswith("quant/"))
+                timer = autotune.timer(backend, entries, cold=c.shader.startswith("quant/"),
+                                       fit=functools.partial(_for_dispatch, names=names,
+                                                             entries=bound))
                 pick = autotune.choose(backend.info.tune_name, c,
                                        _no_timing if any(b.id in state_ids for b in c.buffers)
                                        else timer)
                 self.timings["tune_s"] += time.perf_counter() - t0
-            v = pick
+            v = _for_dispatch(pick, names, bound)
             self.ran.append(v.name)
             pipe = backend.pipeline(v.source, "main", v.overrides)
             dispatches.append(Dispatch(pipe, backend.bind_group(pipe, entries), v.grid))
