@@ -210,7 +210,7 @@ readonly)
       --shape $sh --type $ty 2>/dev/null | tail -1)
     M=/tmp/llm_1b/llama-$sh.$ty.gguf
     P="bench/probes/llm_1b_profile_probe.py --model $M --top 6 --prefill $pf --decode 128"
-    for ro in on off on off; do
+    for ro in ${ROS:-on off}; do
       (cd $S && HOME=/tmp/h-$sh-$ro-$RANDOM python3 $P --sizes=1,8 --read-only $ro \
         >> $OUT/ro-$sh-native-$ro.json 2>> $OUT/ro-$sh-native.err)
       [ $sh = 1b ] && dawn $T -- python $P --sizes= --read-only $ro >> $OUT/ro-$sh-dawn-$ro.json \
