@@ -9,7 +9,10 @@ words, rejecting missing, extra or mistyped names with an error that names the s
 Conventions every kernel follows (the loader checks the first two):
 - bindings in order: storage inputs, the storage output last, then one uniform `p: Params`;
 - `override WG: u32` (when declared) is the threads per workgroup, set from the adapter;
-- tile sizes and switches are `override` constants, set at pipeline creation.
+- tile sizes and switches are `override` constants, set at pipeline creation;
+- storage bindings are written `var<storage, read_write>`; the loader declares the ones a
+  kernel never writes `var<storage, read>` (read_only_storage), and a plan declares one
+  read_write again for a dispatch that also writes its buffer (runtime/plan.py).
 """
 from __future__ import annotations
 
