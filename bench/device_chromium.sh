@@ -42,8 +42,13 @@ probe)
   SRV=$!
   sleep 1
   # ANGLE on Vulkan needs VK_KHR_surface / xcb_surface, which the headless NVIDIA ICD lacks
-  # (the GPU process exits); GL on SwiftShader, WebGPU (Dawn) on Vulkan
-  for flags in "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=swiftshader --enable-features=Vulkan --disable-gpu-sandbox --use-webgpu-adapter=default --use-webgpu-power-preference=default-high-performance" \
+  # (the GPU process exits); GL on SwiftShader, WebGPU (Dawn) on Vulkan: the adapter was
+  # SwiftShader (2026-11-27). Not yet tried (the first two sets): Chrome's
+  # --disable-vulkan-surface (present by copy, no VK_KHR_surface) with the headless Ozone
+  # platform, so that ANGLE, and Dawn after it, may start on the NVIDIA device.
+  for flags in "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=vulkan --enable-features=Vulkan --use-vulkan=native --disable-vulkan-surface --ozone-platform=headless --disable-gpu-sandbox" \
+      "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=vulkan --enable-features=Vulkan,DefaultANGLEVulkan,VulkanFromANGLE --disable-vulkan-surface --ozone-platform=headless --disable-gpu-sandbox --use-webgpu-power-preference=default-high-performance" \
+      "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=swiftshader --enable-features=Vulkan --disable-gpu-sandbox --use-webgpu-adapter=default --use-webgpu-power-preference=default-high-performance" \
       "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=swiftshader --enable-features=Vulkan,WebGPUDeveloperFeatures --disable-gpu-sandbox --enable-dawn-features=allow_unsafe_apis --use-webgpu-power-preference=default-high-performance"; do
     echo "== flags: $flags"
     timeout 60 python3 tools/cdp_pipe.py --chromium $B --url http://localhost:8765/ \
