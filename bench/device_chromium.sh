@@ -46,8 +46,12 @@ probe)
   # SwiftShader (2026-11-27). Not yet tried (the first two sets): Chrome's
   # --disable-vulkan-surface (present by copy, no VK_KHR_surface) with the headless Ozone
   # platform, so that ANGLE, and Dawn after it, may start on the NVIDIA device.
-  for flags in "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=vulkan --enable-features=Vulkan --use-vulkan=native --disable-vulkan-surface --ozone-platform=headless --disable-gpu-sandbox" \
-      "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=vulkan --enable-features=Vulkan,DefaultANGLEVulkan,VulkanFromANGLE --disable-vulkan-surface --ozone-platform=headless --disable-gpu-sandbox --use-webgpu-power-preference=default-high-performance" \
+  # On the CPU box (lavapipe's ICD only) the first set starts the GPU process and Dawn tries
+  # the Vulkan device (lavapipe, too old for Dawn: "shaderUniform*ArrayDynamicIndexing
+  # required"), then falls back to SwiftShader; the second (--use-vulkan=native) ended the
+  # browser there.
+  for flags in "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=vulkan --enable-features=Vulkan,DefaultANGLEVulkan,VulkanFromANGLE --disable-vulkan-surface --ozone-platform=headless --disable-gpu-sandbox --use-webgpu-power-preference=default-high-performance" \
+      "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=vulkan --enable-features=Vulkan --use-vulkan=native --disable-vulkan-surface --ozone-platform=headless --disable-gpu-sandbox" \
       "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=swiftshader --enable-features=Vulkan --disable-gpu-sandbox --use-webgpu-adapter=default --use-webgpu-power-preference=default-high-performance" \
       "--enable-unsafe-webgpu --ignore-gpu-blocklist --use-angle=swiftshader --enable-features=Vulkan,WebGPUDeveloperFeatures --disable-gpu-sandbox --enable-dawn-features=allow_unsafe_apis --use-webgpu-power-preference=default-high-performance"; do
     echo "== flags: $flags"
