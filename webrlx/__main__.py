@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -134,6 +135,18 @@ PASS_THROUGH = {"serve": cmd_serve, "bench": cmd_bench, "lite": cmd_lite, "chat"
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(argv)
+    except Exception as e:
+        from webrlx.cli import input_error
+        if not input_error(e) or os.environ.get("WEBRLX_TRACEBACK") == "1":
+            raise
+        command = argv[0] if argv else ""
+        print(f"python -m webrlx {command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] in PASS_THROUGH:
         return PASS_THROUGH[argv[0]](argv[1:])
     from webrlx.cli.docs import DOCS_PORT, INSTALL

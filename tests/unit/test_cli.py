@@ -254,3 +254,35 @@ def test_bench_browser_names_what_ort_lacks_and_still_runs_webrlx(monkeypatch, t
     assert out["runners"] == ["native"] and set(out["skipped"]) == {"ort_webgpu", "ort_wasm"}
     assert ran and out["cases"]["a"]["native"]["warm_ms"] == 1.0
     assert out["cases"]["a"]["ratios"]["native_first_over_warm"] == 5.0
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["generate", "--model", "{missing}", "hi"], ["--model", "No such file"]),
+    (["generate", "--model", "{dir}", "hi"], ["--model", "Is a directory"]),
+    (["generate", "--model", "{bad}", "hi"], ["--model", "not a GGUF file"]),
+    (["chat", "--model", "{bad}"], ["--model", "not a GGUF file"]),
+    (["gguf", "info", "{missing}"], ["No such file"]),
+    (["onnx", "info", "{bad}"], ["malformed or truncated ONNX file"]),
+    (["demo", "--model", "{dir}"], ["must hold config.json"]),
+    (["embed", "{missing}.jsonl", "{dir}/out.jsonl"], ["INPUT", "no such file"])])
+def test_bad_files_give_one_line_naming_the_argument(argv, names, tmp_path, capsys):
+    """A missing, unreadable or wrong-format file is the user's input: `python -m webrlx`
+    prints one line naming the command (and the argument) and exits 2, no traceback."""
+    from webrlx.__main__ import main
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"hi\n")
+    paths = {"missing": str(tmp_path / "nope.gguf"), "dir": str(tmp_path), "bad": str(bad)}
+    argv = [a.format(**paths) for a in argv]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err and err.count("\n") <= 2, err
+    assert f"webrlx {argv[0]}: error:" in err and all(n in err for n in names), err
+
+
+def test_other_errors_keep_their_traceback():
+    """A fault of webrlx itself is not dressed up as an input error."""
+    from webrlx.cli import input_error
+    assert not input_error(ValueError("shapes do not match"))
+    assert not input_error(RuntimeError("GPU lost"))
+    assert input_error(FileNotFoundError(2, "No such file", "x.gguf"))

@@ -7,3 +7,23 @@ bench       `python -m webrlx bench`: benchmarks printed as JSON
 web_assets  `python -m webrlx.cli.web_assets`: build the offline Pyodide and wheels under build/
 dawn        `python -m webrlx dawn`: python, pytest or bench in Pyodide over Dawn in Node
 """
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """What the user gave a command is wrong (the message names the argument): `python -m
+    webrlx` prints it in one line and exits with status 2 (input_error)."""
+
+
+def input_error(e: BaseException) -> bool:
+    """Whether e is about what the user gave a command, not a fault of webrlx: a file that is
+    missing or unreadable, not of its format, or of a model or ONNX op webrlx does not run.
+    The command then prints one line and exits with status 2 (WEBRLX_TRACEBACK=1 shows the
+    traceback too); anything else keeps its traceback."""
+    if isinstance(e, (FileNotFoundError, IsADirectoryError, NotADirectoryError,
+                      PermissionError)):
+        return True
+    names = {"InputError", "GGUFError", "UnsupportedModelError", "ModelFileError",
+             "OnnxFormatError", "OnnxImportError", "OnnxDtypeError", "ChatTemplateError"}
+    return any(c.__name__ in names and c.__module__.startswith("webrlx.")
+               for c in type(e).__mro__)

@@ -4,6 +4,7 @@ CSV); Ray's progress bar."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,10 @@ def main_embed(argv: list[str]) -> int:
     args = p.parse_args(argv)
     _format(args.input, "INPUT")
     _format(args.output, "OUTPUT")
+    if args.address is None and "://" not in args.input and not os.path.exists(args.input):
+        # checked before Ray starts
+        from . import InputError
+        raise InputError(f"INPUT {args.input}: no such file or directory")
     from .. import distributed
     ray = distributed._ray()
     ray.init(address=args.address)
