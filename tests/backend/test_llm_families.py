@@ -164,6 +164,14 @@ def test_unknown_architecture_names_it_and_the_supported_ones(tmp_path):
     assert "webrlx runs it: no (" in out.getvalue() and "'mamba'" in out.getvalue()
 
 
+@pytest.mark.parametrize("max_context, msg", [(0, "max_context must be an int >= 16"),
+                                              ("64", "max_context must be an int"),
+                                              (10 ** 6, "at most the model's context")])
+def test_max_context_out_of_range_names_it(max_context, msg):
+    with pytest.raises(ValueError, match=msg):
+        llm.load(_fixture("llama", "q8_0"), device="reference", max_context=max_context)
+
+
 def test_gguf_info_reports_a_fixture(case):
     out = io.StringIO()
     assert gguf_info.info(str(case[0]), out) == 0

@@ -89,12 +89,16 @@ def test_bad_input_gives_clear_errors_and_the_model_stays_usable(lm):
                         (dict(prompt="Hi", top_p=1.5), "top_p"),
                         (dict(prompt="Hi", top_k=-1), "top_k"),
                         (dict(prompt=[1, 2, 10 ** 6]), "token ids"),
-                        (dict(prompt="Hi", stop=[""]), "stop")]:
+                        (dict(prompt=[1, -1]), "-1 at position 1"),
+                        (dict(prompt="Hi", stop=[""]), "stop"),
+                        (dict(prompt="Hi", stop=5), "stop must be a str or a list of str")]:
         kwargs.setdefault("max_new_tokens", 2)
         with pytest.raises(ValueError, match=msg):
             lm.generate(**kwargs)
     with pytest.raises(ValueError, match="role"):
         list(lm.chat([{"role": "wizard", "content": "hi"}], max_new_tokens=2))
+    with pytest.raises(ValueError, match=r"messages\[1\] needs a 'content' string"):
+        list(lm.chat([{"role": "user", "content": "hi"}, {"role": "user"}], max_new_tokens=2))
     assert lm.generate_ids("Hello", 2) == before
 
 

@@ -253,6 +253,9 @@ class LanguageModel:
                stop: Sequence[str] | str | None, ignore_eos: bool = False
                ) -> Generator[Request, Any, None]:
         ids = self._ids(prompt)
+        if stop is not None and not isinstance(stop, (str, Sequence)):
+            raise ValueError(f"stop must be a str or a list of str, got "
+                             f"{type(stop).__name__}")
         stop = [stop] if isinstance(stop, str) else list(stop or ())
         if any(not isinstance(s, str) or not s for s in stop):
             raise ValueError(f"stop must be non-empty strings, got {stop!r}")
@@ -262,10 +265,14 @@ class LanguageModel:
     def _ids(self, prompt: str | Sequence[int]) -> list[int]:
         if isinstance(prompt, str):
             return self.tokenizer.encode(prompt)
-        if not isinstance(prompt, Sequence) or not all(
-                isinstance(t, (int, np.integer)) and 0 <= t < self.config.vocab for t in prompt):
+        if not isinstance(prompt, Sequence):
             raise ValueError(f"prompt must be a str or a list of token ids in "
                              f"[0, {self.config.vocab}), got {type(prompt).__name__}")
+        bad = next(((i, t) for i, t in enumerate(prompt) if not isinstance(
+            t, (int, np.integer)) or not 0 <= t < self.config.vocab), None)
+        if bad is not None:
+            raise ValueError(f"prompt token ids must be ints in [0, {self.config.vocab}) (the "
+                             f"vocabulary), got {bad[1]!r} at position {bad[0]}")
         return [int(t) for t in prompt]
 
     def _drive(self, steps: Generator[Request, Any, None]) -> Iterator[str]:
@@ -388,6 +395,9 @@ class LanguageModel:
             if role not in ROLES:
                 raise ValueError(f"chat(): messages[{i}] has role {role!r}; roles are "
                                  f"{', '.join(ROLES)}")
+            if not isinstance(m.get("content"), str):
+                raise ValueError(f"chat(): messages[{i}] needs a 'content' string, got "
+                                 f"{type(m.get('content')).__name__}")
         return render_chat(self.chat_template, list(messages), add_generation_prompt,
                            model=self.name, **self.special_tokens)
 
@@ -431,9 +441,16 @@ def load(path_or_bytes: str | os.PathLike[str] | bytes, device: Any = None,
         UnsupportedModelError: an architecture, tokenizer or tensor type webrlx does not run
             (the message names it and lists the supported ones).
     """
+    if max_context is not None and (not isinstance(max_context, int) or max_context < 16):
+        raise ValueError(f"load(): max_context must be an int >= 16 (KV positions, up to the "
+                         f"model's context) or None, got {max_context!r}")   # before reading
     file = gguf.load(path_or_bytes, progress=progress)
+    context = model_config(file).context
     if max_context is None:
-        max_context = min(DEFAULT_CAPACITY, model_config(file).context)
+        max_context = min(DEFAULT_CAPACITY, context)
+    elif max_context > context:
+        raise ValueError(f"load(): max_context must be at most the model's context of "
+                         f"{context} positions, got {max_context}")
     return LanguageModel(file, device, max_context)
 
 
