@@ -10,7 +10,7 @@ import numpy as np
 import webrlx as wr
 from webrlx.backends import wgpu_native
 from webrlx.compiler.registry import LOWERINGS, lowering
-from webrlx.kernels import RUNTIME_CHECKS_MARK, from_source
+from webrlx.kernels import RUNTIME_CHECKS_MARK, from_source, read_only_storage
 
 # out[i] = t[i + p.shift] for a workgroup array t of 4 values 10, 11, 12, 13: with checks on,
 # an index past the end reads t[3] (wgpu's bounds-check policy clamps it)
@@ -39,7 +39,9 @@ def _shifted(ctx, node):
 
 def test_user_sources_are_marked_and_generated_ones_are_not():
     assert from_source("user", OOB_WGSL).source.startswith(RUNTIME_CHECKS_MARK)
-    assert from_source("ours", OOB_WGSL, trusted=True).source == OOB_WGSL
+    # trusted: no mark; only the declarations of bindings it never writes change (read-only)
+    assert from_source("ours", OOB_WGSL, trusted=True).source == read_only_storage(OOB_WGSL)
+    assert "var<storage, read> x" in read_only_storage(OOB_WGSL)
     g = wr.Graph()
     x = g.input("x", (8,))
     exe = wr.compile(g, outputs=[(x * 2.0).exp() + 1.0], device=wr.device())
