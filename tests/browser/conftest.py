@@ -47,9 +47,10 @@ if os.environ.get("WEBRLX_BROWSER_ONLY"):
 # test_llm_float_weights.py writes its F16 / BF16 files with the gguf package (not in Pyodide);
 # the f16 / bf16 kernels run in the browser through test_quant_formats.py.
 # test_llm_llamacpp.py reads the 6.6 MB of tests/fixtures/llamacpp/ (not sent to the browser).
+# test_gemma3_real.py runs a real 253 MB file (minutes natively on lavapipe already).
 NATIVE_ONLY = ("tests/backend/test_llm_families.py", "tests/backend/test_engine.py",
                "tests/backend/test_llm_float_weights.py", "tests/backend/test_llm_llamacpp.py",
-               "tests/backend/test_llm_head_dim.py")
+               "tests/backend/test_llm_head_dim.py", "tests/backend/test_gemma3_real.py")
 BROWSER_EXCLUDE = NATIVE_ONLY if os.environ.get("WEBRLX_BROWSER_LLM") == "1" else \
     ("tests/backend/test_smollm2.py", *NATIVE_ONLY)
 IGNORE_ARGS = [f"--ignore={p}" for p in BROWSER_EXCLUDE]

@@ -86,6 +86,12 @@ def device(name: str | None = None) -> Any:
     return gpu
 
 
+def acquired() -> Any:
+    """The default GPU device if one was acquired already (and is not lost), else None."""
+    gpu = _default.get("gpu")
+    return gpu if gpu is not None and gpu.lost is None else None
+
+
 async def device_async(name: str | None = None) -> Any:
     """Async form of device(): the form that works everywhere in the browser."""
     name = _wanted(name)

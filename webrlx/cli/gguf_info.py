@@ -33,8 +33,8 @@ def runs(file: Any) -> tuple[bool, str]:
     if bad:
         return False, (f"tensor types webrlx does not read: {', '.join(bad[:5])}"
                        f"{', ...' if len(bad) > 5 else ''}")
-    if cfg.head_dim % 4 or cfg.head_dim > 128:
-        return False, f"head dim {cfg.head_dim}: the attention kernels take multiples of 4 <= 128"
+    if cfg.head_dim % 4 or cfg.head_dim > 256:      # lower_attention / lower_decoder's limit
+        return False, f"head dim {cfg.head_dim}: the attention kernels take multiples of 4 <= 256"
     return True, (f"{cfg.arch}: {cfg.layers} layers, width {cfg.width}, {cfg.heads}/"
                   f"{cfg.kv_heads} heads of {cfg.head_dim}, vocab {cfg.vocab}, context "
                   f"{cfg.context}" + (f", sliding window {cfg.window}" if cfg.window else "")

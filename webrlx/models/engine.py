@@ -61,6 +61,7 @@ class LanguageModel(Protocol):
     executable: Executable
     tokenizer: Any
     stop_ids: Any
+    max_param_bytes: int | None
 
     @property
     def device(self) -> Any: ...
@@ -74,8 +75,8 @@ class EngineFullError(RuntimeError):
     """add_request() while max_sequences sequences are live: finish or cancel one first."""
 
 
-def build_batched(cfg: LlamaConfig, infos: Any, slots: int, capacity: int
-                  ) -> tuple[Graph, list[Tensor]]:
+def build_batched(cfg: LlamaConfig, infos: Any, slots: int, capacity: int,
+                  max_param_bytes: int | None = None) -> tuple[Graph, list[Tensor]]:
     """The engine's graph: KV states (slots, kv_heads, capacity, head_dim) per layer and a
     `tokens` state (slots * (capacity + 1),). Symbolic dims (b, s): a prefill binds (1, prompt
     bucket), a decode step (live count, 1); r: the rows sampled (1 in a prefill, the live count
@@ -88,7 +89,7 @@ def build_batched(cfg: LlamaConfig, infos: Any, slots: int, capacity: int
     One nn.sample draws the r rows, each with its own settings row. Returns [tokens sampled
     (r,)]. `slots` sizes the states only."""
     g = Graph()
-    W = _Weights(g, infos)
+    W = _Weights(g, infos, max_param_bytes)      # as the model's: the same row pieces
     put_at, put_ids = g.input("put_at", ("m",), "int32"), g.input("put_ids", ("m",), "int32")
     tok_at = g.input("tok_at", ("b", "s"), "int32")
     kv = g.input("kv", (2, "b"), "int32")
@@ -103,7 +104,7 @@ def build_batched(cfg: LlamaConfig, infos: Any, slots: int, capacity: int
     x = decoder_layers(cfg, W, x, kv, (slots, cfg.kv_heads, capacity, cfg.head_dim))
     x = x.reshape(-1, cfg.width).gather(pick, axis=0)                # (r, width)
     x = nn.rms_norm(x, W.norm("output_norm.weight"), cfg.eps)
-    head = W.linear("output.weight") if "output.weight" in infos else tied
+    head = W.linear_pieces("output.weight") if "output.weight" in infos else tied
     logits = _linear(x, head)                                        # (r, V)
     if cfg.final_softcap:
         logits = (logits * (1.0 / cfg.final_softcap)).tanh() * cfg.final_softcap
@@ -198,7 +199,8 @@ class Engine:
                              f"(the model's context), got {ctx!r}")
         self.max_context = ctx
         self._check_memory()
-        graph, outputs = build_batched(cfg, self.lm.tensor_infos, self.max_sequences, ctx)
+        graph, outputs = build_batched(cfg, self.lm.tensor_infos, self.max_sequences, ctx,
+                                       self.lm.max_param_bytes)
         self.executable = compile(graph, outputs=outputs, device=self.lm.device,
                                   max_plans=self.max_sequences + 8)
         # the model's device copies of the weights where it has them (one copy on the GPU)

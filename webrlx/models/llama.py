@@ -266,9 +266,11 @@ def tensor_name(param: str) -> str:
 class _Weights:
     """Declares the params of the graph from the GGUF tensor infos (format, shape, words)."""
 
-    def __init__(self, g: Graph, infos: Mapping[str, Any]) -> None:
+    def __init__(self, g: Graph, infos: Mapping[str, Any], max_bytes: int | None = None
+                 ) -> None:
         self.g = g
         self.infos = infos
+        self.max_bytes = max_bytes      # the most bytes one param may hold (one binding)
 
     def _info(self, name: str) -> Any:
         if name not in self.infos:
@@ -299,11 +301,37 @@ class _Weights:
         raise UnsupportedModelError(
             f"gguf: tensor {name!r} is {info.type}; webrlx reads {_readable()} weights")
 
+    def row_pieces(self, name: str) -> list[tuple[int, int]] | None:
+        """Row ranges that cut a blocks weight (block_format) over max_bytes into params of at
+        most max_bytes each (a big vocabulary's embedding and head: Gemma 3's 262144 rows of
+        Q8_0 are 178 MB, over the 128 MiB one binding holds in many browsers); None when it
+        fits or is not blocks (float tables: the kernels bind windows, compiler/split.py)."""
+        info = self._info(name)
+        fmt = block_format(info)
+        if fmt is None or self.max_bytes is None:
+            return None
+        n, k = (int(d) for d in info.shape)
+        row = info.nbytes // n
+        if row * n <= self.max_bytes:
+            return None
+        per = max(1, self.max_bytes // row) // 256 * 256 or max(1, self.max_bytes // row)
+        return [(r, min(n, r + per)) for r in range(0, n, per)]
+
+    def linear_pieces(self, name: str) -> tuple[Any, ...]:
+        """linear(name), or ("pieces", [linear of each row piece]) where row_pieces cuts it."""
+        pieces = self.row_pieces(name)
+        if pieces is None:
+            return self.linear(name)
+        return ("pieces", [self.linear(name, r) for r in pieces])
+
     def bias(self, name: str) -> Tensor | None:
         return self.norm(name) if name in self.infos else None
 
 
 def _linear(x: Tensor, w: tuple[Any, ...], bias: Tensor | None = None) -> Tensor:
+    if w[0] == "pieces":                    # row pieces of one weight: outputs side by side
+        assert bias is None
+        return concat([_linear(x, piece) for piece in w[1]], axis=-1)
     if w[0] == "q":
         _, param, fmt, n, k = w
         return nn.qlinear(x, param, fmt, n, k, bias)
@@ -315,6 +343,16 @@ def _embedding(W: _Weights, ids: Tensor) -> tuple[Tensor, tuple[Any, ...]]:
     info = W._info("token_embd.weight")
     vocab, width = (int(d) for d in info.shape)
     fmt = block_format(info)
+    pieces = W.row_pieces("token_embd.weight")
+    if pieces is not None:       # each piece's lookup gives zeros for ids outside its rows
+        assert fmt is not None   # (row_pieces cuts only blocks)
+        parts = [W.linear("token_embd.weight", r) for r in pieces]
+        x = None
+        for (r0, _), (_, param, _, n, _) in zip(pieces, parts):
+            e = nn.qembedding(ids - r0 if r0 else ids, param, fmt, n, width)
+            x = e if x is None else x + e
+        assert x is not None
+        return x, ("pieces", parts)
     if fmt is not None:
         param = W.g.param("token_embd.weight", (quant.nwords(fmt, vocab, width),), "uint32")
         return nn.qembedding(ids, param, fmt, vocab, width), ("q", param, fmt, vocab, width)
@@ -386,14 +424,15 @@ def decoder_layers(cfg: LlamaConfig, W: _Weights, x: Tensor, pos: Tensor,
     return x
 
 
-def build_llama(cfg: LlamaConfig, infos: Mapping[str, Any], capacity: int
-                ) -> tuple[Graph, list[Tensor]]:
+def build_llama(cfg: LlamaConfig, infos: Mapping[str, Any], capacity: int,
+                max_param_bytes: int | None = None) -> tuple[Graph, list[Tensor]]:
     """Return (graph, [token (1, 1), pos_next (1,), logits (1, V)]) for KV caches of
     `capacity` positions. Inputs: ids (1, s) int32, pos (1,), last (1,) (the row whose logits
     are sampled), fparams (4,) = [temperature, top_p, repetition_penalty, 0], iparams (2,)
-    = [top_k, seed]."""
+    = [top_k, seed]. max_param_bytes: weights over it are cut into row pieces
+    (_Weights.row_pieces)."""
     g = Graph()
-    W = _Weights(g, infos)
+    W = _Weights(g, infos, max_param_bytes)
     fam = cfg.family
     ids = g.input("ids", (1, "s"), "int32")
     pos = g.input("pos", (1,), "int32")
@@ -406,7 +445,7 @@ def build_llama(cfg: LlamaConfig, infos: Mapping[str, Any], capacity: int
     x = decoder_layers(cfg, W, x, pos, (1, cfg.kv_heads, capacity, cfg.head_dim))
     # row `last` first: the norm is per row, and then runs as the head GEMV's prologue
     x = nn.rms_norm(x.gather(last, axis=1), W.norm("output_norm.weight"), cfg.eps)
-    head = W.linear("output.weight") if "output.weight" in infos else tied
+    head = W.linear_pieces("output.weight") if "output.weight" in infos else tied
     logits = _linear(x, head).reshape(1, cfg.vocab)
     if cfg.final_softcap:
         logits = (logits * (1.0 / cfg.final_softcap)).tanh() * cfg.final_softcap

