@@ -24,6 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from webrlx import kernels  # noqa: E402
+from webrlx.backends import auto  # noqa: E402
 from webrlx.compiler import smat  # noqa: E402
 from webrlx.models import llm  # noqa: E402
 from webrlx.models.engine import Engine  # noqa: E402
@@ -76,7 +77,9 @@ def main() -> None:
     if a.smat != "on":
         smat.MODE = a.smat
     context = a.prefill + 64
-    lm = llm.load(a.model, max_context=context)
+    # the device first: in Pyodide (the Dawn runner) a load without one at hand cuts weights
+    # at WebGPU's default 128 MiB binding (llm.param_bytes_limit), not at the adapter's
+    lm = llm.load(a.model, device=auto.device(), max_context=context)
     out: dict[str, Any] = {"model": Path(a.model).name, "adapter": str(lm.device.info.name),
                            "smat": a.smat, "smat_available": smat.available(lm.device.info),
                            "read_only": a.read_only}
