@@ -95,6 +95,9 @@ def _builtin_slots() -> dict[str, str]:
 READ_ONLY_BINDINGS = os.environ.get("WEBRLX_READ_ONLY_BINDINGS", "1") != "0"
 _RW_DECL = re.compile(r"(var\s*<\s*storage\s*,\s*)read_write(\s*>\s*(\w+)\s*:([^;]*);)")
 _ASSIGN = re.compile(r"\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|\s*(?:\+\+|--)")
+_SPACE = re.compile(r"\s*")
+_MEMBER = re.compile(r"\.\s*\w+")
+_ARRAY_LENGTH = re.compile(r"arrayLength\s*\(\s*$")
 
 
 def _written(code: str, var: str) -> bool:
@@ -103,21 +106,21 @@ def _written(code: str, var: str) -> bool:
     but in arrayLength (atomics, pointer arguments)."""
     for m in re.finditer(rf"(?<![\w.])(&?)\s*{var}\b", code):
         if m.group(1):
-            if not re.search(r"arrayLength\s*\(\s*$", code[:m.start()]):
+            if not _ARRAY_LENGTH.search(code, 0, m.start()):
                 return True
             continue
         i = m.end()
         while True:                                  # skip [..] indices and .member accesses
-            j = i + len(code[i:]) - len(code[i:].lstrip())
-            if code.startswith("[", j):
-                depth, i = 0, j
+            i = _SPACE.match(code, i).end()  # type: ignore[union-attr]
+            if code.startswith("[", i):
+                depth = 0
                 while i < len(code):
                     depth += {"[": 1, "]": -1}.get(code[i], 0)
                     i += 1
                     if depth == 0:
                         break
-            elif code.startswith(".", j):
-                i = re.match(r"\.\s*\w+", code[j:]).end() + j  # type: ignore[union-attr]
+            elif (member := _MEMBER.match(code, i)) is not None:
+                i = member.end()
             else:
                 break
         if _ASSIGN.match(code, i):
@@ -129,8 +132,12 @@ def read_only_storage(source: str) -> str:
     """Return source with every `var<storage, read_write>` binding that the code never writes
     (see _written; atomics stay read_write) declared `var<storage, read>`. Off when
     READ_ONLY_BINDINGS is false."""
-    if not READ_ONLY_BINDINGS:
-        return source
+    return _read_only_storage(source) if READ_ONLY_BINDINGS else source
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_only_storage(source: str) -> str:
+    """read_only_storage's work, once per source (every emitted call renders its kernel)."""
     code = _COMMENT.sub("", source)
 
     def one(m: re.Match[str]) -> str:
