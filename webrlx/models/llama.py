@@ -310,11 +310,12 @@ class _Weights:
         fmt = block_format(info)
         if fmt is None or self.max_bytes is None:
             return None
-        n, k = (int(d) for d in info.shape)
+        n = int(info.shape[0])
         row = info.nbytes // n
-        if row * n <= self.max_bytes:
+        if info.nbytes <= self.max_bytes:
             return None
-        per = max(1, self.max_bytes // row) // 256 * 256 or max(1, self.max_bytes // row)
+        fit = max(1, self.max_bytes // row)
+        per = fit // 256 * 256 or fit               # whole 256-row groups where they fit
         return [(r, min(n, r + per)) for r in range(0, n, per)]
 
     def linear_pieces(self, name: str) -> tuple[Any, ...]:
