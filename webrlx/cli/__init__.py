@@ -9,6 +9,9 @@ dawn        `python -m webrlx dawn`: python, pytest or bench in Pyodide over Daw
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class InputError(ValueError):
     """What the user gave a command is wrong (the message names the argument): `python -m
@@ -27,3 +30,15 @@ def input_error(e: BaseException) -> bool:
              "OnnxFormatError", "OnnxImportError", "OnnxDtypeError", "ChatTemplateError"}
     return any(c.__name__ in names and c.__module__.startswith("webrlx.")
                for c in type(e).__mro__)
+
+
+@contextlib.contextmanager
+def naming(argument: str) -> Iterator[None]:
+    """Raise an input error (input_error) of the block again as an InputError that starts with
+    `argument` (e.g. "--model FILE"), so that the one line names what the user gave."""
+    try:
+        yield
+    except Exception as e:
+        if input_error(e):
+            raise InputError(f"{argument}: {e}") from e
+        raise

@@ -32,26 +32,16 @@ def _load(args: argparse.Namespace, out: TextIO) -> Any:
         lm = smollm2.load(None, device=args.device, capacity=args.capacity or 2048,
                           progress=progress)
     else:
-        lm = load_named(args.model, device=args.device, max_context=args.capacity,
-                        progress=progress)
+        from ..models import llm
+        from . import naming
+        with naming(f"--model {args.model}"):
+            lm = llm.load(args.model, device=args.device, max_context=args.capacity,
+                          progress=progress)
     print(f"webrlx: {lm.name} ({lm.config.arch}) on {lm.device.info.name} "
           f"({lm.device.info.backend}), loaded in "
           f"{time.perf_counter() - t0:.1f} s; the first reply also compiles the kernels",
           file=out)
     return lm
-
-
-def load_named(model: str, **options: Any) -> Any:
-    """llm.load(model), its errors about the file (missing, not GGUF, an architecture or
-    tensor type webrlx does not run) naming --model."""
-    from ..models import llm
-    from . import InputError, input_error
-    try:
-        return llm.load(model, **options)
-    except Exception as e:
-        if input_error(e):
-            raise InputError(f"--model {model}: {e}") from e
-        raise
 
 
 def _sampling(args: argparse.Namespace) -> dict[str, Any]:

@@ -32,12 +32,8 @@ def main_serve_llm(argv: list[str]) -> int:
     embedding = None if args.embedding_model == "none" else args.embedding_model
     app = create_app(model, embedding, args.max_queue, args.max_context,
                      args.max_sequences)
-    try:
+    from . import naming
+    with naming(f"--model {model}"):     # the file's errors: one line, status 2
         app.state.server.load()
-    except Exception as e:               # the file's errors name --model (one line, status 2)
-        from . import InputError, input_error
-        if input_error(e):
-            raise InputError(f"--model {model}: {e}") from e
-        raise
     uvicorn.run(app, host=args.host, port=args.port)
     return 0
