@@ -115,3 +115,23 @@ def rss_mb() -> float | None:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def check_last_logits(lm: Any, cases: list[dict], logits: np.ndarray, n: int) -> None:
+    """The first n reference cases (a transformers fixture: ids, last logits): lm's last
+    logits within 1e-3 of max |logit| of transformers'."""
+    for case, want in list(zip(cases, logits))[:n]:
+        lm.generate_ids(case["ids"], 1)
+        got = lm.last_logits.numpy().reshape(-1)
+        err = np.abs(got - want).max()
+        assert err <= 1e-3 * np.abs(want).max(), (case["name"], err, np.abs(want).max())
+
+
+def check_greedy(lm: Any, cases: list[dict], n: int, steps: int) -> None:
+    """The first n reference cases: lm's first `steps` greedy tokens equal transformers'
+    (to EOS where transformers produced it: generation stops there)."""
+    for case in cases[:n]:
+        want = case["greedy"][:steps]
+        if lm.eos_id in want:
+            want = want[:want.index(lm.eos_id) + 1]
+        assert lm.generate_ids(case["ids"], steps) == want, case["name"]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import check_greedy, check_last_logits
 
 from webrlx.models import llm
 from webrlx.models.assets import gemma3_gguf
@@ -61,19 +62,8 @@ def test_prompt_ids_equal_transformers(lm, reference):
 
 def test_last_logits_match_transformers(lm, reference, backend):
     cases, logits = reference
-    n, _ = budget(backend)
-    for case, want in list(zip(cases, logits))[:n]:
-        lm.generate_ids(case["ids"], 1)
-        got = lm.last_logits.numpy().reshape(-1)
-        err = np.abs(got - want).max()
-        assert err <= 1e-3 * np.abs(want).max(), (case["name"], err, np.abs(want).max())
+    check_last_logits(lm, cases, logits, budget(backend)[0])
 
 
 def test_greedy_tokens_match_transformers(lm, reference, backend):
-    cases, _ = reference
-    n, steps = budget(backend)
-    for case in cases[:n]:
-        want = case["greedy"][:steps]
-        if lm.eos_id in want:                          # generation stops at EOS
-            want = want[:want.index(lm.eos_id) + 1]
-        assert lm.generate_ids(case["ids"], steps) == want, case["name"]
+    check_greedy(lm, reference[0], *budget(backend))
