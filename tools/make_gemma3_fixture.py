@@ -12,21 +12,17 @@ floats each: the npz stays small). Regenerate with
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from webrlx.models.assets import gemma3_gguf  # noqa: E402
 
-GREEDY = 32
 LOGIT_CASES = 2
 sys.path.insert(0, str(ROOT / "tools"))
-from make_smollm2_fixture import LONG  # noqa: E402
+from make_smollm2_fixture import LONG, write_reference  # noqa: E402  (its GREEDY: 32)
 
 # (the file is the base model: it has no chat template)
 PROMPTS = {
@@ -38,35 +34,7 @@ PROMPTS = {
 
 
 def main() -> None:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    path = gemma3_gguf()
-    tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
-                                                 dtype=torch.float32).eval()
-    prompts = dict(PROMPTS)
-    out = {"model": path.name, "greedy_steps": GREEDY, "cases": []}
-    logits_all = []
-    for name, text in prompts.items():
-        ids = tok(text)["input_ids"]
-        tokens = []
-        with torch.no_grad():
-            res = model(torch.tensor([ids]), use_cache=True)
-            if len(logits_all) < LOGIT_CASES:
-                logits_all.append(res.logits[0, -1].numpy().astype(np.float32))
-            past = res.past_key_values
-            nxt = int(res.logits[0, -1].argmax())
-            for _ in range(GREEDY):
-                tokens.append(nxt)
-                res = model(torch.tensor([[nxt]]), past_key_values=past, use_cache=True)
-                past = res.past_key_values
-                nxt = int(res.logits[0, -1].argmax())
-        out["cases"].append({"name": name, "prompt": text, "ids": ids, "greedy": tokens})
-        print(f"{name}: {len(ids)} prompt tokens -> {tok.decode(tokens)!r}", file=sys.stderr)
-    fixtures = ROOT / "tests" / "fixtures"
-    (fixtures / "gemma3_270m_reference.json").write_text(json.dumps(out, indent=1,
-                                                                    ensure_ascii=False) + "\n")
-    np.savez_compressed(fixtures / "gemma3_270m_reference.npz", logits=np.stack(logits_all))
+    write_reference(gemma3_gguf(), PROMPTS, "gemma3_270m_reference", logit_cases=LOGIT_CASES)
 
 
 if __name__ == "__main__":

@@ -42,24 +42,29 @@ PROMPTS = {
 CHAT = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
 
 
-def main() -> None:
+def write_reference(path: Path, prompts: dict[str, str | None], stem: str,
+                    chat: list[dict[str, str]] | None = None,
+                    logit_cases: int | None = None) -> None:
+    """Run the GGUF at path in transformers (f32) on each prompt and write
+    tests/fixtures/<stem>.{json,npz}: ids and GREEDY greedy tokens a prompt, the last logits
+    of the first logit_cases (None: all). A prompt of None is chat's rendering by the file's
+    template."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    path = smollm2_gguf()
     tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
-                                                 torch_dtype=torch.float32).eval()
-    prompts = dict(PROMPTS)
-    prompts["chat"] = tok.apply_chat_template(CHAT, tokenize=False, add_generation_prompt=True)
+                                                 dtype=torch.float32).eval()
     out = {"model": path.name, "greedy_steps": GREEDY, "cases": []}
     logits_all = []
     for name, text in prompts.items():
+        if text is None:
+            text = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
         ids = tok(text)["input_ids"]
-        seq = torch.tensor([ids])
         tokens = []
         with torch.no_grad():
-            res = model(seq, use_cache=True)
-            logits_all.append(res.logits[0, -1].numpy().astype(np.float32))
+            res = model(torch.tensor([ids]), use_cache=True)
+            if logit_cases is None or len(logits_all) < logit_cases:
+                logits_all.append(res.logits[0, -1].numpy().astype(np.float32))
             past = res.past_key_values
             nxt = int(res.logits[0, -1].argmax())
             for _ in range(GREEDY):
@@ -70,9 +75,12 @@ def main() -> None:
         out["cases"].append({"name": name, "prompt": text, "ids": ids, "greedy": tokens})
         print(f"{name}: {len(ids)} prompt tokens -> {tok.decode(tokens)!r}", file=sys.stderr)
     fixtures = ROOT / "tests" / "fixtures"
-    (fixtures / "smollm2_reference.json").write_text(json.dumps(out, indent=1,
-                                                                 ensure_ascii=False) + "\n")
-    np.savez_compressed(fixtures / "smollm2_reference.npz", logits=np.stack(logits_all))
+    (fixtures / f"{stem}.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    np.savez_compressed(fixtures / f"{stem}.npz", logits=np.stack(logits_all))
+
+
+def main() -> None:
+    write_reference(smollm2_gguf(), PROMPTS, "smollm2_reference", chat=CHAT)
 
 
 if __name__ == "__main__":
