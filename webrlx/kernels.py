@@ -316,6 +316,7 @@ def from_source(name: str, source: str, trusted: bool = False) -> Kernel:
 
 @functools.lru_cache(maxsize=256)
 def _from_source(name: str, source: str, trusted: bool, read_only: bool) -> Kernel:
+    # read_only (READ_ONLY_BINDINGS) is only part of the cache key: the A/B switch may flip
     if not trusted and not source.startswith(RUNTIME_CHECKS_MARK):
         source = RUNTIME_CHECKS_MARK + source
     if trusted:
