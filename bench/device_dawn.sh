@@ -39,6 +39,10 @@
 #           (each run a fresh autotune cache) and under Dawn (prefill and decode), then the
 #           SmolLM2-shaped Q4_1 file natively; bench/probes/llm_1b_profile_probe.py
 #           --read-only on|off (setup carrying .big/llvk.so.xz)
+#   panels  the A/B of the subgroup-matrix kernels' 16-row panel tiles (new wheel) against
+#           the flat tiles (.ab/old): test_smat, 1B prefill, f16 matmul probe; $OUT/panels.tgz
+#   wallab  the Dawn prefill wall A/B (read-only on/off, device first or none) and Dawn
+#           decode with read-only on/off, outputs in $OUT/wallab.tgz
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -201,6 +205,61 @@ print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" > $OUT/prefill
   for f in native dawn dawn-nosmat llamacpp; do echo "== $f"; python3 -c "import json, sys; \
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(d.get('prefill', d))" \
       $OUT/prefill-1b-$f.json || tail -5 $OUT/prefill-1b-$f.err; done
+  ;;
+panels)
+  # the A/B of the 16-row panel tiles of the subgroup-matrix kernels (compiler/smat.slots:
+  # subgroup-matrix loads at constant offsets, which Tint's robustness leaves unchecked)
+  # against the flat tiles before them: the new wheel from setup (.dawn/wheels), the old one
+  # carried in .ab/old; test_smat under Dawn with the new wheel, then the 1B-shaped Q4_K_M
+  # file's 512-token prefill and the f16 matmul probe at 4096^3, old and new alternating;
+  # every output in $OUT/panels.tgz
+  mkdir -p $D/wheels_old $OUT/p && cp .ab/old/webrlx-*.whl $D/wheels_old/ && \
+    cp $D/wheels/pytest-* $D/wheels/pluggy-* $D/wheels/iniconfig-* $D/wheels_old/
+  old() { (cd $S && python3 -m webrlx dawn --node $D/node --dawn $D/dawn.node \
+    --pyodide $D/pyodide --wheels $D/wheels_old "$@"); }
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  dawn -- pytest tests/backend/test_smat.py -q > $OUT/p/smat-tests.txt 2>&1
+  tail -3 $OUT/p/smat-tests.txt
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    --shape 1b --type Q4_K_M 2>/dev/null | tail -1)
+  P="bench/probes/llm_1b_profile_probe.py --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf --top 4 --sizes="
+  for r in 1 2; do
+    dawn $T -- python $P >> $OUT/p/prefill-new.json 2>> $OUT/p/err.txt
+    old $T -- python $P >> $OUT/p/prefill-old.json 2>> $OUT/p/err.txt
+  done
+  dawn $T -- python bench/probes/smat_probe.py --n 4096 --sgid builtin > $OUT/p/smat-new.json \
+    2>> $OUT/p/err.txt
+  old $T -- python bench/probes/smat_probe.py --n 4096 --sgid builtin > $OUT/p/smat-old.json \
+    2>> $OUT/p/err.txt
+  (cd $OUT && tar czf panels.tgz p)
+  ;;
+wallab)
+  # the Dawn prefill wall A/B (qsmat printed 52.8 ms wall with 32.8 GPU ms, against 34.7 wall
+  # at 29e5009): read-only bindings on/off, the device first or none; then Dawn decode with
+  # read-only on/off; every output in one tar ($OUT returns few files)
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    --shape 1b --type Q4_K_M 2>/dev/null | tail -1)
+  M=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
+  P="bench/probes/llm_1b_profile_probe.py --model $M --top 6 --prefill 512 --sizes="
+  mkdir -p $OUT/w
+  for c in "on first" "off first" "on none" "on first"; do
+    set -- $c
+    dawn $T -- python $P --read-only $1 --device $2 >> $OUT/w/dawn-prefill.json 2>> $OUT/w/dawn.err
+  done
+  for ro in on off; do
+    dawn $T -- python $P --read-only $ro --decode 128 >> $OUT/w/dawn-decode.json \
+      2>> $OUT/w/dawn.err
+  done
+  (cd $S && python3 $P --read-only on >> $OUT/w/native-prefill.json 2>> $OUT/w/native.err)
+  # Tint's robustness off (diagnosis only: Chrome keeps it on): how much of flash attention's
+  # 6.2 ms under Dawn (2.4 natively) is index clamping
+  dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia,disable_robustness \
+    --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b \
+    -- python $P >> $OUT/w/dawn-prefill-no-robustness.json 2>> $OUT/w/dawn.err
+  (cd $OUT && tar czf wallab.tgz w && rm -rf w)
   ;;
 readonly)
   T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia --mount /tmp/llm_1b"

@@ -72,6 +72,9 @@ def main() -> None:
                     "shape's name (matmul_smat_...): that shape for every matmul")
     ap.add_argument("--decode", type=int, default=0)
     ap.add_argument("--read-only", default="on", choices=("on", "off"))
+    ap.add_argument("--device", default="first", choices=("first", "none"),
+                    help="none: llm.load(device=None), as before 6420ee7 (the A/B of a Dawn "
+                    "prefill wall that grew from 34.7 to 52.8 ms with the same GPU ms)")
     a = ap.parse_args()
     kernels.READ_ONLY_BINDINGS = a.read_only == "on"
     if a.smat != "on":
@@ -79,10 +82,11 @@ def main() -> None:
     context = a.prefill + 64
     # the device first: in Pyodide (the Dawn runner) a load without one at hand cuts weights
     # at WebGPU's default 128 MiB binding (llm.param_bytes_limit), not at the adapter's
-    lm = llm.load(a.model, device=auto.device(), max_context=context)
+    lm = llm.load(a.model, device=auto.device() if a.device == "first" else None,
+                  max_context=context)
     out: dict[str, Any] = {"model": Path(a.model).name, "adapter": str(lm.device.info.name),
                            "smat": a.smat, "smat_available": smat.available(lm.device.info),
-                           "read_only": a.read_only}
+                           "read_only": a.read_only, "device_first": a.device}
     ids = [int(t) for t in np.random.default_rng(0).integers(0, 256, a.prefill)]
     walls = []
     for _ in range(4):                      # the first compiles

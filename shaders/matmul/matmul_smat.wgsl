@@ -25,6 +25,11 @@
 // (a subgroup-matrix load needs array<f16>, so wider stores cannot be used). 16 subgroups (512
 // threads) leave a thread no load at BK 16. Tried: BK 16 / 32, four subgroup layouts, row
 // padding 8 halves (conflict-free 16-byte rows).
+// Robustness (Tint's, on in Chrome) checks each subgroup-matrix load whose offset is not a
+// constant, with a branch; As in 16-row panels (constant offsets into a panel) took the H200's
+// 4096^3 under Dawn from 1.49 to 1.33 ms at 128x256 k16 (92 -> 103 TFLOP/s) and from 1.90 to
+// 1.59 ms at 128x128 s2x4 (bench/device_dawn.sh panels, 2026-11-27). Bs stays flat: its panels
+// along n need 24-half rows, over 48 KB at 128x128 k32.
 // The SGID slot declares `@builtin(subgroup_id) sg` where Tint has it; else SGID_LET computes
 // sg from the thread index (subgroups of 32 consecutive threads).
 // The ACC_DECL, MMA and STORES slots are written out by the lowering (smat_slots).
@@ -56,24 +61,31 @@ const BN: u32 = SGN * TN * 16u;
 const THREADS: u32 = SGM * SGN * 32u;
 const SA: u32 = BK + 8u;            // As row stride, halves
 const SB: u32 = BN + 8u;            // Bs row stride, halves
-const TILE_A: u32 = BM * SA;
+const PA: u32 = 16u * SA;           // halves of a 16-row panel of As
 const TILE_B: u32 = BK * SB;
 const QA: u32 = BK / 8u;            // vec4<u32> loads per tile row of A
 const QB: u32 = BN / 8u;            // ... of B
 const LA: u32 = BM * QA / THREADS;  // loads a thread a step
 const LB: u32 = BK * QB / THREADS;
-var<workgroup> As: array<f16, 2u * TILE_A>;       // [buffer][m][k]
-var<workgroup> Bs: array<f16, 2u * TILE_B>;       // [buffer][k][n]
-var<workgroup> St: array<f32, SGM * SGN * 256u>;  // [subgroup][16][16] epilogue staging
+// As in 16-row panels (compiler/smat.slots: a subgroup-matrix load at a constant offset into
+// a panel needs no bounds check under Tint's robustness, Chrome's default); Bs flat, so its
+// loads keep a dynamic offset (its panels along n would need 24-half rows: over 48 KB at
+// 128x128 k32)
+var<workgroup> As: array<array<f16, PA>, 2u * BM / 16u>;  // [buffer][m / 16][m % 16][k]
+var<workgroup> Bs: array<f16, 2u * TILE_B>;              // [buffer][k][n]
+var<workgroup> St: array<array<f32, 256>, SGM * SGN>;     // [subgroup][16][16] epilogue
 
-// 8 halves (one vec4<u32> load) into a tile at half offset `at`
-fn put_a(at: u32, v: vec4<u32>) {
+// 8 halves (one vec4<u32> load) into row `row` of A's buffer `buf`, from k `k8`; into B's
+// tiles at half offset `at`
+fn put_a(buf: u32, row: u32, k8: u32, v: vec4<u32>) {
     let h0 = bitcast<vec2<f16>>(v.x);
     let h1 = bitcast<vec2<f16>>(v.y);
     let h2 = bitcast<vec2<f16>>(v.z);
     let h3 = bitcast<vec2<f16>>(v.w);
-    As[at] = h0.x; As[at + 1u] = h0.y; As[at + 2u] = h1.x; As[at + 3u] = h1.y;
-    As[at + 4u] = h2.x; As[at + 5u] = h2.y; As[at + 6u] = h3.x; As[at + 7u] = h3.y;
+    let t = &As[buf * (BM / 16u) + row / 16u];
+    let at = (row % 16u) * SA + k8;
+    (*t)[at] = h0.x; (*t)[at + 1u] = h0.y; (*t)[at + 2u] = h1.x; (*t)[at + 3u] = h1.y;
+    (*t)[at + 4u] = h2.x; (*t)[at + 5u] = h2.y; (*t)[at + 6u] = h3.x; (*t)[at + 7u] = h3.y;
 }
 
 fn put_b(at: u32, v: vec4<u32>) {
@@ -129,7 +141,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
-        put_a((i / QA) * SA + (i % QA) * 8u, ra[l]);
+        put_a(0u, i / QA, (i % QA) * 8u, ra[l]);
     }
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
@@ -139,7 +151,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 {{ACC_DECL}}
     for (var k0 = 0u; k0 < p.K; k0 += BK) {
         let odd = (k0 / BK) & 1u;
-        let ca = odd * TILE_A + sm * TM * 16u * SA;
+        let pa = odd * (BM / 16u) + sm * TM;          // this subgroup's first A panel
         let cb = odd * TILE_B + sn * TN * 16u;
         let kn = k0 + BK;
         if (COPY) {
@@ -159,12 +171,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         }
 {{MMA}}
-        let na = (1u - odd) * TILE_A;
         let nb = (1u - odd) * TILE_B;
         if (COPY) {
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
-            put_a(na + (i / QA) * SA + (i % QA) * 8u, ra[l]);
+            put_a(1u - odd, i / QA, (i % QA) * 8u, ra[l]);
         }
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
@@ -176,6 +187,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let lane = tid % 32u;
     let er = lane / 2u;
     let ec = (lane % 2u) * 8u;
-    let st = sg * 256u;
 {{STORES}}
 }

@@ -32,6 +32,11 @@
 // 22.1-23.5 on the same file. Tried and dropped (forced on every call): 64x64 with 64 k a
 // step 44.5, 128x64 41.6, 64x128 44.6. Dawn's per-pass timestamps overlap for independent
 // calls (no barrier between them), so only walls compare shapes.
+// Robustness (Tint's, on in Chrome): the same prefill with it off ran 22.2 ms, against 33.6 with
+// it on (2026-11-27): a subgroup-matrix load whose offset is not a constant gets a bounds
+// check and a branch. The tiles are 16-row panels so that every load is at a constant offset
+// into a panel (compiler/smat.slots): 33.5 -> 28.9 ms wall, this kernel's GPU time 21.7 ->
+// 17.1 ms at 128x128 (bench/device_dawn.sh panels, H200, old and new in one session).
 // Limits: see matmul_smat.wgsl (tile copies through 2-byte workgroup stores, the products'
 // f16 array loads); here also each weight is dequantized once per BM rows of x, by load_unit
 // (a Q4_K unit: 5 words, its scales decoded per unit).
@@ -67,13 +72,15 @@ const THREADS: u32 = SGM * SGN * 32u;
 const UK: u32 = BK / 8u;            // units a step
 const SA: u32 = BK + 8u;            // As row stride, halves (rows padded by 16 bytes)
 const SB: u32 = BK + 8u;            // Bs row stride, halves (rows along k, as As)
-const TILE_A: u32 = BM * SA;
-const TILE_B: u32 = BN * SB;
+const PA: u32 = 16u * SA;           // halves of a 16-row panel of As
+const PB: u32 = 16u * SB;           // ... of Bs
 const LA: u32 = BM * UK / THREADS;  // (row, unit) pairs of x a thread a step
 const LB: u32 = BN * UK / THREADS;  // (weight row, unit) pairs a thread a step
-var<workgroup> As: array<f16, 2u * TILE_A>;       // [buffer][m][k]
-var<workgroup> Bs: array<f16, 2u * TILE_B>;       // [buffer][n][k]: loaded column-major
-var<workgroup> St: array<f32, SGM * SGN * 256u>;  // [subgroup][16][16] epilogue staging
+// 16-row panels (compiler/smat.slots: a subgroup-matrix load at a constant offset into a
+// panel needs no bounds check under Tint's robustness, Chrome's default)
+var<workgroup> As: array<array<f16, PA>, 2u * BM / 16u>;  // [buffer][m / 16][m % 16][k]
+var<workgroup> Bs: array<array<f16, PB>, 2u * BN / 16u>;  // [buffer][n / 16][n % 16][k]
+var<workgroup> St: array<array<f32, 256>, SGM * SGN>;     // [subgroup][16][16] epilogue
 
 fn halves(a: vec4<f32>, b: vec4<f32>) -> vec4<u32> {
     return vec4<u32>(pack2x16float(a.xy), pack2x16float(a.zw), pack2x16float(b.xy),
@@ -140,23 +147,28 @@ fn load_b(n: u32, u: u32) -> vec4<u32> {
     return select(vec4<u32>(0u), r, n < p.N);
 }
 
-// 8 halves into a tile row (consecutive) at half offset `at`: As [m][k], Bs [n][k]
-fn put_a(at: u32, v: vec4<u32>) {
+// 8 halves into a tile row (consecutive): row `row` of buffer `buf`, from k `k8`
+// (As [m][k], Bs [n][k])
+fn put_a(buf: u32, row: u32, k8: u32, v: vec4<u32>) {
     let h0 = bitcast<vec2<f16>>(v.x);
     let h1 = bitcast<vec2<f16>>(v.y);
     let h2 = bitcast<vec2<f16>>(v.z);
     let h3 = bitcast<vec2<f16>>(v.w);
-    As[at] = h0.x; As[at + 1u] = h0.y; As[at + 2u] = h1.x; As[at + 3u] = h1.y;
-    As[at + 4u] = h2.x; As[at + 5u] = h2.y; As[at + 6u] = h3.x; As[at + 7u] = h3.y;
+    let t = &As[buf * (BM / 16u) + row / 16u];
+    let at = (row % 16u) * SA + k8;
+    (*t)[at] = h0.x; (*t)[at + 1u] = h0.y; (*t)[at + 2u] = h1.x; (*t)[at + 3u] = h1.y;
+    (*t)[at + 4u] = h2.x; (*t)[at + 5u] = h2.y; (*t)[at + 6u] = h3.x; (*t)[at + 7u] = h3.y;
 }
 
-fn put_b(at: u32, v: vec4<u32>) {
+fn put_b(buf: u32, row: u32, k8: u32, v: vec4<u32>) {
     let h0 = bitcast<vec2<f16>>(v.x);
     let h1 = bitcast<vec2<f16>>(v.y);
     let h2 = bitcast<vec2<f16>>(v.z);
     let h3 = bitcast<vec2<f16>>(v.w);
-    Bs[at] = h0.x; Bs[at + 1u] = h0.y; Bs[at + 2u] = h1.x; Bs[at + 3u] = h1.y;
-    Bs[at + 4u] = h2.x; Bs[at + 5u] = h2.y; Bs[at + 6u] = h3.x; Bs[at + 7u] = h3.y;
+    let t = &Bs[buf * (BN / 16u) + row / 16u];
+    let at = (row % 16u) * SB + k8;
+    (*t)[at] = h0.x; (*t)[at + 1u] = h0.y; (*t)[at + 2u] = h1.x; (*t)[at + 3u] = h1.y;
+    (*t)[at + 4u] = h2.x; (*t)[at + 5u] = h2.y; (*t)[at + 6u] = h3.x; (*t)[at + 7u] = h3.y;
 }
 
 fn store(batch: u32, row: u32, c4: u32, a: vec4<f32>) {
@@ -191,18 +203,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
-        put_a((i / UK) * SA + (i % UK) * 8u, ra[l]);
+        put_a(0u, i / UK, (i % UK) * 8u, ra[l]);
     }
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
-        put_b((i / UK) * SB + (i % UK) * 8u, rb[l]);
+        put_b(0u, i / UK, (i % UK) * 8u, rb[l]);
     }
     workgroupBarrier();
 {{ACC_DECL}}
     for (var k0 = 0u; k0 < p.K; k0 += BK) {
         let odd = (k0 / BK) & 1u;
-        let ca = odd * TILE_A + sm * TM * 16u * SA;
-        let cb = odd * TILE_B + sn * TN * 16u * SB;
+        let pa = odd * (BM / 16u) + sm * TM;          // this subgroup's first panels
+        let pb = odd * (BN / 16u) + sn * TN;
         // the next step's units (the last step loads its own again: never read)
         let un = min(k0 + BK, p.K - BK) / 8u;
         for (var l = 0u; l < LA; l++) {
@@ -214,21 +226,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             rb[l] = load_b(col0 + i / UK, un + i % UK);
         }
 {{MMA}}
-        let na = (1u - odd) * TILE_A;
-        let nb = (1u - odd) * TILE_B;
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
-            put_a(na + (i / UK) * SA + (i % UK) * 8u, ra[l]);
+            put_a(1u - odd, i / UK, (i % UK) * 8u, ra[l]);
         }
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
-            put_b(nb + (i / UK) * SB + (i % UK) * 8u, rb[l]);
+            put_b(1u - odd, i / UK, (i % UK) * 8u, rb[l]);
         }
         workgroupBarrier();
     }
     let lane = tid % 32u;
     let er = lane / 2u;
     let ec = (lane % 2u) * 8u;
-    let st = sg * 256u;
 {{STORES}}
 }

@@ -109,18 +109,24 @@ def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, produc
     """matmul_smat's slots for one shape: the subgroup index, the accumulators, one step's
     loads and multiply-accumulates (its BK / 16 k tiles written out), and the epilogue.
     copy=False / products=False leave out the tile copies / the products of the K loop (wrong
-    results: probes time the two halves apart). b_by_n: the B tile is held [n][k] (rows of SB
-    halves along k, cb its subgroup's first row) and loaded column-major, as
-    quant/qmatmul_smat.wgsl keeps it."""
+    results: probes time the two halves apart). b_by_n: the B tile is held [n][k] in 16-row
+    panels as the A tile (pb its subgroup's first panel) and loaded column-major, as
+    quant/qmatmul_smat.wgsl keeps it; else [k][n] flat (cb its subgroup's first column).
+
+    Robustness (Tint, in Chrome): a subgroupMatrixLoad / Store whose offset, stride and array
+    length are not all constants is wrapped in a bounds check and a branch. So the tiles are
+    arrays of 16-row panels: each load takes `&As[pa + i]` (one clamped index) at a constant
+    offset and stride, and the epilogue stores into its subgroup's own `St[sg]` at offset 0.
+    Only the flat [k][n] B tile of matmul_smat.wgsl keeps a dynamic offset."""
     tiles = [(i, j) for i in range(shape.tm) for j in range(shape.tn)]
     acc = "\n".join(f"    var acc{i}_{j}: subgroup_matrix_result<f32, 16, 16>;" for i, j in tiles)
     mma = []
     for kk in range(shape.bk // 16 if products else 0):
         mma.append("        {")
         mma += [f"            let a{i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>("
-                f"&As, ca + {16 * i}u * SA + {16 * kk}u, false, SA);" for i in range(shape.tm)]
+                f"&As[pa + {i}u], {16 * kk}u, false, SA);" for i in range(shape.tm)]
         mma += [f"            let b{j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>("
-                + (f"&Bs, cb + {16 * j}u * SB + {16 * kk}u, true, SB);" if b_by_n else
+                + (f"&Bs[pb + {j}u], {16 * kk}u, true, SB);" if b_by_n else
                    f"&Bs, cb + {16 * kk}u * SB + {16 * j}u, false, SB);")
                 for j in range(shape.tn)]
         mma += [f"            acc{i}_{j} = subgroupMatrixMultiplyAccumulate(a{i}, b{j}, "
@@ -129,15 +135,16 @@ def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, produc
     stores = []
     for i, j in tiles:
         stores += [
-            f"    subgroupMatrixStore(&St, st, acc{i}_{j}, false, 16u);",
+            f"    subgroupMatrixStore(&St[sg], 0u, acc{i}_{j}, false, 16u);",
             "    workgroupBarrier();",
             "    {",
             f"        let r = row0 + (sm * TM + {i}u) * 16u + er;",
             f"        let c4 = (col0 + (sn * TN + {j}u) * 16u + ec) / 4u;",
-            "        let s = st + er * 16u + ec;",
-            "        store(wid.z, r, c4, vec4<f32>(St[s], St[s + 1u], St[s + 2u], St[s + 3u]));",
-            "        store(wid.z, r, c4 + 1u, vec4<f32>(St[s + 4u], St[s + 5u], St[s + 6u], "
-            "St[s + 7u]));",
+            "        let s = er * 16u + ec;",
+            "        store(wid.z, r, c4, vec4<f32>(St[sg][s], St[sg][s + 1u], St[sg][s + 2u], "
+            "St[sg][s + 3u]));",
+            "        store(wid.z, r, c4 + 1u, vec4<f32>(St[sg][s + 4u], St[sg][s + 5u], "
+            "St[sg][s + 6u], St[sg][s + 7u]));",
             "    }",
             "    workgroupBarrier();"]
     return {"SGM": str(shape.sgm), "SGN": str(shape.sgn), "TM": str(shape.tm),
