@@ -39,6 +39,8 @@
 #           (each run a fresh autotune cache) and under Dawn (prefill and decode), then the
 #           SmolLM2-shaped Q4_1 file natively; bench/probes/llm_1b_profile_probe.py
 #           --read-only on|off (setup carrying .big/llvk.so.xz)
+#   attn    the A/B of two-level workgroup arrays in the flash attention kernels (new wheel)
+#           against flat ones (.ab/old): tests, 1B prefill, attention probe; $OUT/attn.tgz
 #   panels  the A/B of the subgroup-matrix kernels' 16-row panel tiles (new wheel) against
 #           the flat tiles (.ab/old): test_smat, 1B prefill, f16 matmul probe; $OUT/panels.tgz
 #   wallab  the Dawn prefill wall A/B (read-only on/off, device first or none) and Dawn
@@ -205,6 +207,37 @@ print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" > $OUT/prefill
   for f in native dawn dawn-nosmat llamacpp; do echo "== $f"; python3 -c "import json, sys; \
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(d.get('prefill', d))" \
       $OUT/prefill-1b-$f.json || tail -5 $OUT/prefill-1b-$f.err; done
+  ;;
+attn)
+  # the A/B of two-level workgroup arrays in the flash attention kernels (decoder/attn_flash,
+  # attention/attention_flash: row clamps that leave the unrolled loops under Tint's
+  # robustness) against the flat ones: new wheel from setup, old in .ab/old; the attention
+  # tests under Dawn (new), the 1B-shaped prefill (Dawn new / old alternating, native new) and
+  # attention_paths_probe's flash path (Dawn new / old, native); outputs in $OUT/attn.tgz
+  mkdir -p $D/wheels_old $OUT/a && cp .ab/old/webrlx-*.whl $D/wheels_old/ && \
+    cp $D/wheels/pytest-* $D/wheels/pluggy-* $D/wheels/iniconfig-* $D/wheels_old/
+  old() { (cd $S && python3 -m webrlx dawn --node $D/node --dawn $D/dawn.node \
+    --pyodide $D/pyodide --wheels $D/wheels_old "$@"); }
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  dawn -- pytest tests/backend/test_decoder_ops.py tests/backend/test_attention_window.py \
+    tests/backend/test_nn.py -q -k "attention or flash or cached" > $OUT/a/tests.txt 2>&1
+  tail -2 $OUT/a/tests.txt
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    --shape 1b --type Q4_K_M 2>/dev/null | tail -1)
+  P="bench/probes/llm_1b_profile_probe.py --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf --top 4 --sizes="
+  dawn $T -- python $P > /dev/null 2>&1      # (the first Dawn run of a machine is slow)
+  old $T -- python $P > /dev/null 2>&1
+  for r in 1 2; do
+    dawn $T -- python $P >> $OUT/a/prefill-new.json 2>> $OUT/a/err.txt
+    old $T -- python $P >> $OUT/a/prefill-old.json 2>> $OUT/a/err.txt
+  done
+  (cd $S && python3 $P >> $OUT/a/prefill-native.json 2>> $OUT/a/err.txt)
+  A="bench/probes/attention_paths_probe.py --shapes 32x12x128x64,1x12x512x64,1x12x2048x64 --paths flash"
+  dawn $T -- python $A > $OUT/a/flash-new.json 2>> $OUT/a/err.txt
+  old $T -- python $A > $OUT/a/flash-old.json 2>> $OUT/a/err.txt
+  (cd $S && python3 $A > $OUT/a/flash-native.json 2>> $OUT/a/err.txt)
+  (cd $OUT && tar czf attn.tgz a)
   ;;
 panels)
   # the A/B of the 16-row panel tiles of the subgroup-matrix kernels (compiler/smat.slots:

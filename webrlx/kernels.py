@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from . import dtype as dt
+from .wgsl_unroll import unroll
 
 _SLOT = re.compile(r"\{\{([A-Z0-9_]+)\}\}")
 _BINDING = re.compile(r"@binding\((\d+)\)\s*var(?:<([^>]*)>)?\s+(\w+)\s*:")
@@ -184,7 +185,7 @@ def render(name: str, **slots: str) -> str:
     code = _COMMENT.sub("", text)             # comments may mention f16 freely
     if re.search(r"\bf16\b", code) and "enable f16;" not in code:
         text = "enable f16;\n" + text
-    return read_only_storage(text)
+    return read_only_storage(unroll(text))
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,9 @@
 //   key chunks (SPLITS) where query tiles are few: 1x12x1024x64 0.172 -> 0.145 with 2;
 //     at 1x12x2048x64 (384 tiles) 2 chunks cost 0.496 -> 0.546
 // The rule of which shapes take it (lower_attention.attention_path) holds the comparison.
+// Loops that index the private arrays (s, o, kr, vr) or vectors by their variable are marked
+// `// @unroll` (webrlx/wgsl_unroll.py): under Tint's robustness such an index is clamped, and
+// the driver then keeps the whole array in local memory, the hot loops' constant indices too.
 // bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
 // 4 out (or the chunks' partials), 5 params. grid: (ceil(Lq / 64) x SPLITS, H, B).
 {{ATTENTION_IO}}
@@ -46,9 +49,15 @@ const NL: u32 = (D * 16u + NT - 1u) / NT;  // vec4s of K (and of V) a thread loa
 // [DQ + 1] vec4 (f32), which attention/flash_combine merges.
 override SPLITS: u32 = 1u;
 const NEG: f32 = -3.4028234663852886e38;
-var<workgroup> Qs: array<vec4<f32>, D * 16u>;  // [D][row quad]: rows 4 rq .. 4 rq + 3, scaled
-var<workgroup> KP: array<vec4<f32>, 1024>;     // K tile [D][key quad], then P [key][row quad]
-var<workgroup> Vs: array<vec4<f32>, D * 16u>;  // V tile [key][column quad]
+// Two-level arrays, not flat ones, for Tint's robustness (on in Chrome), which clamps every
+// index into workgroup memory: indexed [row][column], the products' loops (unrolled) index
+// rows by constants and columns by the thread's quad, so no clamp is left inside them
+// (decoder/attn_flash.wgsl measured what flat indices cost under Dawn)
+var<workgroup> Qs: array<array<vec4<f32>, 16>, D>;    // [d][row quad]: rows 4 rq .. 4 rq + 3,
+                                                      // scaled
+var<workgroup> KP: array<array<vec4<f32>, 16>, 64>;   // K tile [d][key quad], then P
+                                                      // [key][row quad]
+var<workgroup> Vs: array<array<vec4<f32>, DQ>, 64>;   // V tile [key][column quad]
 {{ROW_TILES}}
 
 // K tile quad e: key j and dim quad c, KW quads of one key side by side (a 32 B sector), then
@@ -78,11 +87,11 @@ fn put_kv(e: u32, kq: vec4<f32>, vq: vec4<f32>) {
     let jc = k_pos(e);
     let j = jc.x;
     let c = jc.y * 4u;
-    KP[c * 16u + j / 4u][j % 4u] = kq.x;
-    KP[(c + 1u) * 16u + j / 4u][j % 4u] = kq.y;
-    KP[(c + 2u) * 16u + j / 4u][j % 4u] = kq.z;
-    KP[(c + 3u) * 16u + j / 4u][j % 4u] = kq.w;
-    Vs[e] = vq;
+    KP[c][j / 4u][j % 4u] = kq.x;
+    KP[c + 1u][j / 4u][j % 4u] = kq.y;
+    KP[c + 2u][j / 4u][j % 4u] = kq.z;
+    KP[c + 3u][j / 4u][j % 4u] = kq.w;
+    Vs[e / DQ][e % DQ] = vq;
 }
 
 @compute @workgroup_size(16, 16)
@@ -103,7 +112,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
         let c = e / BQ;
         var x = vec4<f32>(0.0);
         if (r0 + row < p.Lq) { x = vec4<f32>(q[(qb + (r0 + row) * p.q_i) / 4u + c]) * p.scale; }
-        for (var z = 0u; z < 4u; z++) { Qs[(4u * c + z) * 16u + row / 4u][row % 4u] = x[z]; }
+        // @unroll
+        for (var z = 0u; z < 4u; z++) { Qs[4u * c + z][row / 4u][row % 4u] = x[z]; }
     }
     // causal: the workgroup needs the keys its last row sees; SPLITS: those of its chunk
     let chunk = ((p.Lk + SPLITS - 1u) / SPLITS + BKV - 1u) / BKV * BKV;
@@ -111,6 +121,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
     let kv_end = min(key_end(min(r0 + BQ, p.Lq) - 1u), k_lo + chunk);
     var kr: array<vec4<f32>, NL>;
     var vr: array<vec4<f32>, NL>;
+    // @unroll
     for (var u = 0u; u < NL; u++) {
         put_kv(lid + NT * u, k_quad(kb, k_lo, lid + NT * u), v_quad(vb, k_lo, lid + NT * u));
     }
@@ -123,6 +134,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
     for (var t0 = k_lo; t0 < kv_end; t0 += BKV) {
         let more = t0 + BKV < kv_end;
         if (more) {                         // the next tile, into registers
+            // @unroll
             for (var u = 0u; u < NL; u++) {
                 kr[u] = k_quad(kb, t0 + BKV, lid + NT * u);
                 vr[u] = v_quad(vb, t0 + BKV, lid + NT * u);
@@ -133,8 +145,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
         var s = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0),
                                     vec4<f32>(0.0));
         for (var d = 0u; d < D; d++) {
-            let qv = Qs[d * 16u + ty];
-            let kv = KP[d * 16u + tx];
+            let qv = Qs[d][ty];
+            let kv = KP[d][tx];
             s[0] += qv.x * kv;
             s[1] += qv.y * kv;
             s[2] += qv.z * kv;
@@ -142,13 +154,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
         }
         // keys this thread's columns stand for: in range and not masked (causal: per row)
         var keep = vec4<bool>(false);
+        // @unroll
         for (var c = 0u; c < 4u; c++) {
             let key = t0 + tx * 4u + c;
             keep[c] = key < p.Lk && (!HAS_MASK || mask[b * p.Lk + min(key, p.Lk - 1u)] != 0);
         }
         var mx = vec4<f32>(NEG);
+        // @unroll
         for (var r = 0u; r < 4u; r++) {
             let end = key_end(r0 + ty * 4u + r);
+            // @unroll
             for (var c = 0u; c < 4u; c++) {
                 let ok = keep[c] && t0 + tx * 4u + c < end;
                 s[r][c] = select(NEG, s[r][c], ok);
@@ -160,6 +175,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
         let corr = exp(m - m_new);
         m = m_new;
         l *= corr;
+        // @unroll
         for (var r = 0u; r < 4u; r++) {
             o[r] *= corr[r];
             let pr = select(vec4<f32>(0.0), exp(s[r] - m_new[r]), s[r] > vec4<f32>(NEG));
@@ -168,14 +184,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
         }
         // P [key][row quad ^ (key / 4)]: the swizzle spreads a warp's 16 keys tx*4 + c over
         // the banks (2-way, not 16-way, conflicts)
+        // @unroll
         for (var c = 0u; c < 4u; c++) {
-            KP[(tx * 4u + c) * 16u + (ty ^ tx)] = vec4<f32>(s[0][c], s[1][c], s[2][c], s[3][c]);
+            KP[tx * 4u + c][ty ^ tx] = vec4<f32>(s[0][c], s[1][c], s[2][c], s[3][c]);
         }
         workgroupBarrier();
         for (var jj = 0u; jj < KPS; jj++) {
             let j = ks * KPS + jj;
-            let pv = KP[j * 16u + (ty ^ (j / 4u))];
-            let vv = Vs[j * DQ + dq];
+            let pv = KP[j][ty ^ (j / 4u)];
+            let vv = Vs[j][dq];
             o[0] += pv.x * vv;
             o[1] += pv.y * vv;
             o[2] += pv.z * vv;
@@ -183,6 +200,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
         }
         workgroupBarrier();
         if (more) {
+            // @unroll
             for (var u = 0u; u < NL; u++) { put_kv(lid + NT * u, kr[u], vr[u]); }
             workgroupBarrier();
         }
@@ -191,22 +209,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
     // the key splits' partial rows: splits 1.. hand theirs over through KP, split 0 adds
     if (KS > 1u) {
         if (ks > 0u) {
-            for (var r = 0u; r < 4u; r++) { KP[((ks - 1u) * BQ + ty * 4u + r) * DQ + dq] = o[r]; }
+            // @unroll
+            for (var r = 0u; r < 4u; r++) {
+                let e = ((ks - 1u) * BQ + ty * 4u + r) * DQ + dq;
+                KP[e / 16u][e % 16u] = o[r];
+            }
         }
         workgroupBarrier();
         if (ks == 0u) {
             for (var w = 1u; w < KS; w++) {
+                // @unroll
                 for (var r = 0u; r < 4u; r++) {
-                    o[r] += KP[((w - 1u) * BQ + ty * 4u + r) * DQ + dq];
+                    let e = ((w - 1u) * BQ + ty * 4u + r) * DQ + dq;
+                    o[r] += KP[e / 16u][e % 16u];
                 }
             }
         }
     }
     if (ks != 0u) { return; }
+    // @unroll
     for (var r = 0u; r < 4u; r++) {
         let i = r0 + ty * 4u + r;
-        if (i >= p.Lq) { continue; }
-        if (SPLITS > 1u) {                  // the partial row and its (max, sum)
+        if (i >= p.Lq) {                    // (no `continue`: the loop is written out)
+        } else if (SPLITS > 1u) {           // the partial row and its (max, sum)
             let at = (sp * nwg.z * nwg.y * p.Lq + (b * nwg.y + h) * p.Lq + i) * (DQ + 1u);
             out[at + dq] = vec4<{{T}}>(o[r]);
             if (dq == 0u) { out[at + DQ] = vec4<{{T}}>(m[r], lt[r], 0.0, 0.0); }

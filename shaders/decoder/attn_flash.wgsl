@@ -42,6 +42,10 @@
 // D 128 alone take 33.8 KB for 32 items x 32 keys (54 KB with V and P), past 32 KB (lavapipe,
 // most browsers) even at 16 keys, and 256 would need 8-key tiles (a 2 x 1 register tile).
 // Next to try where 48 KB are allowed (H100): Q staged whole once (37.8 KB at D 128).
+// The loops that index acc or s0 / s1 by their variable are marked `// @unroll`
+// (webrlx/wgsl_unroll.py; the chunk loops run over 4 chunks, those past nch doing nothing):
+// under Tint's robustness a non-constant index is clamped, and the driver then keeps the whole
+// array in local memory.
 // bindings: 0 q (B, S, H, D), 1 kc, 2 vc (B, Hkv, T, D), 3 pos (i32, [1]),
 // 4 dst: out (B, S, H, D) when direct, else partials [B, Hkv, nsplit, S*G, D4 + 1] vec4
 // (acc..., (m, l, 0, 0)), 5 params. grid: (nsplit, item tiles * Hkv, B).
@@ -55,10 +59,16 @@ const BK: u32 = 32u;                            // keys per tile
 const RS: u32 = 17u;                            // row stride of Qs / Ks, vec4
 const PS: u32 = 33u;                            // row stride of P, floats
 const NEG: f32 = -3.4028234663852886e38;
-var<workgroup> Qs: array<vec4<f32>, 544>;       // [item][RS], pre-scaled (a chunk)
-var<workgroup> Ks: array<vec4<f32>, 544>;       // [key][RS] (a chunk)
-var<workgroup> Vs: array<vec4<f32>, 512>;       // [key][16] (a chunk): quarter qd reads 4 c + qd
-var<workgroup> P: array<f32, 1056>;             // [item][PS]: scores of the tile
+// Two-level arrays, not flat ones, for Tint's robustness (on in Chrome): it clamps every index
+// into workgroup memory. Indexed [row][column], the row's clamp (the thread's item or key) is
+// the same on every pass of the inner loops, which are unrolled, so the clamps leave them
+// (flat, `Ks[(tk + 8) * RS + d4]` took a clamp a load: the kernel ran 6.2 ms of the 1B-shaped
+// prefill under Dawn, 2.5 with robustness off, 2.4 natively).
+var<workgroup> Qs: array<array<vec4<f32>, RS>, BI>;  // [item][d4], pre-scaled (a chunk)
+var<workgroup> Ks: array<array<vec4<f32>, RS>, BK>;  // [key][d4] (a chunk)
+var<workgroup> Vs: array<array<vec4<f32>, 16>, BK>;  // [key][d4] (a chunk): quarter qd reads
+                                                     // 4 c + qd
+var<workgroup> P: array<array<f32, PS>, BI>;         // [item][key]: scores of the tile
 var<workgroup> wpos: i32;
 
 // Qs <- head-dim columns d0 .. d0 + w of items i0 .. i0 + BI, pre-scaled (zero past the last)
@@ -72,7 +82,7 @@ fn stage_q(t: u32, b: u32, hk: u32, i0: u32, d0: u32, w: u32) {
             let h = item_head(hk, i);
             v = q[((b * p.S + i / p.G) * p.H + h) * DV4 + d0 + e % w] * p.scale;
         }
-        Qs[ii * RS + e % w] = v;
+        Qs[ii][e % w] = v;
     }
 }
 
@@ -130,43 +140,46 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     kk = kc[kbase + (t0 + j) * DV4 + d0 + d4];
                     if (!wide) { vv = vc[kbase + (t0 + j) * DV4 + d4]; }
                 }
-                Ks[j * RS + d4] = kk;
-                if (!wide) { Vs[j * 16u + d4] = vv; }
+                Ks[j][d4] = kk;
+                if (!wide) { Vs[j][d4] = vv; }
             }
             workgroupBarrier();
             for (var d4 = 0u; d4 < w; d4++) {
-                let q0 = Qs[(2u * ti) * RS + d4];
-                let q1 = Qs[(2u * ti + 1u) * RS + d4];
-                let kx = Ks[tk * RS + d4];
-                let ky = Ks[(tk + 8u) * RS + d4];
-                let kz = Ks[(tk + 16u) * RS + d4];
-                let kw = Ks[(tk + 24u) * RS + d4];
+                let q0 = Qs[2u * ti][d4];
+                let q1 = Qs[2u * ti + 1u][d4];
+                let kx = Ks[tk][d4];
+                let ky = Ks[tk + 8u][d4];
+                let kz = Ks[tk + 16u][d4];
+                let kw = Ks[tk + 24u][d4];
                 s0 += vec4<f32>(dot(q0, kx), dot(q0, ky), dot(q0, kz), dot(q0, kw));
                 s1 += vec4<f32>(dot(q1, kx), dot(q1, ky), dot(q1, kz), dot(q1, kw));
             }
             if (wide) { workgroupBarrier(); }   // (Qs / Ks are restaged next chunk)
         }
+        // @unroll
         for (var cc = 0u; cc < 4u; cc++) {
             let j = tk + 8u * cc;
-            P[(2u * ti) * PS + j] = select(NEG, capped(s0[cc]), t0 + j < end0 &&
-                                           t0 + j >= start0);
-            P[(2u * ti + 1u) * PS + j] = select(NEG, capped(s1[cc]), t0 + j < end1 &&
-                                               t0 + j >= start1);
+            P[2u * ti][j] = select(NEG, capped(s0[cc]), t0 + j < end0 && t0 + j >= start0);
+            P[2u * ti + 1u][j] = select(NEG, capped(s1[cc]), t0 + j < end1 &&
+                                        t0 + j >= start1);
         }
         workgroupBarrier();
         // online softmax of row ui over the tile, and acc += p V, a V chunk at a time
         var mt = NEG;
-        for (var j = 0u; j < BK; j++) { mt = max(mt, P[ui * PS + j]); }
+        for (var j = 0u; j < BK; j++) { mt = max(mt, P[ui][j]); }
         let live = mt > NEG;                    // some key of this tile is the item's
         let mn = max(m, mt);
         if (live) {
             let corr = exp(m - mn);             // 0 on the first tile (m = NEG)
             l *= corr;
-            for (var x = 0u; x < 4u * nch; x++) { acc[x] *= corr; }
+            // @unroll
+            for (var x = 0u; x < 16u; x++) { if (x < 4u * nch) { acc[x] *= corr; } }
             m = mn;
         }
-        for (var d0 = 0u; d0 < DV4; d0 += CW) {
-            let ch = d0 / CW;
+        // @unroll
+        for (var ch = 0u; ch < 4u; ch++) {     // (nch = ceil(DV4 / 16) <= 4: DV4 <= 64)
+            if (ch < nch) {
+            let d0 = ch * CW;
             if (wide) {
                 let w = min(CW, DV4 - d0);
                 workgroupBarrier();             // (readers of the last chunk are done)
@@ -174,20 +187,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     let j = e / w;
                     var vv = vec4<f32>(0.0);
                     if (j < n) { vv = vc[kbase + (t0 + j) * DV4 + d0 + e % w]; }
-                    Vs[j * 16u + e % w] = vv;
+                    Vs[j][e % w] = vv;
                 }
                 workgroupBarrier();
             }
             if (live) {
                 for (var j = 0u; j < BK; j++) {
-                    let pj = exp(P[ui * PS + j] - mn);  // 0 where masked (NEG - mn)
+                    let pj = exp(P[ui][j] - mn);  // 0 where masked (NEG - mn)
                     if (ch == 0u) { l += pj; }
-                    let vb = j * 16u + qd;
-                    acc[4u * ch] += pj * Vs[vb];
-                    acc[4u * ch + 1u] += pj * Vs[vb + 4u];
-                    acc[4u * ch + 2u] += pj * Vs[vb + 8u];
-                    acc[4u * ch + 3u] += pj * Vs[vb + 12u];
+                    acc[4u * ch] += pj * Vs[j][qd];
+                    acc[4u * ch + 1u] += pj * Vs[j][qd + 4u];
+                    acc[4u * ch + 2u] += pj * Vs[j][qd + 8u];
+                    acc[4u * ch + 3u] += pj * Vs[j][qd + 12u];
                 }
+            }
             }
         }
         workgroupBarrier();                     // (the tiles and P are rewritten next)
@@ -199,9 +212,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let inv = select(1.0 / l, 0.0, l == 0.0);
     let ob = ((b * p.S + s) * p.H + h) * DV4;
     let row = (((b * p.Hkv + hk) * p.nsplit + c) * RI + i) * (DV4 + 1u);
-    for (var x = 0u; x < 4u * nch; x++) {
+    // @unroll
+    for (var x = 0u; x < 16u; x++) {
         let d4 = (x / 4u) * CW + 4u * (x % 4u) + qd;
-        if (4u * (x % 4u) + qd < CW && d4 < DV4) {
+        if (x < 4u * nch && 4u * (x % 4u) + qd < CW && d4 < DV4) {
             if (p.direct != 0u) { dst[ob + d4] = acc[x] * inv; } else { dst[row + d4] = acc[x]; }
         }
     }
