@@ -1,5 +1,5 @@
 """wgsl_unroll: `// @unroll` loops written out with the loop variable a const per block."""
-from webrlx.kernels import render, raw_shader
+from webrlx.kernels import raw_shader, render
 from webrlx.wgsl_unroll import unroll
 
 SRC = """const NT: u32 = 256u;
