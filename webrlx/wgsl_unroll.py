@@ -107,7 +107,7 @@ def unroll(source: str, known: dict[str, int] | None = None) -> str:
         if lo is None or hi is None or hi - lo > MAX_PASSES or \
                 re.search(r"\b(break|continue)\b", re.sub(r"//[^\n]*", "", body)):
             continue
-        indent = re.match(r"[ \t]*", source[m.end():]).group(0)
+        indent = source[m.end():f.start(1)].split("for")[0]
         ty = "u" if re.search(r"\d+u\b|^\s*[A-Za-z_]", f.group(2)) else "i"
         inner = unroll(body, known)     # marked loops inside
         blocks = [f"{indent}{{ const {f.group(1)} = {k}{ty};{inner}}}\n" for k in range(lo, hi)]

@@ -144,6 +144,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
         // body's vars once, so a bare `var` there keeps the last iteration's value)
         var s = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0),
                                     vec4<f32>(0.0));
+        // @unroll
         for (var d = 0u; d < D; d++) {
             let qv = Qs[d][ty];
             let kv = KP[d][tx];
@@ -189,6 +190,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
             KP[tx * 4u + c][ty ^ tx] = vec4<f32>(s[0][c], s[1][c], s[2][c], s[3][c]);
         }
         workgroupBarrier();
+        // @unroll
         for (var jj = 0u; jj < KPS; jj++) {
             let j = ks * KPS + jj;
             let pv = KP[j][ty ^ (j / 4u)];
