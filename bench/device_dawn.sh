@@ -57,6 +57,14 @@ export VK_DRIVER_FILES=$ICD PYTHONPATH="$HOME/site:$S" HF_HUB_OFFLINE=1
 export WEBRLX_MINILM_DIR=$D/models/minilm WEBRLX_SMOLLM2_DIR=$D/models/smollm2
 dawn() { (cd $S && python3 -m webrlx dawn --node $D/node --dawn $D/dawn.node \
   --pyodide $D/pyodide --wheels $D/wheels "$@"); }
+# the A/B stages (attn, panels): the old wheel (.ab/old) beside the new one from setup, and
+# `old`, the Dawn runner with it
+old_wheel() {
+  mkdir -p $D/wheels_old && cp .ab/old/webrlx-*.whl $D/wheels_old/ && \
+    cp $D/wheels/pytest-* $D/wheels/pluggy-* $D/wheels/iniconfig-* $D/wheels_old/
+}
+old() { (cd $S && python3 -m webrlx dawn --node $D/node --dawn $D/dawn.node \
+  --pyodide $D/pyodide --wheels $D/wheels_old "$@"); }
 case "$1" in
 setup)
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -214,10 +222,7 @@ attn)
   # robustness) against the flat ones: new wheel from setup, old in .ab/old; the attention
   # tests under Dawn (new), the 1B-shaped prefill (Dawn new / old alternating, native new) and
   # attention_paths_probe's flash path (Dawn new / old, native); outputs in $OUT/attn.tgz
-  mkdir -p $D/wheels_old $OUT/a && cp .ab/old/webrlx-*.whl $D/wheels_old/ && \
-    cp $D/wheels/pytest-* $D/wheels/pluggy-* $D/wheels/iniconfig-* $D/wheels_old/
-  old() { (cd $S && python3 -m webrlx dawn --node $D/node --dawn $D/dawn.node \
-    --pyodide $D/pyodide --wheels $D/wheels_old "$@"); }
+  old_wheel; mkdir -p $OUT/a
   T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
      --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
   dawn -- pytest tests/backend/test_decoder_ops.py tests/backend/test_attention_window.py \
@@ -246,10 +251,7 @@ panels)
   # carried in .ab/old; test_smat under Dawn with the new wheel, then the 1B-shaped Q4_K_M
   # file's 512-token prefill and the f16 matmul probe at 4096^3, old and new alternating;
   # every output in $OUT/panels.tgz
-  mkdir -p $D/wheels_old $OUT/p && cp .ab/old/webrlx-*.whl $D/wheels_old/ && \
-    cp $D/wheels/pytest-* $D/wheels/pluggy-* $D/wheels/iniconfig-* $D/wheels_old/
-  old() { (cd $S && python3 -m webrlx dawn --node $D/node --dawn $D/dawn.node \
-    --pyodide $D/pyodide --wheels $D/wheels_old "$@"); }
+  old_wheel; mkdir -p $OUT/p
   T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
      --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
   dawn -- pytest tests/backend/test_smat.py -q > $OUT/p/smat-tests.txt 2>&1
