@@ -45,6 +45,12 @@
 #           the flat tiles (.ab/old): test_smat, 1B prefill, f16 matmul probe; $OUT/panels.tgz
 #   wallab  the Dawn prefill wall A/B (read-only on/off, device first or none) and Dawn
 #           decode with read-only on/off, outputs in $OUT/wallab.tgz
+#   flashdiag where attention_flash's time goes under Dawn (5.9x native at 1x12x2048x64):
+#           attention_paths_probe's flash path on shapes that vary the workgroups and the key
+#           tiles apart, under Dawn with Tint's robustness on and off (diagnosis only), with
+#           the row reductions over subgroups and over workgroup memory, and natively; then
+#           the 1B-shaped file's Engine steps at 1 and 8 sequences natively, kernel by kernel;
+#           outputs in $OUT/flashdiag.tgz
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -316,6 +322,30 @@ readonly)
  [(e['sequences'], e['step_wall_ms'], e['gpu_ms']) for e in d['engine']]) \
  for d in map(json.loads, open(sys.argv[1]).read().split(chr(10))[:-1])]" $f; done
   tail -3 $OUT/ro-*.err
+  ;;
+flashdiag)
+  mkdir -p $OUT/f
+  F=enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+  Q="--dawn-flag disable-dawn-features=timestamp_quantization"
+  A="bench/probes/attention_paths_probe.py --paths flash --shapes ${SHAPES:-1x12x2048x64,4x12x512x64,1x12x1024x64,2x12x1024x64,1x12x2048x32,1x12x512x64}"
+  dawn --dawn-flag $F $Q -- python -c "import webrlx" > /dev/null 2>&1   # (first run: slow)
+  dawn --dawn-flag $F $Q -- python $A > $OUT/f/dawn.json 2>> $OUT/f/err.txt
+  dawn --dawn-flag $F,disable_robustness $Q -- python $A > $OUT/f/dawn-norobust.json 2>> $OUT/f/err.txt
+  dawn --dawn-flag $F $Q -- python $A --flash-subgroups off > $OUT/f/dawn-nosg.json 2>> $OUT/f/err.txt
+  dawn --dawn-flag $F $Q -- python $A --no-mask > $OUT/f/dawn-nomask.json 2>> $OUT/f/err.txt
+  (cd $S && python3 $A > $OUT/f/native.json 2>> $OUT/f/err.txt)
+  (cd $S && python3 $A --flash-subgroups off > $OUT/f/native-nosg.json 2>> $OUT/f/err.txt)
+  for f in $OUT/f/*.json; do python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
+print(sys.argv[1].split('/')[-1], {s: c['flash'].get('gpu_ms', c['flash'].get('error')) \
+for s, c in d['cases'].items()})" $f; done
+  if [ -n "${ENGINE:-}" ]; then
+    (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+      --shape 1b --type Q4_K_M 2>/dev/null | tail -1)
+    (cd $S && python3 bench/probes/llm_1b_profile_probe.py --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf \
+      --top 12 --prefill 64 --sizes=1,8 > $OUT/f/engine-native.json 2>> $OUT/f/err.txt)
+  fi
+  tail -3 $OUT/f/err.txt
+  (cd $OUT && tar czf flashdiag.tgz f && rm -rf f)
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)

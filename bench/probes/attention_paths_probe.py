@@ -6,7 +6,7 @@ dispatch (timestamp queries), beside torch SDPA in the same run where CUDA is pr
 JSON.
     python bench/probes/attention_paths_probe.py [--shapes 32x12x128x64,1x12x2048x64]
         [--paths matmul,rows,row,flash] [--prefer ,matmul_vec4_64,matmul_vec4_db] [--no-mask]
-        [--split ,1,2,4] [--flash ,1,2]"""
+        [--split ,1,2,4] [--flash ,1,2] [--flash-subgroups on|off]"""
 from __future__ import annotations
 
 import argparse
@@ -46,9 +46,14 @@ def main() -> None:
                    "matmul path (lower_matmul.SPLIT_K_BATCHED; '' its rule), e.g. ,1,2,4")
     p.add_argument("--flash", default="", help="key chunks of the flash kernel, e.g. ,1,2,4 "
                    "(lower_attention.FLASH_SPLITS; '' its rule)")
+    p.add_argument("--flash-subgroups", choices=("on", "off"), default="on",
+                   help="the flash kernel's row max and sum over subgroup shuffles (on, where "
+                   "the device's subgroups allow) or workgroup memory (off)")
     a = p.parse_args()
+    lower_attention.FLASH_SUBGROUPS = a.flash_subgroups == "on"
     rng = np.random.default_rng(0)
-    out = {"device": wr.device().info.name, "mask": not a.no_mask, "cases": {}}
+    out = {"device": wr.device().info.name, "mask": not a.no_mask,
+           "flash_subgroups": a.flash_subgroups, "cases": {}}
     for shape in a.shapes.split(","):
         b, h, s, d = (int(v) for v in shape.split("x"))
         arrays = [rng.standard_normal((b, h, s, d)).astype(np.float32) for _ in range(3)]
