@@ -51,6 +51,9 @@
 #           the row reductions over subgroups and over workgroup memory, and natively; then
 #           the 1B-shaped file's Engine steps at 1 and 8 sequences natively, kernel by kernel;
 #           outputs in $OUT/flashdiag.tgz
+#   flashvar kernel forms of attention_flash (attention_paths_probe --flash-variant) under
+#           Dawn and natively, and Dawn with the Vulkan memory model off (a diagnosis);
+#           outputs in $OUT/flashvar.tgz
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -346,6 +349,28 @@ for s, c in d['cases'].items()})" $f; done
   fi
   tail -3 $OUT/f/err.txt
   (cd $OUT && tar czf flashdiag.tgz f && rm -rf f)
+  ;;
+flashvar)
+  mkdir -p $OUT/v
+  F=enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+  Q="--dawn-flag disable-dawn-features=timestamp_quantization"
+  A="bench/probes/attention_paths_probe.py --paths flash --shapes ${SHAPES:-1x12x2048x64,4x12x512x64,1x12x512x64,32x12x128x64}"
+  dawn --dawn-flag $F $Q -- python -c "import webrlx" > /dev/null 2>&1   # (first run: slow)
+  for v in base noprefetch roll_d roll_pv roll_d,roll_pv noprefetch,roll_d,roll_pv; do
+    V=$([ $v = base ] || echo "--flash-variant $v")
+    dawn --dawn-flag $F $Q -- python $A $V > $OUT/v/dawn-$v.json 2>> $OUT/v/err.txt
+  done
+  dawn --dawn-flag $F --dawn-flag disable-dawn-features=timestamp_quantization,use_vulkan_memory_model \
+    -- python $A > $OUT/v/dawn-no-vkmm.json 2>> $OUT/v/err.txt
+  for v in base noprefetch roll_d,roll_pv; do
+    V=$([ $v = base ] || echo "--flash-variant $v")
+    (cd $S && python3 $A $V > $OUT/v/native-$v.json 2>> $OUT/v/err.txt)
+  done
+  for f in $OUT/v/*.json; do python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
+print(sys.argv[1].split('/')[-1], {s: c['flash'].get('gpu_ms', c['flash'].get('error')) \
+for s, c in d['cases'].items()})" $f; done
+  grep -v "^[0-9]" $OUT/v/err.txt | tail -3
+  (cd $OUT && tar czf flashvar.tgz v && rm -rf v)
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)

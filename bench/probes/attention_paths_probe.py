@@ -6,7 +6,12 @@ dispatch (timestamp queries), beside torch SDPA in the same run where CUDA is pr
 JSON.
     python bench/probes/attention_paths_probe.py [--shapes 32x12x128x64,1x12x2048x64]
         [--paths matmul,rows,row,flash] [--prefer ,matmul_vec4_64,matmul_vec4_db] [--no-mask]
-        [--split ,1,2,4] [--flash ,1,2] [--flash-subgroups on|off]"""
+        [--split ,1,2,4] [--flash ,1,2] [--flash-subgroups on|off]
+        [--flash-variant noprefetch,roll_d,roll_pv]
+--flash-variant edits attention/attention_flash.wgsl's text before it is rendered (an A/B of
+kernel forms in one process): noprefetch loads the next K/V tile after the tile's last barrier
+(no kr/vr registers); roll_d and roll_pv leave the S = Q K^T (d) or O += P V (jj) loop a
+loop (no `// @unroll`)."""
 from __future__ import annotations
 
 import argparse
@@ -36,6 +41,29 @@ def _reference(q, k, v, m=None):
     return out
 
 
+def _flash_variant(text: str, names: list[str]) -> str:
+    """attention_flash.wgsl's text with the --flash-variant edits applied (each must match)."""
+    def edit(old: str, new: str) -> None:
+        nonlocal text
+        if old not in text:
+            raise SystemExit(f"--flash-variant: {old!r} not in attention_flash.wgsl")
+        text = text.replace(old, new)
+    for name in names:
+        if name == "noprefetch":
+            edit("if (more) {                         // the next tile, into registers\n"
+                 "            // @unroll\n", "if (false) {\n")
+            edit("put_kv(lid + NT * u, kr[u], vr[u]);",
+                 "put_kv(lid + NT * u, k_quad(kb, t0 + BKV, lid + NT * u), "
+                 "v_quad(vb, t0 + BKV, lid + NT * u));")
+        elif name == "roll_d":
+            edit("// @unroll\n        for (var d = 0u;", "for (var d = 0u;")
+        elif name == "roll_pv":
+            edit("// @unroll\n        for (var jj = 0u;", "for (var jj = 0u;")
+        else:
+            raise SystemExit(f"--flash-variant: unknown {name!r}")
+    return text
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", default="32x12x128x64,8x12x128x64,1x12x512x64,1x12x2048x64")
@@ -49,11 +77,19 @@ def main() -> None:
     p.add_argument("--flash-subgroups", choices=("on", "off"), default="on",
                    help="the flash kernel's row max and sum over subgroup shuffles (on, where "
                    "the device's subgroups allow) or workgroup memory (off)")
+    p.add_argument("--flash-variant", default="", help="edits of the flash kernel's text: "
+                   "noprefetch, roll_d, roll_pv (comma-separated)")
     a = p.parse_args()
     lower_attention.FLASH_SUBGROUPS = a.flash_subgroups == "on"
+    if a.flash_variant:
+        from webrlx import kernels
+        plain = kernels.raw_shader
+        edited = _flash_variant(plain("attention/attention_flash"), a.flash_variant.split(","))
+        kernels.raw_shader = lambda name: edited if name == "attention/attention_flash" \
+            else plain(name)  # type: ignore[assignment]
     rng = np.random.default_rng(0)
     out = {"device": wr.device().info.name, "mask": not a.no_mask,
-           "flash_subgroups": a.flash_subgroups, "cases": {}}
+           "flash_subgroups": a.flash_subgroups, "flash_variant": a.flash_variant, "cases": {}}
     for shape in a.shapes.split(","):
         b, h, s, d = (int(v) for v in shape.split("x"))
         arrays = [rng.standard_normal((b, h, s, d)).astype(np.float32) for _ in range(3)]
