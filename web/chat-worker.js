@@ -1,6 +1,6 @@
 // Web Worker behind web/chat.html: boots webrlx (bootWebrlx, as web/worker.js does), then
 // opens GGUF models (a URL or a File): reads the header first (family, parameters, types,
-// context, the limits its largest weight needs), refuses a file the adapter cannot hold or
+// context, the adapter limits its weights need), refuses a file the adapter cannot hold or
 // webrlx cannot run before reading the rest, then downloads with byte progress, loads, warms
 // up and streams replies (chat with the model's template, or plain completion).
 // Python runs here, so the page stays responsive however long a step takes.

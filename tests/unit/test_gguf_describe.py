@@ -1,8 +1,9 @@
 """What web/chat.html reads from a GGUF before loading it: gguf.read_header on a prefix of the
-file, gguf_info.describe (family, parameters, weight types, context, the limits its largest
-weight needs) and gguf_info.over_limits, against the `gguf` package's own reader."""
+file, gguf_info.describe (family, parameters, weight types, context, the adapter limits its
+weights need) and gguf_info.over_limits, against the `gguf` package's own reader."""
 from __future__ import annotations
 
+import struct
 import sys
 from pathlib import Path
 
@@ -16,10 +17,16 @@ FIXTURES = ROOT / "build" / "llm_fixtures"
 
 
 def fixture(name: str) -> Path:
+    """build/llm_fixtures/<family>-<type>.gguf, made on first use as
+    tests/backend/test_llm_families.py makes it (tools/make_llm_fixtures.py, a few seconds)."""
     path = FIXTURES / name
     if not path.exists():
-        pytest.skip(f"{path} is made by tests/backend/test_llm_families.py "
-                    "(python tools/make_llm_fixtures.py)")
+        sys.path.insert(0, str(ROOT / "tools"))
+        import make_llm_fixtures as mk
+        family, qtype = name.removesuffix(".gguf").rsplit("-", 1)
+        FIXTURES.mkdir(parents=True, exist_ok=True)
+        mk.write_gguf(family, *mk.make_model(family, wide=mk.is_wide(qtype.upper())),
+                      qtype.upper(), path)
     return path
 
 
@@ -65,19 +72,72 @@ def test_header_and_description_match_the_gguf_package(name):
            for t in ref.tensors}
     big = max(dev.values())
     assert d["largest"]["bytes"] == big and dev[d["largest"]["name"]] == big
-    assert d["needs"] == {"max-buffer-size": big, "max-storage-buffer-binding-size": big}
+    # the least limits: the vocabulary's blocks are cut into row pieces (one row at the
+    # least), other blocks are bound whole, float tables are bound by windows (a row of
+    # their longer dim) but held in one buffer
+    def least(t) -> tuple[int, int]:
+        if as_blocks(t) and t.name in ("token_embd.weight", "output.weight"):
+            return (int(t.n_bytes) // int(t.shape[1]),) * 2
+        if as_blocks(t) or len(t.shape) < 2:
+            return dev[t.name], dev[t.name]
+        return dev[t.name], max(int(x) for x in t.shape) * 4
+    want = {"max-buffer-size": max(least(t)[0] for t in ref.tensors),
+            "max-storage-buffer-binding-size": max(least(t)[1] for t in ref.tensors)}
+    assert d["needs"] == want, (d["needs"], want)
+    for limit, by in d["needed_by"].items():
+        assert by["bytes"] == want[limit], (limit, by)
 
 
 def test_over_limits_names_the_weight_the_sizes_and_the_adapter():
     d = gguf_info.describe(header(fixture("llama-q8_0.gguf")))
-    need = d["largest"]["bytes"]
-    fits = {"max-buffer-size": need, "max-storage-buffer-binding-size": need}
+    need = d["needs"]["max-storage-buffer-binding-size"]
+    by = d["needed_by"]["max-storage-buffer-binding-size"]
+    fits = dict(d["needs"])
     assert gguf_info.over_limits(d, fits, "SwiftShader") == ""
     small = dict(fits, **{"max-storage-buffer-binding-size": need - 1})
     msg = gguf_info.over_limits(d, small, "SwiftShader")
-    assert d["largest"]["name"] in msg and f"{need:,} bytes" in msg
+    assert by["name"] in msg and f"{need:,} bytes" in msg
     assert f"max-storage-buffer-binding-size {need - 1:,}" in msg and "SwiftShader" in msg
     assert "max-buffer-size" not in msg
+
+
+def grown_header(name: str, tensor: str, rows: int) -> gguf.GGUFFile:
+    """The fixture's header with `tensor`'s row count (GGUF's second dim) set to rows, read
+    as the header of a file long enough for the grown data (nothing is written)."""
+    data = bytearray(fixture(name).read_bytes())
+    key = tensor.encode()
+    at = data.index(struct.pack("<Q", len(key)) + key) + 8 + len(key)
+    n_dims, ne0, ne1 = struct.unpack_from("<IQQ", data, at)
+    assert n_dims == 2, (tensor, n_dims)
+    struct.pack_into("<Q", data, at + 12, rows)
+    return gguf.read_header(bytes(data), len(data) + rows * ne0 * 4)
+
+
+BROWSER_LIMITS = {"max-buffer-size": 256 << 20, "max-storage-buffer-binding-size": 128 << 20}
+
+
+def test_a_vocabulary_over_the_binding_limit_fits_as_row_pieces():
+    # 2^22 rows of Q8_0 (285 MB: over 128 MiB, as Gemma 3's 262144 x 640 Q8_0 is over a
+    # browser's default binding): the loader cuts it, so the page must not refuse it
+    file = grown_header("llama-q8_0.gguf", "token_embd.weight", 1 << 22)
+    d = gguf_info.describe(file)
+    t = file.tensors["token_embd.weight"]
+    assert d["largest"]["name"] == "token_embd.weight" and d["largest"]["bytes"] == t.nbytes
+    assert t.nbytes > BROWSER_LIMITS["max-buffer-size"]
+    assert d["needs"]["max-storage-buffer-binding-size"] < 1 << 20, d["needs"]
+    assert gguf_info.over_limits(d, BROWSER_LIMITS, "Chrome") == ""
+
+
+def test_a_layer_weight_over_the_binding_limit_is_refused():
+    file = grown_header("llama-q8_0.gguf", "blk.0.ffn_up.weight", 1 << 22)
+    d = gguf_info.describe(file)
+    t = file.tensors["blk.0.ffn_up.weight"]
+    assert d["needs"] == {"max-buffer-size": t.nbytes,
+                          "max-storage-buffer-binding-size": t.nbytes}
+    msg = gguf_info.over_limits(d, BROWSER_LIMITS, "Chrome")
+    assert "'blk.0.ffn_up.weight'" in msg and f"{t.nbytes:,} bytes" in msg, msg
+    assert f"max-storage-buffer-binding-size {128 << 20:,}" in msg, msg
+    assert f"max-buffer-size {256 << 20:,}" in msg, msg
 
 
 def test_read_header_of_a_truncated_or_foreign_file(tmp_path):

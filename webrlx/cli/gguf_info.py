@@ -51,41 +51,55 @@ def device_bytes(tensor: Any) -> int:
     return int(tensor.nbytes)
 
 
+LIMITS = ("max-buffer-size", "max-storage-buffer-binding-size")
+
+
 def describe(file: Any) -> dict[str, Any]:
     """What a page shows before loading a GGUF (from its header): name, family, parameters,
-    weight types by bytes, context, whether webrlx runs it, and the limits its largest weight
-    needs (maxBufferSize: each weight is one device buffer; maxStorageBufferBindingSize: a
-    kernel that cannot split a binding binds it whole)."""
+    weight types by bytes, context, whether webrlx runs it, its largest weight, and the
+    limits it needs: for each of maxBufferSize (each param is one device buffer) and
+    maxStorageBufferBindingSize (what one kernel binds at once), the least that every weight
+    fits (llama.least_limits: the loader cuts a big vocabulary's blocks into row pieces and
+    kernels bind windows of float tables), with the weight that needs the most."""
+    from ..models import llama
     sizes: Counter[str] = Counter()
     for t in file.tensors.values():
         sizes[t.type] += t.nbytes
     ok, why = runs(file)
     largest = max(file.tensors.values(), key=device_bytes, default=None)
-    need = device_bytes(largest) if largest is not None else 0
+    needs = {name: 0 for name in LIMITS}
+    need_by: dict[str, Any] = {}
+    for t in file.tensors.values():
+        for name, need in zip(LIMITS, llama.least_limits(t)):
+            if need > needs[name]:
+                needs[name], need_by[name] = need, _weight(t, need)
     return {"name": str(file.get("general.name", "")), "family": file.arch,
             "parameters": sum(t.n_elements for t in file.tensors.values()),
             "types": [kind for kind, _ in sizes.most_common()],
             "context": file.arch_get("context_length"), "runs": ok, "why": why,
-            "largest": None if largest is None else {
-                "name": largest.name, "type": largest.type, "shape": list(largest.shape),
-                "bytes": need},
-            "needs": {"max-buffer-size": need, "max-storage-buffer-binding-size": need}}
+            "largest": None if largest is None else _weight(largest, device_bytes(largest)),
+            "needs": needs, "needed_by": need_by}
+
+
+def _weight(t: Any, nbytes: int) -> dict[str, Any]:
+    return {"name": t.name, "type": t.type, "shape": list(t.shape), "bytes": nbytes}
 
 
 def over_limits(description: dict[str, Any], limits: dict[str, int], adapter: str) -> str:
-    """The message for a file whose largest weight exceeds an adapter's limits ("" if it fits).
+    """The message for a file with a weight over an adapter's limits ("" if it fits).
 
     `limits` are the adapter's (dashed names, as DeviceInfo.limits): the most a device of it
     may be given, so a file over them cannot run there whatever is requested."""
-    over = [f"{name} {limits[name]:,}" for name, need in description["needs"].items()
+    over = [name for name, need in description["needs"].items()
             if name in limits and need > limits[name]]
     if not over:
         return ""
-    big = description["largest"]
-    return (f"this model is too big for this GPU: its largest weight {big['name']!r} "
-            f"({big['type']} {big['shape']}) needs a buffer of {big['bytes']:,} bytes, and "
-            f"{adapter} allows at most {' and '.join(over)} bytes. Pick a smaller model or a "
-            f"smaller quant type (e.g. Q4_K_M instead of F16), or another GPU/browser.")
+    by = description["needed_by"][over[0]]
+    return (f"this model is too big for this GPU: its weight {by['name']!r} "
+            f"({by['type']} {by['shape']}) needs a buffer of {by['bytes']:,} bytes, and "
+            f"{adapter} allows at most "
+            f"{' and '.join(f'{n} {limits[n]:,}' for n in over)} bytes. Pick a smaller model "
+            f"or a smaller quant type (e.g. Q4_K_M instead of F16), or another GPU/browser.")
 
 
 def info(path: str, out: TextIO = sys.stdout) -> int:

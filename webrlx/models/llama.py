@@ -245,6 +245,29 @@ def device_bytes(info: Any) -> int:
     return int(info.nbytes) if block_format(info) else info.n_elements * 4
 
 
+# blocks weights that _Weights.row_pieces cuts into params of at most one binding each
+ROW_PIECE_TENSORS = ("token_embd.weight", "output.weight")
+
+
+def least_limits(info: Any) -> tuple[int, int]:
+    """The smallest (maxBufferSize, maxStorageBufferBindingSize) a device may have and still
+    hold this tensor's param(s), from the header alone:
+    - blocks of ROW_PIECE_TENSORS: one row's bytes both (row_pieces cuts them to the binding);
+    - other blocks: the whole param both (one buffer, bound whole by the quantized kernels);
+    - float32 params: the whole param in one buffer, but only a window of it bound at once
+      (compiler/split.py: rows of a table, K slabs of a matmul weight), one row of its
+      longer dim at the least."""
+    whole = device_bytes(info)
+    if block_format(info) is not None:
+        if info.name in ROW_PIECE_TENSORS:
+            row = whole // max(1, int(info.shape[0]))
+            return row, row
+        return whole, whole
+    if len(info.shape) < 2:
+        return whole, whole
+    return whole, max(int(d) for d in info.shape) * 4
+
+
 def _readable() -> str:
     return ", ".join(dict.fromkeys([*FLOAT_TYPES, *(f.upper() for f in quant.FORMATS)]))
 
