@@ -54,6 +54,12 @@
 #   flashvar kernel forms of attention_flash (attention_paths_probe --flash-variant) under
 #           Dawn and natively, and Dawn with the Vulkan memory model off (a diagnosis);
 #           outputs in $OUT/flashvar.tgz
+#   unrollab the A/B of `// @unroll` in the subgroup-matrix kernels' tile loads and the quantized
+#           GEMVs (new wheel from setup, old in .ab/old): the smat and GEMV-variant tests under
+#           Dawn (new), the 1B-shaped Q4_K_M file's 512-token prefill and 128-token decode
+#           under Dawn old / new alternating, the SmolLM2-shaped Q4_1 file's decode the same
+#           way, and natively (new, old) the 1B prefill, decode and Engine steps at 1 and 8
+#           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -371,6 +377,46 @@ print(sys.argv[1].split('/')[-1], {s: c['flash'].get('gpu_ms', c['flash'].get('e
 for s, c in d['cases'].items()})" $f; done
   grep -v "^[0-9]" $OUT/v/err.txt | tail -3
   (cd $OUT && tar czf flashvar.tgz v && rm -rf v)
+  ;;
+unrollab)
+  old_wheel; mkdir -p $OUT/u
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  for shape in 1b:Q4_K_M smollm2:Q4_1; do
+    IFS=: read sh ty <<< "$shape"
+    (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+      --shape $sh --type $ty 2>/dev/null | tail -1)
+  done
+  dawn -- pytest tests/backend/test_smat.py tests/backend/test_quant.py -q \
+    -k "smat or unroll or wide or WIDE or each_gemv or rope_and_cache" > $OUT/u/tests.txt 2>&1
+  tail -2 $OUT/u/tests.txt
+  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes="
+  B=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
+  M=/tmp/llm_1b/llama-smollm2.Q4_1.gguf
+  dawn $T -- python $P --model $B > /dev/null 2>&1      # (the first Dawn run of a machine is slow)
+  for r in 1 2; do
+    dawn $T -- python $P --model $B --decode 128 >> $OUT/u/dawn-1b-new.json 2>> $OUT/u/err.txt
+    old $T -- python $P --model $B --decode 128 >> $OUT/u/dawn-1b-old.json 2>> $OUT/u/err.txt
+    dawn $T -- python $P --model $M --prefill 128 --decode 256 >> $OUT/u/dawn-smollm2-new.json \
+      2>> $OUT/u/err.txt
+    old $T -- python $P --model $M --prefill 128 --decode 256 >> $OUT/u/dawn-smollm2-old.json \
+      2>> $OUT/u/err.txt
+  done
+  # natively: the old wheel's package beside a copy of the probe (which imports the webrlx
+  # two folders above it)
+  mkdir -p /tmp/oldsnap/bench/probes && (cd /tmp/oldsnap && unzip -qo $D/wheels_old/webrlx-*.whl)
+  cp $S/bench/probes/llm_1b_profile_probe.py /tmp/oldsnap/bench/probes/
+  for v in new old new old; do
+    R=$S; [ $v = old ] && R=/tmp/oldsnap
+    (cd $R && HOME=/tmp/h-$v-$RANDOM python3 $P --model $B --decode 128 --sizes=1,8 \
+      >> $OUT/u/native-1b-$v.json 2>> $OUT/u/err.txt)
+  done
+  for f in $OUT/u/*.json; do echo "== $f"; python3 -c "import json, sys; \
+[print(d['prefill']['wall_ms'], d['prefill']['gpu_ms'], d.get('decode', {}).get('tok_s'), \
+ [(e['sequences'], e['step_wall_ms'], e['gpu_ms']) for e in d.get('engine', [])]) \
+ for d in map(json.loads, open(sys.argv[1]).read().split(chr(10))[:-1])]" $f; done
+  grep -v "^[0-9]" $OUT/u/err.txt | tail -3
+  (cd $OUT && tar czf unrollab.tgz u && rm -rf u)
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)

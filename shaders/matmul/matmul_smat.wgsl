@@ -125,6 +125,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var ra: array<vec4<u32>, LA>;
     var rb: array<vec4<u32>, LB>;
     // the first step's tiles
+    // @unroll
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
         let r = row0 + i / QA;
@@ -132,6 +133,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         ra[l] = vec4<u32>(0u);
         if (r < p.M && kq < K8) { ra[l] = A[a_base + r * K8 + kq]; }
     }
+    // @unroll
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
         let kr = i / QB;
@@ -139,10 +141,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         rb[l] = vec4<u32>(0u);
         if (kr < p.K && cq < N8) { rb[l] = B[b_base + kr * N8 + cq]; }
     }
+    // @unroll
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
         put_a(0u, i / QA, (i % QA) * 8u, ra[l]);
     }
+    // @unroll
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
         put_b((i / QB) * SB + (i % QB) * 8u, rb[l]);
@@ -155,6 +159,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let cb = odd * TILE_B + sn * TN * 16u;
         let kn = k0 + BK;
         if (COPY) {
+        // @unroll
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
             let r = row0 + i / QA;
@@ -162,6 +167,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             ra[l] = vec4<u32>(0u);
             if (r < p.M && kq < K8) { ra[l] = A[a_base + r * K8 + kq]; }
         }
+        // @unroll
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
             let kr = kn + i / QB;
@@ -173,10 +179,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 {{MMA}}
         let nb = (1u - odd) * TILE_B;
         if (COPY) {
+        // @unroll
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
             put_a(1u - odd, i / QA, (i % QA) * 8u, ra[l]);
         }
+        // @unroll
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
             put_b(nb + (i / QB) * SB + (i % QB) * 8u, rb[l]);

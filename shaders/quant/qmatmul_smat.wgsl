@@ -193,18 +193,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var ra: array<vec4<u32>, LA>;
     var rb: array<vec4<u32>, LB>;
     // the first step's tiles
+    // @unroll
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
         ra[l] = load_a(row0 + i / UK, i % UK);
     }
+    // @unroll
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
         rb[l] = load_b(col0 + i / UK, i % UK);
     }
+    // @unroll
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
         put_a(0u, i / UK, (i % UK) * 8u, ra[l]);
     }
+    // @unroll
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
         put_b(0u, i / UK, (i % UK) * 8u, rb[l]);
@@ -217,19 +221,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let pb = odd * (BN / 16u) + sn * TN;
         // the next step's units (the last step loads its own again: never read)
         let un = min(k0 + BK, p.K - BK) / 8u;
+        // @unroll
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
             ra[l] = load_a(row0 + i / UK, un + i % UK);
         }
+        // @unroll
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
             rb[l] = load_b(col0 + i / UK, un + i % UK);
         }
 {{MMA}}
+        // @unroll
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
             put_a(1u - odd, i / UK, (i % UK) * 8u, ra[l]);
         }
+        // @unroll
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
             put_b(1u - odd, i / UK, (i % UK) * 8u, rb[l]);
