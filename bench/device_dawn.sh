@@ -54,8 +54,9 @@
 #   flashvar kernel forms of attention_flash (attention_paths_probe --flash-variant) under
 #           Dawn and natively, and Dawn with the Vulkan memory model off (a diagnosis);
 #           outputs in $OUT/flashvar.tgz
-#   unrollab the A/B of `// @unroll` in the subgroup-matrix kernels' tile loads and the quantized
-#           GEMVs (new wheel from setup, old in .ab/old): the smat and GEMV-variant tests under
+#   unrollab an A/B of kernel changes, new wheel from setup against the old in .ab/old (made
+#           for `// @unroll` in the subgroup-matrix kernels' tile loads and the quantized GEMVs,
+#           2026-11-27: no change, not kept): the smat and GEMV-variant tests under
 #           Dawn (new), the 1B-shaped Q4_K_M file's 512-token prefill and 128-token decode
 #           under Dawn old / new alternating, the SmolLM2-shaped Q4_1 file's decode the same
 #           way, and natively (new, old) the 1B prefill, decode and Engine steps at 1 and 8
@@ -404,17 +405,18 @@ unrollab)
   done
   # natively: the old wheel's package beside a copy of the probe (which imports the webrlx
   # two folders above it)
-  mkdir -p /tmp/oldsnap/bench/probes && (cd /tmp/oldsnap && unzip -qo $D/wheels_old/webrlx-*.whl)
+  mkdir -p /tmp/oldsnap/bench/probes && python3 -c "import glob, sys, zipfile; \
+zipfile.ZipFile(glob.glob(sys.argv[1])[0]).extractall('/tmp/oldsnap')" "$D/wheels_old/webrlx-*.whl"
   cp $S/bench/probes/llm_1b_profile_probe.py /tmp/oldsnap/bench/probes/
   for v in new old new old; do
     R=$S; [ $v = old ] && R=/tmp/oldsnap
-    (cd $R && HOME=/tmp/h-$v-$RANDOM python3 $P --model $B --decode 128 --sizes=1,8 \
-      >> $OUT/u/native-1b-$v.json 2>> $OUT/u/err.txt)
+    (cd $R && PYTHONPATH="$HOME/site:$R" HOME=/tmp/h-$v-$RANDOM python3 $P --model $B \
+      --decode 128 --sizes=1,8 >> $OUT/u/native-1b-$v.json 2>> $OUT/u/err.txt)
   done
   for f in $OUT/u/*.json; do echo "== $f"; python3 -c "import json, sys; \
 [print(d['prefill']['wall_ms'], d['prefill']['gpu_ms'], d.get('decode', {}).get('tok_s'), \
  [(e['sequences'], e['step_wall_ms'], e['gpu_ms']) for e in d.get('engine', [])]) \
- for d in map(json.loads, open(sys.argv[1]).read().split(chr(10))[:-1])]" $f; done
+ for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" $f; done
   grep -v "^[0-9]" $OUT/u/err.txt | tail -3
   (cd $OUT && tar czf unrollab.tgz u && rm -rf u)
   ;;

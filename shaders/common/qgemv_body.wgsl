@@ -49,10 +49,10 @@ var<workgroup> pairv: array<vec4<f32>, 8>;    // each weight row's results (ROPE
 // int8 x (dot4I8Packed, llama.cpp's q8_1) cut a simpler skeleton's 8-row time 3.3x, at 5e-3
 // relative error (bench/probes/qgemv_xtype_probe.py): over the 1e-3 the model tests hold.
 
-// Loops that index Raw, the unit arrays, the accumulator slots or a vec4 by their variable are
-// marked `// @unroll` (webrlx/wgsl_unroll.py; UN's loops run to 4 and skip passes past UN):
-// Tint's robustness (Chrome) clamps such an index, and the driver then keeps the array in
-// local memory (measured on attention's kernels, 2026-11-27).
+// Tried (2026-11-27, H100, bench/device_dawn.sh unrollab): the private-array loops (Raw's
+// words, the unit arrays, UN's loops run to 4 with a guard, the slot epilogues) written out by
+// `// @unroll`, so that Tint's robustness clamps none of their indices: decode under Dawn
+// 415.0 vs 415.5 tok/s (1B-shaped Q4_K_M), natively no change; not kept.
 // A group is fetched (its words, loads only: Raw), then decoded (ALU only). Tried: fetching
 // the next group an iteration ahead (its loads in flight during the current math): no faster
 // on an H100 (bench/probes/qgemv_variants_probe.py).
@@ -68,10 +68,7 @@ fn funnel(r: Raw, at: u32, e: u32, o: u32) -> u32 {
 }
 fn fetch_words(r: ptr<function, Raw>, at: u32, o: u32, count: u32, s: bool) {
     let a = o >> 2u;
-    // @unroll
-    for (var e = 0u; e < 9u; e++) {                   // (count <= 2 UN = 8)
-        if (e <= count) { (*r).w[at + e] = wword(min(a + e, p.nw - 1u), s); }
-    }
+    for (var e = 0u; e <= count; e++) { (*r).w[at + e] = wword(min(a + e, p.nw - 1u), s); }
 }
 
 // the block of weight row n that holds the group of units u0.. (QK / 8 units a block)
@@ -88,12 +85,8 @@ fn fetch_group(n: u32, u0: u32, s: bool) -> Raw {
     var r: Raw;
     if (FMT == 12u) {
         let a = group_block(n, u0) * (QBYTES / 4u);
-        // @unroll
         for (var e = 0u; e < 4u; e++) { r.w[e] = wword(a + e, s); }
-        // @unroll
-        for (var e = 0u; e < 4u; e++) {
-            if (e < UN) { r.w[4u + e] = wword(a + 4u + u0 % 32u + e, s); }
-        }
+        for (var e = 0u; e < UN; e++) { r.w[4u + e] = wword(a + 4u + u0 % 32u + e, s); }
     } else if (FMT == 14u) {
         let o = group_block(n, u0) * QBYTES;
         let w0 = u0 % 32u;
@@ -107,10 +100,7 @@ fn fetch_group(n: u32, u0: u32, s: bool) -> Raw {
     } else if (OWN && !Q8_0) {
         let b = group_block(n, u0);
         r.w[0] = wword(b * 5u, s);
-        // @unroll
-        for (var e = 0u; e < 4u; e++) {
-            if (e < UN) { r.w[1u + e] = wword(b * 5u + 1u + (u0 & 3u) + e, s); }
-        }
+        for (var e = 0u; e < UN; e++) { r.w[1u + e] = wword(b * 5u + 1u + (u0 & 3u) + e, s); }
     } else if (Q8_0) {
         let start = group_block(n, u0) * QBYTES;
         r.w[0] = wword(start >> 2u, s);
@@ -238,18 +228,13 @@ fn group_row(n: u32, u0: u32, r0: u32, valid: u32) -> Dots {
         var dh2 = vec4<f32>(0.0);
         var sl = vec4<f32>(0.0);
         var sx = vec4<f32>(0.0);
-        // @unroll
-        for (var e = 0u; e < 4u; e++) {
-            if (e < UN) {
-                let v = load_x(u0 + e, r0, valid);
-                unit_dots(group_unit(r, n, u0, e, false), v, valid, &dl, &dh);
-                if (SWIGLU) { unit_dots(group_unit(r2, n, u0, e, true), v, valid, &dl2, &dh2); }
-                if (MINS) {
-                    sl += vec4<f32>(dot(v.a0, one), dot(v.a1, one), dot(v.a2, one),
-                                    dot(v.a3, one));
-                    sx += vec4<f32>(dot(v.b0, one), dot(v.b1, one), dot(v.b2, one),
-                                    dot(v.b3, one));
-                }
+        for (var e = 0u; e < UN; e++) {
+            let v = load_x(u0 + e, r0, valid);
+            unit_dots(group_unit(r, n, u0, e, false), v, valid, &dl, &dh);
+            if (SWIGLU) { unit_dots(group_unit(r2, n, u0, e, true), v, valid, &dl2, &dh2); }
+            if (MINS) {
+                sl += vec4<f32>(dot(v.a0, one), dot(v.a1, one), dot(v.a2, one), dot(v.a3, one));
+                sx += vec4<f32>(dot(v.b0, one), dot(v.b1, one), dot(v.b2, one), dot(v.b3, one));
             }
         }
         d.a = apply(group_scales(r, n, u0), dl, dh, sl, sx);
@@ -313,7 +298,6 @@ fn finish(n: u32, tid: u32, r0: u32, valid: u32, s_in: vec4<f32>, s2_in: vec4<f3
             let other = pairv[(tid / TPR) ^ 1u];
             let i = (n % p.hd) / 2u;
             let odd = (n & 1u) == 1u;
-            // @unroll
             for (var j = 0u; j < 4u; j++) {
                 let position = u32(row_pos(r0 + j));
                 let sc = sincos_turn(position * freq[2u * i] + mulhi(position, freq[2u * i + 1u]));
@@ -324,7 +308,6 @@ fn finish(n: u32, tid: u32, r0: u32, valid: u32, s_in: vec4<f32>, s2_in: vec4<f3
     }
     if (t == 0u && n < p.N && valid > 0u) {
         let o = r0 * p.N + n;
-        // @unroll
         for (var i = 0u; i < 4u; i++) {
             if (i < valid) {
                 var e = v[i];
@@ -438,18 +421,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 var qs: array<Unit, 4>;
                 var q2s: array<Unit, 4>;
                 var vs: array<XUnit, 4>;
-                // @unroll
-                for (var e = 0u; e < 4u; e++) {
-                    if (e < UN) {
-                        let ue = min(u + e * TPR, units - 1u);   // (past the end: not summed)
-                        qs[e] = load_unit(n0, ue, false);
-                        if (SWIGLU) { q2s[e] = load_unit(n0, ue, true); }
-                        vs[e] = load_x(ue, r0, valid);
-                    }
+                for (var e = 0u; e < UN; e++) {
+                    let ue = min(u + e * TPR, units - 1u);   // (past the end: not summed)
+                    qs[e] = load_unit(n0, ue, false);
+                    if (SWIGLU) { q2s[e] = load_unit(n0, ue, true); }
+                    vs[e] = load_x(ue, r0, valid);
                 }
-                // @unroll
-                for (var e = 0u; e < 4u; e++) {
-                    if (e < UN && u + e * TPR < units) {
+                for (var e = 0u; e < UN; e++) {
+                    if (u + e * TPR < units) {
                         a0.a += dot_rows(qs[e], vs[e], valid);
                         if (SWIGLU) { a0.b += dot_rows(q2s[e], vs[e], valid); }
                     }
@@ -476,12 +455,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
     let acc = array<Dots, 8>(a0, a1, a2, a3, a4, a5, a6, a7);
-    // @unroll
-    for (var j = 0u; j < 8u; j++) {         // (j < slots(): overrides only, so uniform)
-        if (j < slots()) {
-            let r = slot_r(r0, j);
-            finish(slot_n(n0, j), tid, r, valid_rows(r), acc[j].a, acc[j].b,
-                   select(0u, j, RQ > 1u));
-        }
+    for (var j = 0u; j < slots(); j++) {
+        let r = slot_r(r0, j);
+        finish(slot_n(n0, j), tid, r, valid_rows(r), acc[j].a, acc[j].b, select(0u, j, RQ > 1u));
     }
 }

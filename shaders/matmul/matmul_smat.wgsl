@@ -125,7 +125,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var ra: array<vec4<u32>, LA>;
     var rb: array<vec4<u32>, LB>;
     // the first step's tiles
-    // @unroll
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
         let r = row0 + i / QA;
@@ -133,7 +132,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         ra[l] = vec4<u32>(0u);
         if (r < p.M && kq < K8) { ra[l] = A[a_base + r * K8 + kq]; }
     }
-    // @unroll
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
         let kr = i / QB;
@@ -141,12 +139,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         rb[l] = vec4<u32>(0u);
         if (kr < p.K && cq < N8) { rb[l] = B[b_base + kr * N8 + cq]; }
     }
-    // @unroll
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
         put_a(0u, i / QA, (i % QA) * 8u, ra[l]);
     }
-    // @unroll
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
         put_b((i / QB) * SB + (i % QB) * 8u, rb[l]);
@@ -159,7 +155,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let cb = odd * TILE_B + sn * TN * 16u;
         let kn = k0 + BK;
         if (COPY) {
-        // @unroll
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
             let r = row0 + i / QA;
@@ -167,7 +162,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             ra[l] = vec4<u32>(0u);
             if (r < p.M && kq < K8) { ra[l] = A[a_base + r * K8 + kq]; }
         }
-        // @unroll
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
             let kr = kn + i / QB;
@@ -179,12 +173,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 {{MMA}}
         let nb = (1u - odd) * TILE_B;
         if (COPY) {
-        // @unroll
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
             put_a(1u - odd, i / QA, (i % QA) * 8u, ra[l]);
         }
-        // @unroll
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
             put_b(nb + (i / QB) * SB + (i % QB) * 8u, rb[l]);

@@ -113,30 +113,27 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
     let acc = array<vec4<f32>, 8>(a0, a1, a2, a3, a4, a5, a6, a7);
-    // @unroll
-    for (var j = 0u; j < 8u; j++) {         // (j < slots(): overrides only, so uniform)
-        if (j < slots()) {
-            let n = slot_n(n0, j);
-            let r = slot_r(r0, j);
-            let valid = valid_rows(r);
-            var s = acc[j];
-            if (TPR > 1u) {                     // the TPR partial sums of the row meet
-                workgroupBarrier();             // (the previous slot's sums were read)
-                red[tid] = s;
-                workgroupBarrier();
-                if (t == 0u) {
-                    for (var i = 1u; i < TPR; i++) { s += red[tid + i]; }
-                }
+    for (var j = 0u; j < slots(); j++) {
+        let n = slot_n(n0, j);
+        let r = slot_r(r0, j);
+        let valid = valid_rows(r);
+        var s = acc[j];
+        if (TPR > 1u) {                     // the TPR partial sums of the row meet
+            workgroupBarrier();             // (the previous slot's sums were read)
+            red[tid] = s;
+            workgroupBarrier();
+            if (t == 0u) {
+                for (var i = 1u; i < TPR; i++) { s += red[tid + i]; }
             }
-            if (t == 0u && n < p.N && valid > 0u) {
-                var b = 0.0;
-                if (HAS_BIAS) { b = bias[n]; }
-                let o = r * p.N + n;
-                out[o] = s.x + b;
-                if (valid > 1u) { out[o + p.N] = s.y + b; }
-                if (valid > 2u) { out[o + 2u * p.N] = s.z + b; }
-                if (valid > 3u) { out[o + 3u * p.N] = s.w + b; }
-            }
+        }
+        if (t == 0u && n < p.N && valid > 0u) {
+            var b = 0.0;
+            if (HAS_BIAS) { b = bias[n]; }
+            let o = r * p.N + n;
+            out[o] = s.x + b;
+            if (valid > 1u) { out[o + p.N] = s.y + b; }
+            if (valid > 2u) { out[o + 2u * p.N] = s.z + b; }
+            if (valid > 3u) { out[o + 3u * p.N] = s.w + b; }
         }
     }
 }

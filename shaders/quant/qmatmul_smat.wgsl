@@ -37,6 +37,10 @@
 // check and a branch. The tiles are 16-row panels so that every load is at a constant offset
 // into a panel (compiler/smat.slots): 33.5 -> 28.9 ms wall, this kernel's GPU time 21.7 ->
 // 17.1 ms at 128x128 (bench/device_dawn.sh panels, H200, old and new in one session).
+// Tried: the tile loads' register arrays (ra, rb) written out by `// @unroll` (no clamped
+// index left under robustness): the prefill 24.7 -> 25.0 GPU ms, this kernel 17.0 -> 17.3 (H100
+// under Dawn, bench/device_dawn.sh unrollab, 2026-11-27): not kept; what robustness still
+// costs here (17 against 14.3 with it off) is elsewhere.
 // Limits: see matmul_smat.wgsl (tile copies through 2-byte workgroup stores, the products'
 // f16 array loads); here also each weight is dequantized once per BM rows of x, by load_unit
 // (a Q4_K unit: 5 words, its scales decoded per unit).
@@ -193,22 +197,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var ra: array<vec4<u32>, LA>;
     var rb: array<vec4<u32>, LB>;
     // the first step's tiles
-    // @unroll
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
         ra[l] = load_a(row0 + i / UK, i % UK);
     }
-    // @unroll
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
         rb[l] = load_b(col0 + i / UK, i % UK);
     }
-    // @unroll
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
         put_a(0u, i / UK, (i % UK) * 8u, ra[l]);
     }
-    // @unroll
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
         put_b(0u, i / UK, (i % UK) * 8u, rb[l]);
@@ -221,23 +221,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let pb = odd * (BN / 16u) + sn * TN;
         // the next step's units (the last step loads its own again: never read)
         let un = min(k0 + BK, p.K - BK) / 8u;
-        // @unroll
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
             ra[l] = load_a(row0 + i / UK, un + i % UK);
         }
-        // @unroll
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
             rb[l] = load_b(col0 + i / UK, un + i % UK);
         }
 {{MMA}}
-        // @unroll
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
             put_a(1u - odd, i / UK, (i % UK) * 8u, ra[l]);
         }
-        // @unroll
         for (var l = 0u; l < LB; l++) {
             let i = l * THREADS + tid;
             put_b(1u - odd, i / UK, (i % UK) * 8u, rb[l]);
