@@ -61,6 +61,8 @@
 #           under Dawn old / new alternating, the SmolLM2-shaped Q4_1 file's decode the same
 #           way, and natively (new, old) the 1B prefill, decode and Engine steps at 1 and 8
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
+#   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
+#           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -419,6 +421,20 @@ zipfile.ZipFile(glob.glob(sys.argv[1])[0]).extractall('/tmp/oldsnap')" "$D/wheel
  for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" $f; done
   grep -v "^[0-9]" $OUT/u/err.txt | tail -3
   (cd $OUT && tar czf unrollab.tgz u && rm -rf u)
+  ;;
+flashpath)
+  mkdir -p $OUT/fp
+  F=enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+  Q="--dawn-flag disable-dawn-features=timestamp_quantization"
+  A="bench/probes/attention_paths_probe.py --paths matmul,flash --shapes ${SHAPES:-32x12x128x64,8x12x256x64,1x12x512x64,4x12x512x64,8x12x512x64,1x12x1024x64,1x12x2048x64,2x12x128x32}"
+  dawn --dawn-flag $F $Q -- python -c "import webrlx" > /dev/null 2>&1   # (first run: slow)
+  dawn --dawn-flag $F $Q -- python $A > $OUT/fp/dawn.json 2>> $OUT/fp/err.txt
+  (cd $S && python3 $A > $OUT/fp/native.json 2>> $OUT/fp/err.txt)
+  for f in $OUT/fp/*.json; do python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
+print(sys.argv[1].split('/')[-1], {s: [c[p].get('ms', c[p].get('error')) for p in ('matmul', 'flash')] \
+for s, c in d['cases'].items()})" $f; done
+  grep -v "^[0-9]" $OUT/fp/err.txt | tail -3
+  (cd $OUT && tar czf flashpath.tgz fp && rm -rf fp)
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)
