@@ -63,6 +63,8 @@
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
 #           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
+#   flashalloc bench/probes/flash_alloc_probe.py under Dawn and natively: the same flash kernel
+#           in fresh executables after spacer buffers of several sizes (placement, not code)
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
@@ -435,6 +437,13 @@ print(sys.argv[1].split('/')[-1], {s: [c[p].get('ms', c[p].get('error')) for p i
 for s, c in d['cases'].items()})" $f; done
   grep -v "^[0-9]" $OUT/fp/err.txt | tail -3
   (cd $OUT && tar czf flashpath.tgz fp && rm -rf fp)
+  ;;
+flashalloc)
+  F=enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+  Q="--dawn-flag disable-dawn-features=timestamp_quantization"
+  dawn --dawn-flag $F $Q -- python bench/probes/flash_alloc_probe.py > $OUT/alloc-dawn.json
+  (cd $S && python3 bench/probes/flash_alloc_probe.py > $OUT/alloc-native.json)
+  cat $OUT/alloc-dawn.json $OUT/alloc-native.json
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)
