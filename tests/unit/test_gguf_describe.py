@@ -128,6 +128,17 @@ def test_a_vocabulary_over_the_binding_limit_fits_as_row_pieces():
     assert gguf_info.over_limits(d, BROWSER_LIMITS, "Chrome") == ""
 
 
+def test_gguf_info_prints_the_limits_a_file_needs():
+    import io
+    path = fixture("llama-q8_0.gguf")
+    d = gguf_info.describe(header(path))
+    out = io.StringIO()
+    assert gguf_info.info(str(path), out) == 0
+    line = next(t for t in out.getvalue().splitlines() if t.startswith("device limits"))
+    for name, need in d["needs"].items():
+        assert f"{name} {need:,} bytes ({d['needed_by'][name]['name']})" in line, line
+
+
 def test_a_layer_weight_over_the_binding_limit_is_refused():
     file = grown_header("llama-q8_0.gguf", "blk.0.ffn_up.weight", 1 << 22)
     d = gguf_info.describe(file)

@@ -120,7 +120,11 @@ def info(path: str, out: TextIO = sys.stdout) -> int:
         print(f"  {kind:6s} {n:5d} tensors  {sizes[kind] / 2**20:9.2f} MiB", file=out)
     params = sum(i.n_elements for i in file.tensors.values())
     print(f"parameters: {params:,}", file=out)
-    ok, why = runs(file)
+    d = describe(file)
+    print("device limits it needs: " + ", ".join(
+        f"{name} {d['needs'][name]:,} bytes ({d['needed_by'][name]['name']})"
+        for name in LIMITS if name in d["needed_by"]), file=out)
+    ok, why = d["runs"], d["why"]
     print(f"webrlx runs it: {'yes' if ok else 'no'} ({why})", file=out)
     return 0 if ok else 1
 
