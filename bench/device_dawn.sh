@@ -85,6 +85,17 @@ old_wheel() {
 }
 old() { (cd $S && python3 -m webrlx dawn --node $D/node --dawn $D/dawn.node \
   --pyodide $D/pyodide --wheels $D/wheels_old "$@"); }
+# the flash stages (flashdiag, flashvar, flashpath, flashalloc): Dawn with f16 and subgroup
+# matrices and timestamps unquantized (`--dawn-flag` replaces the defaults, so both are given);
+# `dawnt MORE -- ...` appends MORE to the enabled features (e.g. ,disable_robustness)
+DF=enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+dawnt() { local more=$1; shift; dawn --dawn-flag "$DF$more" \
+  --dawn-flag disable-dawn-features=timestamp_quantization "$@"; }
+warm() { dawnt "" -- python -c "import webrlx" > /dev/null 2>&1; }   # (first run: slow)
+# one line per attention_paths_probe JSON in folder $1: {shape: [GPU ms or error per path of $2]}
+paths_summary() { for f in $1/*.json; do python3 -c "import json, sys; \
+d = json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-1], {s: [c[p].get('gpu_ms', \
+c[p].get('error')) for p in sys.argv[2].split(',')] for s, c in d['cases'].items()})" $f $2; done; }
 case "$1" in
 setup)
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -339,19 +350,15 @@ readonly)
   ;;
 flashdiag)
   mkdir -p $OUT/f
-  F=enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
-  Q="--dawn-flag disable-dawn-features=timestamp_quantization"
   A="bench/probes/attention_paths_probe.py --paths flash --shapes ${SHAPES:-1x12x2048x64,4x12x512x64,1x12x1024x64,2x12x1024x64,1x12x2048x32,1x12x512x64}"
-  dawn --dawn-flag $F $Q -- python -c "import webrlx" > /dev/null 2>&1   # (first run: slow)
-  dawn --dawn-flag $F $Q -- python $A > $OUT/f/dawn.json 2>> $OUT/f/err.txt
-  dawn --dawn-flag $F,disable_robustness $Q -- python $A > $OUT/f/dawn-norobust.json 2>> $OUT/f/err.txt
-  dawn --dawn-flag $F $Q -- python $A --flash-subgroups off > $OUT/f/dawn-nosg.json 2>> $OUT/f/err.txt
-  dawn --dawn-flag $F $Q -- python $A --no-mask > $OUT/f/dawn-nomask.json 2>> $OUT/f/err.txt
+  warm
+  dawnt "" -- python $A > $OUT/f/dawn.json 2>> $OUT/f/err.txt
+  dawnt ,disable_robustness -- python $A > $OUT/f/dawn-norobust.json 2>> $OUT/f/err.txt
+  dawnt "" -- python $A --flash-subgroups off > $OUT/f/dawn-nosg.json 2>> $OUT/f/err.txt
+  dawnt "" -- python $A --no-mask > $OUT/f/dawn-nomask.json 2>> $OUT/f/err.txt
   (cd $S && python3 $A > $OUT/f/native.json 2>> $OUT/f/err.txt)
   (cd $S && python3 $A --flash-subgroups off > $OUT/f/native-nosg.json 2>> $OUT/f/err.txt)
-  for f in $OUT/f/*.json; do python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
-print(sys.argv[1].split('/')[-1], {s: c['flash'].get('gpu_ms', c['flash'].get('error')) \
-for s, c in d['cases'].items()})" $f; done
+  paths_summary $OUT/f flash
   if [ -n "${ENGINE:-}" ]; then
     (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
       --shape 1b --type Q4_K_M 2>/dev/null | tail -1)
@@ -361,28 +368,26 @@ for s, c in d['cases'].items()})" $f; done
   tail -3 $OUT/f/err.txt
   (cd $OUT && tar czf flashdiag.tgz f && rm -rf f)
   ;;
+
 flashvar)
   mkdir -p $OUT/v
-  F=enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
-  Q="--dawn-flag disable-dawn-features=timestamp_quantization"
   A="bench/probes/attention_paths_probe.py --paths flash --shapes ${SHAPES:-1x12x2048x64,4x12x512x64,1x12x512x64,32x12x128x64}"
-  dawn --dawn-flag $F $Q -- python -c "import webrlx" > /dev/null 2>&1   # (first run: slow)
+  warm
   for v in base noprefetch roll_d roll_pv roll_d,roll_pv noprefetch,roll_d,roll_pv; do
     V=$([ $v = base ] || echo "--flash-variant $v")
-    dawn --dawn-flag $F $Q -- python $A $V > $OUT/v/dawn-$v.json 2>> $OUT/v/err.txt
+    dawnt "" -- python $A $V > $OUT/v/dawn-$v.json 2>> $OUT/v/err.txt
   done
-  dawn --dawn-flag $F --dawn-flag disable-dawn-features=timestamp_quantization,use_vulkan_memory_model \
+  dawn --dawn-flag $DF --dawn-flag disable-dawn-features=timestamp_quantization,use_vulkan_memory_model \
     -- python $A > $OUT/v/dawn-no-vkmm.json 2>> $OUT/v/err.txt
   for v in base noprefetch roll_d,roll_pv; do
     V=$([ $v = base ] || echo "--flash-variant $v")
     (cd $S && python3 $A $V > $OUT/v/native-$v.json 2>> $OUT/v/err.txt)
   done
-  for f in $OUT/v/*.json; do python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
-print(sys.argv[1].split('/')[-1], {s: c['flash'].get('gpu_ms', c['flash'].get('error')) \
-for s, c in d['cases'].items()})" $f; done
+  paths_summary $OUT/v flash
   grep -v "^[0-9]" $OUT/v/err.txt | tail -3
   (cd $OUT && tar czf flashvar.tgz v && rm -rf v)
   ;;
+
 unrollab)
   old_wheel; mkdir -p $OUT/u
   T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
@@ -426,25 +431,22 @@ zipfile.ZipFile(glob.glob(sys.argv[1])[0]).extractall('/tmp/oldsnap')" "$D/wheel
   ;;
 flashpath)
   mkdir -p $OUT/fp
-  F=enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
-  Q="--dawn-flag disable-dawn-features=timestamp_quantization"
   A="bench/probes/attention_paths_probe.py --paths matmul,flash --shapes ${SHAPES:-32x12x128x64,8x12x256x64,1x12x512x64,4x12x512x64,8x12x512x64,1x12x1024x64,1x12x2048x64,2x12x128x32}"
-  dawn --dawn-flag $F $Q -- python -c "import webrlx" > /dev/null 2>&1   # (first run: slow)
-  dawn --dawn-flag $F $Q -- python $A > $OUT/fp/dawn.json 2>> $OUT/fp/err.txt
+  warm
+  dawnt "" -- python $A > $OUT/fp/dawn.json 2>> $OUT/fp/err.txt
   (cd $S && python3 $A > $OUT/fp/native.json 2>> $OUT/fp/err.txt)
-  for f in $OUT/fp/*.json; do python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
-print(sys.argv[1].split('/')[-1], {s: [c[p].get('ms', c[p].get('error')) for p in ('matmul', 'flash')] \
-for s, c in d['cases'].items()})" $f; done
+  paths_summary $OUT/fp matmul,flash
   grep -v "^[0-9]" $OUT/fp/err.txt | tail -3
   (cd $OUT && tar czf flashpath.tgz fp && rm -rf fp)
   ;;
+
 flashalloc)
-  F=enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
-  Q="--dawn-flag disable-dawn-features=timestamp_quantization"
-  dawn --dawn-flag $F $Q -- python bench/probes/flash_alloc_probe.py > $OUT/alloc-dawn.json
+  warm
+  dawnt "" -- python bench/probes/flash_alloc_probe.py > $OUT/alloc-dawn.json
   (cd $S && python3 bench/probes/flash_alloc_probe.py > $OUT/alloc-native.json)
   cat $OUT/alloc-dawn.json $OUT/alloc-native.json
   ;;
+
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)
   dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia \
