@@ -392,9 +392,22 @@ def transformers_model(family: str, path: Path, wide: bool = False,
     return model.eval()
 
 
+FIXTURES = ROOT / "build" / "llm_fixtures"
+
+
+def fixture(family: str, qtype: str, out: Path = FIXTURES) -> Path:
+    """out/<family>-<qtype>.gguf, written on first use (the tests' fixtures)."""
+    path = out / f"{family}-{qtype.lower()}.gguf"
+    if not path.exists():
+        out.mkdir(parents=True, exist_ok=True)
+        write_gguf(family, *make_model(family, wide=is_wide(qtype.upper())), qtype.upper(),
+                   path)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", default=str(ROOT / "build" / "llm_fixtures"))
+    ap.add_argument("--out", default=str(FIXTURES))
     ap.add_argument("--types", default="F32,Q8_0")
     ap.add_argument("--families", default=",".join(FAMILIES))
     args = ap.parse_args()

@@ -87,12 +87,7 @@ def _long_factors(family: str, capacity: int) -> bool:
 
 def _fixture(family: str, qtype: str) -> Path:
     """The family x type fixture, made on first use into CACHE."""
-    mk = _tools()
-    path = CACHE / f"{family}-{qtype.lower()}.gguf"
-    if not path.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        mk.write_gguf(family, *mk.make_model(family, wide=mk.is_wide(qtype)), qtype, path)
-    return path
+    return _tools().fixture(family, qtype, CACHE)
 
 
 @functools.cache

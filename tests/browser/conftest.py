@@ -48,9 +48,12 @@ if os.environ.get("WEBRLX_BROWSER_ONLY"):
 # the f16 / bf16 kernels run in the browser through test_quant_formats.py.
 # test_llm_llamacpp.py reads the 6.6 MB of tests/fixtures/llamacpp/ (not sent to the browser).
 # test_gemma3_real.py runs a real 253 MB file (minutes natively on lavapipe already).
+# test_llm_limits.py loads the family fixtures (made natively, as above); the page's check it
+# tests runs in the browser through test_chat_families.py.
 NATIVE_ONLY = ("tests/backend/test_llm_families.py", "tests/backend/test_engine.py",
                "tests/backend/test_llm_float_weights.py", "tests/backend/test_llm_llamacpp.py",
-               "tests/backend/test_llm_head_dim.py", "tests/backend/test_gemma3_real.py")
+               "tests/backend/test_llm_head_dim.py", "tests/backend/test_gemma3_real.py",
+               "tests/backend/test_llm_limits.py")
 BROWSER_EXCLUDE = NATIVE_ONLY if os.environ.get("WEBRLX_BROWSER_LLM") == "1" else \
     ("tests/backend/test_smollm2.py", *NATIVE_ONLY)
 IGNORE_ARGS = [f"--ignore={p}" for p in BROWSER_EXCLUDE]

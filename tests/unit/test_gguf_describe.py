@@ -19,15 +19,10 @@ FIXTURES = ROOT / "build" / "llm_fixtures"
 def fixture(name: str) -> Path:
     """build/llm_fixtures/<family>-<type>.gguf, made on first use as
     tests/backend/test_llm_families.py makes it (tools/make_llm_fixtures.py, a few seconds)."""
-    path = FIXTURES / name
-    if not path.exists():
-        sys.path.insert(0, str(ROOT / "tools"))
-        import make_llm_fixtures as mk
-        family, qtype = name.removesuffix(".gguf").rsplit("-", 1)
-        FIXTURES.mkdir(parents=True, exist_ok=True)
-        mk.write_gguf(family, *mk.make_model(family, wide=mk.is_wide(qtype.upper())),
-                      qtype.upper(), path)
-    return path
+    sys.path.insert(0, str(ROOT / "tools"))
+    import make_llm_fixtures
+    family, qtype = name.removesuffix(".gguf").rsplit("-", 1)
+    return make_llm_fixtures.fixture(family, qtype, FIXTURES)
 
 
 def header(path: Path) -> gguf.GGUFFile:
