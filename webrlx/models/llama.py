@@ -329,6 +329,8 @@ class _Weights:
         most max_bytes each (a big vocabulary's embedding and head: Gemma 3's 262144 rows of
         Q8_0 are 178 MB, over the 128 MiB one binding holds in many browsers); None when it
         fits or is not blocks (float tables: the kernels bind windows, compiler/split.py)."""
+        # (the page's check before a download counts these cut: least_limits)
+        assert name in ROW_PIECE_TENSORS, name
         info = self._info(name)
         fmt = block_format(info)
         if fmt is None or self.max_bytes is None:
