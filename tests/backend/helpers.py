@@ -20,6 +20,22 @@ def for_browser() -> bool:
     return sys.platform == "emscripten" or os.environ.get("WEBRLX_COLLECT_FOR_BROWSER") == "1"
 
 
+def limited_device(binding_limit: int) -> Any:
+    """A private GPU device (not the shared one) that plans with maxStorageBufferBindingSize
+    lowered to binding_limit and maxBufferSize to 16x it: tests of what goes past the limits
+    run fast on small tensors, through real windows (the device's true limits are larger)."""
+    if sys.platform == "emscripten":
+        from webrlx.backends.js_webgpu import create_backend
+        dev = create_backend()
+    else:
+        from webrlx.backends import auto
+        dev, why = auto._native_gpu()
+        assert dev is not None, why
+    dev.info.limits["max-storage-buffer-binding-size"] = binding_limit
+    dev.info.limits["max-buffer-size"] = 16 * binding_limit
+    return dev
+
+
 def run_coroutine(coro: Any) -> Any:
     """Run a coroutine to completion: asyncio natively, JSPI's run_sync inside Pyodide."""
     if sys.platform == "emscripten":

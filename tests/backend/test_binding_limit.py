@@ -7,29 +7,19 @@ device stays usable. The limit is lowered on purpose (1 MiB, on a private device
 fast; the windows are real (the device's true limit is larger, its alignment is its own)."""
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
+from helpers import limited_device
 
 import webrlx as wr
 from webrlx import nn
-from webrlx.backends import auto
 
 LIMIT = 1 << 20
 
 
 @pytest.fixture(scope="module")
 def small_device():
-    if sys.platform == "emscripten":
-        from webrlx.backends.js_webgpu import create_backend
-        dev = create_backend()
-    else:
-        dev, why = auto._native_gpu()
-        assert dev is not None, why
-    dev.info.limits["max-storage-buffer-binding-size"] = LIMIT   # webrlx plans with this
-    dev.info.limits["max-buffer-size"] = 16 * LIMIT
-    return dev
+    return limited_device(LIMIT)
 
 
 RNG = np.random.default_rng(7)

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import limited_device
 
-from webrlx.backends import auto
 from webrlx.cli import gguf_info
 from webrlx.models import gguf, llm
 
@@ -29,15 +29,7 @@ def _fixture(family: str, qtype: str) -> Path:
 
 @pytest.fixture(scope="module")
 def small_device():
-    if sys.platform == "emscripten":
-        from webrlx.backends.js_webgpu import create_backend
-        dev = create_backend()
-    else:
-        dev, why = auto._native_gpu()
-        assert dev is not None, why
-    dev.info.limits["max-storage-buffer-binding-size"] = LIMIT   # webrlx plans with this
-    dev.info.limits["max-buffer-size"] = 16 * LIMIT
-    return dev
+    return limited_device(LIMIT)
 
 
 @pytest.mark.parametrize("qtype", ["Q8_0", "F32"])
