@@ -441,10 +441,17 @@ flashpath)
   ;;
 
 flashalloc)
+  # two Dawn processes of the same shape (process to process), one of another shape, native
   warm
-  dawnt "" -- python bench/probes/flash_alloc_probe.py > $OUT/alloc-dawn.json
-  (cd $S && python3 bench/probes/flash_alloc_probe.py > $OUT/alloc-native.json)
-  cat $OUT/alloc-dawn.json $OUT/alloc-native.json
+  F=bench/probes/flash_alloc_probe.py
+  for r in 1 2; do dawnt "" -- python $F > $OUT/alloc-dawn-$r.json 2>> $OUT/alloc-err.txt; done
+  dawnt "" -- python $F --shape 8x12x512x64 > $OUT/alloc-dawn-8x12x512.json 2>> $OUT/alloc-err.txt
+  (cd $S && python3 $F > $OUT/alloc-native.json 2>> $OUT/alloc-err.txt)
+  # Tint's zero-fill of workgroup memory (48 KiB a workgroup here) off
+  dawnt ",disable_workgroup_init" -- python bench/probes/attention_paths_probe.py --paths flash \
+    --shapes 1x12x2048x64,8x12x512x64 > $OUT/alloc-dawn-noinit.json 2>> $OUT/alloc-err.txt
+  for f in $OUT/alloc-*.json; do echo "== $f"; cat $f; done
+  grep -v "^{" $OUT/alloc-err.txt | tail -3
   ;;
 
 qprobe)
