@@ -63,6 +63,8 @@
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
 #           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
+#   flashclock the SM clock logged beside the flash kernel under Dawn, with and without the
+#           probe's numpy reference (the GPU idle while Pyodide computes it)
 #   flashalloc bench/probes/flash_alloc_probe.py under Dawn and natively: the same flash kernel
 #           in fresh executables after spacer buffers of several sizes (placement, not code)
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
@@ -454,6 +456,29 @@ flashalloc)
   grep -v "^{" $OUT/alloc-err.txt | tail -3
   ;;
 
+flashclock)
+  # the SM clock (nvidia-smi every 20 ms) beside attention_paths_probe under Dawn with and
+  # without its numpy reference (seconds of Pyodide CPU with the GPU idle), then flashalloc's
+  # probe (no reference): is the slow attention_flash the GPU's clock after idle time?
+  warm
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,pstate,utilization.gpu \
+    --format=csv,noheader -lms 20 > $OUT/clocks.csv &
+  NS=$!
+  A="bench/probes/attention_paths_probe.py --paths flash --shapes 1x12x2048x64,8x12x512x64"
+  for v in ref noref; do
+    X=$([ $v = noref ] && echo --no-ref)
+    echo "dawn $v start t=$(date +%s.%N)" >> $OUT/clock-err.txt
+    dawnt "" -- python $A $X > $OUT/clock-dawn-$v.json 2>> $OUT/clock-err.txt
+  done
+  echo "native ref start t=$(date +%s.%N)" >> $OUT/clock-err.txt
+  (cd $S && python3 $A > $OUT/clock-native-ref.json 2>> $OUT/clock-err.txt)
+  echo "alloc start t=$(date +%s.%N)" >> $OUT/clock-err.txt
+  dawnt "" -- python bench/probes/flash_alloc_probe.py --spacers 0,0 > $OUT/clock-alloc.json \
+    2>> $OUT/clock-err.txt
+  kill $NS
+  paths_summary $OUT flash 2>/dev/null | grep clock-
+  grep -v "^{" $OUT/clock-err.txt | grep -v "^ " | tail -12
+  ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)
   dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia \
