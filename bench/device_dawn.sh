@@ -63,6 +63,8 @@
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
 #           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
+#   warmed  the clock's ramp from idle natively and under Dawn, then flash, the f16 smat matmul
+#           against torch and bench's f16 cases, each after WARM_S of its own work
 #   flashclock the SM clock logged beside the flash kernel under Dawn, with and without the
 #           probe's numpy reference (the GPU idle while Pyodide computes it)
 #   flashalloc bench/probes/flash_alloc_probe.py under Dawn and natively: the same flash kernel
@@ -478,6 +480,41 @@ flashclock)
   kill $NS
   paths_summary $OUT flash 2>/dev/null | grep clock-
   grep -v "^{" $OUT/clock-err.txt | grep -v "^ " | tail -12
+  ;;
+warmed)
+  # GPU clocks: the ramp from idle natively and under Dawn (clock_ramp_probe), then the flash
+  # kernel, the f16 subgroup-matrix matmul against torch f16, and bench's f16 cases, each timed
+  # after WARM_S of its own work (webrlx.cli.bench.hold_clocks), with nvidia-smi's clock beside
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,utilization.gpu \
+    --format=csv,noheader -lms 100 > $OUT/clocks.csv &
+  NS=$!
+  warm
+  R=bench/probes/clock_ramp_probe.py
+  (cd $S && python3 $R > $OUT/ramp-native.json 2>> $OUT/err.txt)
+  dawnt "" -- python $R > $OUT/ramp-dawn.json 2>> $OUT/err.txt
+  A="bench/probes/attention_paths_probe.py --paths flash --shapes 1x12x2048x64,8x12x512x64"
+  dawnt "" -- python $A > $OUT/attn-dawn.json 2>> $OUT/err.txt
+  (cd $S && python3 $A > $OUT/attn-native.json 2>> $OUT/err.txt)
+  (cd $S && python3 bench/probes/torch_f16_matmul.py > $OUT/torch-f16-matmul.json)
+  dawnt "" -- python bench/probes/smat_probe.py --n 4096 --sgid builtin > $OUT/smat-probe.json \
+    2>> $OUT/err.txt
+  for only in ${BENCH_ONLY:-f16}; do
+    (cd $S && timeout 150 python3 -m webrlx bench --only $only > $OUT/bench-native-$only.json)
+    timeout 200 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- bench --only $only" \
+      > $OUT/bench-dawn-$only.json
+  done
+  kill $NS
+  for f in $OUT/ramp-*.json; do python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
+print(sys.argv[1].split('/')[-1], d['first_ms'], d['final_ms'], d['within_1.2x_from_s'])" $f; done
+  paths_summary $OUT flash 2>/dev/null | grep attn-
+  cat $OUT/torch-f16-matmul.json; echo
+  python3 -c "import json, sys; d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
+[print(v['shape'], v.get('ms_4096'), v.get('ms_2048'), v.get('error', '')[:200]) for v in d['variants']]" \
+    $OUT/smat-probe.json
+  for f in $OUT/bench-*.json; do python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
+[print(sys.argv[1].split('/')[-1], c.get('case'), c.get('webrlx_ms'), c.get('ref_ms'), c.get('ratio_vs_ref')) \
+ for c in d['cases']]" $f; done
+  grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn" | tail -4
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)

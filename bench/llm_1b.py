@@ -177,13 +177,23 @@ def measure_rss(path: Path) -> dict[str, Any]:
     return res
 
 
+def hold(fn: Any) -> None:
+    """fn() again and again for webrlx.cli.bench.WARM_S seconds: the GPU's clock up before a
+    timing (an NVIDIA GPU idle for seconds runs short bursts at its floor clock)."""
+    from webrlx.cli.bench import hold_clocks
+    hold_clocks(fn, lambda: None)
+
+
 def prefill_s(lm: Any, ids: list[int]) -> float:
-    """Best of 3 prefill times of ids (to the first token read back), after a warm-up."""
+    """Best of 3 prefill times of ids (to the first token read back), after a compiling run
+    and WARM_S of prefills."""
+    lm.generate_ids(ids, 1)
+    hold(lambda: lm.generate_ids(ids, 1))
     times = []
-    for _ in range(4):
+    for _ in range(3):
         lm.generate_ids(ids, 1)
         times.append(lm.stats.first_token_s)
-    return min(times[1:])
+    return min(times)
 
 
 def webrlx_run(path: Path, prompt: list[int], prefill: list[int], new: int,
@@ -199,6 +209,7 @@ def webrlx_run(path: Path, prompt: list[int], prefill: list[int], new: int,
     lm = llm.load(path, device=dev, max_context=context)
     res: dict[str, Any] = {"adapter": str(dev.info.name), "load_s": time.perf_counter() - t}
     lm.generate_ids(prompt, 2)                  # compiles (and tunes) the decode plans
+    hold(lambda: lm.generate_ids(prompt, 16, ignore_eos=True))
     ids = lm.generate_ids(prompt, new, ignore_eos=True)
     res["decode_tok_s"] = lm.stats.tokens_per_s
     res["ttft_ms"] = 1e3 * lm.stats.first_token_s

@@ -20,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import webrlx as wr  # noqa: E402
+from webrlx.cli.bench import hold_clocks  # noqa: E402
 from webrlx.cli.bench_llm import BATCH_PROMPTS as PROMPTS  # noqa: E402
 from webrlx.cli.bench_llm import measure_sizes  # noqa: E402
 from webrlx.models import llm  # noqa: E402
@@ -50,6 +51,7 @@ def main() -> None:
     one = Engine(lm, max_sequences=1, max_context=args.context)
     alone = {"max_sequences": 1, **measure_sizes(one, [1], args.new, args.repeats)[0]}
     lm.generate_ids(PROMPTS[0], 4, ignore_eos=True)
+    hold_clocks(lambda: lm.generate_ids(PROMPTS[0], 16, ignore_eos=True), lambda: None)
     rates = []
     for _ in range(args.repeats):
         lm.generate_ids(PROMPTS[0], args.new, ignore_eos=True)

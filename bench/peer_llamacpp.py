@@ -29,8 +29,9 @@ def load_module(path: str) -> Any:
 
 
 def bench_llamacpp(so_path: str, gguf_path: str, prompt: list[int], prefill: list[int],
-                   new_tokens: int, gpu_layers: int = 99) -> dict[str, Any]:
-    """Prefill time of `prefill` tokens, and greedy decode speed of new_tokens after prompt."""
+                   new_tokens: int, gpu_layers: int = 99, warm_s: float = 1.0) -> dict[str, Any]:
+    """Prefill time of `prefill` tokens, and greedy decode speed of new_tokens after prompt;
+    each timing after warm_s seconds of prefills back to back (the GPU's clock up)."""
     mod = load_module(so_path)
     lib, ffi = mod.lib, mod.ffi
 
@@ -78,7 +79,13 @@ def bench_llamacpp(so_path: str, gguf_path: str, prompt: list[int], prefill: lis
         int(np.argmax(last_logits()))                  # waits for the logits
         return time.perf_counter() - t
     prefill_once()
+    hold = time.perf_counter()              # the GPU's clock up first (webrlx.cli.bench.WARM_S)
+    while time.perf_counter() - hold < warm_s:
+        prefill_once()
     prefill_s = min(prefill_once() for _ in range(5))
+    hold = time.perf_counter()
+    while time.perf_counter() - hold < warm_s:
+        prefill_once()
     clear()
     t0 = time.perf_counter()
     decode(prompt, 0)

@@ -9,6 +9,8 @@ the file bench/llm_1b.py makes (`--make-only`), on the GPU machine. Prints JSON.
 (--sizes '': prefill only; --decode N: also lm.generate's greedy decode tokens/s over N new
 tokens, best of 3; --read-only off: every storage binding read_write, as before
 kernels.read_only_storage, for the A/B)
+Each timing follows --warm seconds (webrlx.cli.bench.WARM_S) of the same work back to back:
+the GPU's clock up (an NVIDIA GPU idle for seconds runs short bursts at its floor clock).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from webrlx import kernels  # noqa: E402
 from webrlx.backends import auto  # noqa: E402
+from webrlx.cli.bench import WARM_S  # noqa: E402
 from webrlx.compiler import smat  # noqa: E402
 from webrlx.models import llm  # noqa: E402
 from webrlx.models.engine import Engine  # noqa: E402
@@ -38,7 +41,15 @@ def top(prof: Any, n: int) -> dict[str, Any]:
             "kernels": {k: round(v, 4) for k, v in list(kernels.items())[:n]}}
 
 
-def engine_step(lm: llm.LanguageModel, live: int, context: int, n: int) -> dict[str, Any]:
+def warm(fn: Any, seconds: float) -> None:
+    """fn() again and again for `seconds`: the GPU's clock up before a timing."""
+    t = time.perf_counter()
+    while time.perf_counter() - t < seconds:
+        fn()
+
+
+def engine_step(lm: llm.LanguageModel, live: int, context: int, n: int,
+                warm_s: float = 0.0) -> dict[str, Any]:
     """An Engine with `live` sequences decoding: the wall ms of a steady step (median of 24,
     each waited for) and the decode step's kernel profile."""
     eng = Engine(lm, max_sequences=live, max_context=context)
@@ -48,6 +59,7 @@ def engine_step(lm: llm.LanguageModel, live: int, context: int, n: int) -> dict[
                         ignore_eos=True)
     for _ in range(4):                      # prefills, then compiled decode steps
         eng.step()
+    warm(lambda: (eng.step(), eng.executable.read_state("tokens")), warm_s)
     walls = []
     for _ in range(24):
         t = time.perf_counter()
@@ -72,6 +84,8 @@ def main() -> None:
                     "shape's name (matmul_smat_...): that shape for every matmul")
     ap.add_argument("--decode", type=int, default=0)
     ap.add_argument("--read-only", default="on", choices=("on", "off"))
+    ap.add_argument("--warm", type=float, default=WARM_S,
+                    help="seconds of the same work before each timing (0: none)")
     ap.add_argument("--device", default="first", choices=("first", "none"),
                     help="none: llm.load(device=None), as before 6420ee7 (the A/B of a Dawn "
                     "prefill wall that grew from 34.7 to 52.8 ms with the same GPU ms)")
@@ -89,9 +103,11 @@ def main() -> None:
                            "read_only": a.read_only, "device_first": a.device}
     ids = [int(t) for t in np.random.default_rng(0).integers(0, 256, a.prefill)]
     walls = []
-    for _ in range(4):                      # the first compiles
+    for i in range(4):                      # the first compiles
         first = lm.generate_ids(ids, 4, ignore_eos=True)[-4:]
         walls.append(1e3 * lm.stats.first_token_s)
+        if i == 0:
+            warm(lambda: lm.generate_ids(ids, 1, ignore_eos=True), a.warm)
     prof = lm.executable.profile({"ids": np.array([ids], np.int32),
                                   "pos": np.zeros(1, np.int32),
                                   "last": np.array([a.prefill - 1], np.int32),
@@ -102,12 +118,16 @@ def main() -> None:
                       **top(prof, a.top)}
     if a.decode:
         rates, short = [], ids[:11]
-        for _ in range(4):                  # the first compiles the decode step
+        for i in range(4):                  # the first compiles the decode step
+            if i == 1:
+                warm(lambda: lm.generate_ids(short, 16, ignore_eos=True), a.warm)
             toks = lm.generate_ids(short, a.decode, ignore_eos=True)
             rates.append(lm.stats.tokens_per_s)
         out["decode"] = {"new_tokens": a.decode, "tok_s": round(max(rates[1:]), 1),
                          "greedy_tokens": [int(t) for t in toks[-8:]]}
-    out["engine"] = [engine_step(lm, int(s), context, a.top) for s in a.sizes.split(",") if s]
+    out["warm_s"] = a.warm
+    out["engine"] = [engine_step(lm, int(s), context, a.top, a.warm)
+                     for s in a.sizes.split(",") if s]
     print(json.dumps(out))
 
 

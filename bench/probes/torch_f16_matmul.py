@@ -1,6 +1,7 @@
 """The peer of the subgroup-matrix probes: torch f16 matmul (cuBLAS, tensor cores) at n^3 on
-the same GPU machine, timed like them (a batch of dispatches ended by a sync, median of 5);
-prints JSON. python3 bench/probes/torch_f16_matmul.py [--n 4096 2048]"""
+the same GPU machine, timed like them (a batch of dispatches ended by a sync, median of 5,
+after 1 s of them: the GPU's clock up); prints JSON.
+    python3 bench/probes/torch_f16_matmul.py [--n 4096 2048]"""
 from __future__ import annotations
 
 import argparse
@@ -20,9 +21,11 @@ def main() -> None:
     for n in a.n:
         x = torch.randn(n, n, device="cuda", dtype=torch.float16)
         y = torch.randn(n, n, device="cuda", dtype=torch.float16)
-        for _ in range(3):
-            x @ y
-        torch.cuda.synchronize()
+        hold = time.perf_counter()         # the GPU's clock up first (webrlx.cli.bench.WARM_S)
+        while time.perf_counter() - hold < 1.0:
+            for _ in range(a.reps):
+                x @ y
+            torch.cuda.synchronize()
         ts = []
         for _ in range(5):
             t = time.perf_counter()

@@ -52,14 +52,41 @@ def progress(msg: str) -> None:
     print(f"[bench {time.perf_counter() - T0:7.1f} s] {msg}", file=sys.stderr, flush=True)
 
 
-def _time(fn: Callable[[], Any], sync: Callable[[], Any], iters: int, repeats: int) -> float:
+# GPU clocks. An NVIDIA GPU idle for ~3 s drops its SM clock to the floor (345 MHz on an H200,
+# against 1980) and keeps it there through short bursts of work: under Dawn, 0.4 s of
+# attention_flash after Pyodide's numpy reference ran at 345 MHz at 65% utilization, 5.6x its
+# time at full clock (nvidia-smi beside it: bench/device_dawn.sh flashclock,
+# bench/results/2026-11-27-h200-dawn-clock-after-idle.json). So every timing first runs its own
+# work back to back for WARM_S seconds (the torch and llama.cpp peers too); the software tiers
+# skip it (main_bench sets 0).
+WARM_S = 1.0
+
+
+def hold_clocks(fn: Callable[[], Any], sync: Callable[[], Any],
+                seconds: float | None = None) -> int:
+    """Run fn back to back, a sync after each batch, for `seconds` (WARM_S): the GPU's clock
+    up before a timing. Returns the calls made."""
+    seconds = WARM_S if seconds is None else seconds
+    t, calls, n = time.perf_counter(), 0, 1
+    while time.perf_counter() - t < seconds:
+        for _ in range(n):
+            fn()
+        sync()
+        calls += n
+        n = min(2 * n, 64)
+    return calls
+
+
+def _time(fn: Callable[[], Any], sync: Callable[[], Any], iters: int, repeats: int,
+          warm_s: float | None = None) -> float:
     """Seconds per call of fn: the median over `repeats` batches of back-to-back calls ended
     by one sync. A batch has at least `iters` calls, more (doubling, up to 4096) until it takes
     MIN_BATCH_S: with 10 calls of a 15 us kernel, the one readback that ends the batch was half
     of the figure (H100, bench/probes/submit_probe.py), and natively a 4-byte readback costs ~0.4 ms
-    (H200, wgpu-py's read_buffer), 8% of a 5 ms batch."""
+    (H200, wgpu-py's read_buffer), 8% of a 5 ms batch. WARM_S of calls go first (hold_clocks)."""
     fn()
     sync()
+    hold_clocks(fn, sync, warm_s)
     while iters < 4096:
         t = time.perf_counter()
         for _ in range(iters):
@@ -78,13 +105,15 @@ def _time(fn: Callable[[], Any], sync: Callable[[], Any], iters: int, repeats: i
     return statistics.median(samples)
 
 
-def time_executable(exe: wr.Executable, feeds: dict[str, np.ndarray], iters: int,
-                    repeats: int) -> float:
-    """Seconds per run of exe on the device (inputs uploaded once, no output readback)."""
+def _submit_and_sync(exe: wr.Executable, feeds: dict[str, np.ndarray]
+                     ) -> tuple[Callable[[], Any], Callable[[], Any], float | None]:
+    """exe's run as (submit, sync, warm seconds): its dispatches submitted with inputs already
+    on the device, a sync that waits for them, and WARM_S (0 on software adapters and the
+    reference device, which has no plan: there a submit is a whole run)."""
     exe.run(feeds)                       # compile, upload inputs, warm up
     plan = exe.last_plan
-    if plan is None:                     # the reference device: time whole runs
-        return _time(lambda: exe.run(feeds), lambda: None, iters, repeats)
+    if plan is None:                     # the reference device: whole runs
+        return (lambda: exe.run(feeds)), (lambda: None), 0.0
     backend = plan.backend
 
     # the batch's end: 4 bytes of the first output copied and read back (queue order makes it
@@ -96,7 +125,23 @@ def time_executable(exe: wr.Executable, feeds: dict[str, np.ndarray], iters: int
     def sync() -> None:
         backend.submit([], [probe])
         backend.read_buffer(plan.staging, 0, 4)
-    return _time(lambda: backend.submit(plan.dispatches), sync, iters, repeats)
+    return (lambda: backend.submit(plan.dispatches)), sync, \
+        (0.0 if backend.info.software else None)
+
+
+def time_executable(exe: wr.Executable, feeds: dict[str, np.ndarray], iters: int,
+                    repeats: int) -> float:
+    """Seconds per run of exe on the device (inputs uploaded once, no output readback)."""
+    submit, sync, warm = _submit_and_sync(exe, feeds)
+    return _time(submit, sync, iters, repeats, warm)
+
+
+def warm_executable(exe: wr.Executable, feeds: dict[str, np.ndarray],
+                    seconds: float | None = None) -> None:
+    """exe's runs back to back for `seconds` (WARM_S; none on software adapters): the GPU's
+    clock up before a profile() or another timing of it (see hold_clocks)."""
+    submit, sync, warm = _submit_and_sync(exe, feeds)
+    hold_clocks(submit, sync, warm if seconds is None and warm is not None else seconds)
 
 
 def _torch() -> Any:
@@ -119,7 +164,7 @@ def _ref_timer(fn_np: Callable, fn_torch: Callable | None, arrays: list[np.ndarr
         sec = _time(lambda: fn_torch(*ts), torch.cuda.synchronize, iters, repeats)
         return {"reference": f"torch {torch.__version__} cuda {dtype}"
                              f"{' (TF32 off)' if dtype == 'float32' else ''}", "ref_ms": sec * 1e3}
-    sec = _time(lambda: fn_np(*arrays), lambda: None, max(1, iters // 4), repeats)
+    sec = _time(lambda: fn_np(*arrays), lambda: None, max(1, iters // 4), repeats, 0.0)
     return {"reference": f"numpy {np.__version__} cpu", "ref_ms": sec * 1e3}
 
 
@@ -344,6 +389,9 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     dev = wr.device()
     only = set(filter(None, args.only.split(",")))
     cpu = dev.info.software or dev.info.backend == "reference"
+    global WARM_S
+    if cpu:
+        WARM_S = 0.0                # (no GPU clock to raise: minutes saved on 2 cores)
     tier_name = "quick" if args.quick else "full" if args.full or not cpu else "cpu"
     tier = TIERS[tier_name]
     sizes, (iters, repeats) = tier["sizes"], tier["iters"]
