@@ -63,6 +63,8 @@
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
 #           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
+#   llmwarm the 1B and SmolLM2-shaped files: native bench/llm_1b.py beside llama.cpp, Dawn
+#           prefill and decode, each timing after WARM_S of its own work
 #   warmed  the clock's ramp from idle natively and under Dawn, then flash, the f16 smat matmul
 #           against torch and bench's f16 cases, each after WARM_S of its own work
 #   flashclock the SM clock logged beside the flash kernel under Dawn, with and without the
@@ -514,6 +516,43 @@ print(sys.argv[1].split('/')[-1], d['first_ms'], d['final_ms'], d['within_1.2x_f
   for f in $OUT/bench-*.json; do python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
 [print(sys.argv[1].split('/')[-1], c.get('case'), c.get('webrlx_ms'), c.get('ref_ms'), c.get('ratio_vs_ref')) \
  for c in d['cases']]" $f; done
+  grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn" | tail -4
+  ;;
+llmwarm)
+  # issue 31/32's LLM figures with every timing after WARM_S of its own work: natively
+  # bench/llm_1b.py (decode and 512-token prefill beside llama.cpp, batched 1/8) on the
+  # 1B-shaped Q4_K_M; under Dawn its prefill (subgroup matrices) and decode; the SmolLM2-shaped
+  # Q4_1 128-token prefill and decode under Dawn and natively (carry .big/llvk.so.xz)
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,utilization.gpu \
+    --format=csv,noheader -lms 100 > $OUT/clocks.csv &
+  NS=$!
+  for shape in 1b:Q4_K_M smollm2:Q4_1; do
+    IFS=: read sh ty <<< "$shape"
+    (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+      --shape $sh --type $ty > /dev/null 2>> $OUT/err.txt)
+  done
+  ls -la /tmp/llm_1b
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b > $OUT/llm1b-native.json \
+    2> $OUT/llm1b-native.err)
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes="
+  B=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
+  M=/tmp/llm_1b/llama-smollm2.Q4_1.gguf
+  dawn $T -- python $P --model $B --decode 128 > $OUT/prefill-1b-dawn.json 2>> $OUT/err.txt
+  dawn $T -- python $P --model $M --prefill 128 --decode 256 > $OUT/smollm2-dawn.json \
+    2>> $OUT/err.txt
+  (cd $S && python3 $P --model $M --prefill 128 --decode 256 > $OUT/smollm2-native.json \
+    2>> $OUT/err.txt)
+  kill $NS
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); w = d['webrlx']; \
+l = d.get('llamacpp', {}); print('native 1b: decode', w['decode_tok_s'], 'llama.cpp', \
+l.get('decode_tok_s'), 'prefill', w['prefill_ms'], 'llama.cpp', l.get('prefill_ms'), \
+'batched', [(r['sequences'], r['tok_per_s']) for r in w['batched']['rows']])" $OUT/llm1b-native.json \
+    || tail -5 $OUT/llm1b-native.err
+  for f in prefill-1b-dawn smollm2-dawn smollm2-native; do python3 -c "import json, sys; \
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); p = d['prefill']; \
+print(sys.argv[2], p['wall_ms'], p['gpu_ms'], p['kernels'], d.get('decode'))" $OUT/$f.json $f; done
   grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn" | tail -4
   ;;
 qprobe)

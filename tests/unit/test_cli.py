@@ -208,6 +208,29 @@ def test_bench_rows_include_rms_norm_with_a_progress_line_per_case(capsys):
         assert f"] {name} float32\n" in err.err, err.err
 
 
+def test_bench_no_ref_times_webrlx_alone(monkeypatch):
+    """--no-ref (the Dawn runner's bench): no reference timed, ratios None, webrlx's stand."""
+    from webrlx.cli import bench
+    monkeypatch.setattr(bench, "_torch", lambda: pytest.fail("the reference was timed"))
+    monkeypatch.setattr(bench, "NO_REF", False)
+    out = bench.main_bench(["--quick", "--only", "rows", "--no-ref"])
+    assert out["cases"] and all(c["webrlx_ms"] > 0 and c["ref_ms"] is None
+                                and c["ratio_vs_ref"] is None for c in out["cases"])
+
+
+def test_hold_clocks_runs_the_work_for_the_seconds_asked():
+    """hold_clocks: calls back to back, a sync after each batch, until the time is spent
+    (the GPU's clock up before a timing); 0 s: nothing runs."""
+    import time
+
+    from webrlx.cli.bench import hold_clocks
+    calls, syncs = [], []
+    t = time.perf_counter()
+    n = hold_clocks(lambda: calls.append(1), lambda: syncs.append(1), 0.05)
+    assert time.perf_counter() - t >= 0.05 and n == len(calls) > 0 and syncs
+    assert hold_clocks(lambda: pytest.fail("ran"), lambda: None, 0.0) == 0
+
+
 def test_bench_llm_rows_decode_prefill_and_batch(monkeypatch, capsys):
     """`bench --quick --only llm` on SmolLM2: its three rows with their token counts, the
     batch against lm.generate, and a llama.cpp peer asked for without its module named as

@@ -152,8 +152,16 @@ def _torch() -> Any:
     return torch
 
 
+# --no-ref: the reference is not timed (ref_ms None). Inside Pyodide (the Dawn runner) numpy is
+# the only reference, without BLAS and slow (a 1024^3 f16 matmul case took 94 s on the GPU
+# machine), and its figures are no peer for a GPU: compare with a native run's torch instead.
+NO_REF = False
+
+
 def _ref_timer(fn_np: Callable, fn_torch: Callable | None, arrays: list[np.ndarray],
                iters: int, repeats: int, dtype: str) -> dict[str, Any]:
+    if NO_REF:
+        return {"reference": "none (--no-ref)", "ref_ms": None}
     torch = _torch()
     if torch is not None and torch.cuda.is_available() and fn_torch is not None:
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -179,10 +187,11 @@ def _case(name: str, build: Callable, arrays: list[np.ndarray], fn_np: Callable,
     sec = time_executable(exe, feeds, iters, repeats)
     row: dict[str, Any] = {"case": name, "dtype": dtype, "webrlx_ms": sec * 1e3}
     row.update(_ref_timer(fn_np, fn_torch, arrays, iters, repeats, dtype))
-    row["ratio_vs_ref"] = row["ref_ms"] / row["webrlx_ms"]   # > 1: webrlx is faster
+    ref = row["ref_ms"]
+    row["ratio_vs_ref"] = ref / row["webrlx_ms"] if ref else None   # > 1: webrlx is faster
     if flops:
         row["webrlx_gflops"] = flops / sec / 1e9
-        row["ref_gflops"] = flops / (row["ref_ms"] / 1e3) / 1e9
+        row["ref_gflops"] = flops / (ref / 1e3) / 1e9 if ref else None
     row["dispatches"] = len(exe.last_plan.dispatches) if exe.last_plan else 0
     return row
 
@@ -380,12 +389,16 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--peer", default="", help="tinygrad: its WEBGPU backend, same run; "
                    "llamacpp: llama.cpp on the llm case's file ($LLAMACPP_SO)")
     p.add_argument("--llm-model", default=None, help="the llm case's GGUF (default: SmolLM2)")
+    p.add_argument("--no-ref", action="store_true", help="do not time the reference (torch or "
+                   "numpy): webrlx's figures only (inside Pyodide, where numpy is no peer)")
     p.add_argument("--browser", action="store_true", help="MiniLM in headless Chromium beside "
                    "onnxruntime-web (bench --browser --help)")
     if argv and "--browser" in argv:
         from .bench_browser import main as browser_main
         return browser_main([a for a in argv if a != "--browser"])
     args = p.parse_args(argv or [])
+    global NO_REF
+    NO_REF = args.no_ref
     dev = wr.device()
     only = set(filter(None, args.only.split(",")))
     cpu = dev.info.software or dev.info.backend == "reference"
