@@ -63,6 +63,8 @@
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
 #           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
+#   llmwarm2 the SmolLM2-shaped Q4_1 prefill and decode both ways, the 1B's prefill attention,
+#           Tint's SPIR-V of the quantized smat matmul with robustness on and off
 #   llmwarm the 1B and SmolLM2-shaped files: native bench/llm_1b.py beside llama.cpp, Dawn
 #           prefill and decode, each timing after WARM_S of its own work
 #   warmed  the clock's ramp from idle natively and under Dawn, then flash, the f16 smat matmul
@@ -553,6 +555,50 @@ l.get('decode_tok_s'), 'prefill', w['prefill_ms'], 'llama.cpp', l.get('prefill_m
   for f in prefill-1b-dawn smollm2-dawn smollm2-native; do python3 -c "import json, sys; \
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); p = d['prefill']; \
 print(sys.argv[2], p['wall_ms'], p['gpu_ms'], p['kernels'], d.get('decode'))" $OUT/$f.json $f; done
+  grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn" | tail -4
+  ;;
+llmwarm2)
+  # the SmolLM2-shaped Q4_1 file (prefill 128, decode 256) under Dawn and natively; the 1B's
+  # heads' prefill attention alone (32 / 8 heads, S 512) both ways; Tint's SPIR-V of the 1B
+  # prefill's quantized smat matmul (Q4_K, 128x128 s2x4) with robustness on and off
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    --shape smollm2 --type Q4_1 > /dev/null 2>> $OUT/err.txt)
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes="
+  M=/tmp/llm_1b/llama-smollm2.Q4_1.gguf
+  for r in 1 2; do
+    dawn $T -- python $P --model $M --prefill 128 --decode 256 >> $OUT/smollm2-dawn.json \
+      2>> $OUT/err.txt
+    (cd $S && python3 $P --model $M --prefill 128 --decode 256 >> $OUT/smollm2-native.json \
+      2>> $OUT/err.txt)
+  done
+  A="bench/probes/prefill_attention_probe.py --d 64 --heads 32 --kv-heads 8 --s 512"
+  (cd $S && python3 $A > $OUT/attn1b-native.json 2>> $OUT/err.txt)
+  dawnt "" -- python $A > $OUT/attn1b-dawn.json 2>> $OUT/err.txt
+  mkdir -p /tmp/dawnpkg $OUT/tint
+  printf "%s\n" "import { createRequire } from 'module';" \
+    "const { create, globals } = createRequire(import.meta.url)('$D/dawn.node');" \
+    "export { create, globals };" > /tmp/dawnpkg/index.mjs
+  (cd $S && python3 -c "from webrlx.kernels import kernel; from webrlx.compiler import smat; \
+sh = next(s for s in smat.SHAPES if s.name == 'matmul_smat_128x128_s2x4_k32'); \
+print(kernel('quant/qmatmul_smat', T='f32', **smat.slots(sh, True, b_by_n=True)).source)" \
+    > $OUT/tint/qsmat.wgsl)
+  for tg in "" ",disable_robustness"; do
+    $D/node $S/tools/tint_spirv.mjs $OUT/tint/qsmat.wgsl --dawn /tmp/dawnpkg/index.mjs \
+      --features shader-f16,subgroups,chromium-experimental-subgroup-matrix \
+      --toggles "vulkan_enable_f16_on_nvidia$tg" \
+      --constants '{"FMT": 12, "QK": 256, "QBYTES": 144, "OWN": 0}' \
+      > $OUT/tint/qsmat${tg#,}.spvasm 2>> $OUT/tint/err.txt
+  done
+  wc -l $OUT/tint/*; tail -3 $OUT/tint/err.txt
+  (cd $OUT && tar czf tint.tgz tint && rm -rf tint)
+  for f in smollm2-dawn smollm2-native; do python3 -c "import json, sys; \
+[print(sys.argv[2], d['prefill']['wall_ms'], d['prefill']['gpu_ms'], d.get('decode', {}).get('tok_s')) \
+ for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/$f.json $f; done
+  for f in attn1b-native attn1b-dawn; do python3 -c "import json, sys; \
+[print(sys.argv[2], r['kernel'], r['gpu_us'], r['kernels']) for r in json.load(open(sys.argv[1]))['cases']]" \
+    $OUT/$f.json $f 2>/dev/null || tail -c 600 $OUT/$f.json; done
   grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn" | tail -4
   ;;
 qprobe)

@@ -35,7 +35,8 @@ from webrlx.models.assets import smollm2_gguf  # noqa: E402
 PROMPT = "Count by sevens: 7, 14, 21,"      # 11 tokens, as bench/smollm2.py
 FIXTURE = HERE.parent / "tests" / "fixtures" / "smollm2_reference.json"
 EOS = 2                                     # <|im_end|>, SmolLM2's eos_token_id
-FTYPES = {"F16": 1, "Q8_0": 7, "Q4_K_M": 15, "Q6_K": 18}   # llama_ftype values
+FTYPES = {"F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q2_K": 10,
+          "Q3_K_M": 12, "Q4_K_M": 15, "Q5_K_M": 17, "Q6_K": 18}   # llama_ftype values
 
 
 def quantize(so_path: str, src: Path, dst: Path, ftype: str) -> float:

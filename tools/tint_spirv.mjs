@@ -7,6 +7,9 @@
 //   VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json \
 //     node tools/tint_spirv.mjs SHADER.wgsl [--constants '{"SPLITS": 1}'] [--entry main]
 //        [--dawn PATH (npm webgpu entry)] [--toggles disable_robustness,...]
+//        [--features shader-f16,subgroups,chromium-experimental-subgroup-matrix]
+// (--features: requested on the device, for shaders that enable them; on the GPU machine,
+// with --toggles vulkan_enable_f16_on_nvidia for f16 and subgroup matrices)
 //
 // A webrlx kernel as WGSL: python -c "from webrlx.kernels import kernel, raw_shader;
 //   print(kernel('attention/attention_flash', T='f32', D='32', QKV='vec4<f32>',
@@ -18,7 +21,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const DEFAULTS = { constants: '{}', entry: 'main', toggles: '',
+const DEFAULTS = { constants: '{}', entry: 'main', toggles: '', features: '',
                    dawn: `${ROOT}/build/dawn/node_modules/webgpu/index.js` };
 
 function parseArgs(argv) {
@@ -62,7 +65,13 @@ const toggles = ['allow_unsafe_apis', 'dump_shaders', 'disable_symbol_renaming',
 const gpu = create([`enable-dawn-features=${toggles.join(',')}`]);
 const adapter = await gpu.requestAdapter();
 if (!adapter) { console.error('tint_spirv: no adapter'); process.exit(1); }
-const device = await adapter.requestDevice({ requiredLimits: {
+const requiredFeatures = args.features.split(',').filter(Boolean);
+const missing = requiredFeatures.filter((f) => !adapter.features.has(f));
+if (missing.length) {
+  console.error(`tint_spirv: the adapter lacks ${missing.join(', ')}`);
+  process.exit(1);
+}
+const device = await adapter.requestDevice({ requiredFeatures, requiredLimits: {
   maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize } });
 device.pushErrorScope('validation');
 const module = device.createShaderModule({ code });

@@ -53,3 +53,12 @@ def test_a_rejected_shader_exits_1_with_tints_message(tmp_path: Path) -> None:
     run = tint(bad)
     assert run.returncode == 1 and "bad.wgsl:1:" in run.stderr, run.stderr[-2000:]
     assert run.stdout == ""
+
+
+def test_a_feature_the_adapter_lacks_is_named(flash_wgsl: Path) -> None:
+    """--features asks the device for them (subgroup matrices on the GPU machine); SwiftShader
+    has no subgroup matrices: exit 1 naming the feature, before any compile."""
+    run = tint(flash_wgsl, "--constants", CONSTANTS, "--features",
+               "subgroups,chromium-experimental-subgroup-matrix")
+    assert run.returncode == 1 and run.stdout == ""
+    assert "lacks chromium-experimental-subgroup-matrix" in run.stderr, run.stderr[-2000:]
