@@ -63,6 +63,7 @@
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
 #           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
+#   putab   the smat kernels' tile stores, one clamp (new wheel) against eight (.ab/old)
 #   llmwarm2 the SmolLM2-shaped Q4_1 prefill and decode both ways, the 1B's prefill attention,
 #           Tint's SPIR-V of the quantized smat matmul with robustness on and off
 #   llmwarm the 1B and SmolLM2-shaped files: native bench/llm_1b.py beside llama.cpp, Dawn
@@ -600,6 +601,36 @@ print(kernel('quant/qmatmul_smat', T='f32', **smat.slots(sh, True, b_by_n=True))
 [print(sys.argv[2], r['kernel'], r['gpu_us'], r['kernels']) for r in json.load(open(sys.argv[1]))['cases']]" \
     $OUT/$f.json $f 2>/dev/null || tail -c 600 $OUT/$f.json; done
   grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn" | tail -4
+  ;;
+putab)
+  # the smat kernels' tile stores with one clamp a 16-byte store (new wheel) against eight
+  # (old, .ab/old): the smat tests under Dawn, smat_probe's f16 4096^3 and the 1B-shaped
+  # Q4_K_M prefill, old and new alternating; Tint's SPIR-V clamps of the new qmatmul_smat
+  old_wheel; mkdir -p $OUT/p
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    > /dev/null 2>> $OUT/p/err.txt)
+  dawn -- pytest tests/backend/test_smat.py -q -x > $OUT/p/tests.txt 2>&1; tail -2 $OUT/p/tests.txt
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  P="bench/probes/llm_1b_profile_probe.py --top 4 --sizes= --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf"
+  Q="bench/probes/smat_probe.py --n 4096 --sgid builtin"
+  for r in 1 2; do
+    for v in new old; do
+      R=dawn; [ $v = old ] && R=old
+      $R $T -- python $P >> $OUT/p/prefill-$v.json 2>> $OUT/p/err.txt
+      $R $T -- python $Q >> $OUT/p/smat-$v.json 2>> $OUT/p/err.txt
+    done
+  done
+  for v in new old; do
+    python3 -c "import json, sys; [print(sys.argv[2], d['prefill']['wall_ms'], d['prefill']['gpu_ms'], \
+d['prefill']['kernels']) for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" \
+      $OUT/p/prefill-$v.json $v
+    python3 -c "import json, sys; [print(sys.argv[2], [(v['shape'][12:], round(v.get('ms_4096', 0), 3), \
+round(v.get('ms_2048', 0), 3)) for v in d['variants']]) for d in map(json.loads, (l for l in \
+open(sys.argv[1]) if l.startswith('{')))]" $OUT/p/smat-$v.json $v
+  done
+  grep -v "^{" $OUT/p/err.txt | grep -iv "^ \|warn\|llama_\|^\[" | tail -4
+  (cd $OUT && tar czf putab.tgz p && rm -rf p)
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)

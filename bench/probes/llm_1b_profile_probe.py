@@ -93,7 +93,7 @@ def main() -> None:
     kernels.READ_ONLY_BINDINGS = a.read_only == "on"
     if a.smat != "on":
         smat.MODE = a.smat
-    context = a.prefill + 64
+    context = max(a.prefill, 11 + a.decode) + 64     # (the decode's prompt is 11 ids)
     # the device first: in Pyodide (the Dawn runner) a load without one at hand cuts weights
     # at WebGPU's default 128 MiB binding (llm.param_bytes_limit), not at the adapter's
     lm = llm.load(a.model, device=auto.device() if a.device == "first" else None,

@@ -159,7 +159,10 @@ fn put_a(buf: u32, row: u32, k8: u32, v: vec4<u32>) {
     let h2 = bitcast<vec2<f16>>(v.z);
     let h3 = bitcast<vec2<f16>>(v.w);
     let t = &As[buf * (BM / 16u) + row / 16u];
-    let at = (row % 16u) * SA + k8;
+    // one clamp here instead of Tint's eight (robustness clamps every index): `at` is a
+    // multiple of 8 at most PA - 8, so the driver can see the 8 stores as one
+    // 16-byte store (with eight clamped indices it cannot)
+    let at = min(((row % 16u) * SA + k8) / 8u, PA / 8u - 1u) * 8u;
     (*t)[at] = h0.x; (*t)[at + 1u] = h0.y; (*t)[at + 2u] = h1.x; (*t)[at + 3u] = h1.y;
     (*t)[at + 4u] = h2.x; (*t)[at + 5u] = h2.y; (*t)[at + 6u] = h3.x; (*t)[at + 7u] = h3.y;
 }
@@ -170,7 +173,10 @@ fn put_b(buf: u32, row: u32, k8: u32, v: vec4<u32>) {
     let h2 = bitcast<vec2<f16>>(v.z);
     let h3 = bitcast<vec2<f16>>(v.w);
     let t = &Bs[buf * (BN / 16u) + row / 16u];
-    let at = (row % 16u) * SB + k8;
+    // one clamp here instead of Tint's eight (robustness clamps every index): `at` is a
+    // multiple of 8 at most PB - 8, so the driver can see the 8 stores as one
+    // 16-byte store (with eight clamped indices it cannot)
+    let at = min(((row % 16u) * SB + k8) / 8u, PB / 8u - 1u) * 8u;
     (*t)[at] = h0.x; (*t)[at + 1u] = h0.y; (*t)[at + 2u] = h1.x; (*t)[at + 3u] = h1.y;
     (*t)[at + 4u] = h2.x; (*t)[at + 5u] = h2.y; (*t)[at + 6u] = h3.x; (*t)[at + 7u] = h3.y;
 }
