@@ -41,6 +41,11 @@
 // index left under robustness): the prefill 24.7 -> 25.0 GPU ms, this kernel 17.0 -> 17.3 (H100
 // under Dawn, bench/device_dawn.sh unrollab, 2026-11-27): not kept; what robustness still
 // costs here (17 against 14.3 with it off) is elsewhere.
+// It was the tile copies: eight 2-byte workgroup stores a 16-byte load, each index clamped, so
+// the driver kept them apart (Tint's SPIR-V: 9 clamps in each of put_a / put_b, read with
+// tools/tint_spirv.mjs on the GPU machine). One clamp of the 8-aligned offset before them:
+// this kernel 17.1 -> 14.7 GPU ms, the 1B prefill 25.5-26.6 -> 22.6-23.1 ms wall (H200 under
+// Dawn, bench/device_dawn.sh putab, old and new alternating; llama.cpp 24.4 ms).
 // Limits: see matmul_smat.wgsl (tile copies through 2-byte workgroup stores, the products'
 // f16 array loads); here also each weight is dequantized once per BM rows of x, by load_unit
 // (a Q4_K unit: 5 words, its scales decoded per unit).
