@@ -63,6 +63,8 @@
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
 #           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
+#   confirm the 1B prefill under Dawn beside llama.cpp (one call), the f16 smat matmul's
+#           robustness headroom and SPIR-V, the SmolLM2-shaped prefill and decode both ways
 #   putab   the smat kernels' tile stores, one clamp (new wheel) against eight (.ab/old)
 #   llmwarm2 the SmolLM2-shaped Q4_1 prefill and decode both ways, the 1B's prefill attention,
 #           Tint's SPIR-V of the quantized smat matmul with robustness on and off
@@ -631,6 +633,63 @@ open(sys.argv[1]) if l.startswith('{')))]" $OUT/p/smat-$v.json $v
   done
   grep -v "^{" $OUT/p/err.txt | grep -iv "^ \|warn\|llama_\|^\[" | tail -4
   (cd $OUT && tar czf putab.tgz p && rm -rf p)
+  ;;
+confirm)
+  # issue 31's prefill beside llama.cpp in one call (the 1B-shaped Q4_K_M under Dawn with the
+  # subgroup-matrix kernels, llama.cpp Vulkan, alternating, each after WARM_S); the f16 smat
+  # matmul with robustness off (its headroom) and Tint's SPIR-V of it; the SmolLM2-shaped Q4_1
+  # prefill 128 and decode both ways (carry .big/llvk.so.xz)
+  mkdir -p $OUT/c/tint
+  for shape in 1b:Q4_K_M smollm2:Q4_1; do
+    IFS=: read sh ty <<< "$shape"
+    (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+      --shape $sh --type $ty > /dev/null 2>> $OUT/c/err.txt)
+  done
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  P="bench/probes/llm_1b_profile_probe.py --top 6 --sizes="
+  B=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
+  M=/tmp/llm_1b/llama-smollm2.Q4_1.gguf
+  for r in 1 2 3; do
+    dawn $T -- python $P --model $B >> $OUT/c/prefill-1b-dawn.json 2>> $OUT/c/err.txt
+    (cd $S && python3 -c "import json, sys, numpy as np; sys.path.insert(0, 'bench'); \
+from peer_llamacpp import bench_llamacpp; rng = np.random.default_rng(1); \
+p = [int(t) for t in rng.integers(0, 256, 11)]; f = [int(t) for t in rng.integers(0, 256, 512)]; \
+r = bench_llamacpp('$LL', '$B', p, f, 16); \
+print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" >> $OUT/c/prefill-1b-llamacpp.json \
+      2>> $OUT/c/llamacpp.err)
+  done
+  dawn $T -- python $P --model $M --prefill 128 --decode 128 > $OUT/c/smollm2-dawn.json \
+    2>> $OUT/c/err.txt
+  (cd $S && python3 $P --model $M --prefill 128 --decode 128 > $OUT/c/smollm2-native.json \
+    2>> $OUT/c/err.txt)
+  dawnt ",disable_robustness" -- python bench/probes/smat_probe.py --n 4096 --sgid builtin \
+    > $OUT/c/smat-norobust.json 2>> $OUT/c/err.txt
+  printf "%s\n" "import { createRequire } from 'module';" \
+    "const { create, globals } = createRequire(import.meta.url)('$D/dawn.node');" \
+    "export { create, globals };" > /tmp/dawnpkg.mjs
+  (cd $S && python3 -c "from webrlx.kernels import kernel; from webrlx.compiler import smat; \
+sh = next(s for s in smat.SHAPES if s.name == 'matmul_smat_128x256_s2x4_k16'); \
+print(kernel('matmul/matmul_smat', T='f16', **smat.slots(sh, True)).source)" > $OUT/c/tint/smat.wgsl)
+  for tg in "" ",disable_robustness"; do
+    $D/node $S/tools/tint_spirv.mjs $OUT/c/tint/smat.wgsl --dawn /tmp/dawnpkg.mjs \
+      --features shader-f16,subgroups,chromium-experimental-subgroup-matrix \
+      --toggles "vulkan_enable_f16_on_nvidia$tg" > $OUT/c/tint/smat${tg#,}.spvasm \
+      2>> $OUT/c/tint/err.txt
+  done
+  wc -l $OUT/c/tint/*
+  python3 -c "import json, sys; [print('dawn', d['prefill']['wall_ms'], d['prefill']['gpu_ms']) \
+for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/c/prefill-1b-dawn.json
+  python3 -c "import json, sys; [print('llama.cpp', d['prefill_ms']) \
+for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/c/prefill-1b-llamacpp.json
+  for f in smollm2-dawn smollm2-native; do python3 -c "import json, sys; \
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); p = d['prefill']; \
+print(sys.argv[2], p['wall_ms'], p['gpu_ms'], p['kernels'], d.get('decode'))" $OUT/c/$f.json $f; done
+  python3 -c "import json, sys; d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
+[print('norobust', v['shape'][12:], round(v.get('ms_4096', 0), 3), round(v.get('ms_2048', 0), 3)) for v in d['variants']]" \
+    $OUT/c/smat-norobust.json
+  grep -v "^{" $OUT/c/err.txt | grep -iv "^ \|warn\|llama_\|^\[" | tail -4
+  (cd $OUT && tar czf confirm.tgz c && rm -rf c)
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)
