@@ -63,6 +63,8 @@
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
 #           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
+#   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
+#   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
 #   confirm the 1B prefill under Dawn beside llama.cpp (one call), the f16 smat matmul's
 #           robustness headroom and SPIR-V, the SmolLM2-shaped prefill and decode both ways
 #   putab   the smat kernels' tile stores, one clamp (new wheel) against eight (.ab/old)
@@ -690,6 +692,39 @@ print(sys.argv[2], p['wall_ms'], p['gpu_ms'], p['kernels'], d.get('decode'))" $O
     $OUT/c/smat-norobust.json
   grep -v "^{" $OUT/c/err.txt | grep -iv "^ \|warn\|llama_\|^\[" | tail -4
   (cd $OUT && tar czf confirm.tgz c && rm -rf c)
+  ;;
+tune1b)
+  # the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (prompts 16-512, decode, an
+  # 8-sequence batch; timestamps unquantized), for the shipped table's nvidia family
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    > /dev/null 2>> $OUT/err.txt)
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  dawn $T -- python tools/make_tune_tables.py --here --models gguf \
+    --gguf /tmp/llm_1b/llama-1b.Q4_K_M.gguf --prompts ${PROMPTS:-16,48,128,512} \
+    > $OUT/tune-1b-nvidia.json 2> $OUT/tune.err
+  tail -3 $OUT/tune.err; python3 -c "import json, sys; d = json.loads(open(sys.argv[1]).read(\
+).strip().splitlines()[-1]); print(d['adapter'], len(d['table']))" $OUT/tune-1b-nvidia.json
+  ;;
+picksab)
+  # decode and prefill of the 1B-shaped Q4_K_M under Dawn without and with a tune run's picks
+  # (PICKS, a file of the working tree: tune1b's JSON), natively beside, each after WARM_S
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    > /dev/null 2>> $OUT/err.txt)
+  cp $PICKS /tmp/llm_1b/picks.json
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  P="bench/probes/llm_1b_profile_probe.py --top 6 --sizes=1,8 --decode 128 --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf"
+  for r in 1 2; do
+    dawn $T -- python $P >> $OUT/dawn-default.json 2>> $OUT/err.txt
+    dawn $T -- python $P --picks /tmp/llm_1b/picks.json >> $OUT/dawn-picks.json 2>> $OUT/err.txt
+  done
+  (cd $S && python3 $P >> $OUT/native.json 2>> $OUT/err.txt)
+  for f in dawn-default dawn-picks native; do python3 -c "import json, sys; [print(sys.argv[2], \
+d['prefill']['wall_ms'], d['prefill']['gpu_ms'], d.get('decode', {}).get('tok_s'), \
+[(e['sequences'], e['step_wall_ms'], e['gpu_ms']) for e in d.get('engine', [])]) \
+for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/$f.json $f; done
+  grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn\|llama_\|^\[" | tail -4
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)

@@ -19,6 +19,9 @@ adapters of these families (webrlx/runtime/autotune.py).
       python tools/make_tune_tables.py --merge nvidia tune-nvidia.json       # back here
 
   MiniLM and SmolLM2 come from $WEBRLX_MINILM_DIR / $WEBRLX_SMOLLM2_DIR (or their packages).
+  Any other GGUF language model's shapes: `--models gguf --gguf FILE` (prompts of --prompts
+  tokens, decode steps, an 8-sequence batch), e.g. the Llama-3.2-1B layout that
+  bench/llm_1b.py makes (bench/device_dawn.sh `tune1b`).
 """
 from __future__ import annotations
 
@@ -38,9 +41,25 @@ LLM_PROMPTS = (16, 48, 128)          # SmolLM2 prompt lengths (tokens) tuned for
 LLM_BATCH = 8                        # sequences of the batched-decode shapes tuned for smollm2
 
 
-def tune_here(models: list[str]) -> dict:
+def tune_llm(lm: object, prompts: tuple[int, ...], name: str) -> None:
+    """A language model's shapes: prompts of each length with 4 decode steps, then the
+    8-sequence batch (lm: a webrlx.models.llm.LanguageModel)."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    vocab = min(40000, lm.config.vocab)                   # type: ignore[attr-defined]
+    for n in prompts:
+        print(f"tune: {name} prompt {n}, 4 decode steps", file=sys.stderr)
+        lm.generate_ids([int(i) for i in rng.integers(100, vocab, n)], 4,  # type: ignore
+                        ignore_eos=True)
+    print(f"tune: {name} {LLM_BATCH} sequences", file=sys.stderr)
+    lm.generate_batch([f"Question {i}: what is {i} + {i}?" for i in range(LLM_BATCH)], 4,  # type: ignore
+                      ignore_eos=True)
+
+
+def tune_here(models: list[str], gguf: str | None = None,
+              prompts: tuple[int, ...] = LLM_PROMPTS) -> dict:
     """Tune in this process (timing on, whatever the platform) the shapes of the models named
-    (minilm, smollm2); return {adapter, table}."""
+    (minilm, smollm2, gguf: the file `gguf`); return {adapter, table}."""
     import numpy as np
 
     import webrlx as wr
@@ -56,13 +75,16 @@ def tune_here(models: list[str]) -> dict:
                                           [102] for _ in range(b)]))
     if "smollm2" in models:
         from webrlx.models import smollm2
-        lm = smollm2.load(capacity=512)
-        for n in LLM_PROMPTS:
-            print(f"tune: SmolLM2 prompt {n}, 4 decode steps", file=sys.stderr)
-            lm.generate_ids([int(i) for i in rng.integers(100, 40000, n)], 4, ignore_eos=True)
-        print(f"tune: SmolLM2 {LLM_BATCH} sequences", file=sys.stderr)
-        lm.generate_batch([f"Question {i}: what is {i} + {i}?" for i in range(LLM_BATCH)], 4,
-                          ignore_eos=True)
+        tune_llm(smollm2.load(capacity=512), LLM_PROMPTS, "SmolLM2")
+    if "gguf" in models:
+        if not gguf:
+            raise SystemExit("--models gguf needs --gguf FILE")
+        from webrlx.backends import auto
+        from webrlx.models import llm
+        # the device first: in Pyodide a load without one cuts weights at WebGPU's default
+        # 128 MiB binding, not at the adapter's
+        tune_llm(llm.load(gguf, device=auto.device(), max_context=max(prompts) + 64),
+                 prompts, Path(gguf).name)
     info = wr.device().info
     return {"adapter": info.name, "table": autotune.table(info.tune_name)}
 
@@ -87,12 +109,16 @@ def main() -> None:
                     help="tune in this process (e.g. under `python -m webrlx dawn`) and print "
                          "the table as JSON")
     ap.add_argument("--models", default="minilm,smollm2",
-                    help="--here: the models whose shapes to tune (minilm, smollm2)")
+                    help="--here: the models whose shapes to tune (minilm, smollm2, gguf)")
+    ap.add_argument("--gguf", default=None, help="--models gguf: the GGUF file")
+    ap.add_argument("--prompts", default=",".join(map(str, LLM_PROMPTS)),
+                    help="--models gguf: prompt lengths to tune (tokens)")
     ap.add_argument("--merge", nargs=2, metavar=("FAMILY", "FILE"),
                     help="add a --here run's table to FAMILY's in the shipped file")
     args = ap.parse_args()
     if args.here:
-        print(json.dumps(tune_here(args.models.split(","))))
+        print(json.dumps(tune_here(args.models.split(","), args.gguf,
+                                   tuple(int(v) for v in args.prompts.split(",")))))
         return
     if args.merge:
         merge(*args.merge)

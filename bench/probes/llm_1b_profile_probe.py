@@ -84,6 +84,8 @@ def main() -> None:
                     "shape's name (matmul_smat_...): that shape for every matmul")
     ap.add_argument("--decode", type=int, default=0)
     ap.add_argument("--read-only", default="on", choices=("on", "off"))
+    ap.add_argument("--picks", default=None, help="a `tools/make_tune_tables.py --here` run's "
+                    "JSON: its table as this adapter's own (the A/B of a table before it ships)")
     ap.add_argument("--warm", type=float, default=WARM_S,
                     help="seconds of the same work before each timing (0: none)")
     ap.add_argument("--device", default="first", choices=("first", "none"),
@@ -96,11 +98,16 @@ def main() -> None:
     context = max(a.prefill, 11 + a.decode) + 64     # (the decode's prompt is 11 ids)
     # the device first: in Pyodide (the Dawn runner) a load without one at hand cuts weights
     # at WebGPU's default 128 MiB binding (llm.param_bytes_limit), not at the adapter's
+    if a.picks:
+        from webrlx.runtime import autotune
+        got = json.loads(Path(a.picks).read_text().strip().splitlines()[-1])
+        autotune.add_picks(auto.device().info.tune_name, got["table"])
     lm = llm.load(a.model, device=auto.device() if a.device == "first" else None,
                   max_context=context)
     out: dict[str, Any] = {"model": Path(a.model).name, "adapter": str(lm.device.info.name),
                            "smat": a.smat, "smat_available": smat.available(lm.device.info),
-                           "read_only": a.read_only, "device_first": a.device}
+                           "read_only": a.read_only, "device_first": a.device,
+                           "picks": a.picks}
     ids = [int(t) for t in np.random.default_rng(0).integers(0, 256, a.prefill)]
     walls = []
     for i in range(4):                      # the first compiles
