@@ -97,7 +97,7 @@ def main() -> None:
     if a.tune:
         import webrlx as wr
         from webrlx.runtime import autotune
-        got = json.loads(Path(a.tune).read_text().strip().splitlines()[-1])
+        got = autotune.read_run(a.tune)
         autotune.add_picks(wr.device().info.tune_name, got["table"])
         out["tune"] = {"file": a.tune, "entries": len(got["table"])}
     only = a.only.split(",")

@@ -92,7 +92,8 @@ def tune_here(models: list[str], gguf: str | None = None,
 def merge(family: str, path: str) -> None:
     """Add a --here run's table to the family's in the shipped file (a shape tuned again takes
     the new pick; runs of different models add up)."""
-    got = json.loads(Path(path).read_text().strip().splitlines()[-1])
+    from webrlx.runtime.autotune import read_run
+    got = read_run(path)
     if family not in got["adapter"].lower():
         raise SystemExit(f"--merge {family}: the run's adapter {got['adapter']!r} is not of "
                          f"that family")

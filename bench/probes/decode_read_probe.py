@@ -54,7 +54,7 @@ def main() -> None:
     models = {"default": llm.load(path, max_context=512)}
     models["default"].generate_ids(PROMPT, 20, ignore_eos=True)        # plans made untuned
     if args.tune:
-        got = json.loads(Path(args.tune).read_text().strip().splitlines()[-1])
+        got = autotune.read_run(args.tune)
         autotune.add_picks(models["default"].device.info.tune_name, got["table"])
         models["tuned"] = llm.load(path, max_context=512)
         models["tuned"].generate_ids(PROMPT, 20, ignore_eos=True)

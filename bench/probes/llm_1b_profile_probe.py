@@ -100,8 +100,7 @@ def main() -> None:
     # at WebGPU's default 128 MiB binding (llm.param_bytes_limit), not at the adapter's
     if a.picks:
         from webrlx.runtime import autotune
-        got = json.loads(Path(a.picks).read_text().strip().splitlines()[-1])
-        autotune.add_picks(auto.device().info.tune_name, got["table"])
+        autotune.add_picks(auto.device().info.tune_name, autotune.read_run(a.picks)["table"])
     lm = llm.load(a.model, device=auto.device() if a.device == "first" else None,
                   max_context=context)
     out: dict[str, Any] = {"model": Path(a.model).name, "adapter": str(lm.device.info.name),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from webrlx.compiler.program import Buf, KernelCall, Variant
 from webrlx.runtime import autotune
@@ -141,3 +142,18 @@ def test_added_picks_are_this_adapters_table(tmp_path, monkeypatch):
     autotune.add_picks("gpu A", {autotune.key_of(call): "k64"})
     assert autotune.known("gpu A", call).name == "k64"
     assert autotune.known("gpu B", call).name == "k128"
+
+
+def test_read_run_takes_a_whole_file_or_a_runs_last_line(tmp_path):
+    """A tune run's JSON as saved (indented) or as its stdout (logs, then one JSON line);
+    anything else is refused with the file's name."""
+    run = {"adapter": "gpu A", "table": {"k": "v"}}
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps(run, indent=1))
+    stdout = tmp_path / "stdout.json"
+    stdout.write_text("warning: a log line\n" + json.dumps(run) + "\n")
+    assert autotune.read_run(whole) == autotune.read_run(stdout) == run
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"adapter": "gpu A"}))
+    with pytest.raises(ValueError, match="bad.json"):
+        autotune.read_run(bad)

@@ -55,6 +55,19 @@ def table(adapter: str | None = None) -> dict[str, Any]:
         {a: dict(t) for a, t in known.items()}
 
 
+def read_run(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A `tools/make_tune_tables.py --here` run's JSON ({adapter, table}) from a file: the
+    whole file, or its last line (the run's stdout, logs before the JSON)."""
+    text = Path(path).read_text()
+    try:
+        got = json.loads(text)
+    except json.JSONDecodeError:
+        got = json.loads(text.strip().splitlines()[-1])
+    if not isinstance(got, dict) or not isinstance(got.get("table"), dict):
+        raise ValueError(f"{path}: not a tune run's JSON (no 'table')")
+    return got
+
+
 def add_picks(adapter: str, picks: dict[str, str]) -> None:
     """Take picks ({tune key: variant}, e.g. a `tools/make_tune_tables.py --here` run's) as
     this adapter's own table, in memory (A/B runs of a table before it ships)."""
