@@ -63,6 +63,8 @@
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
 #           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
+#   splitab the quantized smat matmul over K pieces (rule / none / 2) in the 1B prefill beside
+#           llama.cpp, after the smat tests under Dawn
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
 #   confirm the 1B prefill under Dawn beside llama.cpp (one call), the f16 smat matmul's
@@ -725,6 +727,36 @@ d['prefill']['wall_ms'], d['prefill']['gpu_ms'], d.get('decode', {}).get('tok_s'
 [(e['sequences'], e['step_wall_ms'], e['gpu_ms']) for e in d.get('engine', [])]) \
 for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/$f.json $f; done
   grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn\|llama_\|^\[" | tail -4
+  ;;
+splitab)
+  # the quantized smat matmul over K pieces where its tiles are few (lower_quant.qsmat_pieces)
+  # against none and 2 pieces: the smat tests under Dawn, then the 1B-shaped Q4_K_M 512-token
+  # prefill under Dawn beside llama.cpp, alternating, each after WARM_S
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    > /dev/null 2>> $OUT/err.txt)
+  dawn -- pytest tests/backend/test_smat.py -q > $OUT/tests.txt 2>&1; tail -2 $OUT/tests.txt
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  B=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
+  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes= --model $B"
+  for r in 1 2; do
+    for q in rule 1 2; do
+      X=$([ $q = rule ] || echo "--qsplit $q")
+      dawn $T -- python $P $X >> $OUT/prefill-$q.json 2>> $OUT/err.txt
+    done
+    (cd $S && python3 -c "import json, sys, numpy as np; sys.path.insert(0, 'bench'); \
+from peer_llamacpp import bench_llamacpp; rng = np.random.default_rng(1); \
+p = [int(t) for t in rng.integers(0, 256, 11)]; f = [int(t) for t in rng.integers(0, 256, 512)]; \
+r = bench_llamacpp('$LL', '$B', p, f, 16); \
+print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" >> $OUT/prefill-llamacpp.json \
+      2>> $OUT/llamacpp.err)
+  done
+  for q in rule 1 2; do python3 -c "import json, sys; [print(sys.argv[2], d['prefill']['wall_ms'], \
+d['prefill']['gpu_ms'], d['prefill']['kernels']) for d in map(json.loads, (l for l in \
+open(sys.argv[1]) if l.startswith('{')))]" $OUT/prefill-$q.json $q; done
+  python3 -c "import json, sys; [print('llama.cpp', d['prefill_ms']) for d in map(json.loads, \
+(l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/prefill-llamacpp.json
+  grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)

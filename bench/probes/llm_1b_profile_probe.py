@@ -84,6 +84,8 @@ def main() -> None:
                     "shape's name (matmul_smat_...): that shape for every matmul")
     ap.add_argument("--decode", type=int, default=0)
     ap.add_argument("--read-only", default="on", choices=("on", "off"))
+    ap.add_argument("--qsplit", type=int, default=None, help="K pieces of every quantized "
+                    "subgroup-matrix matmul (lower_quant.QSMAT_SPLIT; 1: none; default: its rule)")
     ap.add_argument("--picks", default=None, help="a `tools/make_tune_tables.py --here` run's "
                     "JSON: its table as this adapter's own (the A/B of a table before it ships)")
     ap.add_argument("--warm", type=float, default=WARM_S,
@@ -95,6 +97,9 @@ def main() -> None:
     kernels.READ_ONLY_BINDINGS = a.read_only == "on"
     if a.smat != "on":
         smat.MODE = a.smat
+    if a.qsplit is not None:
+        from webrlx.compiler import lower_quant
+        lower_quant.QSMAT_SPLIT = a.qsplit
     context = max(a.prefill, 11 + a.decode) + 64     # (the decode's prompt is 11 ids)
     # the device first: in Pyodide (the Dawn runner) a load without one at hand cuts weights
     # at WebGPU's default 128 MiB binding (llm.param_bytes_limit), not at the adapter's
@@ -106,7 +111,7 @@ def main() -> None:
     out: dict[str, Any] = {"model": Path(a.model).name, "adapter": str(lm.device.info.name),
                            "smat": a.smat, "smat_available": smat.available(lm.device.info),
                            "read_only": a.read_only, "device_first": a.device,
-                           "picks": a.picks}
+                           "picks": a.picks, "qsplit": a.qsplit}
     ids = [int(t) for t in np.random.default_rng(0).integers(0, 256, a.prefill)]
     walls = []
     for i in range(4):                      # the first compiles

@@ -61,6 +61,11 @@ struct Params { M: u32, N: u32, K: u32, nw: u32 }
 @group(0) @binding(4) var<uniform> p: Params;
 
 override HAS_BIAS: bool = false;
+// K pieces (grid z = KSPLIT): piece z sums k in [z K / KSPLIT, (z + 1) K / KSPLIT) into the
+// z-th M x N block of `out` (without bias: the lowering's sum of the pieces adds it). Where
+// the tiles alone give few workgroups (q / o / down projections of a 512-token prefill: 64
+// of 128x128 on a GPU of 132 SMs). Needs K % (KSPLIT * BK) == 0.
+override KSPLIT: u32 = 1u;
 const ROWS: u32 = 1u;              // (common/qblocks.wgsl's GEMV knobs: unused here)
 const RPT: u32 = 1u;
 const RQ: u32 = 1u;
@@ -186,15 +191,16 @@ fn put_b(buf: u32, row: u32, k8: u32, v: vec4<u32>) {
     (*t)[at + 4u] = h2.x; (*t)[at + 5u] = h2.y; (*t)[at + 6u] = h3.x; (*t)[at + 7u] = h3.y;
 }
 
+// (batch: the K piece, wid.z)
 fn store(batch: u32, row: u32, c4: u32, a: vec4<f32>) {
     let N4 = p.N / 4u;
     if (row >= p.M || c4 >= N4) { return; }
     var v = a;
-    if (HAS_BIAS) {
+    if (HAS_BIAS && KSPLIT == 1u) {
         let bo = c4 * 4u;
         v += vec4<f32>(bias[bo], bias[bo + 1u], bias[bo + 2u], bias[bo + 3u]);
     }
-    out[row * N4 + c4] = v;
+    out[(batch * p.M + row) * N4 + c4] = v;
 }
 
 @compute @workgroup_size(THREADS)
@@ -205,16 +211,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let sn = sg / SGM;
     let row0 = wid.y * BM;
     let col0 = wid.x * BN;
+    let kb = wid.z * (p.K / KSPLIT);                  // this piece's k range [kb, ke)
+    let ke = kb + p.K / KSPLIT;
     var ra: array<vec4<u32>, LA>;
     var rb: array<vec4<u32>, LB>;
     // the first step's tiles
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
-        ra[l] = load_a(row0 + i / UK, i % UK);
+        ra[l] = load_a(row0 + i / UK, kb / 8u + i % UK);
     }
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
-        rb[l] = load_b(col0 + i / UK, i % UK);
+        rb[l] = load_b(col0 + i / UK, kb / 8u + i % UK);
     }
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
@@ -226,12 +234,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     workgroupBarrier();
 {{ACC_DECL}}
-    for (var k0 = 0u; k0 < p.K; k0 += BK) {
-        let odd = (k0 / BK) & 1u;
+    for (var k0 = kb; k0 < ke; k0 += BK) {
+        let odd = ((k0 - kb) / BK) & 1u;
         let pa = odd * (BM / 16u) + sm * TM;          // this subgroup's first panels
         let pb = odd * (BN / 16u) + sn * TN;
         // the next step's units (the last step loads its own again: never read)
-        let un = min(k0 + BK, p.K - BK) / 8u;
+        let un = min(k0 + BK, ke - BK) / 8u;
         for (var l = 0u; l < LA; l++) {
             let i = l * THREADS + tid;
             ra[l] = load_a(row0 + i / UK, un + i % UK);

@@ -128,3 +128,31 @@ def test_quantized_prefill_default_only_where_offered(backend, monkeypatch):
         if backend.name != "reference":
             smat_ran = any(r.startswith("qmatmul_smat") for r in ran)
             assert smat_ran == (_available(backend) and rows == 300), (rows, ran)
+
+
+@pytest.mark.parametrize("pieces", [2, 4])
+def test_quantized_prefill_k_pieces(backend, pieces, monkeypatch):
+    """qmatmul_smat over K pieces (KSPLIT, grid z) and their sum with the bias, forced on each
+    decoding path: as the whole-K kernel, within 4e-3 x max|ref| of numpy. Adapters without
+    subgroup matrices run their tiled kernels, unsplit, to the same result."""
+    from test_quant_formats import qweight, run_with_names
+
+    from webrlx import nn
+    from webrlx.compiler import lower_quant
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(lower_quant, "QSMAT_SPLIT", pieces)
+    smat_here = backend.name != "reference" and _available(backend)
+    n, k = 136, 1024
+    for fmt in ("q4_1", "q4_k", "q6_k") if smat_here else ("q4_k",):
+        w, wf = qweight(fmt, n, k)
+        bias = rand(n, seed=7)
+        x = rand(300, k)
+        want = x.astype(np.float64) @ wf.T + bias
+
+        def lin(x, w, b, fmt=fmt):
+            return nn.qlinear(x, w, fmt, n, k, bias=b)
+        (got,), ran = run_with_names(backend, lin, x, {"w": w, "b": bias})
+        assert np.abs(got - want).max() <= 4e-3 * np.abs(want).max(), fmt
+        if backend.name != "reference":
+            assert any(f"[split-k {pieces}]" in r for r in ran) == smat_here, ran

@@ -95,3 +95,42 @@ def test_quantized_prefills_on_tensor_cores(rows, tensor_cores, monkeypatch):
     on, off = calls(None), calls("off")
     assert any(n.startswith("qmatmul_smat") for n in on) == tensor_cores, on
     assert not any(n.startswith("qmatmul_smat") for n in off), off
+
+
+def test_quantized_smat_k_pieces_where_tiles_are_few(monkeypatch):
+    """qsmat_pieces: K cut in pieces (a sum after) where the 128x128 tiles give few workgroups
+    (the 1B prefill's q / o / down projections), none where they are many (gate / up) or K is
+    short; a forced count that does not cut K into whole steps names K."""
+    from webrlx.compiler import lower_quant
+    big = next(sh for sh in smat.SHAPES if sh.name == "matmul_smat_128x128_s2x4_k32")
+    pieces = lower_quant.qsmat_pieces
+    assert pieces(512, 2048, 2048, big) == 4 and pieces(512, 2048, 8192, big) == 4
+    assert pieces(512, 8192, 2048, big) == 1 and pieces(512, 2048, 512, big) == 1
+    monkeypatch.setattr(lower_quant, "QSMAT_SPLIT", 3)
+    with pytest.raises(ValueError, match="K 2048"):
+        pieces(512, 2048, 2048, big)
+
+
+def test_quantized_smat_split_lowers_to_pieces_and_a_sum(monkeypatch):
+    """A 512-row qmatmul of few tiles: the smat kernel over K pieces (grid z) into a temp of
+    pieces x M x N, then one sum adding the bias, into the output."""
+    import webrlx as wr
+    from webrlx import nn, quant
+    from webrlx.compiler import lower_quant
+    from webrlx.compiler.lower import lower
+    monkeypatch.setattr(smat, "MODE", None)
+    n, k = 512, 2048
+    g = wr.Graph()
+    x = g.input("x", (512, k), "float32")
+    w = g.param("w", (quant.nwords("q4_k", n, k),), "uint32")
+    b = g.param("b", (n,), "float32")
+    y = nn.qlinear(x, w, "q4_k", n, k, bias=b)
+    prog = lower(g, [y.id], {}, _info())
+    names = [c.name for c in prog.calls]
+    split = [c for c in prog.calls if "[split-k" in c.name]
+    assert len(split) == 1 and split[0].name.startswith("qmatmul_smat"), names
+    want = lower_quant.qsmat_pieces(512, n, k, next(
+        sh for sh in smat.SHAPES if split[0].name.startswith(f"q{sh.name}")))
+    assert want > 1 and split[0].grid[2] == want and split[0].overrides["KSPLIT"] == want
+    assert split[0].writes.nbytes == want * 512 * n * 4
+    assert names[-1] == "elementwise[qmatmul split-K sum]", names

@@ -13,7 +13,7 @@ from . import fuse, smat
 from .emit import EmitContext
 from .fuse import QGemv
 from .lower_decoder import cpu_adapter, rope_freq
-from .lower_matmul import BIG_GRID
+from .lower_matmul import BIG_GRID, _sum_parts
 from .program import Buf, Variant
 from .registry import lowering
 
@@ -56,6 +56,31 @@ def gemv_shape(n: int, k: int, cpu: bool = False) -> tuple[int, int, int]:
     return max(fit, default=GEMV_TPR[0]), 1, 1
 
 
+# K pieces of the quantized subgroup-matrix matmul (its KSPLIT; a sum of the pieces after):
+# doubled while its tiles' workgroups x pieces stay within QSMAT_SPLIT_WGS and each piece keeps
+# QSMAT_SPLIT_MIN_K of K. A 512-token prefill of the Llama-3.2-1B layout has q / o / down
+# projections of 64 128x128 tiles (and k / v of 64 64x64 ones) for a GPU of 132 SMs, while
+# gate / up have 256. QSMAT_SPLIT forces a count (probes, tests; 1: none).
+QSMAT_SPLIT_WGS = 256
+QSMAT_SPLIT_MIN_K = 512
+QSMAT_SPLIT: int | None = None
+
+
+def qsmat_pieces(m: int, n: int, k: int, sh: smat.SmatShape) -> int:
+    """K pieces for the quantized smat matmul of shape sh on an m x n x k problem (1: none);
+    every piece a whole number of sh's k steps."""
+    if QSMAT_SPLIT is not None:
+        if QSMAT_SPLIT < 1 or k % (QSMAT_SPLIT * sh.bk):
+            raise ValueError(f"QSMAT_SPLIT={QSMAT_SPLIT}: K {k} is not {QSMAT_SPLIT} pieces of "
+                             f"whole {sh.bk}-long steps")
+        return QSMAT_SPLIT
+    wgs, pieces = -(-n // sh.bn) * -(-m // sh.bm), 1
+    while (wgs * pieces * 2 <= QSMAT_SPLIT_WGS and k % (pieces * 2 * sh.bk) == 0
+           and k // (pieces * 2) >= QSMAT_SPLIT_MIN_K and pieces < 8):
+        pieces *= 2
+    return pieces
+
+
 @lowering("qmatmul")
 def _qmatmul(L: EmitContext, node: Node) -> Buf:
     x_id, w_id = node.inputs[0], node.inputs[1]
@@ -86,8 +111,21 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
                    f"qgemv {fmt}/{t}")
     elif smats:                         # tensor cores (compiler/smat.py): they lead
         (lead_kernel, lead), rest = smats[0], [v for _, v in smats[1:]]
-        L.emit(lead_kernel, bindings, params, lead.grid, lead.overrides, name=lead.name,
-               variants=[*rest, tiles[1], tiles[2]], tune_key=f"qmatmul {fmt}/{t} {m}x{n}x{k}")
+        shape = next(sh for sh in smat.SHAPES if f"q{sh.name}" == lead.name)
+        pieces = qsmat_pieces(m, n, k, shape)
+        if pieces > 1:                  # K pieces stacked in a temp, then summed (+ bias)
+            parts = L.temp((pieces, m, n), node.dtype)
+            L.emit(lead_kernel, {**bindings, "bias": L.dummy(0), "out": parts}, params,
+                   (lead.grid[0], lead.grid[1], pieces),
+                   {**lead.overrides, "HAS_BIAS": False, "KSPLIT": pieces},
+                   name=f"{lead.name}[split-k {pieces}]")
+            _sum_parts(L, [(parts, z * m * n) for z in range(pieces)],
+                       bindings["bias"] if has_bias else None, out, (m, n), node.dtype, "none",
+                       "qmatmul split-K sum")
+        else:
+            L.emit(lead_kernel, bindings, params, lead.grid, lead.overrides, name=lead.name,
+                   variants=[*rest, tiles[1], tiles[2]],
+                   tune_key=f"qmatmul {fmt}/{t} {m}x{n}x{k}")
     else:
         first = 2 if -(-m // 128) * -(-n // 128) >= BIG_GRID else 1
         pick, other = tiles[first], tiles[3 - first]
