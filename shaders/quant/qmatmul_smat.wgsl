@@ -46,6 +46,9 @@
 // tools/tint_spirv.mjs on the GPU machine). One clamp of the 8-aligned offset before them:
 // this kernel 17.1 -> 14.7 GPU ms, the 1B prefill 25.5-26.6 -> 22.6-23.1 ms wall (H200 under
 // Dawn, bench/device_dawn.sh putab, old and new alternating; llama.cpp 24.4 ms).
+// K pieces (KSPLIT, where the tiles give few workgroups: lower_quant.qsmat_pieces): the same
+// prefill 21.9-22.0 -> 18.9-19.1 ms wall, llama.cpp 23.3 in the same call (H100 under Dawn,
+// bench/device_dawn.sh splitab); the pieces' sum costs 0.9 ms of it.
 // Limits: see matmul_smat.wgsl (tile copies through 2-byte workgroup stores, the products'
 // f16 array loads); here also each weight is dequantized once per BM rows of x, by load_unit
 // (a Q4_K unit: 5 words, its scales decoded per unit).
