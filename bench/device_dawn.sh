@@ -111,6 +111,11 @@ warm() { dawnt "" -- python -c "import webrlx" > /dev/null 2>&1; }   # (first ru
 paths_summary() { for f in $1/*.json; do python3 -c "import json, sys; \
 d = json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-1], {s: [c[p].get('gpu_ms', \
 c[p].get('error')) for p in sys.argv[2].split(',')] for s, c in d['cases'].items()})" $f $2; done; }
+# an ES module at $1 exporting dawn.node's create and globals, as npm webgpu's index.js does
+# (tools/tint_spirv.mjs --dawn takes it)
+dawn_module() { mkdir -p "$(dirname "$1")"; printf "%s\n" "import { createRequire } from 'module';" \
+  "const { create, globals } = createRequire(import.meta.url)('$D/dawn.node');" \
+  "export { create, globals };" > "$1"; }
 case "$1" in
 setup)
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -252,11 +257,8 @@ qsmat)
     python3 -c "import json, sys; d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
 print(sys.argv[2], d['prefill']['wall_ms'])" $OUT/prefill-1b-dawn-$sh.json $sh
   done
-  (cd $S && python3 -c "import json, sys, numpy as np; sys.path.insert(0, 'bench'); \
-from peer_llamacpp import bench_llamacpp; rng = np.random.default_rng(1); \
-p = [int(t) for t in rng.integers(0, 256, 11)]; f = [int(t) for t in rng.integers(0, 256, ${PREFILL:-512})]; \
-r = bench_llamacpp('$LL', '$M', p, f, 16); \
-print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" > $OUT/prefill-1b-llamacpp.json \
+  (cd $S && python3 bench/peer_llamacpp.py --so $LL --model $M --prefill ${PREFILL:-512} \
+    > $OUT/prefill-1b-llamacpp.json \
     2> $OUT/prefill-1b-llamacpp.err)
   for f in native dawn dawn-nosmat llamacpp; do echo "== $f"; python3 -c "import json, sys; \
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(d.get('prefill', d))" \
@@ -583,10 +585,8 @@ llmwarm2)
   A="bench/probes/prefill_attention_probe.py --d 64 --heads 32 --kv-heads 8 --s 512"
   (cd $S && python3 $A > $OUT/attn1b-native.json 2>> $OUT/err.txt)
   dawnt "" -- python $A > $OUT/attn1b-dawn.json 2>> $OUT/err.txt
-  mkdir -p /tmp/dawnpkg $OUT/tint
-  printf "%s\n" "import { createRequire } from 'module';" \
-    "const { create, globals } = createRequire(import.meta.url)('$D/dawn.node');" \
-    "export { create, globals };" > /tmp/dawnpkg/index.mjs
+  mkdir -p $OUT/tint
+  dawn_module /tmp/dawnpkg/index.mjs
   (cd $S && python3 -c "from webrlx.kernels import kernel; from webrlx.compiler import smat; \
 sh = next(s for s in smat.SHAPES if s.name == 'matmul_smat_128x128_s2x4_k32'); \
 print(kernel('quant/qmatmul_smat', T='f32', **smat.slots(sh, True, b_by_n=True)).source)" \
@@ -656,11 +656,8 @@ confirm)
   M=/tmp/llm_1b/llama-smollm2.Q4_1.gguf
   for r in 1 2 3; do
     dawn $T -- python $P --model $B >> $OUT/c/prefill-1b-dawn.json 2>> $OUT/c/err.txt
-    (cd $S && python3 -c "import json, sys, numpy as np; sys.path.insert(0, 'bench'); \
-from peer_llamacpp import bench_llamacpp; rng = np.random.default_rng(1); \
-p = [int(t) for t in rng.integers(0, 256, 11)]; f = [int(t) for t in rng.integers(0, 256, 512)]; \
-r = bench_llamacpp('$LL', '$B', p, f, 16); \
-print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" >> $OUT/c/prefill-1b-llamacpp.json \
+    (cd $S && python3 bench/peer_llamacpp.py --so $LL --model $B --prefill 512 \
+      >> $OUT/c/prefill-1b-llamacpp.json \
       2>> $OUT/c/llamacpp.err)
   done
   dawn $T -- python $P --model $M --prefill 128 --decode 128 > $OUT/c/smollm2-dawn.json \
@@ -669,9 +666,7 @@ print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" >> $OUT/c/pref
     2>> $OUT/c/err.txt)
   dawnt ",disable_robustness" -- python bench/probes/smat_probe.py --n 4096 --sgid builtin \
     > $OUT/c/smat-norobust.json 2>> $OUT/c/err.txt
-  printf "%s\n" "import { createRequire } from 'module';" \
-    "const { create, globals } = createRequire(import.meta.url)('$D/dawn.node');" \
-    "export { create, globals };" > /tmp/dawnpkg.mjs
+  dawn_module /tmp/dawnpkg.mjs
   (cd $S && python3 -c "from webrlx.kernels import kernel; from webrlx.compiler import smat; \
 sh = next(s for s in smat.SHAPES if s.name == 'matmul_smat_128x256_s2x4_k16'); \
 print(kernel('matmul/matmul_smat', T='f16', **smat.slots(sh, True)).source)" > $OUT/c/tint/smat.wgsl)
@@ -744,11 +739,8 @@ splitab)
       X=$([ $q = rule ] || echo "--qsplit $q")
       dawn $T -- python $P $X >> $OUT/prefill-$q.json 2>> $OUT/err.txt
     done
-    (cd $S && python3 -c "import json, sys, numpy as np; sys.path.insert(0, 'bench'); \
-from peer_llamacpp import bench_llamacpp; rng = np.random.default_rng(1); \
-p = [int(t) for t in rng.integers(0, 256, 11)]; f = [int(t) for t in rng.integers(0, 256, 512)]; \
-r = bench_llamacpp('$LL', '$B', p, f, 16); \
-print(json.dumps({k: v for k, v in r.items() if k != 'tokens'}))" >> $OUT/prefill-llamacpp.json \
+    (cd $S && python3 bench/peer_llamacpp.py --so $LL --model $B --prefill 512 \
+      >> $OUT/prefill-llamacpp.json \
       2>> $OUT/llamacpp.err)
   done
   for q in rule 1 2; do python3 -c "import json, sys; [print(sys.argv[2], d['prefill']['wall_ms'], \

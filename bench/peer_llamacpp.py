@@ -5,12 +5,20 @@ as llama.cpp's own samplers do.
 
     from peer_llamacpp import bench_llamacpp
     bench_llamacpp("/path/_llama_cpp_vulkan_1_x.cpython-311-x86_64-linux-gnu.so", gguf, ...)
+
+From the shell (bench/device_dawn.sh): the prefill of --prefill random byte ids and the decode
+of --new tokens after an 11-id prompt (the ids bench/probes/llm_1b_profile_probe.py and
+bench/llm_1b.py use), as one JSON line without the tokens:
+
+    python bench/peer_llamacpp.py --so SO --model FILE.gguf [--prefill 512] [--new 16]
 """
 from __future__ import annotations
 
+import argparse
 import functools
 import importlib.machinery
 import importlib.util
+import json
 import time
 from typing import Any
 
@@ -103,3 +111,21 @@ def bench_llamacpp(so_path: str, gguf_path: str, prompt: list[int], prefill: lis
     return {"prefill_ms": 1e3 * prefill_s, "prefill_tokens": len(prefill),
             "ttft_ms": 1e3 * first, "decode_tok_s": (new_tokens - 1) / (total - first),
             "tokens": tokens}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="llama.cpp's prefill and greedy decode on a GGUF")
+    ap.add_argument("--so", required=True, help="llama-cpp-cffi's module file (.so)")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--prefill", type=int, default=512)
+    ap.add_argument("--new", type=int, default=16)
+    a = ap.parse_args()
+    rng = np.random.default_rng(1)
+    prompt = [int(t) for t in rng.integers(0, 256, 11)]
+    prefill = [int(t) for t in rng.integers(0, 256, a.prefill)]
+    got = bench_llamacpp(a.so, a.model, prompt, prefill, a.new)
+    print(json.dumps({k: v for k, v in got.items() if k != "tokens"}))
+
+
+if __name__ == "__main__":
+    main()
