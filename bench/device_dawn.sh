@@ -63,6 +63,7 @@
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
 #           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
+#   benchpair `bench` natively (torch beside) and under Dawn (--no-ref), family by family
 #   splitab the quantized smat matmul over K pieces (rule / none / 2) in the 1B prefill beside
 #           llama.cpp, after the smat tests under Dawn
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
@@ -749,6 +750,20 @@ open(sys.argv[1]) if l.startswith('{')))]" $OUT/prefill-$q.json $q; done
   python3 -c "import json, sys; [print('llama.cpp', d['prefill_ms']) for d in map(json.loads, \
 (l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/prefill-llamacpp.json
   grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
+  ;;
+benchpair)
+  # `python -m webrlx bench` natively (torch CUDA as the peer) and under Dawn (--no-ref: numpy
+  # in Pyodide is no peer), family by family, each case after WARM_S
+  for only in ${BENCH_ONLY:-attention f16}; do
+    (cd $S && timeout ${NATIVE_LIMIT:-90} python3 -m webrlx bench --only $only \
+      > $OUT/bench-native-$only.json 2>> $OUT/err.txt)
+    timeout ${BENCH_LIMIT:-120} bash -c "$(declare -f dawn dawnt); DF=$DF; \
+      dawnt '' -- bench --no-ref --only $only" > $OUT/bench-dawn-$only.json 2>> $OUT/err.txt
+  done
+  for f in $OUT/bench-*.json; do python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
+[print(sys.argv[1].split('/')[-1], c.get('case'), c.get('dtype'), round(c['webrlx_ms'], 4), \
+c.get('ref_ms') and round(c['ref_ms'], 4)) for c in d['cases']]" $f || echo "$f: no JSON"; done
+  grep "^\[bench" $OUT/err.txt | tail -3
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)
