@@ -498,7 +498,7 @@ flashclock)
 warmed)
   # GPU clocks: the ramp from idle natively and under Dawn (clock_ramp_probe), then the flash
   # kernel, the f16 subgroup-matrix matmul against torch f16, and bench's f16 cases, each timed
-  # after WARM_S of its own work (webrlx.cli.bench.hold_clocks), with nvidia-smi's clock beside
+  # after WARM_S of its own work (webrlx.cli.clocks.hold_clocks), with nvidia-smi's clock beside
   nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,utilization.gpu \
     --format=csv,noheader -lms 100 > $OUT/clocks.csv &
   NS=$!

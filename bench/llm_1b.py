@@ -178,9 +178,9 @@ def measure_rss(path: Path) -> dict[str, Any]:
 
 
 def hold(fn: Any) -> None:
-    """fn() again and again for webrlx.cli.bench.WARM_S seconds: the GPU's clock up before a
+    """fn() again and again for webrlx.cli.clocks.WARM_S seconds: the GPU's clock up before a
     timing (an NVIDIA GPU idle for seconds runs short bursts at its floor clock)."""
-    from webrlx.cli.bench import hold_clocks
+    from webrlx.cli.clocks import hold_clocks
     hold_clocks(fn, lambda: None)
 
 

@@ -20,9 +20,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import webrlx as wr  # noqa: E402
-from webrlx.cli.bench import hold_clocks  # noqa: E402
 from webrlx.cli.bench_llm import BATCH_PROMPTS as PROMPTS  # noqa: E402
 from webrlx.cli.bench_llm import measure_sizes  # noqa: E402
+from webrlx.cli.clocks import hold_clocks  # noqa: E402
 from webrlx.models import llm  # noqa: E402
 from webrlx.models.engine import Engine  # noqa: E402
 

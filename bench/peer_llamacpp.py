@@ -87,7 +87,7 @@ def bench_llamacpp(so_path: str, gguf_path: str, prompt: list[int], prefill: lis
         int(np.argmax(last_logits()))                  # waits for the logits
         return time.perf_counter() - t
     prefill_once()
-    hold = time.perf_counter()              # the GPU's clock up first (webrlx.cli.bench.WARM_S)
+    hold = time.perf_counter()              # the GPU's clock up first (webrlx.cli.clocks.WARM_S)
     while time.perf_counter() - hold < warm_s:
         prefill_once()
     prefill_s = min(prefill_once() for _ in range(5))

@@ -6,7 +6,7 @@ the first time a window's median was within 1.2x of the last second's.
 
 Why: an NVIDIA GPU idle for ~3 s drops its SM clock to the floor (345 MHz on an H200 against
 1980), and under Dawn 0.4 s of kernels after Pyodide's numpy ran at that clock
-(bench/device_dawn.sh flashclock). webrlx.cli.bench.WARM_S is chosen from this probe's ramp,
+(bench/device_dawn.sh flashclock). webrlx.cli.clocks.WARM_S is chosen from this probe's ramp,
 natively and under Dawn.
     python bench/probes/clock_ramp_probe.py [--n 2048] [--idle 6] [--seconds 3] [--batch 4]"""
 from __future__ import annotations

@@ -9,7 +9,7 @@ the file bench/llm_1b.py makes (`--make-only`), on the GPU machine. Prints JSON.
 (--sizes '': prefill only; --decode N: also lm.generate's greedy decode tokens/s over N new
 tokens, best of 3; --read-only off: every storage binding read_write, as before
 kernels.read_only_storage, for the A/B)
-Each timing follows --warm seconds (webrlx.cli.bench.WARM_S) of the same work back to back:
+Each timing follows --warm seconds (webrlx.cli.clocks.WARM_S) of the same work back to back:
 the GPU's clock up (an NVIDIA GPU idle for seconds runs short bursts at its floor clock).
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from webrlx import kernels  # noqa: E402
 from webrlx.backends import auto  # noqa: E402
-from webrlx.cli.bench import WARM_S  # noqa: E402
+from webrlx.cli.clocks import WARM_S  # noqa: E402
 from webrlx.compiler import smat  # noqa: E402
 from webrlx.models import llm  # noqa: E402
 from webrlx.models.engine import Engine  # noqa: E402

@@ -49,7 +49,7 @@ def run(s: int, t: int, h: int = 9, hkv: int = 3, d: int = 64) -> dict:
              "kc": rng.standard_normal((1, hkv, t, d), np.float32),
              "vc": rng.standard_normal((1, hkv, t, d), np.float32),
              "pos": np.zeros(1, np.int32)}
-    warm_executable(exe, feeds)             # (the GPU's clock up: bench.hold_clocks)
+    warm_executable(exe, feeds)             # (the GPU's clock up: clocks.hold_clocks)
     prof = exe.profile(feeds, repeats=5)
     return {"gpu_us": round(prof.total_ms * 1e3, 1),
             "kernels": {k: round(v * 1e3, 1) for k, v in prof.by_kernel().items()},

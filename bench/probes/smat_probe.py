@@ -7,7 +7,7 @@ shapes, and time at 4096^3 / 2048^3; prints JSON.
 Each shape runs with the subgroup index from `@builtin(subgroup_id)` and computed from the
 thread index (--sgid builtin|computed|both). Time: `reps` dispatches in one submit, ended by a
 4-byte readback, median of 5 batches (bench/probes/subgroup_matrix_probe.py's Gpu), after
-WARM_S seconds of the same batches (the GPU's clock up: see webrlx.cli.bench.hold_clocks).
+WARM_S seconds of the same batches (the GPU's clock up: see webrlx.cli.clocks.hold_clocks).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 from subgroup_matrix_probe import Gpu  # noqa: E402
 
-from webrlx.cli.bench import WARM_S  # noqa: E402
+from webrlx.cli.clocks import WARM_S  # noqa: E402
 from webrlx.compiler import smat  # noqa: E402
 from webrlx.kernels import kernel  # noqa: E402
 
@@ -41,7 +41,7 @@ def run(gpu: Gpu, pipe: object, shape: smat.SmatShape, a: np.ndarray, b: np.ndar
             gpu.buffer(params, 0x40 | 0x8)]
     grid = (-(-n // shape.bn), -(-m // shape.bm))
     out = gpu.run(pipe, bufs, grid, 1, bufs[3], 4 if batches else m * n * 2)
-    if batches:                          # the GPU's clock up first (webrlx.cli.bench.WARM_S)
+    if batches:                          # the GPU's clock up first (webrlx.cli.clocks.WARM_S)
         hold = time.perf_counter()
         while time.perf_counter() - hold < WARM_S:
             gpu.run(pipe, bufs, grid, reps, bufs[3], 4)

@@ -21,7 +21,7 @@ def main() -> None:
     for n in a.n:
         x = torch.randn(n, n, device="cuda", dtype=torch.float16)
         y = torch.randn(n, n, device="cuda", dtype=torch.float16)
-        hold = time.perf_counter()         # the GPU's clock up first (webrlx.cli.bench.WARM_S)
+        hold = time.perf_counter()         # the GPU's clock up first (webrlx.cli.clocks.WARM_S)
         while time.perf_counter() - hold < 1.0:
             for _ in range(a.reps):
                 x @ y

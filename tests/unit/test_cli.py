@@ -223,7 +223,7 @@ def test_hold_clocks_runs_the_work_for_the_seconds_asked():
     (the GPU's clock up before a timing); 0 s: nothing runs."""
     import time
 
-    from webrlx.cli.bench import hold_clocks
+    from webrlx.cli.clocks import hold_clocks
     calls, syncs = [], []
     t = time.perf_counter()
     n = hold_clocks(lambda: calls.append(1), lambda: syncs.append(1), 0.05)

@@ -27,6 +27,9 @@ import numpy as np
 import webrlx as wr
 from webrlx.backends.base import Copy
 
+from . import clocks
+from .clocks import hold_clocks
+
 MIN_BATCH_S = 0.02    # grow a batch until it runs this long: one sync's cost stays < ~2% of it
 T0 = time.perf_counter()
 
@@ -52,38 +55,14 @@ def progress(msg: str) -> None:
     print(f"[bench {time.perf_counter() - T0:7.1f} s] {msg}", file=sys.stderr, flush=True)
 
 
-# GPU clocks. An NVIDIA GPU idle for ~3 s drops its SM clock to the floor (345 MHz on an H200,
-# against 1980) and keeps it there through short bursts of work: under Dawn, 0.4 s of
-# attention_flash after Pyodide's numpy reference ran at 345 MHz at 65% utilization, 5.6x its
-# time at full clock (nvidia-smi beside it: bench/device_dawn.sh flashclock,
-# bench/results/2026-11-27-h200-dawn-clock-after-idle.json). So every timing first runs its own
-# work back to back for WARM_S seconds (the torch and llama.cpp peers too); the software tiers
-# skip it (main_bench sets 0).
-WARM_S = 1.0
-
-
-def hold_clocks(fn: Callable[[], Any], sync: Callable[[], Any],
-                seconds: float | None = None) -> int:
-    """Run fn back to back, a sync after each batch, for `seconds` (WARM_S): the GPU's clock
-    up before a timing. Returns the calls made."""
-    seconds = WARM_S if seconds is None else seconds
-    t, calls, n = time.perf_counter(), 0, 1
-    while time.perf_counter() - t < seconds:
-        for _ in range(n):
-            fn()
-        sync()
-        calls += n
-        n = min(2 * n, 64)
-    return calls
-
-
 def _time(fn: Callable[[], Any], sync: Callable[[], Any], iters: int, repeats: int,
           warm_s: float | None = None) -> float:
     """Seconds per call of fn: the median over `repeats` batches of back-to-back calls ended
     by one sync. A batch has at least `iters` calls, more (doubling, up to 4096) until it takes
     MIN_BATCH_S: with 10 calls of a 15 us kernel, the one readback that ends the batch was half
     of the figure (H100, bench/probes/submit_probe.py), and natively a 4-byte readback costs ~0.4 ms
-    (H200, wgpu-py's read_buffer), 8% of a 5 ms batch. WARM_S of calls go first (hold_clocks)."""
+    (H200, wgpu-py's read_buffer), 8% of a 5 ms batch. clocks.WARM_S of calls go first
+    (hold_clocks)."""
     fn()
     sync()
     hold_clocks(fn, sync, warm_s)
@@ -108,8 +87,9 @@ def _time(fn: Callable[[], Any], sync: Callable[[], Any], iters: int, repeats: i
 def _submit_and_sync(exe: wr.Executable, feeds: dict[str, np.ndarray]
                      ) -> tuple[Callable[[], Any], Callable[[], Any], float | None]:
     """exe's run as (submit, sync, warm seconds): its dispatches submitted with inputs already
-    on the device, a sync that waits for them, and WARM_S (0 on software adapters and the
-    reference device, which has no plan: there a submit is a whole run)."""
+    on the device, a sync that waits for them, and the warm-up's seconds (0 on software
+    adapters and the reference device, which has no plan: there a submit is a whole run; None:
+    clocks.WARM_S)."""
     exe.run(feeds)                       # compile, upload inputs, warm up
     plan = exe.last_plan
     if plan is None:                     # the reference device: whole runs
@@ -138,8 +118,8 @@ def time_executable(exe: wr.Executable, feeds: dict[str, np.ndarray], iters: int
 
 def warm_executable(exe: wr.Executable, feeds: dict[str, np.ndarray],
                     seconds: float | None = None) -> None:
-    """exe's runs back to back for `seconds` (WARM_S; none on software adapters): the GPU's
-    clock up before a profile() or another timing of it (see hold_clocks)."""
+    """exe's runs back to back for `seconds` (clocks.WARM_S; none on software adapters): the
+    GPU's clock up before a profile() or another timing of it (see clocks.hold_clocks)."""
     submit, sync, warm = _submit_and_sync(exe, feeds)
     hold_clocks(submit, sync, warm if seconds is None and warm is not None else seconds)
 
@@ -402,9 +382,8 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     dev = wr.device()
     only = set(filter(None, args.only.split(",")))
     cpu = dev.info.software or dev.info.backend == "reference"
-    global WARM_S
     if cpu:
-        WARM_S = 0.0                # (no GPU clock to raise: minutes saved on 2 cores)
+        clocks.WARM_S = 0.0         # (no GPU clock to raise: minutes saved on 2 cores)
     tier_name = "quick" if args.quick else "full" if args.full or not cpu else "cpu"
     tier = TIERS[tier_name]
     sizes, (iters, repeats) = tier["sizes"], tier["iters"]

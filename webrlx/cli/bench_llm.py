@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .clocks import hold_clocks
+
 PROMPT = "Count by sevens: 7, 14, 21,"
 PREFILL_TEXT = "The history of computing is a story of layers. "
 BATCH_PROMPTS = ["Count by sevens: 7, 14, 21,", "The capital of France is", "def fibonacci(n):",
@@ -37,10 +39,9 @@ LLM_TIERS: dict[str, dict[str, int]] = {
 
 
 def _warm(fn: Callable[[], Any]) -> None:
-    """fn() again and again for bench.WARM_S seconds (0 on software adapters): the GPU's clock
-    up before a timing (see bench.hold_clocks)."""
-    from . import bench
-    bench.hold_clocks(fn, lambda: None)
+    """fn() again and again for clocks.WARM_S seconds (0 on software adapters): the GPU's
+    clock up before a timing (see clocks.hold_clocks)."""
+    hold_clocks(fn, lambda: None)
 
 
 def run_batch(eng: Any, n: int, new: int) -> tuple[int, float]:
