@@ -88,7 +88,7 @@ def emit_matmul(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
         _row_pieces(L, a_cols, b, None, part, (m, n, kc), dtype, acc_t, "none",
                     k0 * n - w.shift(isz), w)
         parts.append(part)
-    _sum_parts(L, [(p, 0) for p in parts], bias, out, (m, n), dtype, act, "matmul K pieces")
+    sum_parts(L, [(p, 0) for p in parts], bias, out, (m, n), dtype, act, "matmul K pieces")
 
 
 def _row_pieces(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
@@ -108,7 +108,7 @@ def _row_pieces(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                      {**offs, "b_off": b_off}, wins)
 
 
-def _sum_parts(L: EmitContext, parts: list[tuple[Buf, int]], bias: Buf | None, out: Buf,
+def sum_parts(L: EmitContext, parts: list[tuple[Buf, int]], bias: Buf | None, out: Buf,
                mn: tuple[int, int], dtype: dt.DType, act: str, what: str,
                stride: int | None = None) -> None:
     """out = act(sum(parts) + bias); parts are (buffer, element offset) of [m, n] products
@@ -362,7 +362,7 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
              dtype: dt.DType, acc_t: str, act: str, r: int = 1) -> None:
     """out[z] = act(sum_p A[z][:, p kc:(p+1) kc] @ B[z][p kc:(p+1) kc] + bias): one tiled
     dispatch over batch x pieces (grid z = batch * pieces + p: the kernel's ZS), partial
-    products stacked in a temp, then _sum_parts adding them, the bias and the activation in
+    products stacked in a temp, then sum_parts adding them, the bias and the activation in
     one elementwise kernel (batched: neither bias nor activation)."""
     m, n, k, batch = mnkb
     kc = k // pieces
@@ -381,10 +381,10 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     L.emit(k_tiled, {"A": a, "B": b, "bias": L.dummy(0), "C": parts}, params, grid,
            {"HAS_BIAS": False, "ACT": 0}, name=f"{name}[split-k {pieces}]")
     if batch == 1:
-        _sum_parts(L, [(parts, z * m * n) for z in range(pieces)], bias, out, (m, n), dtype,
+        sum_parts(L, [(parts, z * m * n) for z in range(pieces)], bias, out, (m, n), dtype,
                    act, "matmul split-K sum")
     else:                         # rows of the sum: batches; parts[z * pieces + p]
-        _sum_parts(L, [(parts, z * m * n) for z in range(pieces)], None, out,
+        sum_parts(L, [(parts, z * m * n) for z in range(pieces)], None, out,
                    (batch, m * n), dtype, "none", "matmul split-K sum", pieces * m * n)
 
 

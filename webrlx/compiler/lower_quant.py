@@ -13,7 +13,7 @@ from . import fuse, smat
 from .emit import EmitContext
 from .fuse import QGemv
 from .lower_decoder import cpu_adapter, rope_freq
-from .lower_matmul import BIG_GRID, _sum_parts
+from .lower_matmul import BIG_GRID, sum_parts
 from .program import Buf, Variant
 from .registry import lowering
 
@@ -119,7 +119,7 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
                    (lead.grid[0], lead.grid[1], pieces),
                    {**lead.overrides, "HAS_BIAS": False, "KSPLIT": pieces},
                    name=f"{lead.name}[split-k {pieces}]")
-            _sum_parts(L, [(parts, z * m * n) for z in range(pieces)],
+            sum_parts(L, [(parts, z * m * n) for z in range(pieces)],
                        bindings["bias"] if has_bias else None, out, (m, n), node.dtype, "none",
                        "qmatmul split-K sum")
         else:
