@@ -177,18 +177,12 @@ def measure_rss(path: Path) -> dict[str, Any]:
     return res
 
 
-def hold(fn: Any) -> None:
-    """fn() again and again for webrlx.cli.clocks.WARM_S seconds: the GPU's clock up before a
-    timing (an NVIDIA GPU idle for seconds runs short bursts at its floor clock)."""
-    from webrlx.cli.clocks import hold_clocks
-    hold_clocks(fn, lambda: None)
-
-
 def prefill_s(lm: Any, ids: list[int]) -> float:
     """Best of 3 prefill times of ids (to the first token read back), after a compiling run
     and WARM_S of prefills."""
+    from webrlx.cli.clocks import hold_clocks
     lm.generate_ids(ids, 1)
-    hold(lambda: lm.generate_ids(ids, 1))
+    hold_clocks(lambda: lm.generate_ids(ids, 1), lambda: None)
     times = []
     for _ in range(3):
         lm.generate_ids(ids, 1)
@@ -201,6 +195,7 @@ def webrlx_run(path: Path, prompt: list[int], prefill: list[int], new: int,
     """webrlx's decode, prefill, weight bytes and batched decode on one file."""
     import webrlx as wr
     from webrlx.cli.bench_llm import measure_sizes
+    from webrlx.cli.clocks import hold_clocks
     from webrlx.models import llm
     from webrlx.models.engine import Engine
     dev = wr.device()
@@ -209,7 +204,7 @@ def webrlx_run(path: Path, prompt: list[int], prefill: list[int], new: int,
     lm = llm.load(path, device=dev, max_context=context)
     res: dict[str, Any] = {"adapter": str(dev.info.name), "load_s": time.perf_counter() - t}
     lm.generate_ids(prompt, 2)                  # compiles (and tunes) the decode plans
-    hold(lambda: lm.generate_ids(prompt, 16, ignore_eos=True))
+    hold_clocks(lambda: lm.generate_ids(prompt, 16, ignore_eos=True), lambda: None)
     ids = lm.generate_ids(prompt, new, ignore_eos=True)
     res["decode_tok_s"] = lm.stats.tokens_per_s
     res["ttft_ms"] = 1e3 * lm.stats.first_token_s

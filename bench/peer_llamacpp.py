@@ -19,10 +19,16 @@ import functools
 import importlib.machinery
 import importlib.util
 import json
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from webrlx.cli.clocks import hold_clocks  # noqa: E402
 
 
 @functools.cache
@@ -87,13 +93,9 @@ def bench_llamacpp(so_path: str, gguf_path: str, prompt: list[int], prefill: lis
         int(np.argmax(last_logits()))                  # waits for the logits
         return time.perf_counter() - t
     prefill_once()
-    hold = time.perf_counter()              # the GPU's clock up first (webrlx.cli.clocks.WARM_S)
-    while time.perf_counter() - hold < warm_s:
-        prefill_once()
+    hold_clocks(prefill_once, lambda: None, warm_s)    # the GPU's clock up first
     prefill_s = min(prefill_once() for _ in range(5))
-    hold = time.perf_counter()
-    while time.perf_counter() - hold < warm_s:
-        prefill_once()
+    hold_clocks(prefill_once, lambda: None, warm_s)
     clear()
     t0 = time.perf_counter()
     decode(prompt, 0)

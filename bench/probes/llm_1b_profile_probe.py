@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from webrlx import kernels  # noqa: E402
 from webrlx.backends import auto  # noqa: E402
-from webrlx.cli.clocks import WARM_S  # noqa: E402
+from webrlx.cli.clocks import WARM_S, hold_clocks  # noqa: E402
 from webrlx.compiler import smat  # noqa: E402
 from webrlx.models import llm  # noqa: E402
 from webrlx.models.engine import Engine  # noqa: E402
@@ -41,13 +41,6 @@ def top(prof: Any, n: int) -> dict[str, Any]:
             "kernels": {k: round(v, 4) for k, v in list(kernels.items())[:n]}}
 
 
-def warm(fn: Any, seconds: float) -> None:
-    """fn() again and again for `seconds`: the GPU's clock up before a timing."""
-    t = time.perf_counter()
-    while time.perf_counter() - t < seconds:
-        fn()
-
-
 def engine_step(lm: llm.LanguageModel, live: int, context: int, n: int,
                 warm_s: float = 0.0) -> dict[str, Any]:
     """An Engine with `live` sequences decoding: the wall ms of a steady step (median of 24,
@@ -59,7 +52,14 @@ def engine_step(lm: llm.LanguageModel, live: int, context: int, n: int,
                         ignore_eos=True)
     for _ in range(4):                      # prefills, then compiled decode steps
         eng.step()
-    warm(lambda: (eng.step(), eng.executable.read_state("tokens")), warm_s)
+    # the clock up, leaving the sequences room for the 24 timed steps and the profiled one
+    room = [context - 20 - 4 - 24 - 8]
+
+    def warm_step() -> None:
+        if room[0] > 0:
+            room[0] -= 1
+            eng.step()
+    hold_clocks(warm_step, lambda: eng.executable.read_state("tokens"), warm_s)
     walls = []
     for _ in range(24):
         t = time.perf_counter()
@@ -118,7 +118,7 @@ def main() -> None:
         first = lm.generate_ids(ids, 4, ignore_eos=True)[-4:]
         walls.append(1e3 * lm.stats.first_token_s)
         if i == 0:
-            warm(lambda: lm.generate_ids(ids, 1, ignore_eos=True), a.warm)
+            hold_clocks(lambda: lm.generate_ids(ids, 1, ignore_eos=True), lambda: None, a.warm)
     prof = lm.executable.profile({"ids": np.array([ids], np.int32),
                                   "pos": np.zeros(1, np.int32),
                                   "last": np.array([a.prefill - 1], np.int32),
@@ -131,7 +131,8 @@ def main() -> None:
         rates, short = [], ids[:11]
         for i in range(4):                  # the first compiles the decode step
             if i == 1:
-                warm(lambda: lm.generate_ids(short, 16, ignore_eos=True), a.warm)
+                hold_clocks(lambda: lm.generate_ids(short, 16, ignore_eos=True), lambda: None,
+                            a.warm)
             toks = lm.generate_ids(short, a.decode, ignore_eos=True)
             rates.append(lm.stats.tokens_per_s)
         out["decode"] = {"new_tokens": a.decode, "tok_s": round(max(rates[1:]), 1),

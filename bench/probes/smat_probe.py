@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 from subgroup_matrix_probe import Gpu  # noqa: E402
 
-from webrlx.cli.clocks import WARM_S  # noqa: E402
+from webrlx.cli.clocks import hold_clocks  # noqa: E402
 from webrlx.compiler import smat  # noqa: E402
 from webrlx.kernels import kernel  # noqa: E402
 
@@ -41,10 +41,8 @@ def run(gpu: Gpu, pipe: object, shape: smat.SmatShape, a: np.ndarray, b: np.ndar
             gpu.buffer(params, 0x40 | 0x8)]
     grid = (-(-n // shape.bn), -(-m // shape.bm))
     out = gpu.run(pipe, bufs, grid, 1, bufs[3], 4 if batches else m * n * 2)
-    if batches:                          # the GPU's clock up first (webrlx.cli.clocks.WARM_S)
-        hold = time.perf_counter()
-        while time.perf_counter() - hold < WARM_S:
-            gpu.run(pipe, bufs, grid, reps, bufs[3], 4)
+    if batches:                          # the GPU's clock up first
+        hold_clocks(lambda: gpu.run(pipe, bufs, grid, reps, bufs[3], 4), lambda: None)
     times = []
     for _ in range(batches):
         t = time.perf_counter()

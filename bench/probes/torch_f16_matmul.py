@@ -7,9 +7,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from webrlx.cli.clocks import hold_clocks  # noqa: E402
 
 
 def main() -> None:
@@ -21,11 +27,7 @@ def main() -> None:
     for n in a.n:
         x = torch.randn(n, n, device="cuda", dtype=torch.float16)
         y = torch.randn(n, n, device="cuda", dtype=torch.float16)
-        hold = time.perf_counter()         # the GPU's clock up first (webrlx.cli.clocks.WARM_S)
-        while time.perf_counter() - hold < 1.0:
-            for _ in range(a.reps):
-                x @ y
-            torch.cuda.synchronize()
+        hold_clocks(lambda: x @ y, torch.cuda.synchronize)    # the GPU's clock up first
         ts = []
         for _ in range(5):
             t = time.perf_counter()

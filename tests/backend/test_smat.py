@@ -79,32 +79,42 @@ def test_float32_matmuls_never_take_subgroup_matrices(backend, monkeypatch):
 QFORMATS = ["q4_0", "q4_1", "q8_0", "q4_k", "q6_k", "q5_k"]
 
 
+def _biased_qlinear(backend, fmt: str, n: int, k: int, rows: int, seed: int):
+    """rows x k random inputs through nn.qlinear(fmt, n, k) with a bias on backend: (what it
+    gave, numpy's float64 answer on the gguf package's dequantization, the kernels that ran)."""
+    from test_quant_formats import qweight, run_with_names
+
+    from webrlx import nn
+    w, wf = qweight(fmt, n, k)
+    bias = rand(n, seed=seed)
+    x = rand(rows, k)
+    (got,), ran = run_with_names(backend, lambda x, w, b: nn.qlinear(x, w, fmt, n, k, bias=b),
+                                 x, {"w": w, "b": bias})
+    return got, x.astype(np.float64) @ wf.T + bias, ran
+
+
 @pytest.mark.parametrize("shape", [sh.name for sh in smat.SHAPES])
 def test_quantized_prefill_each_shape(backend, shape, monkeypatch):
     """quant/qmatmul_smat.wgsl (x and dequantized blocks rounded to f16, f32 sums) forced per
     tile shape, on formats of each decoding path (own Q4_1 / Q8_0, K-quant words, deq8),
     against numpy on the gguf package's dequantization: within 4e-3 x max|ref| (f16 inputs;
     a unit placed wrong along K is off by O(1)); without the feature, forcing it names it."""
-    from test_quant_formats import qweight, run_with_names
+    from test_quant_formats import qweight
 
     from webrlx import nn
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
     monkeypatch.setattr(smat, "MODE", shape)
     n, k = 136, 512
-    for fmt in QFORMATS if backend.name == "reference" or _available(backend) else QFORMATS[:1]:
-        w, wf = qweight(fmt, n, k)
-        bias = rand(n, seed=5)
-        x = rand(70, k)
-        want = x.astype(np.float64) @ wf.T + bias
-
-        def lin(x, w, b, fmt=fmt):
-            return nn.qlinear(x, w, fmt, n, k, bias=b)
-        if backend.name != "reference" and not _available(backend):
-            with pytest.raises(LoweringError, match="chromium-experimental-subgroup-matrix"):
-                run_graph(backend, lin, [x], {"w": w, "b": bias})
-            return
-        (got,), ran = run_with_names(backend, lin, x, {"w": w, "b": bias})
+    if backend.name != "reference" and not _available(backend):
+        fmt = QFORMATS[0]
+        w, _ = qweight(fmt, n, k)
+        with pytest.raises(LoweringError, match="chromium-experimental-subgroup-matrix"):
+            run_graph(backend, lambda x, w, b: nn.qlinear(x, w, fmt, n, k, bias=b),
+                      [rand(70, k)], {"w": w, "b": rand(n, seed=5)})
+        return
+    for fmt in QFORMATS:
+        got, want, ran = _biased_qlinear(backend, fmt, n, k, 70, seed=5)
         assert got.shape == (70, n) and got.dtype == np.float32
         assert np.abs(got - want).max() <= 4e-3 * np.abs(want).max(), fmt
         assert backend.name == "reference" or f"q{shape}" in ran, ran
@@ -135,24 +145,13 @@ def test_quantized_prefill_k_pieces(backend, pieces, monkeypatch):
     """qmatmul_smat over K pieces (KSPLIT, grid z) and their sum with the bias, forced on each
     decoding path: as the whole-K kernel, within 4e-3 x max|ref| of numpy. Adapters without
     subgroup matrices run their tiled kernels, unsplit, to the same result."""
-    from test_quant_formats import qweight, run_with_names
-
-    from webrlx import nn
     from webrlx.compiler import lower_quant
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
     monkeypatch.setattr(lower_quant, "QSMAT_SPLIT", pieces)
     smat_here = backend.name != "reference" and _available(backend)
-    n, k = 136, 1024
     for fmt in ("q4_1", "q4_k", "q6_k") if smat_here else ("q4_k",):
-        w, wf = qweight(fmt, n, k)
-        bias = rand(n, seed=7)
-        x = rand(300, k)
-        want = x.astype(np.float64) @ wf.T + bias
-
-        def lin(x, w, b, fmt=fmt):
-            return nn.qlinear(x, w, fmt, n, k, bias=b)
-        (got,), ran = run_with_names(backend, lin, x, {"w": w, "b": bias})
+        got, want, ran = _biased_qlinear(backend, fmt, 136, 1024, 300, seed=7)
         assert np.abs(got - want).max() <= 4e-3 * np.abs(want).max(), fmt
         if backend.name != "reference":
             assert any(f"[split-k {pieces}]" in r for r in ran) == smat_here, ran

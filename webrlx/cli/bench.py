@@ -28,7 +28,6 @@ import webrlx as wr
 from webrlx.backends.base import Copy
 
 from . import clocks
-from .clocks import hold_clocks
 
 MIN_BATCH_S = 0.02    # grow a batch until it runs this long: one sync's cost stays < ~2% of it
 T0 = time.perf_counter()
@@ -65,7 +64,7 @@ def _time(fn: Callable[[], Any], sync: Callable[[], Any], iters: int, repeats: i
     (hold_clocks)."""
     fn()
     sync()
-    hold_clocks(fn, sync, warm_s)
+    clocks.hold_clocks(fn, sync, warm_s)
     while iters < 4096:
         t = time.perf_counter()
         for _ in range(iters):
@@ -121,7 +120,7 @@ def warm_executable(exe: wr.Executable, feeds: dict[str, np.ndarray],
     """exe's runs back to back for `seconds` (clocks.WARM_S; none on software adapters): the
     GPU's clock up before a profile() or another timing of it (see clocks.hold_clocks)."""
     submit, sync, warm = _submit_and_sync(exe, feeds)
-    hold_clocks(submit, sync, warm if seconds is None and warm is not None else seconds)
+    clocks.hold_clocks(submit, sync, warm if seconds is None else seconds)
 
 
 def _torch() -> Any:

@@ -107,11 +107,10 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     forced = smat.MODE not in (None, "off")
     if m <= fuse.GEMV_MAX_M and not (forced and smats):   # GEMVs, 4 rows a group
         _emit_gemv(L, kernel("quant/qgemv", T=t), "qgemv", bindings, params, overrides,
-                   [tiles[1], tiles[2], *(v for _, v in smats)] if m > GEMV_ROWS else [],
+                   [tiles[1], tiles[2], *(v for _, _, v in smats)] if m > GEMV_ROWS else [],
                    f"qgemv {fmt}/{t}")
     elif smats:                         # tensor cores (compiler/smat.py): they lead
-        (lead_kernel, lead), rest = smats[0], [v for _, v in smats[1:]]
-        shape = next(sh for sh in smat.SHAPES if f"q{sh.name}" == lead.name)
+        (shape, lead_kernel, lead), rest = smats[0], [v for _, _, v in smats[1:]]
         pieces = qsmat_pieces(m, n, k, shape)
         if pieces > 1:                  # K pieces stacked in a temp, then summed (+ bias)
             parts = L.temp((pieces, m, n), node.dtype)
@@ -136,10 +135,11 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
 
 
 def qsmat_variants(L: EmitContext, m: int, n: int, t: str, overrides: dict[str, Any]
-                   ) -> list[tuple[Kernel, Variant]]:
-    """quant/qmatmul_smat.wgsl's tile shapes for an unfused qmatmul of m > GEMV_ROWS rows
-    where the adapter has f16 subgroup matrices (N % 8 == 0), the default first (as
-    lower_matmul.smat_variants orders them); [] elsewhere or with smat.MODE "off".
+                   ) -> list[tuple[smat.SmatShape, Kernel, Variant]]:
+    """quant/qmatmul_smat.wgsl's tile shapes, as (shape, kernel, variant), for an unfused
+    qmatmul of m > GEMV_ROWS rows where the adapter has f16 subgroup matrices (N % 8 == 0),
+    the default first (as lower_matmul.smat_variants orders them); [] elsewhere or with
+    smat.MODE "off".
     They lead past fuse.GEMV_MAX_M rows, where the tiled kernels would run, and are the GEMV's
     variants below it: on an H200 under Dawn a SmolLM2-shaped 128-token prefill took 29.3 ms
     with every projection on them, unfused, against 11.1 ms through the fused GEMVs (its
@@ -153,7 +153,7 @@ def qsmat_variants(L: EmitContext, m: int, n: int, t: str, overrides: dict[str, 
     shapes = [sh for sh in smat.SHAPES if smat.fits(L.info, sh, b_by_n=True) and
               (forced is None or sh.name == forced)]
     shapes.sort(key=lambda sh: smat.default_rank(sh, m, n, 1))
-    return [(kern, Variant.of(f"q{sh.name}", kern, (-(-n // sh.bn), -(-m // sh.bm), 1),
+    return [(sh, kern, Variant.of(f"q{sh.name}", kern, (-(-n // sh.bn), -(-m // sh.bm), 1),
                               overrides))
             for sh in shapes
             for kern in [kernel("quant/qmatmul_smat", T=t,
