@@ -63,6 +63,9 @@
 #           sequences (setup carrying .big/llvk.so.xz); outputs in $OUT/unrollab.tgz
 #   flashpath attention_paths_probe's flash and two-matmul paths side by side under Dawn and
 #           natively (which path each engine should take), outputs in $OUT/flashpath.tgz
+#   ml16    MiniLM in float16 (tensor cores under Dawn) against torch f32 and f16: random
+#           weights made there (bench/minilm_random_weights.py; carry .dawn/ml_small.tar.xz,
+#           the small files), native bench/minilm.py, Dawn tuned for its shapes, Dawn f32
 #   benchpair `bench` natively (torch beside) and under Dawn (--no-ref), family by family
 #   splitab the quantized smat matmul over K pieces (rule / none / 2) in the 1B prefill beside
 #           llama.cpp, after the smat tests under Dawn
@@ -795,5 +798,36 @@ smat)
   dawn -- pytest tests/backend/test_smat.py tests/backend/test_matmul.py -q -x \
     > $OUT/smat-tests.txt 2>&1
   cat $OUT/torch-f16-matmul.json; tail -c 3000 $OUT/smat-probe.err; tail -5 $OUT/smat-tests.txt
+  ;;
+ml16)
+  mkdir -p $D/models/minilm && tar xJf .dawn/ml_small.tar.xz -C $D/models/minilm
+  [ -f $D/models/minilm/model.safetensors ] || \
+    (cd $S && python3 bench/minilm_random_weights.py $D/models/minilm 2>> $OUT/err.txt)
+  for dt in float16 float32; do
+    (cd $S && timeout 150 python3 bench/minilm.py --shapes 1x128,32x128 --dtype $dt --no-onnx \
+      > $OUT/minilm-native-$dt.json 2>> $OUT/err.txt)
+  done
+  timeout 200 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- python \
+    tools/make_tune_tables.py --here --models minilm16" > $OUT/tune-nvidia-minilm16.json \
+    2>> $OUT/err.txt
+  cp $OUT/tune-nvidia-minilm16.json $D/models/minilm/
+  for v in "float16 --tune /home/pyodide/models/minilm/tune-nvidia-minilm16.json" "float16" \
+      "float32"; do
+    set -- $v
+    timeout 120 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- python \
+      bench/engines.py --only minilm --dtype $v" > $OUT/engines-dawn-$1${2:+-tuned}.json \
+      2>> $OUT/err.txt
+  done
+  (cd $S && timeout 90 python3 bench/engines.py --only minilm --dtype float16 \
+    > $OUT/engines-native-float16.json 2>> $OUT/err.txt)
+  for f in $OUT/minilm-native-*.json; do python3 -c "import json, sys; d = json.load(open( \
+sys.argv[1])); print(sys.argv[1].split('/')[-1], d['check'], [{k: round(v, 4) if \
+isinstance(v, float) else v for k, v in c.items()} for c in d['cases']])" $f; done
+  for f in $OUT/engines-*.json; do python3 -c "import json, sys; d = json.load(open( \
+sys.argv[1])); print(sys.argv[1].split('/')[-1], d['minilm']['warm_ms'])" $f; done
+  (cd $S && python3 bench/engines.py --compare $OUT/engines-native-float16.json \
+    $OUT/engines-dawn-float16-tuned.json | python3 -c "import json, sys; d = json.load( \
+sys.stdin); print('native f16 vs dawn f16 tuned', d.get('minilm'))")
+  grep -v "^tune:" $OUT/err.txt | tail -5
   ;;
 esac

@@ -5,6 +5,7 @@ Dawn in Pyodide through `python -m webrlx dawn`): MiniLM embeddings of fixed sen
     python bench/engines.py [--only minilm,smollm2] [--new 256] > native.json
     python -m webrlx dawn -- python bench/engines.py > dawn.json
     python bench/engines.py --compare native.json dawn.json
+    python -m webrlx dawn -- python bench/engines.py --only minilm --dtype float16
 
 Method: MiniLM as bench/minilm.py (time_executable: runs on inputs already on the device,
 synchronized by a 4-byte readback, median of batches); SmolLM2 as bench/smollm2.py's webrlx side
@@ -31,18 +32,18 @@ SENTENCES = ["Rain fell on the quiet harbour all night.",
              "Which river flows through the capital of Hungary?"]
 
 
-def minilm_side(iters: int, repeats: int) -> dict[str, Any]:
+def minilm_side(iters: int, repeats: int, dtype: str = "float32") -> dict[str, Any]:
     from minilm import synthetic_feeds
 
     from webrlx.cli.bench import time_executable
     from webrlx.models import minilm
-    enc = minilm.load()
+    enc = minilm.load(dtype=dtype)
     emb = enc.encode(SENTENCES)
     times = {f"{b}x{s}": 1e3 * time_executable(enc.executable, synthetic_feeds(enc, b, s),
                                                  iters, repeats)
              for b, s in ((1, 128), (32, 128))}
     return {"adapter": enc.device.info.name, "backend": enc.device.info.backend,
-            "warm_ms": times, "embeddings": emb.tolist()}
+            "dtype": dtype, "warm_ms": times, "embeddings": emb.tolist()}
 
 
 def smollm2_side(new: int) -> dict[str, Any]:
@@ -86,6 +87,8 @@ def main() -> None:
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--compare", nargs=2, metavar=("NATIVE", "DAWN"))
+    p.add_argument("--dtype", default="float32", choices=("float32", "float16"),
+                   help="MiniLM's weights and activations (minilm.load's dtype)")
     p.add_argument("--tune", help="a tools/make_tune_tables.py --here JSON: installed as this "
                    "adapter's own autotune table first (A/B of a table before it ships)")
     a = p.parse_args()
@@ -102,7 +105,7 @@ def main() -> None:
         out["tune"] = {"file": a.tune, "entries": len(got["table"])}
     only = a.only.split(",")
     if "minilm" in only:
-        out["minilm"] = minilm_side(a.iters, a.repeats)
+        out["minilm"] = minilm_side(a.iters, a.repeats, a.dtype)
     if "smollm2" in only:
         out["smollm2"] = smollm2_side(a.new)
     print(json.dumps(out))

