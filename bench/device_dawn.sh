@@ -818,16 +818,25 @@ ml16)
       bench/engines.py --only minilm --dtype $v" > $OUT/engines-dawn-$1${2:+-tuned}.json \
       2>> $OUT/err.txt
   done
-  (cd $S && timeout 90 python3 bench/engines.py --only minilm --dtype float16 \
-    > $OUT/engines-native-float16.json 2>> $OUT/err.txt)
+  for dt in float16 float32; do
+    (cd $S && timeout 90 python3 bench/engines.py --only minilm --dtype $dt \
+      > $OUT/engines-native-$dt.json 2>> $OUT/err.txt)
+  done
   for f in $OUT/minilm-native-*.json; do python3 -c "import json, sys; d = json.load(open( \
 sys.argv[1])); print(sys.argv[1].split('/')[-1], d['check'], [{k: round(v, 4) if \
 isinstance(v, float) else v for k, v in c.items()} for c in d['cases']])" $f; done
   for f in $OUT/engines-*.json; do python3 -c "import json, sys; d = json.load(open( \
 sys.argv[1])); print(sys.argv[1].split('/')[-1], d['minilm']['warm_ms'])" $f; done
-  (cd $S && python3 bench/engines.py --compare $OUT/engines-native-float16.json \
-    $OUT/engines-dawn-float16-tuned.json | python3 -c "import json, sys; d = json.load( \
-sys.stdin); print('native f16 vs dawn f16 tuned', d.get('minilm'))")
+  for pair in "native-float16 dawn-float16-tuned" "native-float32 dawn-float16-tuned" \
+      "native-float32 native-float16"; do
+    set -- $pair
+    (cd $S && python3 bench/engines.py --compare $OUT/engines-$1.json $OUT/engines-$2.json \
+      | python3 -c "import json, sys; d = json.load(sys.stdin); print('$1 vs $2', \
+d.get('minilm'))")
+  done
+  timeout 120 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- pytest -q \
+    tests/backend/test_nn.py -k float16" > $OUT/test-nn-f16-dawn.txt 2>&1
+  tail -3 $OUT/test-nn-f16-dawn.txt
   grep -v "^tune:" $OUT/err.txt | tail -5
   ;;
 esac

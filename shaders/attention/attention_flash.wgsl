@@ -236,7 +236,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l3:
         } else if (SPLITS > 1u) {           // the partial row and its (max, sum)
             let at = (sp * nwg.z * nwg.y * p.Lq + (b * nwg.y + h) * p.Lq + i) * (DQ + 1u);
             out[at + dq] = vec4<{{T}}>(o[r]);
-            if (dq == 0u) { out[at + DQ] = vec4<{{T}}>(m[r], lt[r], 0.0, 0.0); }
+            if (dq == 0u) { out[at + DQ] = vec4<{{T}}>(vec4<f32>(m[r], lt[r], 0.0, 0.0)); }
         } else {
             let inv = select(1.0 / lt[r], 0.0, lt[r] == 0.0);
             out[(b * p.o_b + h * p.o_h + i * p.o_i) / 4u + dq] = vec4<{{T}}>(o[r] * inv);

@@ -264,6 +264,24 @@ def test_attention_each_kernel(backend, path, lq, lk, causal, monkeypatch):
           rand(3, 4, lk, 32, seed=1), rand(3, 4, lk, 32, seed=2), mask, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("path", ["row", "rows", "regs", "flash", "matmul"])
+def test_attention_each_kernel_float16(backend, path, monkeypatch):
+    """Every attention kernel with f16 q, k, v (f16 MiniLM's attention; the flash kernel's
+    key-chunk branch must compile for f16 too, though only f32 takes it)."""
+    from webrlx.compiler import lower_attention
+    monkeypatch.setattr(lower_attention, "FORCE_PATH", path)
+    mask = np.ones((2, 70), np.int32)
+    mask[1, 20:] = 0
+    q, k, v = (rand(2, 4, n, 32, seed=s).astype(np.float16).astype(np.float32)
+               for n, s in ((40, 0), (70, 1), (70, 2)))
+
+    def build(q, k, v, m):
+        return wr.nn.attention(q.cast("float16"), k.cast("float16"), v.cast("float16"),
+                               mask=m).cast("float32")
+    check(backend, build, lambda q, k, v, m: _attn(q, k, v, mask=m), q, k, v, mask,
+          rtol=1e-2, atol=3e-3)
+
+
 @pytest.mark.parametrize("subgroups", [True, False])
 @pytest.mark.parametrize("d,lq,lk,causal", [(4, 64, 64, False), (8, 130, 200, True),
                                             (16, 65, 129, False), (32, 129, 190, False),
