@@ -4,8 +4,10 @@
 // path, or the npm `webgpu` entry point), flags, packages, files {pyodide path: host path},
 // mounts {pyodide dir: host dir}, env, cwd, code}. `code` (which installs the wheels among
 // `files` with micropip) runs through runPythonAsync: top-level await, and JSPI where node
-// has it; its value is the process's exit status.
-import { readFileSync } from 'node:fs';
+// has it; its value is the process's exit status. CONFIG.stdout_fd (optional): the file
+// descriptor Python's stdout goes to, so that what Dawn itself logs on the process's stdout
+// (shader compilation warnings) stays out of a command's output (`bench` JSON).
+import { readFileSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -21,6 +23,9 @@ const gpu = create(config.flags);
 const pyDir = config.pyodide.replace(/\/?$/, '/');
 const { loadPyodide } = await import(pathToFileURL(pyDir + 'pyodide.mjs').href);
 const py = await loadPyodide({ indexURL: pyDir, env: config.env });
+if (config.stdout_fd !== undefined) {
+  py.setStdout({ write: (buf) => writeSync(config.stdout_fd, buf) });
+}
 // Only after loadPyodide: its startup reads navigator.userAgent when a navigator exists.
 if (!globalThis.navigator) globalThis.navigator = { userAgent: `Node.js/${process.version}` };
 Object.defineProperty(globalThis.navigator, 'gpu', { value: gpu, configurable: true });

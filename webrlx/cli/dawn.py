@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -205,11 +206,21 @@ def main_dawn(argv: list[str]) -> int:
                   str(dawn_package(assets)), "flags": list(args.dawn_flag or DEFAULT_FLAGS),
                   "packages": list(PACKAGES), "files": files, "mounts": mounts, "env": env,
                   "cwd": ROOT, "code": code}
+        # Python's stdout goes to a copy of ours; node's own stdout, where Dawn logs shader
+        # compilation warnings, to our stderr: a command's stdout stays its own (JSON)
+        sys.stdout.flush()
+        stdout_fd = os.dup(sys.stdout.fileno())
+        config["stdout_fd"] = stdout_fd
         (Path(tmp) / "config.json").write_text(json.dumps(config))
         node_flags = [] if args.no_jspi else jspi_flags(args.node)
-        status = subprocess.run([args.node, *node_flags, str(root / "tools" / "dawn_runner.mjs"),
-                                 str(Path(tmp) / "config.json")], env=host_env,
-                                check=False).returncode
+        try:
+            status = subprocess.run([args.node, *node_flags,
+                                     str(root / "tools" / "dawn_runner.mjs"),
+                                     str(Path(tmp) / "config.json")], env=host_env,
+                                    stdout=sys.stderr.fileno(), pass_fds=(stdout_fd,),
+                                    check=False).returncode
+        finally:
+            os.close(stdout_fd)
         if command[0] == "pytest" and (out / "pytest.json").is_file():
             results = json.loads((out / "pytest.json").read_text())
             print(summarize(results))
