@@ -282,12 +282,13 @@ def row_op_cases(shapes: list[tuple[int, int]], iters: int, repeats: int) -> lis
     return rows
 
 
-def attention_cases(seqs: list[int], iters: int, repeats: int) -> list[dict]:
-    """Fused attention, batch 1, 12 heads, head dim 64, vs torch SDPA / numpy."""
+def attention_cases(seqs: list[int], iters: int, repeats: int, dtype: str = "float32"
+                    ) -> list[dict]:
+    """Fused attention, batch 1, 12 heads, head dim 64, vs torch SDPA / numpy (in dtype)."""
     rows = []
     rng = np.random.default_rng(0)
     for s in seqs:
-        q, k, v = (rng.standard_normal((1, 12, s, 64)).astype(np.float32) for _ in range(3))
+        q, k, v = (rng.standard_normal((1, 12, s, 64)).astype(dtype) for _ in range(3))
 
         def np_attn(q, k, v):
             sc = q @ np.swapaxes(k, -1, -2) / 8.0
@@ -298,31 +299,34 @@ def attention_cases(seqs: list[int], iters: int, repeats: int) -> list[dict]:
             import torch
             return torch.nn.functional.scaled_dot_product_attention(q, k, v)
         rows.append(_case(f"attention 1x12x{s}x64", wr.nn.attention, [q, k, v], np_attn,
-                          torch_attn, 4.0 * 12 * s * s * 64, iters, repeats))
+                          torch_attn, 4.0 * 12 * s * s * 64, iters, repeats, dtype))
     return rows
 
 
-def minilm_cases(iters: int, repeats: int, shapes: list[tuple[int, int]]) -> list[dict]:
+def minilm_cases(iters: int, repeats: int, shapes: list[tuple[int, int]],
+                 dtype: str = "float32") -> list[dict]:
     """MiniLM end to end on synthetic token ids (batch x seq), beside sentence-transformers on
-    torch CUDA where present (bench/minilm.py adds onnxruntime and an accuracy check)."""
-    progress("minilm: load")
+    torch CUDA where present, in the same dtype (float16: minilm.load(dtype="float16") and the
+    torch model .half()); bench/minilm.py adds onnxruntime and an accuracy check."""
+    progress(f"minilm {dtype}: load")
     from ..models import minilm
     from ..models.assets import minilm_dir
     try:
-        enc = minilm.load()
+        enc = minilm.load(dtype=dtype)
     except FileNotFoundError as e:
         return [{"case": "minilm", "error": str(e)}]
     torch, st = _torch(), None
     if torch is not None and torch.cuda.is_available():
         from sentence_transformers import SentenceTransformer
         st = SentenceTransformer(str(minilm_dir()), device="cuda").eval()
+        st = st.half() if dtype == "float16" else st
     rows = []
     rng = np.random.default_rng(0)
     for b, s in shapes:
-        progress(f"minilm {b}x{s}")
+        progress(f"minilm {b}x{s} {dtype}")
         ids = [[101] + list(rng.integers(1000, 29000, s - 2)) + [102] for _ in range(b)]
         feeds = enc.feeds(ids)
-        row: dict[str, Any] = {"case": f"minilm {b}x{s}", "dtype": "float32",
+        row: dict[str, Any] = {"case": f"minilm {b}x{s}", "dtype": dtype,
                                "webrlx_ms": time_executable(enc.executable, feeds, iters,
                                                             repeats) * 1e3,
                                "dispatches": len(enc.executable.last_plan.dispatches)
@@ -334,7 +338,7 @@ def minilm_cases(iters: int, repeats: int, shapes: list[tuple[int, int]]) -> lis
                 sec = _time(lambda: st(inp), torch.cuda.synchronize,  # noqa: B023 - used now
                             iters, repeats)
             row.update({"reference": f"sentence-transformers torch {torch.__version__} cuda "
-                                     f"eager", "ref_ms": sec * 1e3,
+                                     f"eager {dtype}", "ref_ms": sec * 1e3,
                         "ratio_vs_ref": sec * 1e3 / row["webrlx_ms"]})
         rows.append(row)
     return rows
@@ -363,8 +367,9 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     size.add_argument("--full", action="store_true", help="the full sizes, also on software "
                       "adapters and the reference device (their default is the cpu tier)")
     p.add_argument("--only", default="",
-                   help="comma list: matmul,f16,chain,io,rows,attention,minilm,train; llm (a "
-                   "language model's decode, prefill and batch: only when named)")
+                   help="comma list: matmul,f16 (on GPU tiers also f16 attention and MiniLM),"
+                   "chain,io,rows,attention,minilm,train; llm (a language model's decode, "
+                   "prefill and batch: only when named)")
     p.add_argument("--peer", default="", help="tinygrad: its WEBGPU backend, same run; "
                    "llamacpp: llama.cpp on the llm case's file ($LLAMACPP_SO)")
     p.add_argument("--llm-model", default=None, help="the llm case's GGUF (default: SmolLM2)")
@@ -396,6 +401,9 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     if (not only or "f16" in only) and dev.info.has_f16:
         out["cases"] += matmul_cases(tier["f16_sizes"], "float16", iters, repeats)
         f16_speedups(out["cases"])
+        if tier_name == "full":        # (f16 is emulated on software adapters: GPU tiers only)
+            out["cases"] += attention_cases(tier["seqs"][-1:], iters, repeats, "float16")
+            out["cases"] += minilm_cases(iters, repeats, tier["minilm"], "float16")
     if not only or "chain" in only:
         out["cases"].append(elementwise_chain(100, 20, repeats, fuse=False))
         out["cases"].append(elementwise_chain(100, 20, repeats, fuse=True))

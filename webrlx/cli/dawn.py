@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from .web_assets import PYODIDE_VERSION, WebAssets, build, checkout_root
 
@@ -201,7 +202,7 @@ def main_dawn(argv: list[str]) -> int:
         out = Path(tmp) / "out"
         out.mkdir()
         mounts[OUT] = str(out)
-        config = {"pyodide": str(Path(args.pyodide or assets.pyodide).resolve()),
+        config: dict[str, Any] = {"pyodide": str(Path(args.pyodide or assets.pyodide).resolve()),
                   "dawn": str(Path(args.dawn).resolve()) if args.dawn else
                   str(dawn_package(assets)), "flags": list(args.dawn_flag or DEFAULT_FLAGS),
                   "packages": list(PACKAGES), "files": files, "mounts": mounts, "env": env,
