@@ -66,6 +66,10 @@
 #   ml16    MiniLM in float16 (tensor cores under Dawn) against torch f32 and f16: random
 #           weights made there (bench/minilm_random_weights.py; carry .dawn/ml_small.tar.xz,
 #           the small files), native bench/minilm.py, Dawn tuned for its shapes, Dawn f32
+#   pair2   MiniLM's f16 shapes tuned under Dawn (the picks to ship), then `bench` natively
+#           (torch beside) and under Dawn (--no-ref, with those picks) for the f16, attention
+#           and minilm families, set side by side by bench/bench_pair.py (random MiniLM weights
+#           as ml16); the f16 attention tests under Dawn; all in $OUT/pair2.tgz
 #   benchpair `bench` natively (torch beside) and under Dawn (--no-ref), family by family
 #   splitab the quantized smat matmul over K pieces (rule / none / 2) in the 1B prefill beside
 #           llama.cpp, after the smat tests under Dawn
@@ -838,5 +842,33 @@ d.get('minilm'))")
     tests/backend/test_nn.py -k float16" > $OUT/test-nn-f16-dawn.txt 2>&1
   tail -3 $OUT/test-nn-f16-dawn.txt
   grep -v "^tune:" $OUT/err.txt | tail -5
+  ;;
+pair2)
+  O=$D/out-pair2 && mkdir -p $O $D/models/minilm
+  tar xJf .dawn/ml_small.tar.xz -C $D/models/minilm
+  [ -f $D/models/minilm/model.safetensors ] || \
+    (cd $S && python3 bench/minilm_random_weights.py $D/models/minilm 2>> $O/err.txt)
+  T=/home/pyodide/models/minilm/tune-nvidia-minilm16.json
+  timeout 200 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- python \
+    tools/make_tune_tables.py --here --models minilm16" > $O/tune-nvidia-minilm16.json \
+    2>> $O/err.txt
+  cp $O/tune-nvidia-minilm16.json $D/models/minilm/
+  pairs=""
+  for only in ${BENCH_ONLY:-f16 attention minilm}; do
+    (cd $S && timeout ${NATIVE_LIMIT:-150} python3 -m webrlx bench --only $only \
+      > $O/bench-native-$only.json 2>> $O/err.txt)
+    timeout ${BENCH_LIMIT:-150} bash -c "$(declare -f dawn dawnt); DF=$DF; \
+      dawnt '' -- bench --no-ref --only $only --tune $T" > $O/bench-dawn-$only.json 2>> $O/err.txt
+    pairs="$pairs $O/bench-native-$only.json $O/bench-dawn-$only.json"
+  done
+  (cd $S && python3 bench/bench_pair.py $pairs > $O/bench-pair.json)
+  timeout 120 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- pytest -q \
+    tests/backend/test_nn.py -k float16" > $O/test-nn-f16-dawn.txt 2>&1
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); [print(r['case'], r['dtype'], \
+round(r['native_ms'], 4), round(r['dawn_ms'], 4), r['torch_ms'] and round(r['torch_ms'], 4), \
+round(r.get('torch_over_dawn', 0), 3)) for r in d['rows']]" $O/bench-pair.json
+  tail -2 $O/test-nn-f16-dawn.txt; grep -i "error" $O/err.txt | tail -5
+  cp $O/bench-pair.json $O/tune-nvidia-minilm16.json $OUT/
+  tar czf $OUT/pair2.tgz -C $O .
   ;;
 esac

@@ -218,6 +218,23 @@ def test_bench_no_ref_times_webrlx_alone(monkeypatch):
                                 and c["ratio_vs_ref"] is None for c in out["cases"])
 
 
+def test_bench_tune_installs_a_runs_picks(monkeypatch, tmp_path):
+    """--tune FILE: a make_tune_tables --here run's picks become this adapter's table before
+    any case runs (logs before the JSON line are skipped), and the output names the file."""
+    from webrlx.cli import bench
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(bench, "_torch", lambda: None)
+    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_loaded", True)
+    run = tmp_path / "tune.json"
+    run.write_text('tune: log line\n{"adapter": "x", "table": {"some key [a b]": "b"}}\n')
+    out = bench.main_bench(["--quick", "--only", "rows", "--tune", str(run)])
+    assert out["tune"] == {"file": str(run), "entries": 1}
+    import webrlx as wr
+    assert autotune.table(wr.device().info.tune_name)["some key [a b]"] == "b"
+    assert out["cases"]
+
+
 def test_hold_clocks_runs_the_work_for_the_seconds_asked():
     """hold_clocks: calls back to back, a sync after each batch, until the time is spent
     (the GPU's clock up before a timing); 0 s: nothing runs."""

@@ -375,6 +375,9 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--llm-model", default=None, help="the llm case's GGUF (default: SmolLM2)")
     p.add_argument("--no-ref", action="store_true", help="do not time the reference (torch or "
                    "numpy): webrlx's figures only (inside Pyodide, where numpy is no peer)")
+    p.add_argument("--tune", metavar="FILE", help="a tools/make_tune_tables.py --here JSON: "
+                   "installed as this adapter's autotune picks first (a table's A/B before it "
+                   "ships)")
     p.add_argument("--browser", action="store_true", help="MiniLM in headless Chromium beside "
                    "onnxruntime-web (bench --browser --help)")
     if argv and "--browser" in argv:
@@ -396,6 +399,11 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"adapter": dev.info.name, "backend": dev.info.backend,
                            "tier": tier_name,
                            "method": __doc__.split("Method: ")[1].strip(), "cases": []}
+    if args.tune:
+        from ..runtime import autotune
+        got = autotune.read_run(args.tune)
+        autotune.add_picks(dev.info.tune_name, got["table"])
+        out["tune"] = {"file": args.tune, "entries": len(got["table"])}
     if not only or "matmul" in only:
         out["cases"] += matmul_cases(sizes, "float32", iters, repeats)
     if (not only or "f16" in only) and dev.info.has_f16:
