@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the lent GPU machine (docs/dawn.md): webrlx through Dawn in Pyodide in Node, beside
 # wgpu-native, from one committed snapshot. Stages, each one device-tool call:
-#   setup   carry .gl .whl .dawn/{node.xz,dawn.node.xz,pyodide.tar.xz,snap.tar.xz,wheels}
+#   setup   carry .gl .whl .dawn/{node.xz,dawn.node.xz,pyodide.tar.xz,wheels} (and
+#           .dawn/snap.tar.xz, a `git archive`, where the tree is not the code to run)
 #   part    carry .dawn/parts/m.partNN (model files in 27 MiB parts), gathered in /tmp/dawn/big
 #   tests   unpack the models; the backend suite natively and under Dawn, into $OUT
 #   bench   bench/engines.py natively and under Dawn, then `python -m webrlx bench --only X`
@@ -131,7 +132,12 @@ setup)
   mkdir -p $D/pyodide $S $D/big $D/wheels
   xz -dc .dawn/node.xz > $D/node && chmod +x $D/node
   xz -dc .dawn/dawn.node.xz > $D/dawn.node
-  tar xJf .dawn/pyodide.tar.xz -C $D/pyodide && tar xJf .dawn/snap.tar.xz -C $S
+  tar xJf .dawn/pyodide.tar.xz -C $D/pyodide
+  # the code both engines run: .dawn/snap.tar.xz where carried, else this working tree (which
+  # travels with every call anyway: carrying both can pass the 64 MiB a call)
+  if [ -f .dawn/snap.tar.xz ]; then tar xJf .dawn/snap.tar.xz -C $S
+  else tar cf - --exclude=./.dawn --exclude=./.gl --exclude=./.whl --exclude=./.big \
+    --exclude=./.ab --exclude=./.chr . | tar xf - -C $S; fi
   cp .dawn/wheels/*.whl $D/wheels/
   # llama.cpp Vulkan (`read`, `qsmat`): the module loads only under its own file name
   [ -f .big/llvk.so.xz ] && xz -dc .big/llvk.so.xz > $LL
