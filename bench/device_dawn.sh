@@ -71,6 +71,9 @@
 #           (torch beside) and under Dawn (--no-ref, with those picks) for the f16, attention
 #           and minilm families, set side by side by bench/bench_pair.py (random MiniLM weights
 #           as ml16); the f16 attention tests under Dawn; all in $OUT/pair2.tgz
+#   asmat   attention_smat (f16 flash attention on subgroup matrices): its tests and the f16
+#           attention tests under Dawn, then bench's f16 attention and MiniLM f16 cases there
+#           (random MiniLM weights as ml16), native f16 beside with torch
 #   benchpair `bench` natively (torch beside) and under Dawn (--no-ref), family by family
 #   splitab the quantized smat matmul over K pieces (rule / none / 2) in the 1B prefill beside
 #           llama.cpp, after the smat tests under Dawn
@@ -876,5 +879,27 @@ round(r.get('torch_over_dawn', 0), 3)) for r in d['rows']]" $O/bench-pair.json
   tail -2 $O/test-nn-f16-dawn.txt; grep -i "error" $O/err.txt | tail -5
   cp $O/bench-pair.json $O/tune-nvidia-minilm16.json $OUT/
   tar czf $OUT/pair2.tgz -C $O .
+  ;;
+asmat)
+  O=$D/out-asmat && mkdir -p $O $D/models/minilm
+  tar xJf .dawn/ml_small.tar.xz -C $D/models/minilm
+  [ -f $D/models/minilm/model.safetensors ] || \
+    (cd $S && python3 bench/minilm_random_weights.py $D/models/minilm 2>> $O/err.txt)
+  timeout 200 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- pytest -q -x \
+    tests/backend/test_smat.py -k attention" > $O/test-asmat-dawn.txt 2>&1
+  tail -15 $O/test-asmat-dawn.txt
+  CASES="from webrlx.cli import bench; import json, sys; bench.NO_REF = sys.platform == 'emscripten'; \
+print(json.dumps(bench.attention_cases([128, 512, 2048], 10, 5, 'float16') + \
+bench.minilm_cases(10, 5, [(1, 128), (32, 128)], 'float16')))"
+  timeout 150 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- python -c \"$CASES\"" \
+    > $O/cases-dawn.json 2>> $O/err.txt
+  (cd $S && timeout 150 python3 -c "$CASES" > $O/cases-native.json 2>> $O/err.txt)
+  for f in $O/cases-*.json; do python3 -c "import json, sys; [print(sys.argv[1].split('/')[-1], \
+c['case'], c['dtype'], round(c['webrlx_ms'], 4), c.get('ref_ms') and round(c['ref_ms'], 4)) \
+for c in json.load(open(sys.argv[1]))]" $f; done
+  timeout 120 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- pytest -q \
+    tests/backend/test_nn.py -k float16" > $O/test-nn-f16-dawn.txt 2>&1
+  tail -2 $O/test-nn-f16-dawn.txt; grep -i "error" $O/err.txt | tail -5
+  tar czf $OUT/asmat.tgz -C $O .
   ;;
 esac

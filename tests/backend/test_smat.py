@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from helpers import kernel_spy, rand, run_graph
 
+import webrlx as wr
 from webrlx.compiler import lower_matmul, smat
 from webrlx.compiler.lower import LoweringError
 
@@ -155,3 +156,61 @@ def test_quantized_prefill_k_pieces(backend, pieces, monkeypatch):
         assert np.abs(got - want).max() <= 4e-3 * np.abs(want).max(), fmt
         if backend.name != "reference":
             assert any(f"[split-k {pieces}]" in r for r in ran) == smat_here, ran
+
+
+def _attention_ref(q, k, v, mask, causal):
+    q, k, v = (t.astype(np.float64) for t in (q, k, v))
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    s = s + np.where(mask[:, None, None, :] != 0, 0, -np.inf)
+    if causal:
+        lq, lk = s.shape[-2:]
+        s = np.where(np.tril(np.ones((lq, lk), bool), lk - lq), s, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("b,h,lq,lk,d,causal", [(2, 3, 130, 200, 64, False),
+                                                 (1, 2, 100, 100, 32, True),
+                                                 (1, 1, 64, 70, 16, False),
+                                                 (1, 12, 128, 128, 64, True)])
+def test_attention_on_subgroup_matrices(backend, b, h, lq, lk, d, causal, monkeypatch):
+    """attention_smat (f16 flash attention on subgroup matrices, f32 products and softmax):
+    within 3e-3 x max|ref| of float64 on the f16 inputs, partial query and key tiles, a mask
+    that blanks whole tiles, causal rows; forced where the adapter lacks the feature, an error
+    naming it, the device still usable."""
+    from webrlx.compiler import lower_attention
+    monkeypatch.setattr(lower_attention, "FORCE_PATH", "smat")
+    q, k, v = (rand(b, h, n, d, seed=s).astype(np.float16) * 2
+               for n, s in ((lq, 0), (lk, 1), (lk, 2)))
+    mask = np.ones((b, lk), np.int32)
+    mask[-1, lk // 3:] = 0
+    want = _attention_ref(q, k, v, mask, causal)
+
+    def build(q, k, v, m):
+        return wr.nn.attention(q, k, v, mask=m, causal=causal)
+    if backend.name == "reference":
+        got = run_graph(backend, build, [q, k, v, mask])[0]
+        assert np.abs(got - want).max() <= 3e-3 * np.abs(want).max()
+        return
+    if not _available(backend):
+        with pytest.raises(LoweringError, match="chromium-experimental-subgroup-matrix") as e:
+            run_graph(backend, build, [q, k, v, mask])
+        assert isinstance(e.value.__cause__, smat.SubgroupMatrixUnavailable)
+        monkeypatch.setattr(lower_attention, "FORCE_PATH", None)
+        got = run_graph(backend, build, [q, k, v, mask])[0]
+        assert np.abs(got - want).max() <= 3e-3 * np.abs(want).max()
+        return
+    used = kernel_spy(monkeypatch, lower_attention)
+    got = run_graph(backend, build, [q, k, v, mask])[0].astype(np.float64)
+    assert "attention/attention_smat" in used, used
+    assert np.abs(got - want).max() <= 3e-3 * np.abs(want).max(), np.abs(got - want).max()
+
+
+def test_attention_smat_forced_on_float32_names_the_dtype(backend, monkeypatch):
+    from webrlx.compiler import lower_attention
+    if backend.name == "reference":
+        return
+    monkeypatch.setattr(lower_attention, "FORCE_PATH", "smat")
+    x = rand(1, 2, 64, 64)
+    with pytest.raises(LoweringError, match="float16|subgroup-matrix"):
+        run_graph(backend, lambda q, k, v: wr.nn.attention(q, k, v), [x, x, x])

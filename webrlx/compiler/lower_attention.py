@@ -11,6 +11,7 @@ from .. import dtype as dt
 from ..graph import Node
 from ..kernels import kernel, raw_shader
 from ..shape import strides_of
+from . import smat
 from .emit import EmitContext
 from .lower_matmul import emit_matmul
 from .lower_rows import softmax_rows_kernel
@@ -85,7 +86,9 @@ def flash_splits(b: int, h: int, lq: int, lk: int) -> int:
     return splits
 
 
-FORCE_PATH: str | None = None  # "row", "rows", "regs", "flash" or "matmul": probes, tests
+# "row", "rows", "regs", "flash" or "matmul": probes, tests; "smat": flash on subgroup matrices
+# (f16 attention; an error where the adapter lacks them)
+FORCE_PATH: str | None = None
 
 
 def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int,
@@ -117,6 +120,14 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int,
             raise ValueError("attention: the rows kernel does not fit this shape or adapter")
         if FORCE_PATH == "flash" and not flash_fits(L, d):
             raise ValueError("attention: the flash kernel does not fit this shape or adapter")
+        if FORCE_PATH == "smat":             # the flash path, on subgroup matrices (f16)
+            if not smat.attention_ok(L.info, d):
+                smat.check_forced(L.info, "matmul_smat")
+                raise smat.SubgroupMatrixUnavailable(
+                    f"attention_smat: head dim {d} (supported: {smat.ATTENTION_DIMS}) or "
+                    f"adapter {L.info.name!r} (32-lane subgroups, "
+                    f"{smat.attention_workgroup_bytes(d)} bytes of workgroup memory) does not fit")
+            return "flash"
         return FORCE_PATH
     if software and (b * h * lq < SOFTWARE_REGS_MAX_ROWS or not rows_ok):
         return "regs"
@@ -204,6 +215,16 @@ def _attention(L: EmitContext, node: Node) -> Buf:
         if any(x % 4 for x in strides.values()):
             raise ValueError("attention: the flash kernel reads q, k and v as vec4: their "
                              f"offsets and strides must be multiples of 4 (got {strides})")
+        if FORCE_PATH == "smat" and node.dtype != dt.float16:
+            raise ValueError(f"attention: FORCE_PATH 'smat' needs float16 q, k, v (got "
+                             f"{node.dtype.name})")
+        if node.dtype == dt.float16 and smat.MODE != "off" and smat.attention_ok(L.info, d):
+            # tensor cores (attention_smat.wgsl): f16 q, k, v with f32 products and softmax
+            L.emit(kernel("attention/attention_smat", T="f16", QKV="vec4<f16>",
+                          **smat.attention_slots(d, smat.SGID_BUILTIN)),
+                   {**qkv, "out": out}, args, (-(-lq // 64), h, b), masking,
+                   name="attention_smat", read_only=("q", "k", "v"))
+            return out
         splits = flash_splits(b, h, lq, lk) if node.dtype == dt.float32 else 1
         part = L.temp((splits * b * h * lq * (d // 4 + 1) * 4,), dt.float32) \
             if splits > 1 else out

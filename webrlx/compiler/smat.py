@@ -160,3 +160,49 @@ def eligible(m: int, n: int, k: int, offsets: dict[str, int], batch_strides: tup
     B's element offsets and batch strides multiples of 8 (vec4<u32> loads of 8 halves)."""
     offs = [offsets.get("a_off", 0), offsets.get("b_off", 0), *batch_strides]
     return m > 0 and k % 8 == 0 and n % 8 == 0 and all(o % 8 == 0 for o in offs)
+
+
+# attention/attention_smat.wgsl: flash attention on subgroup matrices (f16, head dims 16..64)
+ATTENTION_DIMS = (16, 32, 64)
+
+
+def attention_ok(info: DeviceInfo, d: int) -> bool:
+    """Whether attention_smat runs an f16 attention of head dim d here: f16 -> f32 16x16x16
+    subgroup matrices, 32-lane subgroups (its lanes split rows in halves), 128 threads and
+    its workgroup memory (44 KB at d 64)."""
+    return available(info) and d in ATTENTION_DIMS and info.subgroup_size == 32 and \
+        attention_workgroup_bytes(d) <= info.limit("max-compute-workgroup-storage-size", 16384)
+
+
+def attention_workgroup_bytes(d: int) -> int:
+    """Ks and Vs (64 keys x (d + 8) halves), the key flags, Ps (64 x 72 halves) and Ss
+    (64 x 68 floats)."""
+    return 2 * 64 * (d + 8) * 2 + 64 * 4 + 64 * 72 * 2 + 64 * 68 * 4
+
+
+def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
+    """attention_smat's slots for head dim d: its subgroup index, the Q tiles' loads, and one
+    key tile's two products written out (d / 16 Q tiles; 4 key tiles of 16; constant
+    offsets into the tiles and the subgroup's panels, see slots())."""
+    dc = d // 16
+    left, right = "subgroup_matrix_left<f16, 16, 16>", "subgroup_matrix_right<f16, 16, 16>"
+    q_load = [f"    let q{c} = subgroupMatrixLoad<{left}>(&Ps[sg], {16 * c}u, false, SP);"
+              for c in range(dc)]
+    s_mma = []
+    for n in range(4):                       # keys 16 n .. of the tile
+        s_mma.append(f"        var s{n}: subgroup_matrix_result<f32, 16, 16>;")
+        s_mma += [f"        s{n} = subgroupMatrixMultiplyAccumulate(q{c}, subgroupMatrixLoad<"
+                  f"{right}>(&Ks, {16 * n}u * SK + {16 * c}u, true, SK), s{n});"
+                  for c in range(dc)]
+        s_mma.append(f"        subgroupMatrixStore(&Ss[sg], {16 * n}u, s{n}, false, SS);")
+    pv = [f"        let p{c} = subgroupMatrixLoad<{left}>(&Ps[sg], {16 * c}u, false, SP);"
+          for c in range(4)]
+    for n in range(dc):                      # dims 16 n .. of O
+        pv.append(f"        var o{n}: subgroup_matrix_result<f32, 16, 16>;")
+        pv += [f"        o{n} = subgroupMatrixMultiplyAccumulate(p{c}, subgroupMatrixLoad<"
+               f"{right}>(&Vs, {16 * c}u * SK + {16 * n}u, false, SK), o{n});"
+               for c in range(4)]
+        pv.append(f"        subgroupMatrixStore(&Ss[sg], {16 * n}u, o{n}, false, SS);")
+    return {"D": str(d), "SGID": "@builtin(subgroup_id) sg: u32" if sgid_builtin else "",
+            "SGID_LET": "" if sgid_builtin else "let sg = lid / 32u;",
+            "Q_LOAD": "\n".join(q_load), "S_MMA": "\n".join(s_mma), "PV_MMA": "\n".join(pv)}

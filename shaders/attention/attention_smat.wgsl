@@ -1,0 +1,186 @@
+// Flash attention on tensor cores (subgroup matrices, Dawn's
+// chromium_experimental_subgroup_matrix): out[b,h,i,:] = softmax(q[b,h,i,:] . k[b,h]^T * scale
+// + mask) @ v[b,h] for f16 q, k, v, out with f32 products and softmax; no score matrix in
+// memory. attention_flash's signature and grid (common/attention_io: vec4<f16> q/k/v/out read
+// through (batch, head, row) strides, the output (B, H, L, D) or (B, L, H, D)); chosen only where
+// the adapter offers f16 -> f32 16x16x16 subgroup matrices with 32-lane subgroups
+// (lower_attention: the "flash" path of an f16 attention), every other adapter keeps
+// attention_flash.
+// A workgroup of 4 subgroups (128 threads) owns BQ = 64 query rows of one (batch, head), a
+// subgroup 16 of them, and walks the keys in tiles of BKV = 64:
+//   S = Q K^T   per subgroup 4 result tiles (16 rows x 16 keys), each D / 16 products of its
+//               Q tiles (loaded once, kept as left matrices; scaled) and the K tile read
+//               column-major from Ks [key][d]; stored (f32) into its Ss panel
+//   softmax     each lane takes half a row (lane % 16: row, lane / 16: keys 0..31 or 32..63):
+//               masks, the tile's max (its partner lane through subgroupShuffleXor), the
+//               running max and sum, P = exp(S - m) as f16 into its Ps panel; its half-row
+//               of O (D / 2 f32 in registers) rescaled by exp(m_old - m_new)
+//   O += P V    per subgroup D / 16 result tiles (16 rows x 16 dims), each 4 products of P's
+//               key tiles and the V tile [key][d]; stored into Ss and added to the lanes' O
+// Subgroup matrices have no per-row scale, so O lives in the lanes' registers, and each tile's
+// P V goes through workgroup memory. The next tile's K and V are loaded into registers while
+// this tile computes. Rows of the tiles are padded (K/V/P by 8 halves, S by 4 floats) so that
+// 16-element loads and the lanes' reads touch distinct banks; a lane reads its half row of S
+// and O starting at column `rot`, so the 32 lanes read 32 banks at once.
+// Workgroup memory at D 64: Ks, Vs 9 KB each, Ps 9 KB, Ss 17 KB: 44 KB (48 KB on the H100).
+// Head dims 16, 32, 64 (the lowering checks). Robustness (Tint, in Chrome): every matrix load
+// and store is at a constant offset into a fixed-size array or a subgroup's panel, so it needs
+// no bounds check (compiler/smat.py); loops over the lanes' private arrays are `// @unroll`.
+// bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
+// 4 out, 5 params. grid: (ceil(Lq / 64), H, B).
+enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+{{ATTENTION_IO}}
+const BQ: u32 = 64u;              // query rows a workgroup (16 a subgroup)
+const BKV: u32 = 64u;             // keys a tile
+const NT: u32 = 128u;             // threads: 4 subgroups of 32
+const D: u32 = {{D}}u;            // head dim: 16, 32 or 64
+const DQ: u32 = D / 4u;           // vec4s of a row
+const DH: u32 = D / 2u;           // a lane's columns of O (half a row)
+const SK: u32 = D + 8u;           // Ks / Vs row stride, halves
+const SP: u32 = BKV + 8u;         // Ps row stride, halves (Q's too: D <= BKV)
+const SS: u32 = BKV + 4u;         // Ss row stride, floats
+const NL: u32 = BKV * DQ / NT;    // vec4s of K (and of V) a thread loads a tile
+const NEG: f32 = -3.4028234663852886e38;
+var<workgroup> Ks: array<f16, BKV * SK>;               // K tile [key][d]
+var<workgroup> Vs: array<f16, BKV * SK>;               // V tile [key][d]
+var<workgroup> Mk: array<u32, BKV>;                    // 1: key t0 + j is in range, not masked
+var<workgroup> Ps: array<array<f16, 16u * SP>, 4>;     // [subgroup][row][key] P (first: Q [row][d])
+var<workgroup> Ss: array<array<f32, 16u * SS>, 4>;     // [subgroup][row][key] S, then [row][d] P V
+
+fn k_quad(kb: u32, t0: u32, e: u32) -> vec4<f16> {
+    let j = e / DQ;
+    if (t0 + j >= p.Lk) { return vec4<f16>(0.0); }
+    return k[(kb + (t0 + j) * p.k_i) / 4u + e % DQ];
+}
+
+fn v_quad(vb: u32, t0: u32, e: u32) -> vec4<f16> {
+    let j = e / DQ;
+    if (t0 + j >= p.Lk) { return vec4<f16>(0.0); }
+    return v[(vb + (t0 + j) * p.v_i) / 4u + e % DQ];
+}
+
+// quad e of the K and V tiles (key e / DQ, dims 4 (e % DQ) ..) into Ks and Vs
+fn put_kv(e: u32, kq: vec4<f16>, vq: vec4<f16>) {
+    let at = (e / DQ) * SK + (e % DQ) * 4u;
+    Ks[at] = kq.x; Ks[at + 1u] = kq.y; Ks[at + 2u] = kq.z; Ks[at + 3u] = kq.w;
+    Vs[at] = vq.x; Vs[at + 1u] = vq.y; Vs[at + 2u] = vq.z; Vs[at + 3u] = vq.w;
+}
+
+// the tile's key flags: in range and not masked (threads 0..63)
+fn put_keys(b: u32, t0: u32, lid: u32) {
+    if (lid < BKV) {
+        let key = t0 + lid;
+        let ok = key < p.Lk && (!HAS_MASK || mask[b * p.Lk + min(key, p.Lk - 1u)] != 0);
+        Mk[lid] = select(0u, 1u, ok);
+    }
+}
+
+@compute @workgroup_size(NT)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+        {{SGID}}) {
+    {{SGID_LET}}
+    let lane = lid % 32u;
+    let rl = lane % 16u;                    // this lane's row of its subgroup's 16
+    let half = lane / 16u;                  // ... and which half of the keys / dims
+    let rot = (rl / 8u) * 2u + half;        // where its reads start (distinct banks)
+    let b = wid.z;
+    let h = wid.y;
+    let r0 = wid.x * BQ;
+    let row = r0 + sg * 16u + rl;
+    let qb = p.q_o + b * p.q_b + h * p.q_h;
+    let kb = p.k_o + b * p.k_b + h * p.k_h;
+    let vb = p.v_o + b * p.v_b + h * p.v_h;
+    // Q, scaled, into the Ps panels as [row][d]; each subgroup keeps its rows' D / 16 tiles
+    for (var e = lid; e < BQ * DQ; e += NT) {
+        let r = e / DQ;
+        let c = e % DQ;
+        var x = vec4<f16>(0.0);
+        if (r0 + r < p.Lq) {
+            x = vec4<f16>(vec4<f32>(q[(qb + (r0 + r) * p.q_i) / 4u + c]) * p.scale);
+        }
+        let at = (r % 16u) * SP + c * 4u;
+        Ps[r / 16u][at] = x.x; Ps[r / 16u][at + 1u] = x.y;
+        Ps[r / 16u][at + 2u] = x.z; Ps[r / 16u][at + 3u] = x.w;
+    }
+    // causal: the workgroup needs the keys its last row sees
+    let kv_end = key_end(min(r0 + BQ, p.Lq) - 1u);
+    // @unroll
+    for (var u = 0u; u < NL; u++) {
+        put_kv(lid + NT * u, k_quad(kb, 0u, lid + NT * u), v_quad(vb, 0u, lid + NT * u));
+    }
+    put_keys(b, 0u, lid);
+    workgroupBarrier();
+{{Q_LOAD}}
+    let end = key_end(min(row, p.Lq - 1u));  // keys this lane's row sees
+    var kr: array<vec4<f16>, NL>;
+    var vr: array<vec4<f16>, NL>;
+    var m = NEG;                            // the row's running max
+    var l = 0.0;                            // this lane's part of the row's running sum
+    var o: array<f32, DH>;                  // O of the row, columns half * DH + (i + rot) % DH
+    var sv: array<f32, 32>;                 // the tile's scores of this lane's keys
+    for (var t0 = 0u; t0 < kv_end; t0 += BKV) {
+        let more = t0 + BKV < kv_end;
+        if (more) {                         // the next tile, into registers
+            // @unroll
+            for (var u = 0u; u < NL; u++) {
+                kr[u] = k_quad(kb, t0 + BKV, lid + NT * u);
+                vr[u] = v_quad(vb, t0 + BKV, lid + NT * u);
+            }
+        }
+        // (the Ps panels are free: their Q tiles were loaded, or last tile's P used)
+{{S_MMA}}
+        workgroupBarrier();
+        var mx = NEG;
+        // @unroll
+        for (var i = 0u; i < 32u; i++) {
+            let c = half * 32u + (i + rot) % 32u;
+            let ok = Mk[c] != 0u && t0 + c < end;
+            sv[i] = select(NEG, Ss[sg][rl * SS + c], ok);
+            mx = max(mx, sv[i]);
+        }
+        mx = max(mx, subgroupShuffleXor(mx, 16u));
+        let m_new = max(m, mx);
+        let corr = exp(m - m_new);
+        m = m_new;
+        l *= corr;
+        // @unroll
+        for (var i = 0u; i < 32u; i++) {
+            let c = half * 32u + (i + rot) % 32u;
+            let pr = select(0.0, exp(sv[i] - m_new), sv[i] > NEG);
+            l += pr;
+            Ps[sg][rl * SP + c] = f16(pr);
+        }
+        // @unroll
+        for (var i = 0u; i < DH; i++) { o[i] *= corr; }
+        workgroupBarrier();
+{{PV_MMA}}
+        workgroupBarrier();
+        // @unroll
+        for (var i = 0u; i < DH; i++) { o[i] += Ss[sg][rl * SS + half * DH + (i + rot) % DH]; }
+        if (more) {
+            // @unroll
+            for (var u = 0u; u < NL; u++) { put_kv(lid + NT * u, kr[u], vr[u]); }
+            put_keys(b, t0 + BKV, lid);
+        }
+        workgroupBarrier();
+    }
+    // normalized rows through Ss (f32 [row][d]), then written as vec4s, a row's quads by
+    // consecutive threads
+    let lt = l + subgroupShuffleXor(l, 16u);
+    let inv = select(1.0 / lt, 0.0, lt == 0.0);
+    // @unroll
+    for (var i = 0u; i < DH; i++) { Ss[sg][rl * SS + half * DH + (i + rot) % DH] = o[i] * inv; }
+    workgroupBarrier();
+    for (var e = lid; e < BQ * DQ; e += NT) {
+        let r = e / DQ;
+        let c = e % DQ;
+        if (r0 + r < p.Lq) {
+            let at = (r % 16u) * SS + c * 4u;
+            let t = r / 16u;
+            out[(b * p.o_b + h * p.o_h + (r0 + r) * p.o_i) / 4u + c] =
+                vec4<f16>(vec4<f32>(Ss[t][at], Ss[t][at + 1u], Ss[t][at + 2u], Ss[t][at + 3u]));
+        }
+    }
+}
