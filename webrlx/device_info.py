@@ -24,6 +24,10 @@ class DeviceInfo:
     # into runs of this many consecutive local_invocation_index values; 0: no subgroups, or
     # not checked (software adapters and the browser keep workgroup-memory reductions)
     subgroup_size: int = 0
+    # the adapter's (min, max) subgroup size where it tells them (the browser's
+    # GPUAdapterInfo.subgroupMinSize / subgroupMaxSize; (32, 32) on NVIDIA), else (0, 0): what
+    # a kernel that needs one size may check (attention_smat), the layout unchecked
+    subgroup_sizes: tuple[int, int] = (0, 0)
     # the adapter's subgroup-matrix configurations (Dawn's chromium-experimental-subgroup-matrix:
     # adapter.info.subgroupMatrixConfigs) as (component, result, M, N, K), e.g.
     # ("f16", "f32", 16, 16, 16); empty elsewhere

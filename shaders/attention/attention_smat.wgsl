@@ -26,6 +26,8 @@
 // Head dims 16, 32, 64 (the lowering checks). Robustness (Tint, in Chrome): every matrix load
 // and store is at a constant offset into a fixed-size array or a subgroup's panel, so it needs
 // no bounds check (compiler/smat.py); loops over the lanes' private arrays are `// @unroll`.
+// SGID gives the subgroup and the lane (`subgroup_id`, `subgroup_invocation_id`) where Tint has
+// them, else SGID_LET from the thread index (runs of 32 consecutive threads).
 // bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),
 // 4 out, 5 params. grid: (ceil(Lq / 64), H, B).
 enable f16;
@@ -81,7 +83,6 @@ fn put_keys(b: u32, t0: u32, lid: u32) {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         {{SGID}}) {
     {{SGID_LET}}
-    let lane = lid % 32u;
     let rl = lane % 16u;                    // this lane's row of its subgroup's 16
     let half = lane / 16u;                  // ... and which half of the keys / dims
     let rot = (rl / 8u) * 2u + half;        // where its reads start (distinct banks)

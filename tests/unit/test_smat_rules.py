@@ -134,3 +134,20 @@ def test_quantized_smat_split_lowers_to_pieces_and_a_sum(monkeypatch):
     assert want > 1 and split[0].grid[2] == want and split[0].overrides["KSPLIT"] == want
     assert split[0].writes.nbytes == want * 512 * n * 4
     assert names[-1] == "elementwise[qmatmul split-K sum]", names
+
+
+def test_attention_smat_needs_32_lane_subgroups_and_its_head_dims():
+    """attention_smat: the f16 subgroup matrices, head dims 16 / 32 / 64, subgroups of exactly
+    32 lanes (checked natively, or the browser's subgroupMinSize == subgroupMaxSize == 32), and
+    its workgroup memory."""
+    from dataclasses import replace
+    info = replace(_info(), subgroup_sizes=(32, 32))
+    assert all(smat.attention_ok(info, d) for d in (16, 32, 64))
+    assert not smat.attention_ok(info, 128) and not smat.attention_ok(info, 8)
+    assert not smat.attention_ok(_info(), 64)                      # size unknown
+    assert not smat.attention_ok(replace(info, subgroup_sizes=(16, 32)), 64)
+    assert smat.attention_ok(replace(_info(), subgroup_size=32), 64)
+    small = replace(info, limits={**LIMITS, "max-compute-workgroup-storage-size": 40960})
+    assert smat.attention_workgroup_bytes(64) > 40960 and not smat.attention_ok(small, 64)
+    assert smat.attention_ok(small, 16)
+    assert not smat.attention_ok(replace(info, features=frozenset({"shader-f16"})), 64)

@@ -86,6 +86,15 @@ def subgroup_matrix_configs(js_info: Any) -> tuple[tuple[str, str, int, int, int
                   int(c.K)) for c in configs)
 
 
+def subgroup_sizes(js_info: Any) -> tuple[int, int]:
+    """GPUAdapterInfo's (subgroupMinSize, subgroupMaxSize); (0, 0) where the browser has
+    none (DeviceInfo.subgroup_sizes)."""
+    try:
+        return int(js_info.subgroupMinSize), int(js_info.subgroupMaxSize)
+    except (AttributeError, TypeError, ValueError):
+        return 0, 0
+
+
 def _sync_unavailable(what: str, instead: str) -> RuntimeError:
     return RuntimeError(
         f"{what} must wait for the GPU, and this browser context cannot wait synchronously "
@@ -128,7 +137,8 @@ async def create_backend_async(power_preference: str = "high-performance") -> Js
     js_info = adapter.info
     info = {k: str(getattr(js_info, k, "") or "")
             for k in ("vendor", "architecture", "device", "description")}
-    return JsWebGPUBackend(device, adapter_name(info), subgroup_matrix_configs(js_info))
+    return JsWebGPUBackend(device, adapter_name(info), subgroup_matrix_configs(js_info),
+                           subgroup_sizes(js_info))
 
 
 def create_backend(power_preference: str = "high-performance") -> JsWebGPUBackend:
@@ -214,7 +224,8 @@ class JsWebGPUBackend(Backend):
     name = "webgpu"
 
     def __init__(self, js_device: Any, adapter: str,
-                 matrix_configs: tuple[tuple[str, str, int, int, int], ...] = ()) -> None:
+                 matrix_configs: tuple[tuple[str, str, int, int, int], ...] = (),
+                 sizes: tuple[int, int] = (0, 0)) -> None:
         super().__init__()
         self.js_device = js_device
         self.js_queue = js_device.queue
@@ -222,7 +233,8 @@ class JsWebGPUBackend(Backend):
         self.info = DeviceInfo(name=adapter, backend="navigator.gpu",
                                limits=_limits(js_device.limits), features=features,
                                subgroup_matrix_configs=matrix_configs
-                               if "chromium-experimental-subgroup-matrix" in features else ())
+                               if "chromium-experimental-subgroup-matrix" in features else (),
+                               subgroup_sizes=sizes if "subgroups" in features else (0, 0))
         self._errors: list[str] = []               # uncaptured errors, raised at the next read
         self._encode: Any = None                   # _ENCODE_JS, made on first use
         self._submit_js: Any = None                # _SUBMIT_JS, made with it

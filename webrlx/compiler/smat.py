@@ -170,7 +170,8 @@ def attention_ok(info: DeviceInfo, d: int) -> bool:
     """Whether attention_smat runs an f16 attention of head dim d here: f16 -> f32 16x16x16
     subgroup matrices, 32-lane subgroups (its lanes split rows in halves), 128 threads and
     its workgroup memory (44 KB at d 64)."""
-    return available(info) and d in ATTENTION_DIMS and info.subgroup_size == 32 and \
+    return available(info) and d in ATTENTION_DIMS and \
+        (info.subgroup_size == 32 or info.subgroup_sizes == (32, 32)) and \
         attention_workgroup_bytes(d) <= info.limit("max-compute-workgroup-storage-size", 16384)
 
 
@@ -203,6 +204,7 @@ def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
                f"{right}>(&Vs, {16 * c}u * SK + {16 * n}u, false, SK), o{n});"
                for c in range(4)]
         pv.append(f"        subgroupMatrixStore(&Ss[sg], {16 * n}u, o{n}, false, SS);")
-    return {"D": str(d), "SGID": "@builtin(subgroup_id) sg: u32" if sgid_builtin else "",
-            "SGID_LET": "" if sgid_builtin else "let sg = lid / 32u;",
+    return {"D": str(d), "SGID": "@builtin(subgroup_id) sg: u32, "
+            "@builtin(subgroup_invocation_id) lane: u32" if sgid_builtin else "",
+            "SGID_LET": "" if sgid_builtin else "let sg = lid / 32u;\n    let lane = lid % 32u;",
             "Q_LOAD": "\n".join(q_load), "S_MMA": "\n".join(s_mma), "PV_MMA": "\n".join(pv)}
