@@ -885,9 +885,13 @@ asmat)
   tar xJf .dawn/ml_small.tar.xz -C $D/models/minilm
   [ -f $D/models/minilm/model.safetensors ] || \
     (cd $S && python3 bench/minilm_random_weights.py $D/models/minilm 2>> $O/err.txt)
-  timeout 200 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- pytest -q -x \
+  timeout 100 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- python \
+    bench/probes/attention_smat_probe.py" > $O/probe-dawn.json 2>> $O/err.txt
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); [print(k, v['kernels'], \
+round(v['max_err'], 5), round(v['max_ref'], 4)) for k, v in d.items()]" $O/probe-dawn.json
+  timeout 200 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- pytest -q \
     tests/backend/test_smat.py -k attention" > $O/test-asmat-dawn.txt 2>&1
-  tail -15 $O/test-asmat-dawn.txt
+  grep -E "passed|failed|^FAILED" $O/test-asmat-dawn.txt | cut -c 1-300 | tail -8
   CASES="from webrlx.cli import bench; import json, sys; bench.NO_REF = sys.platform == 'emscripten'; \
 print(json.dumps(bench.attention_cases([128, 512, 2048], 10, 5, 'float16') + \
 bench.minilm_cases(10, 5, [(1, 128), (32, 128)], 'float16')))"

@@ -189,20 +189,26 @@ def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
     left, right = "subgroup_matrix_left<f16, 16, 16>", "subgroup_matrix_right<f16, 16, 16>"
     q_load = [f"    let q{c} = subgroupMatrixLoad<{left}>(&Ps[sg], {16 * c}u, false, SP);"
               for c in range(dc)]
+    def products(acc: str, lefts: list[str], rights: list[str]) -> list[str]:
+        # the first product starts the tile (subgroupMatrixMultiply), not a zeroed `var`:
+        # inside the key loop a `var` of a subgroup matrix type declared without a value kept
+        # the last tile's sums under Dawn on an H100 (wrong outputs past the first key tile)
+        lines = [f"        var {acc} = subgroupMatrixMultiply<f32>({lefts[0]}, {rights[0]});"]
+        lines += [f"        {acc} = subgroupMatrixMultiplyAccumulate({a}, {b}, {acc});"
+                  for a, b in zip(lefts[1:], rights[1:])]
+        return lines
     s_mma = []
     for n in range(4):                       # keys 16 n .. of the tile
-        s_mma.append(f"        var s{n}: subgroup_matrix_result<f32, 16, 16>;")
-        s_mma += [f"        s{n} = subgroupMatrixMultiplyAccumulate(q{c}, subgroupMatrixLoad<"
-                  f"{right}>(&Ks, {16 * n}u * SK + {16 * c}u, true, SK), s{n});"
-                  for c in range(dc)]
+        s_mma += products(f"s{n}", [f"q{c}" for c in range(dc)],
+                          [f"subgroupMatrixLoad<{right}>(&Ks, {16 * n}u * SK + {16 * c}u, "
+                           "true, SK)" for c in range(dc)])
         s_mma.append(f"        subgroupMatrixStore(&Ss[sg], {16 * n}u, s{n}, false, SS);")
     pv = [f"        let p{c} = subgroupMatrixLoad<{left}>(&Ps[sg], {16 * c}u, false, SP);"
           for c in range(4)]
     for n in range(dc):                      # dims 16 n .. of O
-        pv.append(f"        var o{n}: subgroup_matrix_result<f32, 16, 16>;")
-        pv += [f"        o{n} = subgroupMatrixMultiplyAccumulate(p{c}, subgroupMatrixLoad<"
-               f"{right}>(&Vs, {16 * c}u * SK + {16 * n}u, false, SK), o{n});"
-               for c in range(4)]
+        pv += products(f"o{n}", [f"p{c}" for c in range(4)],
+                       [f"subgroupMatrixLoad<{right}>(&Vs, {16 * c}u * SK + {16 * n}u, false, "
+                        "SK)" for c in range(4)])
         pv.append(f"        subgroupMatrixStore(&Ss[sg], {16 * n}u, o{n}, false, SS);")
     return {"D": str(d), "SGID": "@builtin(subgroup_id) sg: u32, "
             "@builtin(subgroup_invocation_id) lane: u32" if sgid_builtin else "",
