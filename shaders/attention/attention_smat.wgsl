@@ -23,6 +23,17 @@
 // 16-element loads and the lanes' reads touch distinct banks; a lane reads its half row of S
 // and O starting at column `rot`, so the 32 lanes read 32 banks at once.
 // Workgroup memory at D 64: Ks, Vs 9 KB each, Ps 9 KB, Ss 17 KB: 44 KB (48 KB on the H100).
+// Measured (H100 under Dawn, bench/device_dawn.sh asmat, bench/results/
+// 2026-11-28-h100-dawn-attention-smat.json): 1x12x2048x64 0.283 ms (attention_flash in f16
+// 0.511, in f32 0.49; torch SDPA f16 0.040: 0.14x), 1x12x512x64 0.043 (0.079), 1x12x128x64
+// 0.031 (0.034). What limits it: every tile's S, P and P V go through workgroup memory
+// (WGSL's subgroup matrices have an opaque lane layout, so a row's max and sum and O's per-row
+// rescale need the values in memory), about 160 KB of traffic a key tile a workgroup, with 4
+// barriers; 44 KB a workgroup leaves few warps an SM to hide them. Not tried yet: 32 query
+// rows a subgroup (the K and V tiles' loads shared by twice the rows), S kept in f16.
+// The first product of each tile is subgroupMatrixMultiply, not an accumulate into a zeroed
+// `var` declared in the loop: that form kept the previous tile's sums under Dawn on the H100
+// (outputs wrong past the first key tile; bench/probes/attention_smat_probe.py found it).
 // Head dims 16, 32, 64 (the lowering checks). Robustness (Tint, in Chrome): every matrix load
 // and store is at a constant offset into a fixed-size array or a subgroup's panel, so it needs
 // no bounds check (compiler/smat.py); loops over the lanes' private arrays are `// @unroll`.

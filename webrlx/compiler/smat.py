@@ -190,9 +190,9 @@ def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
     q_load = [f"    let q{c} = subgroupMatrixLoad<{left}>(&Ps[sg], {16 * c}u, false, SP);"
               for c in range(dc)]
     def products(acc: str, lefts: list[str], rights: list[str]) -> list[str]:
-        # the first product starts the tile (subgroupMatrixMultiply), not a zeroed `var`:
-        # inside the key loop a `var` of a subgroup matrix type declared without a value kept
-        # the last tile's sums under Dawn on an H100 (wrong outputs past the first key tile)
+        # the first product starts the tile (subgroupMatrixMultiply), not an accumulate into
+        # a zeroed `var` declared in the key loop: that form kept the last tile's sums under
+        # Dawn on an H100 (outputs wrong past the first key tile)
         lines = [f"        var {acc} = subgroupMatrixMultiply<f32>({lefts[0]}, {rights[0]});"]
         lines += [f"        {acc} = subgroupMatrixMultiplyAccumulate({a}, {b}, {acc});"
                   for a, b in zip(lefts[1:], rights[1:])]
