@@ -74,6 +74,8 @@
 #   asmat   attention_smat (f16 flash attention on subgroup matrices): its tests and the f16
 #           attention tests under Dawn, then bench's f16 attention and MiniLM f16 cases there
 #           (random MiniLM weights as ml16), native f16 beside with torch
+#   benchall every `bench` family but llm natively (torch beside) and under Dawn (--no-ref),
+#           set side by side (bench/bench_pair.py); random MiniLM weights as ml16
 #   benchpair `bench` natively (torch beside) and under Dawn (--no-ref), family by family
 #   splitab the quantized smat matmul over K pieces (rule / none / 2) in the 1B prefill beside
 #           llama.cpp, after the smat tests under Dawn
@@ -905,5 +907,23 @@ for c in json.load(open(sys.argv[1]))]" $f; done
     tests/backend/test_nn.py -k float16" > $O/test-nn-f16-dawn.txt 2>&1
   tail -2 $O/test-nn-f16-dawn.txt; grep -i "error" $O/err.txt | tail -5
   tar czf $OUT/asmat.tgz -C $O .
+  ;;
+benchall)
+  O=$D/out-benchall && mkdir -p $O $D/models/minilm
+  tar xJf .dawn/ml_small.tar.xz -C $D/models/minilm
+  [ -f $D/models/minilm/model.safetensors ] || \
+    (cd $S && python3 bench/minilm_random_weights.py $D/models/minilm 2>> $O/err.txt)
+  F=${FAMILIES:-matmul,f16,chain,io,rows,attention,minilm,train}
+  (cd $S && timeout ${NATIVE_LIMIT:-240} python3 -m webrlx bench --only $F \
+    > $O/bench-native.json 2>> $O/err.txt)
+  timeout ${BENCH_LIMIT:-270} bash -c "$(declare -f dawn dawnt); DF=$DF; \
+    dawnt '' -- bench --no-ref --only $F" > $O/bench-dawn.json 2>> $O/err.txt
+  (cd $S && python3 bench/bench_pair.py $O/bench-native.json $O/bench-dawn.json \
+    > $O/bench-pair.json)
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); [print(r['case'], r['dtype'], \
+round(r['native_ms'], 4), round(r['dawn_ms'], 4), r['torch_ms'] and round(r['torch_ms'], 4), \
+round(r.get('torch_over_dawn', 0), 3)) for r in d['rows']]" $O/bench-pair.json
+  grep "^\[bench" $O/err.txt | tail -4
+  tar czf $OUT/benchall.tgz -C $O .
   ;;
 esac
