@@ -74,7 +74,8 @@
 #   asmat   attention_smat (f16 flash attention on subgroup matrices): its tests and the f16
 #           attention tests under Dawn, then bench's f16 attention and MiniLM f16 cases there
 #           (random MiniLM weights as ml16), native f16 beside with torch
-#   benchall every `bench` family but llm natively (torch beside) and under Dawn (--no-ref),
+#   benchall every `bench` family but llm natively (torch beside) and under Dawn (--no-ref; not
+#           train there),
 #           set side by side (bench/bench_pair.py); random MiniLM weights as ml16
 #   benchpair `bench` natively (torch beside) and under Dawn (--no-ref), family by family
 #   splitab the quantized smat matmul over K pieces (rule / none / 2) in the 1B prefill beside
@@ -917,7 +918,8 @@ benchall)
   (cd $S && timeout ${NATIVE_LIMIT:-240} python3 -m webrlx bench --only $F \
     > $O/bench-native.json 2>> $O/err.txt)
   timeout ${BENCH_LIMIT:-270} bash -c "$(declare -f dawn dawnt); DF=$DF; \
-    dawnt '' -- bench --no-ref --only $F" > $O/bench-dawn.json 2>> $O/err.txt
+    dawnt '' -- bench --no-ref --only ${DAWN_FAMILIES:-${F/,train/}}" > $O/bench-dawn.json \
+    2>> $O/err.txt
   (cd $S && python3 bench/bench_pair.py $O/bench-native.json $O/bench-dawn.json \
     > $O/bench-pair.json)
   python3 -c "import json, sys; d = json.load(open(sys.argv[1])); [print(r['case'], r['dtype'], \
