@@ -209,11 +209,13 @@ def test_bench_rows_include_rms_norm_with_a_progress_line_per_case(capsys):
 
 
 def test_bench_no_ref_times_webrlx_alone(monkeypatch):
-    """--no-ref (the Dawn runner's bench): no reference timed, ratios None, webrlx's stand."""
+    """--no-ref (the Dawn runner's bench): no reference timed, ratios None, webrlx's stand;
+    the io case too (it had timed numpy's matmul: minutes at 4096 inside Pyodide)."""
     from webrlx.cli import bench
     monkeypatch.setattr(bench, "_torch", lambda: pytest.fail("the reference was timed"))
     monkeypatch.setattr(bench, "NO_REF", False)
-    out = bench.main_bench(["--quick", "--only", "rows", "--no-ref"])
+    out = bench.main_bench(["--quick", "--only", "rows,io", "--no-ref"])
+    assert any(c["case"].startswith("exe.run numpy in/out") for c in out["cases"])
     assert out["cases"] and all(c["webrlx_ms"] > 0 and c["ref_ms"] is None
                                 and c["ratio_vs_ref"] is None for c in out["cases"])
 

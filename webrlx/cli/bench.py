@@ -214,6 +214,10 @@ def io_case(n: int, repeats: int) -> dict[str, Any]:
     sec = _time(lambda: exe.run(feeds), lambda: None, 1, repeats)
     row: dict[str, Any] = {"case": f"exe.run numpy in/out matmul {n}x{n}x{n}",
                            "dtype": "float32", "webrlx_ms": sec * 1e3}
+    row["dispatches"] = len(exe.last_plan.dispatches) if exe.last_plan else 0
+    if NO_REF:              # (inside Pyodide numpy's 4096^3 matmul, without BLAS, takes minutes)
+        row.update(reference="none (--no-ref)", ref_ms=None, ratio_vs_ref=None)
+        return row
     torch = _torch()
     if torch is not None and torch.cuda.is_available():
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -227,7 +231,6 @@ def io_case(n: int, repeats: int) -> dict[str, Any]:
         row["reference"] = f"numpy {np.__version__} cpu"
     row["ref_ms"] = ref * 1e3
     row["ratio_vs_ref"] = row["ref_ms"] / row["webrlx_ms"]
-    row["dispatches"] = len(exe.last_plan.dispatches) if exe.last_plan else 0
     return row
 
 
@@ -425,7 +428,7 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
         out["cases"] += minilm_cases(iters, repeats, tier["minilm"])
     if not only or "train" in only:
         from .bench_train import train_cases
-        out["cases"] += train_cases(tier["train_quick"], progress)
+        out["cases"] += train_cases(tier["train_quick"], progress, peers=not NO_REF)
     if "llm" in only:
         from .bench_llm import llm_cases
         out["cases"] += llm_cases(tier_name, progress, args.llm_model, args.peer)

@@ -97,9 +97,10 @@ def _torch_steps_per_s(sizes: list[int] | None, batch: int, steps: int
     return steps / (time.perf_counter() - t), dev
 
 
-def train_cases(quick: bool, progress: Callable[[str], None] = lambda msg: None
-                ) -> list[dict[str, Any]]:
-    """Steps/s of each model, webrlx beside torch; progress(case) before each."""
+def train_cases(quick: bool, progress: Callable[[str], None] = lambda msg: None,
+                peers: bool = True) -> list[dict[str, Any]]:
+    """Steps/s of each model, webrlx beside torch (peers False: webrlx alone, bench
+    --no-ref); progress(case) before each."""
     cases = []
     shapes: list[tuple[str, list[int] | None, int]] = [
         ("mlp 784-1024-1024-10", [784, 1024, 1024, 10], 256),
@@ -112,7 +113,7 @@ def train_cases(quick: bool, progress: Callable[[str], None] = lambda msg: None
         progress(f"train {name} batch {batch}")
         row: dict[str, Any] = {"case": f"train {name} batch {batch}", "optimizer": "AdamW",
                                "webrlx_steps_per_s": _webrlx_steps_per_s(sizes, batch, steps)}
-        peer = _torch_steps_per_s(sizes, batch, steps)
+        peer = _torch_steps_per_s(sizes, batch, steps) if peers else None
         if peer is not None:
             row["torch_steps_per_s"], row["torch_device"] = peer
             row["ratio_vs_torch"] = row["webrlx_steps_per_s"] / peer[0]
