@@ -214,3 +214,16 @@ def test_attention_smat_forced_on_float32_names_the_dtype(backend, monkeypatch):
     x = rand(1, 2, 64, 64)
     with pytest.raises(LoweringError, match="float16|subgroup-matrix"):
         run_graph(backend, lambda q, k, v: wr.nn.attention(q, k, v), [x, x, x])
+
+
+def test_device_info_subgroup_sizes(backend):
+    """DeviceInfo.subgroup_sizes: the browser's subgroupMinSize / subgroupMaxSize where it
+    offers subgroups (SwiftShader 4, NVIDIA 32), else (0, 0); attention_smat needs (32, 32)."""
+    info = getattr(backend, "info", None)
+    if info is None:
+        return
+    lo, hi = info.subgroup_sizes
+    if info.backend == "navigator.gpu" and "subgroups" in info.features:
+        assert 0 < lo <= hi <= 128 and lo & (lo - 1) == 0 and hi & (hi - 1) == 0, (lo, hi)
+    else:
+        assert (lo, hi) == (0, 0)
