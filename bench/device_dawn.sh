@@ -131,6 +131,19 @@ c[p].get('error')) for p in sys.argv[2].split(',')] for s, c in d['cases'].items
 dawn_module() { mkdir -p "$(dirname "$1")"; printf "%s\n" "import { createRequire } from 'module';" \
   "const { create, globals } = createRequire(import.meta.url)('$D/dawn.node');" \
   "export { create, globals };" > "$1"; }
+# `dawnt '' -- ARGS` (Dawn, f16 and subgroup matrices, timestamps unquantized) ended after
+# SECONDS: dawn_limit SECONDS ARGS... (timeout needs a program: a bash with the functions)
+dawn_limit() {
+  local t=$1; shift
+  timeout "$t" bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- \"\$@\"" dawn_limit "$@"
+}
+# MiniLM's small files (.dawn/ml_small.tar.xz, carried) and random weights of its shapes made
+# here (bench/minilm_random_weights.py): the timing stages' model, errors to $1
+minilm_random() {
+  mkdir -p $D/models/minilm && tar xJf .dawn/ml_small.tar.xz -C $D/models/minilm
+  [ -f $D/models/minilm/model.safetensors ] || \
+    (cd $S && python3 bench/minilm_random_weights.py $D/models/minilm 2>> "$1")
+}
 case "$1" in
 setup)
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -533,7 +546,7 @@ warmed)
     2>> $OUT/err.txt
   for only in ${BENCH_ONLY:-f16}; do
     (cd $S && timeout 150 python3 -m webrlx bench --only $only > $OUT/bench-native-$only.json)
-    timeout 200 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- bench --only $only" \
+    dawn_limit 200 bench --only $only \
       > $OUT/bench-dawn-$only.json
   done
   kill $NS
@@ -776,8 +789,7 @@ benchpair)
   for only in ${BENCH_ONLY:-attention f16}; do
     (cd $S && timeout ${NATIVE_LIMIT:-90} python3 -m webrlx bench --only $only \
       > $OUT/bench-native-$only.json 2>> $OUT/err.txt)
-    timeout ${BENCH_LIMIT:-120} bash -c "$(declare -f dawn dawnt); DF=$DF; \
-      dawnt '' -- bench --no-ref --only $only" > $OUT/bench-dawn-$only.json 2>> $OUT/err.txt
+    dawn_limit ${BENCH_LIMIT:-120} bench --no-ref --only $only > $OUT/bench-dawn-$only.json 2>> $OUT/err.txt
   done
   for f in $OUT/bench-*.json; do python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
 [print(sys.argv[1].split('/')[-1], c.get('case'), c.get('dtype'), round(c['webrlx_ms'], 4), \
@@ -816,22 +828,20 @@ smat)
   cat $OUT/torch-f16-matmul.json; tail -c 3000 $OUT/smat-probe.err; tail -5 $OUT/smat-tests.txt
   ;;
 ml16)
-  mkdir -p $D/models/minilm && tar xJf .dawn/ml_small.tar.xz -C $D/models/minilm
-  [ -f $D/models/minilm/model.safetensors ] || \
-    (cd $S && python3 bench/minilm_random_weights.py $D/models/minilm 2>> $OUT/err.txt)
+  minilm_random $OUT/err.txt
   for dt in float16 float32; do
     (cd $S && timeout 150 python3 bench/minilm.py --shapes 1x128,32x128 --dtype $dt --no-onnx \
       > $OUT/minilm-native-$dt.json 2>> $OUT/err.txt)
   done
-  timeout 200 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- python \
-    tools/make_tune_tables.py --here --models minilm16" > $OUT/tune-nvidia-minilm16.json \
+  dawn_limit 200 python \
+    tools/make_tune_tables.py --here --models minilm16 > $OUT/tune-nvidia-minilm16.json \
     2>> $OUT/err.txt
   cp $OUT/tune-nvidia-minilm16.json $D/models/minilm/
   for v in "float16 --tune /home/pyodide/models/minilm/tune-nvidia-minilm16.json" "float16" \
       "float32"; do
     set -- $v
-    timeout 120 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- python \
-      bench/engines.py --only minilm --dtype $v" > $OUT/engines-dawn-$1${2:+-tuned}.json \
+    dawn_limit 120 python \
+      bench/engines.py --only minilm --dtype $v > $OUT/engines-dawn-$1${2:+-tuned}.json \
       2>> $OUT/err.txt
   done
   for dt in float16 float32; do
@@ -850,32 +860,28 @@ sys.argv[1])); print(sys.argv[1].split('/')[-1], d['minilm']['warm_ms'])" $f; do
       | python3 -c "import json, sys; d = json.load(sys.stdin); print('$1 vs $2', \
 d.get('minilm'))")
   done
-  timeout 120 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- pytest -q \
-    tests/backend/test_nn.py -k float16" > $OUT/test-nn-f16-dawn.txt 2>&1
+  dawn_limit 120 pytest -q \
+    tests/backend/test_nn.py -k float16 > $OUT/test-nn-f16-dawn.txt 2>&1
   tail -3 $OUT/test-nn-f16-dawn.txt
   grep -v "^tune:" $OUT/err.txt | tail -5
   ;;
 pair2)
-  O=$D/out-pair2 && mkdir -p $O $D/models/minilm
-  tar xJf .dawn/ml_small.tar.xz -C $D/models/minilm
-  [ -f $D/models/minilm/model.safetensors ] || \
-    (cd $S && python3 bench/minilm_random_weights.py $D/models/minilm 2>> $O/err.txt)
+  O=$D/out-pair2 && mkdir -p $O && minilm_random $O/err.txt
   T=/home/pyodide/models/minilm/tune-nvidia-minilm16.json
-  timeout 200 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- python \
-    tools/make_tune_tables.py --here --models minilm16" > $O/tune-nvidia-minilm16.json \
+  dawn_limit 200 python \
+    tools/make_tune_tables.py --here --models minilm16 > $O/tune-nvidia-minilm16.json \
     2>> $O/err.txt
   cp $O/tune-nvidia-minilm16.json $D/models/minilm/
   pairs=""
   for only in ${BENCH_ONLY:-f16 attention minilm}; do
     (cd $S && timeout ${NATIVE_LIMIT:-150} python3 -m webrlx bench --only $only \
       > $O/bench-native-$only.json 2>> $O/err.txt)
-    timeout ${BENCH_LIMIT:-150} bash -c "$(declare -f dawn dawnt); DF=$DF; \
-      dawnt '' -- bench --no-ref --only $only --tune $T" > $O/bench-dawn-$only.json 2>> $O/err.txt
+    dawn_limit ${BENCH_LIMIT:-150} bench --no-ref --only $only --tune $T > $O/bench-dawn-$only.json 2>> $O/err.txt
     pairs="$pairs $O/bench-native-$only.json $O/bench-dawn-$only.json"
   done
   (cd $S && python3 bench/bench_pair.py $pairs > $O/bench-pair.json)
-  timeout 120 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- pytest -q \
-    tests/backend/test_nn.py -k float16" > $O/test-nn-f16-dawn.txt 2>&1
+  dawn_limit 120 pytest -q \
+    tests/backend/test_nn.py -k float16 > $O/test-nn-f16-dawn.txt 2>&1
   python3 -c "import json, sys; d = json.load(open(sys.argv[1])); [print(r['case'], r['dtype'], \
 round(r['native_ms'], 4), round(r['dawn_ms'], 4), r['torch_ms'] and round(r['torch_ms'], 4), \
 round(r.get('torch_over_dawn', 0), 3)) for r in d['rows']]" $O/bench-pair.json
@@ -884,41 +890,34 @@ round(r.get('torch_over_dawn', 0), 3)) for r in d['rows']]" $O/bench-pair.json
   tar czf $OUT/pair2.tgz -C $O .
   ;;
 asmat)
-  O=$D/out-asmat && mkdir -p $O $D/models/minilm
-  tar xJf .dawn/ml_small.tar.xz -C $D/models/minilm
-  [ -f $D/models/minilm/model.safetensors ] || \
-    (cd $S && python3 bench/minilm_random_weights.py $D/models/minilm 2>> $O/err.txt)
-  timeout 100 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- python \
-    bench/probes/attention_smat_probe.py" > $O/probe-dawn.json 2>> $O/err.txt
+  O=$D/out-asmat && mkdir -p $O && minilm_random $O/err.txt
+  dawn_limit 100 python \
+    bench/probes/attention_smat_probe.py > $O/probe-dawn.json 2>> $O/err.txt
   python3 -c "import json, sys; d = json.load(open(sys.argv[1])); [print(k, v['kernels'], \
 round(v['max_err'], 5), round(v['max_ref'], 4)) for k, v in d.items()]" $O/probe-dawn.json
-  timeout 200 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- pytest -q \
-    tests/backend/test_smat.py -k attention" > $O/test-asmat-dawn.txt 2>&1
+  dawn_limit 200 pytest -q \
+    tests/backend/test_smat.py -k attention > $O/test-asmat-dawn.txt 2>&1
   grep -E "passed|failed|^FAILED" $O/test-asmat-dawn.txt | cut -c 1-300 | tail -8
   CASES="from webrlx.cli import bench; import json, sys; bench.NO_REF = sys.platform == 'emscripten'; \
 print(json.dumps(bench.attention_cases([128, 512, 2048], 10, 5, 'float16') + \
 bench.minilm_cases(10, 5, [(1, 128), (32, 128)], 'float16')))"
-  timeout 150 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- python -c \"$CASES\"" \
-    > $O/cases-dawn.json 2>> $O/err.txt
+  dawn_limit 150 python -c "$CASES" > $O/cases-dawn.json 2>> $O/err.txt
   (cd $S && timeout 150 python3 -c "$CASES" > $O/cases-native.json 2>> $O/err.txt)
   for f in $O/cases-*.json; do python3 -c "import json, sys; [print(sys.argv[1].split('/')[-1], \
 c['case'], c['dtype'], round(c['webrlx_ms'], 4), c.get('ref_ms') and round(c['ref_ms'], 4)) \
 for c in json.load(open(sys.argv[1]))]" $f; done
-  timeout 120 bash -c "$(declare -f dawn dawnt); DF=$DF; dawnt '' -- pytest -q \
-    tests/backend/test_nn.py -k float16" > $O/test-nn-f16-dawn.txt 2>&1
+  dawn_limit 120 pytest -q \
+    tests/backend/test_nn.py -k float16 > $O/test-nn-f16-dawn.txt 2>&1
   tail -2 $O/test-nn-f16-dawn.txt; grep -i "error" $O/err.txt | tail -5
   tar czf $OUT/asmat.tgz -C $O .
   ;;
 benchall)
-  O=$D/out-benchall && mkdir -p $O $D/models/minilm
-  tar xJf .dawn/ml_small.tar.xz -C $D/models/minilm
-  [ -f $D/models/minilm/model.safetensors ] || \
-    (cd $S && python3 bench/minilm_random_weights.py $D/models/minilm 2>> $O/err.txt)
+  O=$D/out-benchall && mkdir -p $O && minilm_random $O/err.txt
   F=${FAMILIES:-matmul,f16,chain,io,rows,attention,minilm,train}
   (cd $S && timeout ${NATIVE_LIMIT:-240} python3 -m webrlx bench --only $F \
     > $O/bench-native.json 2>> $O/err.txt)
-  timeout ${BENCH_LIMIT:-270} bash -c "$(declare -f dawn dawnt); DF=$DF; \
-    dawnt '' -- bench --no-ref --only ${DAWN_FAMILIES:-${F/,train/}}" > $O/bench-dawn.json \
+  dawn_limit ${BENCH_LIMIT:-270} bench --no-ref --only ${DAWN_FAMILIES:-${F/,train/}} \
+    > $O/bench-dawn.json \
     2>> $O/err.txt
   (cd $S && python3 bench/bench_pair.py $O/bench-native.json $O/bench-dawn.json \
     > $O/bench-pair.json)
