@@ -59,6 +59,22 @@ def test_each_subgroup_matrix_shape(backend, shape, monkeypatch):
         assert backend.name == "reference" or "matmul/matmul_smat" in used
 
 
+def test_subgroup_matrix_accuracy_over_4096_long_sums(backend, monkeypatch):
+    """Issue 32's accuracy bound: f16 inputs with f32 accumulation, relative error <= 2e-3 at
+    K = 4096 (of max |C|), on every tile shape where the adapter offers subgroup matrices."""
+    if backend.name == "reference" or not _available(backend):
+        return                       # (other f16 kernels: tests/backend/test_matmul.py)
+    x = rand(64, 4096).astype(np.float16)
+    w = rand(4096, 136, seed=1).astype(np.float16)
+    want = x.astype(np.float64) @ w.astype(np.float64)
+    for sh in smat.SHAPES:
+        monkeypatch.setattr(smat, "MODE", sh.name)
+        used = kernel_spy(monkeypatch, lower_matmul)
+        got = run_graph(backend, lambda p, q: p @ q, [x, w])[0].astype(np.float64)
+        assert "matmul/matmul_smat" in used
+        assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max(), sh.name
+
+
 def test_default_picks_subgroup_matrices_only_where_offered(backend, monkeypatch):
     used = kernel_spy(monkeypatch, lower_matmul)
     x, w = rand(256, 256).astype(np.float16), rand(256, 256, seed=1).astype(np.float16)
