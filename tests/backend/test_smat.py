@@ -175,14 +175,8 @@ def test_quantized_prefill_k_pieces(backend, pieces, monkeypatch):
 
 
 def _attention_ref(q, k, v, mask, causal):
-    q, k, v = (t.astype(np.float64) for t in (q, k, v))
-    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    s = s + np.where(mask[:, None, None, :] != 0, 0, -np.inf)
-    if causal:
-        lq, lk = s.shape[-2:]
-        s = np.where(np.tril(np.ones((lq, lk), bool), lk - lq), s, -np.inf)
-    e = np.exp(s - s.max(-1, keepdims=True))
-    return (e / e.sum(-1, keepdims=True)) @ v
+    from test_nn import _attn
+    return _attn(*(t.astype(np.float64) for t in (q, k, v)), mask=mask, causal=causal)
 
 
 @pytest.mark.parametrize("b,h,lq,lk,d,causal", [(2, 3, 130, 200, 64, False),
