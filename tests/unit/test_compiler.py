@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from shader_slots import render_slots
 
 import webrlx as wr
 from webrlx.backends.base import DeviceInfo
-from webrlx.compiler import smat
 from webrlx.compiler.lower import lower
-from webrlx.compiler.lower_matmul import regs_slots, tiled_db_slots, tiled_slots, wide_slots
+from webrlx.compiler.lower_matmul import tiled_slots
 from webrlx.compiler.memory import lifetimes, peak_live_bytes, plan_memory
 from webrlx.kernels import all_shaders, raw_shader, render
 
@@ -115,18 +115,7 @@ def test_every_shader_renders_without_unknown_slots():
         text = raw_shader(name)
         assert "fn " in text or name.endswith("_decls")     # (declarations only)
         if not name.startswith("common/"):
-            slots = dict(T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0",
-                         HIGHEST="1.0", SCALE="1.0", MAX="fmax_", MIN="fmin_", ISNAN="false",
-                         D4="8", KT="32", KD="256", VPT="4", WG="256", D="32",
-                         ROW_TILES=raw_shader("common/flash_rows"))
-            slots.update(regs_slots(8, 2) if name == "matmul/matmul_regs" else
-                         wide_slots() if name == "matmul/matmul_wide" else
-                         tiled_db_slots() if name == "matmul/matmul_tiled_db" else
-                         smat.slots(smat.SHAPES[0]) if name in ("matmul/matmul_smat",
-                                                                "quant/qmatmul_smat") else
-                         smat.attention_slots(32) if name == "attention/attention_smat" else
-                         tiled_slots(1))
-            out = render(name, **slots)
+            out = render(name, **render_slots(name))
             assert "{{" not in out and "@compute" in out
 
 

@@ -7,14 +7,13 @@ import inspect
 from pathlib import Path
 
 import pytest
+from shader_slots import render_slots
 
 import webrlx as wr
 from webrlx import nn
-from webrlx.compiler import smat
 from webrlx.compiler.lower import LOWERINGS
-from webrlx.compiler.lower_matmul import regs_slots, tiled_db_slots, tiled_slots, wide_slots
 from webrlx.graph import SOURCES as graph_sources
-from webrlx.kernels import _builtin_slots, all_shaders, kernel, parse_signature, raw_shader
+from webrlx.kernels import _builtin_slots, all_shaders, kernel, parse_signature
 from webrlx.ops import OPS
 from webrlx.reference import REFERENCE
 from webrlx.tensor import Tensor
@@ -207,19 +206,12 @@ def test_the_coverage_check_fails_when_a_rule_is_removed(table, monkeypatch):
 # -- kernels declare what rules pass -------------------------------------------------------------
 @pytest.mark.parametrize("name", [n for n in all_shaders() if not n.startswith("common/")])
 def test_every_shader_declares_a_checked_signature(name):
-    slots = {"T": "f32", "C": "f32", "OUT": "f32", "ACC": "f32", "LOWEST": "0.0",
-             "HIGHEST": "1.0", "SCALE": "1.0", "MAX": "fmax_", "MIN": "fmin_",
-             "ISNAN": "false", "D4": "8", "KT": "32", "KD": "256", "VPT": "4", "WG": "256",
-             "D": "32", "ROW_TILES": raw_shader("common/flash_rows"),
-             **(regs_slots(8, 2) if name == "matmul/matmul_regs" else
-                wide_slots() if name == "matmul/matmul_wide" else
-                tiled_db_slots() if name == "matmul/matmul_tiled_db" else
-                smat.slots(smat.SHAPES[0]) if name in ("matmul/matmul_smat", "quant/qmatmul_smat")
-                else tiled_slots(1))}
+    slots = render_slots(name)
     text = open(next(PACKAGE.parent.glob(f"shaders/{name}.wgsl"))).read()
     # the slots of its includes and of the generated blocks count too
-    text += "".join(v for k, v in _builtin_slots().items() if "{{" + k + "}}" in text)
-    text += "".join(v for k, v in slots.items() if "{{" + k + "}}" in text)
+    for _ in range(3):               # (includes within includes: ATTENTION_IO's {{QKV}})
+        text += "".join(v for k, v in _builtin_slots().items() if "{{" + k + "}}" in text)
+        text += "".join(v for k, v in slots.items() if "{{" + k + "}}" in text)
     k = kernel(name, **{s: v for s, v in slots.items() if "{{" + s + "}}" in text})
     assert k.sig.bindings, name
     assert all(t in ("u32", "i32", "f32") for _, t in k.sig.params), name
