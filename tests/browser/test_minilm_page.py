@@ -1,6 +1,8 @@
 """web/minilm.html: downloads the weights with progress, embeds on WebGPU in Pyodide, and shows
 sensible similarities and search hits; while it works it shows a phase, ticking seconds and a
-spinner; search runs from its button as from Enter; the table is labelled with the sentences."""
+spinner; search runs from its button as from Enter; the table is labelled with the sentences;
+the status names the dtype the page chose (?dtype=, default auto: float16 only where the adapter
+offers subgroup matrices)."""
 from __future__ import annotations
 
 import time
@@ -40,6 +42,7 @@ def test_minilm_page_embeds_and_searches(chromium: Any, web_server: str) -> None
     finally:
         page.close()
     assert status.startswith("Ready on") and "navigator.gpu" in status, status
+    assert "float32)" in status, status    # dtype auto: no subgroup matrices on SwiftShader
     phases = [p for p, _ in seen if not p.startswith("Ready")]
     assert phases and all(p.strip() for p in phases), seen
     ticks = [int(e.rstrip(" s")) for _, e in seen if e]
