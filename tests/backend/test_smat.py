@@ -206,6 +206,7 @@ def test_attention_on_subgroup_matrices(backend, b, h, lq, lk, d, causal, monkey
         with pytest.raises(LoweringError, match="chromium-experimental-subgroup-matrix") as e:
             run_graph(backend, build, [q, k, v, mask])
         assert isinstance(e.value.__cause__, smat.SubgroupMatrixUnavailable)
+        assert "'attention_smat'" in str(e.value)
         monkeypatch.setattr(lower_attention, "FORCE_PATH", None)
         got = run_graph(backend, build, [q, k, v, mask])[0]
         assert np.abs(got - want).max() <= 3e-3 * np.abs(want).max()

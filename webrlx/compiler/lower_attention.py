@@ -122,7 +122,7 @@ def attention_path(L: EmitContext, b: int, h: int, lq: int, lk: int, d: int,
             raise ValueError("attention: the flash kernel does not fit this shape or adapter")
         if FORCE_PATH == "smat":             # the flash path, on subgroup matrices (f16)
             if not smat.attention_ok(L.info, d):
-                smat.check_forced(L.info, "matmul_smat")
+                smat.check_forced(L.info, "attention_smat")
                 raise smat.SubgroupMatrixUnavailable(
                     f"attention_smat: head dim {d} (supported: {smat.ATTENTION_DIMS}) or "
                     f"adapter {L.info.name!r} (32-lane subgroups, "

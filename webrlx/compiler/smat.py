@@ -85,7 +85,7 @@ def available(info: DeviceInfo) -> bool:
 
 def check_forced(info: DeviceInfo, name: str) -> None:
     """Raise SubgroupMatrixUnavailable when variant `name` needs what `info` lacks."""
-    if name.startswith("matmul_smat") and not available(info):
+    if name.startswith(("matmul_smat", "attention_smat")) and not available(info):
         missing = [FEATURE] if FEATURE not in info.features else []
         if "shader-f16" not in info.features:
             missing.append("shader-f16")
