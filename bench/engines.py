@@ -100,9 +100,8 @@ def main() -> None:
     if a.tune:
         import webrlx as wr
         from webrlx.runtime import autotune
-        got = autotune.read_run(a.tune)
-        autotune.add_picks(wr.device().info.tune_name, got["table"])
-        out["tune"] = {"file": a.tune, "entries": len(got["table"])}
+        out["tune"] = {"file": a.tune,
+                       "entries": autotune.install_run(a.tune, wr.device().info.tune_name)}
     only = a.only.split(",")
     if "minilm" in only:
         out["minilm"] = minilm_side(a.iters, a.repeats, a.dtype)

@@ -404,9 +404,8 @@ def main_bench(argv: list[str] | None = None) -> dict[str, Any]:
                            "method": __doc__.split("Method: ")[1].strip(), "cases": []}
     if args.tune:
         from ..runtime import autotune
-        got = autotune.read_run(args.tune)
-        autotune.add_picks(dev.info.tune_name, got["table"])
-        out["tune"] = {"file": args.tune, "entries": len(got["table"])}
+        out["tune"] = {"file": args.tune,
+                       "entries": autotune.install_run(args.tune, dev.info.tune_name)}
     if not only or "matmul" in only:
         out["cases"] += matmul_cases(sizes, "float32", iters, repeats)
     if (not only or "f16" in only) and dev.info.has_f16:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtype as dt
 from ..runtime.executable import Executable, compile
 from .assets import ModelFileError, minilm_dir, read_json
 from .bert import BertConfig, bert_params, build_bert
@@ -146,14 +147,16 @@ def load(path: str | Path | None = None, device: Any = None,
         device: a webrlx device, "reference", or None for the default adapter.
         progress: called as progress(done_bytes, total_bytes) while weights load.
         fuse: compile with kernel fusion (False: one kernel per op, for comparison).
-        dtype: "float32" (default) or "float16": weights and activations in f16 (f32
+        dtype: "float32" (default) or "float16" (or an alias webrlx.dtype knows): weights and activations in f16 (f32
             accumulation, f32 pooling); where the adapter offers subgroup matrices (Dawn,
             Chrome) the matmuls run on tensor cores. Embeddings stay float32 and within
             cosine 0.9999 of float32's (tests/backend/test_minilm.py).
     """
-    kind = {"float32": "float32", "float16": "float16", "f32": "float32", "f16": "float16"
-            }.get(dtype) if isinstance(dtype, str) else None
-    if kind is None:
+    try:
+        kind = dt.as_dtype(dtype).name          # (its aliases: "f16", "half", np.float16 ...)
+    except TypeError:
+        kind = ""
+    if kind not in ("float32", "float16"):
         raise ValueError(f"load(): dtype must be 'float32' or 'float16', got {dtype!r}")
     root = minilm_dir(path)
     config_file = root / "config.json"

@@ -74,6 +74,14 @@ def add_picks(adapter: str, picks: dict[str, str]) -> None:
     _cache().setdefault(adapter, {}).update(picks)
 
 
+def install_run(path: str | os.PathLike[str], adapter: str) -> int:
+    """add_picks of the run in file `path` (read_run) as `adapter`'s table; returns how many
+    (bench --tune, bench/engines.py --tune)."""
+    picks = read_run(path)["table"]
+    add_picks(adapter, picks)
+    return len(picks)
+
+
 def family(adapter: str) -> str | None:
     """The shipped table's family of an adapter name (None: no shipped table applies)."""
     low = adapter.lower()
