@@ -147,10 +147,11 @@ def load(path: str | Path | None = None, device: Any = None,
         device: a webrlx device, "reference", or None for the default adapter.
         progress: called as progress(done_bytes, total_bytes) while weights load.
         fuse: compile with kernel fusion (False: one kernel per op, for comparison).
-        dtype: "float32" (default) or "float16" (or an alias webrlx.dtype knows): weights and activations in f16 (f32
-            accumulation, f32 pooling); where the adapter offers subgroup matrices (Dawn,
-            Chrome) the matmuls run on tensor cores. Embeddings stay float32 and within
-            cosine 0.9999 of float32's (tests/backend/test_minilm.py).
+        dtype: "float32" (default) or "float16" (or an alias webrlx.dtype knows): float16
+            holds weights and activations in f16 (f32 accumulation, f32 pooling); where the
+            adapter offers subgroup matrices (Dawn, Chrome) the matmuls run on tensor cores.
+            Embeddings stay float32 and within cosine 0.9999 of float32's
+            (tests/backend/test_minilm.py).
     """
     try:
         kind = dt.as_dtype(dtype).name          # (its aliases: "f16", "half", np.float16 ...)
