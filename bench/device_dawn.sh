@@ -74,6 +74,9 @@
 #   asmat   attention_smat (f16 flash attention on subgroup matrices): its tests and the f16
 #           attention tests under Dawn, then bench's f16 attention and MiniLM f16 cases there
 #           (random MiniLM weights as ml16), native f16 beside with torch
+#   fsmat   the fused prefill projections on tensor cores (quant/qmatmul_smat_fused.wgsl): Tint's
+#           verdict, its tests under Dawn, the SmolLM2-shaped Q4_1 prefill by default / smat
+#           off / each fused shape ($SHAPES) under Dawn and natively; $OUT/fsmat.tgz
 #   benchall every `bench` family but llm natively (torch beside) and under Dawn (--no-ref; not
 #           train there),
 #           set side by side (bench/bench_pair.py); random MiniLM weights as ml16
@@ -910,6 +913,44 @@ for c in json.load(open(sys.argv[1]))]" $f; done
     tests/backend/test_nn.py -k float16 > $O/test-nn-f16-dawn.txt 2>&1
   tail -2 $O/test-nn-f16-dawn.txt; grep -i "error" $O/err.txt | tail -5
   tar czf $OUT/asmat.tgz -C $O .
+  ;;
+fsmat)
+  # the fused prefill projections on tensor cores (quant/qmatmul_smat_fused.wgsl): Tint's
+  # verdict on two of its forms, its tests and the quantized smat tests under Dawn, then the
+  # SmolLM2-shaped Q4_1 file's 128-token prefill (and decode) under Dawn by default (tensor
+  # cores), with smat off, with each fused shape forced ($SHAPES), and natively
+  O=$D/out-fsmat && mkdir -p $O/tint && dawn_module /tmp/dawnpkg/index.mjs
+  for w2 in True False; do
+    (cd $S && python3 -c "from webrlx.kernels import kernel; from webrlx.compiler import smat, \
+lower_quant as q; print(kernel('quant/qmatmul_smat_fused', T='f32', \
+**smat.fused_slots(q.FUSED_SMAT_SHAPES[2], $w2)).source)" > $O/tint/fused-$w2.wgsl)
+    $D/node $S/tools/tint_spirv.mjs $O/tint/fused-$w2.wgsl --dawn /tmp/dawnpkg/index.mjs \
+      --features shader-f16,subgroups,chromium-experimental-subgroup-matrix \
+      --toggles vulkan_enable_f16_on_nvidia \
+      --constants '{"FMT": 3, "QK": 32, "QBYTES": 20, "OWN": 1, "NORM": 1, "SWIGLU": 1}' \
+      > $O/tint/fused-$w2.spvasm 2> $O/tint/err-$w2.txt
+    echo "tint fused w2=$w2: rc $? $(wc -l < $O/tint/fused-$w2.spvasm) lines"; grep -i error $O/tint/err-$w2.txt | head -5
+  done
+  dawn_limit ${TEST_LIMIT:-240} pytest -q -x tests/backend/test_smat.py -k "fused or quantized" \
+    > $O/test-fsmat-dawn.txt 2>&1
+  grep -E "passed|failed|^FAILED|^E " $O/test-fsmat-dawn.txt | cut -c 1-400 | head -12
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    --shape smollm2 --type Q4_1 > /dev/null 2>> $O/err.txt)
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  P="bench/probes/llm_1b_profile_probe.py --top 10 --sizes= --model /tmp/llm_1b/llama-smollm2.Q4_1.gguf --prefill 128"
+  for v in on off ${SHAPES:-}; do
+    timeout 150 bash -c "$(declare -f dawn); dawn $T -- python $P --decode ${DECODE:-64} --smat $v" \
+      > $O/smollm2-dawn-$v.json 2>> $O/err.txt
+  done
+  (cd $S && timeout 120 python3 $P --decode ${DECODE:-64} > $O/smollm2-native.json 2>> $O/err.txt)
+  for f in $O/smollm2-*.json; do python3 -c "import json, sys; \
+[print(sys.argv[1].split('/')[-1], d['prefill']['wall_ms'], d['prefill']['gpu_ms'], \
+d['prefill'].get('greedy_tokens'), d.get('decode', {}).get('tok_s'), \
+list(d['prefill']['kernels'].items())[:6]) for d in map(json.loads, (l for l in open(sys.argv[1]) \
+if l.startswith('{')))]" $f || tail -c 400 $f; done
+  grep -v "^{" $O/err.txt | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
+  tar czf $OUT/fsmat.tgz -C $O .
   ;;
 benchall)
   O=$D/out-benchall && mkdir -p $O && minilm_random $O/err.txt

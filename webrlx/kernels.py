@@ -82,6 +82,7 @@ def _builtin_slots() -> dict[str, str]:
             "REDUCE_OPS": raw_shader("common/reduce_ops"),
             "ONLINE_SOFTMAX": raw_shader("common/online_softmax"),
             "QFUSED_IO": raw_shader("common/qfused_io"),
+            "QSMAT_TILES": raw_shader("common/qsmat_tiles"),
             "QGEMV_BODY": raw_shader("common/qgemv_body"),
             "ATTENTION_IO": raw_shader("common/attention_io"),
             "QKV": "{{T}}",             # attention_io's element (attention_flash: vec4)

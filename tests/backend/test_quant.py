@@ -124,7 +124,10 @@ def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
     quant/qmatmul_fused.wgsl: the tileN shapes): rms_norm before q/k-like projections,
     gate/up + silu * mul, and the residual add after a projection; against float64 numpy of
     the unfused math."""
+    from webrlx.compiler import smat
     from webrlx.runtime import autotune
+    # the f32 kernels (the tensor-core forms, f16 inputs, have tests/backend/test_smat.py)
+    monkeypatch.setattr(smat, "MODE", "off")
     if str(tpr).startswith("tile"):
         monkeypatch.setattr(autotune, "PREFER", f"*_{tpr}")    # every fused call tiled
     elif tpr is not None:
@@ -232,9 +235,10 @@ def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, qkv, monkeypatc
     each GEMV shape (threads per weight row, weight rows per thread). With `qkv` (decode rows
     on a device binding 10 storage buffers) the three run as one dispatch
     (quant/qgemv_qkv.wgsl); with 8 (WebGPU's default limit) each runs alone."""
-    from webrlx.compiler import lower_quant
+    from webrlx.compiler import lower_quant, smat
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)        # the default runs
+    monkeypatch.setattr(smat, "MODE", "off")    # f32 kernels (tensor cores: test_smat.py)
     if backend.name != "reference":     # (an adapter under 10 keeps the three GEMVs)
         qkv = qkv and backend.info.limit(QKV_LIMIT, 8) >= 10
         if not qkv:

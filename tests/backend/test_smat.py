@@ -10,7 +10,7 @@ import pytest
 from helpers import kernel_spy, rand, run_graph
 
 import webrlx as wr
-from webrlx.compiler import lower_matmul, smat
+from webrlx.compiler import lower_matmul, lower_quant, smat
 from webrlx.compiler.lower import LoweringError
 
 CASES = [((130, 256), (256, 264)), ((3, 40, 64), (64, 136)), ((300, 520), (520, 72)),
@@ -238,3 +238,101 @@ def test_device_info_subgroup_sizes(backend):
         assert 0 < lo <= hi <= 128 and lo & (lo - 1) == 0 and hi & (hi - 1) == 0, (lo, hi)
     else:
         assert (lo, hi) == (0, 0)
+
+
+def _decoder_layer(fmt: str, s: int, seed: int = 0):
+    """A decoder layer of SmolLM2's kind at width 256 (8 q / 2 kv heads of 32, FFN 512), s rows
+    from pos: (graph, outputs, arrays) with q roped, k and v roped / written into KV caches,
+    the o projection plus the residual, and SwiGLU's down projection plus the residual: every
+    fused prefill epilogue (NORM, ROPE, CACHE, RES, SWIGLU)."""
+    from test_quant_formats import qweight
+
+    from webrlx import nn
+    k, hd, heads, kv, ffn, cap = 256, 32, 8, 2, 512, 64
+    shapes = {"wq": (heads * hd, k), "wk": (kv * hd, k), "wv": (kv * hd, k), "wo": (k, k),
+              "wg": (ffn, k), "wu": (ffn, k), "wd": (k, ffn)}
+    arrays = {name: qweight(fmt, n, kk, seed=seed + i)[0]
+              for i, (name, (n, kk)) in enumerate(shapes.items())}
+    arrays.update({"g1": rand(k, seed=seed + 20) + 1.5, "g2": rand(k, seed=seed + 21) + 1.5})
+    g = wr.Graph()
+    x = g.input("x", (1, s, k))
+    pos = g.input("pos", (1,), "int32")
+    p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
+    h = nn.rms_norm(x, p["g1"], 1e-5)
+    q = nn.rope(nn.qlinear(h, p["wq"], fmt, heads * hd, k).reshape(1, -1, heads, hd), pos,
+                10000.0)
+    kr = nn.rope(nn.qlinear(h, p["wk"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos, 10000.0)
+    kc = nn.cache_write(g.state("kc", (1, kv, cap, hd)), kr, pos)
+    vc = nn.cache_write(g.state("vc", (1, kv, cap, hd)),
+                        nn.qlinear(h, p["wv"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos)
+    x1 = x + nn.qlinear(q.reshape(1, s, heads * hd), p["wo"], fmt, k, k)
+    h2 = nn.rms_norm(x1, p["g2"], 1e-5)
+    gate, up = nn.qlinear(h2, p["wg"], fmt, ffn, k), nn.qlinear(h2, p["wu"], fmt, ffn, k)
+    out = x1 + nn.qlinear(gate.silu() * up, p["wd"], fmt, k, ffn)
+    return g, [q * 1.0, kc * 1.0, vc * 1.0, out], arrays
+
+
+FUSED_KINDS = ("qgemv[rms_norm+rope]", "qgemv[rms_norm+rope+cache]", "qgemv[rms_norm+cache]",
+               "qgemv[res]", "qgemv[rms_norm+swiglu]")
+
+
+def _fused_prefill(backend, fmt: str, s: int, start: int):
+    """_decoder_layer's outputs on backend and on the reference device at pos = start, and the
+    variants that ran on backend ([] on the reference)."""
+    from webrlx.backends.reference import ReferenceDevice
+    g, outs, arrays = _decoder_layer(fmt, s)
+    feeds = {"x": rand(1, s, 256, seed=3), "pos": np.array([start], np.int32)}
+    runs = []
+    for dev in (backend, ReferenceDevice()):
+        exe = wr.compile(g, outputs=outs, device=dev)
+        exe.set_params(arrays)
+        runs.append((exe.run(feeds), [] if dev.name == "reference" else exe.plan({}).ran))
+    return runs[0][0], runs[1][0], runs[0][1]
+
+
+@pytest.mark.parametrize("shape", [sh.name for sh in lower_quant.FUSED_SMAT_SHAPES])
+def test_fused_prefill_each_shape(backend, shape, monkeypatch):
+    """quant/qmatmul_smat_fused.wgsl forced per tile shape on a decoder layer's fused prefill
+    projections (norm prologue, rope, KV-cache writes, SwiGLU, residual adds), 40 rows (a
+    partial row tile) from position 7 of a 64-row cache, on each decoding path: within 4e-3 x
+    max|ref| of the reference device (x and weights rounded to f16, f32 sums). Without the
+    feature, forcing it names it and the device stays usable."""
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(smat, "MODE", shape)
+    if backend.name != "reference" and not _available(backend):
+        with pytest.raises(LoweringError, match="chromium-experimental-subgroup-matrix"):
+            _fused_prefill(backend, "q4_k", 40, 7)
+        monkeypatch.setattr(smat, "MODE", None)
+        got, want, _ = _fused_prefill(backend, "q4_k", 40, 7)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=0, atol=3e-4 * np.abs(b).max())
+        return
+    names = [sh.name for sh in lower_quant.FUSED_SMAT_SHAPES]
+    fmts = QFORMATS if shape == names[0] else [QFORMATS[names.index(shape) % len(QFORMATS)]]
+    label = "_smat_" + shape.removeprefix("matmul_smat_").replace("_s2x2", "")
+    for fmt in fmts:
+        got, want, ran = _fused_prefill(backend, fmt, 40, 7)
+        for a, b in zip(got, want):
+            assert np.abs(a - b).max() <= 4e-3 * np.abs(b).max(), (fmt, a.shape)
+        if backend.name != "reference":
+            tiles = [r for r in ran if r.endswith(label)]
+            assert {r.rsplit("_smat_", 1)[0] for r in tiles} == set(FUSED_KINDS), ran
+
+
+def test_fused_prefill_default_only_where_offered(backend, monkeypatch):
+    """The fused prefill projections of 40 rows take quant/qmatmul_smat_fused.wgsl by default
+    where the adapter has subgroup matrices, never elsewhere or with smat.MODE "off"; 3 rows
+    (decode) keep the GEMVs."""
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    for mode, s in ((None, 40), ("off", 40), (None, 3)):
+        monkeypatch.setattr(smat, "MODE", mode)
+        got, want, ran = _fused_prefill(backend, "q4_1", s, 0)
+        for a, b in zip(got, want):
+            assert np.abs(a - b).max() <= 4e-3 * np.abs(b).max()
+        if backend.name != "reference":
+            on = _available(backend) and mode is None and s == 40
+            fused = [r for r in ran if r.startswith("qgemv[")]
+            assert len(fused) == 6 or s == 3, ran        # (res twice: o and down)
+            assert sum("_smat_" in r for r in fused) == (len(fused) if on else 0), ran

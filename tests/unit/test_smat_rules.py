@@ -76,9 +76,9 @@ def test_slots_fill_the_shader():
 @pytest.mark.parametrize("rows,tensor_cores", [(300, True), (40, False), (8, False)])
 def test_quantized_prefills_on_tensor_cores(rows, tensor_cores, monkeypatch):
     """Where subgroup matrices are offered, a quantized layer of more than fuse.GEMV_MAX_M rows
-    lowers its projection to quant/qmatmul_smat.wgsl; shorter prefills and batched decode rows
-    keep the fused GEMVs (their small grids lose on tensor cores), and so does every prefill
-    with smat.MODE "off"."""
+    lowers its projection to quant/qmatmul_smat.wgsl; shorter prefills keep their fusions
+    (quant/qmatmul_smat_fused.wgsl: test_fused_prefills_on_tensor_cores), and every prefill
+    with smat.MODE "off" keeps the f32 kernels."""
     import webrlx as wr
     from webrlx import nn, quant
     from webrlx.compiler.lower import lower
@@ -151,3 +151,72 @@ def test_attention_smat_needs_32_lane_subgroups_and_its_head_dims():
     assert smat.attention_workgroup_bytes(64) > 40960 and not smat.attention_ok(small, 64)
     assert smat.attention_ok(small, 16)
     assert not smat.attention_ok(replace(info, features=frozenset({"shader-f16"})), 64)
+
+
+@pytest.mark.parametrize("rows,lead", [(128, "smat"), (16, "smat"), (8, "gemv"), (300, None)])
+def test_fused_prefills_on_tensor_cores(rows, lead, monkeypatch):
+    """Fused prefill projections (norm prologue + residual here) of TILE_MIN_M..GEMV_MAX_M rows
+    lead with quant/qmatmul_smat_fused.wgsl where subgroup matrices are offered (the f32 tiles
+    and GEMVs its variants); batched decode rows (8) keep the GEMV first with the smat shapes
+    as variants; past GEMV_MAX_M nothing fuses; smat.MODE "off" leaves none; a forced fused
+    shape is the only one."""
+    import webrlx as wr
+    from webrlx import nn, quant
+    from webrlx.compiler import lower_quant
+    from webrlx.compiler.lower import lower
+
+    def calls(mode):
+        monkeypatch.setattr(smat, "MODE", mode)
+        g = wr.Graph()
+        x = g.input("x", (rows, 256), "float32")
+        w = g.param("w", (quant.nwords("q4_k", 256, 256),), "uint32")
+        gain = g.param("g", (256,), "float32")
+        y = x + nn.qlinear(nn.rms_norm(x, gain, 1e-5), w, "q4_k", 256, 256)
+        return [c for c in lower(g, [y.id], {}, _info()).calls if c.name.startswith("qgemv[")]
+
+    on = calls(None)
+    if lead is None:
+        assert not on
+        return
+    (call,) = on
+    names = [call.name, *(v.name for v in call.variants)]
+    smats = [n for n in names if "_smat_" in n]
+    assert ("_smat_" in call.name) == (lead == "smat"), names
+    assert len(smats) == len(lower_quant.FUSED_SMAT_SHAPES), names
+    assert any(n.endswith("_tile1") for n in names), names
+    (off,) = calls("off")
+    assert not any("_smat_" in v.name for v in [off, *off.variants])
+    shape = lower_quant.FUSED_SMAT_SHAPES[1]
+    (forced,) = calls(shape.name)
+    assert [n for n in [forced.name, *(v.name for v in forced.variants)] if "_smat_" in n] == \
+        [f"qgemv[rms_norm+res]_smat_{shape.bm}x{shape.bn}_k{shape.bk}"]
+
+
+def test_fused_smat_shapes_fit_and_rank():
+    """Every fused shape (with SwiGLU's second tiles too) fits an H100's 48 KB; whole (row,
+    unit) pairs a thread for both tiles; the norm prologue's 8 threads a row fit St; the
+    default takes the biggest tiles with FUSED_SMAT_WORKGROUPS workgroups, else the most
+    workgroups."""
+    from webrlx.compiler import lower_quant
+    for sh in lower_quant.FUSED_SMAT_SHAPES:
+        assert smat.fused_workgroup_bytes(sh, True) <= 49152, sh.name
+        assert sh.bm * sh.bk // 8 % sh.threads == 0 and sh.bn * sh.bk // 8 % sh.threads == 0
+        assert sh.bm * 8 <= sh.sgm * sh.sgn * 256 and sh.bm * 8 % sh.threads == 0
+    def first(m, n):
+        return min(lower_quant.FUSED_SMAT_SHAPES,
+                   key=lambda sh: lower_quant.fused_smat_rank(sh, m, n))
+    assert (first(128, 576).bm, first(128, 576).bn) == (32, 32)        # 72 workgroups
+    assert (first(256, 3072).bm, first(256, 3072).bn) == (64, 64)      # 192
+    assert first(128, 576).bk == 32
+
+
+def test_fused_slots_fill_the_shader():
+    from webrlx.compiler import lower_quant
+    from webrlx.kernels import kernel
+    for sh in lower_quant.FUSED_SMAT_SHAPES:
+        for w2 in (False, True):
+            src = kernel("quant/qmatmul_smat_fused", T="f32", **smat.fused_slots(sh, w2)).source
+            products = sh.tm * sh.tn * sh.bk // 16
+            assert src.count("subgroupMatrixMultiplyAccumulate") == products * (1 + w2)
+            assert src.count("epilogue(r, c") == 2 * sh.tm * sh.tn
+            assert ("St2[sg][s]" in src) == w2

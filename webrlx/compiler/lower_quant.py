@@ -160,6 +160,52 @@ def qsmat_variants(L: EmitContext, m: int, n: int, t: str, overrides: dict[str, 
                                 **smat.slots(sh, smat.SGID_BUILTIN, b_by_n=True))]]
 
 
+# quant/qmatmul_smat_fused.wgsl's tile shapes: small tiles, for the fused projections of
+# prefills of at most fuse.GEMV_MAX_M rows (a SmolLM2 128-token prefill: q / o 128x576x576 make
+# 18 workgroups of 64x64 tiles, 72 of 32x32, on a GPU of 132 SMs)
+FUSED_SMAT_SHAPES = (smat.SmatShape(2, 2, 1, 1), smat.SmatShape(2, 2, 1, 1, 64),
+                     smat.SmatShape(2, 2, 1, 2), smat.SmatShape(2, 2, 2, 1),
+                     smat.SmatShape(2, 2, 2, 2))
+FUSED_SMAT_WORKGROUPS = 64      # the default: the biggest tiles that still give this many
+
+
+def fused_smat_rank(shape: smat.SmatShape, m: int, n: int) -> tuple[int, int, int]:
+    """Sort key of FUSED_SMAT_SHAPES for an m x n call (the first is the default): the biggest
+    tiles with at least FUSED_SMAT_WORKGROUPS workgroups, else the most workgroups; the shorter
+    k step first."""
+    wgs = -(-m // shape.bm) * -(-n // shape.bn)
+    if wgs >= FUSED_SMAT_WORKGROUPS:
+        return (0, -shape.bm * shape.bn, shape.bk)
+    return (1, -wgs, shape.bk)
+
+
+def fused_smat_variants(L: EmitContext, m: int, n: int, k: int, t: str, what: str,
+                        overrides: dict[str, Any], w2: bool) -> list[tuple[Kernel, Variant]]:
+    """quant/qmatmul_smat_fused.wgsl's shapes as (kernel, variant) for a fused prefill
+    projection where the adapter has f16 subgroup matrices, N % 8 == 0 and K a whole number of
+    the shape's k steps, the default first; [] elsewhere or with smat.MODE "off". smat.MODE
+    naming a shape ("matmul_smat_32x32_s2x2_k32") keeps only it (SubgroupMatrixUnavailable
+    where the adapter lacks the feature)."""
+    forced = smat.MODE if smat.MODE not in (None, "off") else None
+    if forced is not None:
+        smat.check_forced(L.info, forced)
+    if smat.MODE == "off" or not smat.available(L.info) or n % 8:
+        return []
+    room = L.info.limit("max-compute-workgroup-storage-size", 16384)
+    shapes = [sh for sh in FUSED_SMAT_SHAPES
+              if k % sh.bk == 0 and sh.threads <= L.info.max_workgroup_invocations and
+              smat.fused_workgroup_bytes(sh, w2) <= room and
+              (forced is None or sh.name == forced)]
+    shapes.sort(key=lambda sh: fused_smat_rank(sh, m, n))
+    out = []
+    for sh in shapes:
+        kern = kernel("quant/qmatmul_smat_fused", T=t, **smat.fused_slots(sh, w2))
+        label = f"qgemv[{what}]_smat_{sh.bm}x{sh.bn}_k{sh.bk}"
+        out.append((kern, Variant.of(label, kern, (-(-n // sh.bn), -(-m // sh.bm), 1),
+                                     overrides)))
+    return out
+
+
 def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
                 prologue: tuple[int, int, float] | None, m: int) -> Buf:
     """The GEMV with its layer neighbours (fuse.py): quant/qgemv_fused.wgsl."""
@@ -211,8 +257,14 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
         tiled = kernel("quant/qmatmul_fused", T=t)
         tiles = [Variant.of(f"qgemv[{what}]_tile{rg}", tiled, (-(-n // 64), -(-m // (4 * rg)), 1),
                             {**overrides, "RG": rg, "KS": 16 // rg}) for rg in TILE_RG]
-        if m >= TILE_MIN_M and not cpu_adapter(L):
+        smats = [] if partials else fused_smat_variants(L, m, n, k, t, what, overrides,
+                                                        q.up is not None)
+        if smats and m >= TILE_MIN_M:   # tensor cores lead (compiler/smat.py)
+            lead, tiles = smats[0], [*(v for _, v in smats[1:]), *tiles]
+        elif m >= TILE_MIN_M and not cpu_adapter(L):
             lead = (tiled, tiles.pop(TILE_RG.index(tile_rg(m, n))))
+        else:
+            tiles += [v for _, v in smats]
     _emit_gemv(L, kernel("quant/qgemv_fused", T=t), f"qgemv[{what}]", bindings, params,
                overrides, tiles, f"qgemv_fused {what} {fmt}/{t}", lead)
     L.values[q.last] = out

@@ -154,6 +154,59 @@ def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, produc
             "ACC_DECL": acc, "MMA": "\n".join(mma), "STORES": "\n".join(stores)}
 
 
+def fused_slots(shape: SmatShape, w2: bool, sgid_builtin: bool = True) -> dict[str, str]:
+    """quant/qmatmul_smat_fused.wgsl's slots for one shape: slots()' subgroup index and products
+    (b_by_n), with w2 (SWIGLU's second weight) a second set of accumulators (acc2_<i>_<j>) over
+    the Bs2 tile for the same columns; and the epilogue: each result tile (and its w2 tile)
+    through the subgroup's St (St2), then each lane's 8 columns of one row to `epilogue`."""
+    base = slots(shape, sgid_builtin, b_by_n=True)
+    tiles = [(i, j) for i in range(shape.tm) for j in range(shape.tn)]
+    acc, mma = [base["ACC_DECL"]], base["MMA"].split("\n")
+    if w2:
+        acc += [f"    var acc2_{i}_{j}: subgroup_matrix_result<f32, 16, 16>;" for i, j in tiles]
+        out, step = [], 0
+        for line in mma:                # each k tile's block: w2's loads and products last
+            if line == "        }":
+                out += [f"            let c{j} = subgroupMatrixLoad<subgroup_matrix_right<f16, "
+                        f"16, 16>>(&Bs2[pb + {j}u], {16 * step}u, true, SB);"
+                        for j in range(shape.tn)]
+                out += [f"            acc2_{i}_{j} = subgroupMatrixMultiplyAccumulate(a{i}, "
+                        f"c{j}, acc2_{i}_{j});" for i, j in tiles]
+                step += 1
+            out.append(line)
+        mma = out
+    def four(st: str, at: str) -> str:
+        return f"vec4<f32>({st}[sg][{at}], {st}[sg][{at} + 1u], {st}[sg][{at} + 2u], " \
+               f"{st}[sg][{at} + 3u])"
+    stores = []
+    for i, j in tiles:
+        stores.append(f"    subgroupMatrixStore(&St[sg], 0u, acc{i}_{j}, false, 16u);")
+        if w2:
+            stores.append(f"    subgroupMatrixStore(&St2[sg], 0u, acc2_{i}_{j}, false, 16u);")
+        stores += ["    workgroupBarrier();", "    {",
+                   f"        let r = row0 + (sm * TM + {i}u) * 16u + er;",
+                   f"        let c = col0 + (sn * TN + {j}u) * 16u + ec;",
+                   "        let s = er * 16u + ec;"]
+        for h in (0, 4):
+            at = f"s + {h}u" if h else "s"
+            b = four("St2", at) if w2 else "vec4<f32>(0.0)"
+            stores.append(f"        epilogue(r, c{' + 4u' if h else ''}, {four('St', at)}, {b});")
+        stores += ["    }", "    workgroupBarrier();"]
+    return {**base, "W2": "true" if w2 else "false", "ACC_DECL": "\n".join(acc),
+            "MMA": "\n".join(mma), "STORES": "\n".join(stores)}
+
+
+def fused_workgroup_bytes(shape: SmatShape, w2: bool) -> int:
+    """quant/qmatmul_smat_fused.wgsl's workgroup memory: the A and B tiles, w2's B tiles, St
+    and St2 (1 KB a subgroup each) and the rows' scales; where w2 is false its arrays keep
+    one element."""
+    panel = 16 * (shape.bk + 8) * 2
+    a, b = 2 * shape.bm // 16 * panel, 2 * shape.bn // 16 * panel
+    subgroups = shape.sgm * shape.sgn
+    return a + b + (b if w2 else panel) + subgroups * 1024 + \
+        (subgroups * 1024 if w2 else 1024) + shape.bm * 4 + 16
+
+
 def eligible(m: int, n: int, k: int, offsets: dict[str, int], batch_strides: tuple[int, int]
              ) -> bool:
     """Whether a matmul call meets matmul_smat's alignment: K and N multiples of 8, and A's and
