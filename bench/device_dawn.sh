@@ -936,8 +936,7 @@ lower_quant as q; print(kernel('quant/qmatmul_smat_fused', T='f32', \
   grep -E "passed|failed|^FAILED|^E " $O/test-fsmat-dawn.txt | cut -c 1-400 | head -12
   (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
     --shape smollm2 --type Q4_1 > /dev/null 2>> $O/err.txt)
-  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
-     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  T="--dawn-flag $DF --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
   P="bench/probes/llm_1b_profile_probe.py --top 10 --sizes= --model /tmp/llm_1b/llama-smollm2.Q4_1.gguf --prefill 128"
   for v in on off ${SHAPES:-}; do
     timeout 150 bash -c "$(declare -f dawn); dawn $T -- python $P --decode ${DECODE:-64} --smat $v" \

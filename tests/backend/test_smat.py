@@ -245,14 +245,18 @@ def _decoder_layer(fmt: str, s: int, seed: int = 0):
     from pos: (graph, outputs, arrays) with q roped, k and v roped / written into KV caches,
     the o projection plus the residual, and SwiGLU's down projection plus the residual: every
     fused prefill epilogue (NORM, ROPE, CACHE, RES, SWIGLU)."""
-    from test_quant_formats import qweight
-
-    from webrlx import nn
+    from webrlx import nn, quant
     k, hd, heads, kv, ffn, cap = 256, 32, 8, 2, 512, 64
     shapes = {"wq": (heads * hd, k), "wk": (kv * hd, k), "wv": (kv * hd, k), "wo": (k, k),
               "wg": (ffn, k), "wu": (ffn, k), "wd": (k, ffn)}
-    arrays = {name: qweight(fmt, n, kk, seed=seed + i)[0]
-              for i, (name, (n, kk)) in enumerate(shapes.items())}
+
+    def blocks(n: int, kk: int, seed: int) -> np.ndarray:
+        # random blocks whose weights have rms 0.05, as a model's (the default scales of the
+        # K-quants give weights up to ~40: activations past f16's range after two layers)
+        rms = np.sqrt(np.mean(quant.dequantize(quant.random_blocks(fmt, n, kk, seed=seed),
+                                               fmt, (n, kk)).astype(np.float64) ** 2))
+        return quant.words(quant.random_blocks(fmt, n, kk, seed=seed, scale=1e-2 * 0.05 / rms))
+    arrays = {name: blocks(n, kk, seed + i) for i, (name, (n, kk)) in enumerate(shapes.items())}
     arrays.update({"g1": rand(k, seed=seed + 20) + 1.5, "g2": rand(k, seed=seed + 21) + 1.5})
     g = wr.Graph()
     x = g.input("x", (1, s, k))
