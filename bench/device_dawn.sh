@@ -942,6 +942,14 @@ lower_quant as q; print(kernel('quant/qmatmul_smat_fused', T='f32', \
     timeout 150 bash -c "$(declare -f dawn); dawn $T -- python $P --decode ${DECODE:-64} --smat $v" \
       > $O/smollm2-dawn-$v.json 2>> $O/err.txt
   done
+  if [ -n "${TUNE:-}" ]; then       # the autotuner's picks for its shapes under Dawn, then used
+    timeout ${TUNE_LIMIT:-200} bash -c "$(declare -f dawn); dawn $T -- python \
+tools/make_tune_tables.py --here --models gguf --gguf /tmp/llm_1b/llama-smollm2.Q4_1.gguf \
+--prompts 128" > $O/tune-smollm2-nvidia.json 2> $O/tune.err
+    tail -c 300 $O/tune.err; tail -1 $O/tune-smollm2-nvidia.json > /tmp/llm_1b/picks.json
+    timeout 150 bash -c "$(declare -f dawn); dawn $T -- python $P --decode ${DECODE:-64} \
+--picks /tmp/llm_1b/picks.json" > $O/smollm2-dawn-picks.json 2>> $O/err.txt
+  fi
   (cd $S && timeout 120 python3 $P --decode ${DECODE:-64} > $O/smollm2-native.json 2>> $O/err.txt)
   for f in $O/smollm2-*.json; do python3 -c "import json, sys; \
 [print(sys.argv[1].split('/')[-1], d['prefill']['wall_ms'], d['prefill']['gpu_ms'], \

@@ -5,8 +5,8 @@
 // w, w2 (N, K) GGUF blocks as u32 words (common/qblocks.wgsl's formats), x [M, K] f32 or f16,
 // rounded to f16 in the tiles (after the norm: the normed rows are O(1), the raw residual
 // stream need not be); f32 sums. Needs N % 8 == 0 and K % BK == 0. No COMBINE.
-// Prologue (NORM): 1/rms of the workgroup's BM rows into `scale` (8 threads a row, their sums
-// through St), before the first tiles. Tiles and K loop: qmatmul_smat's (common/
+// Prologue (NORM): 1/rms of the workgroup's BM rows into `scale` (THREADS / BM threads a row,
+// 8 loads in flight each, their sums through St), before the first tiles. Tiles and K loop: qmatmul_smat's (common/
 // qsmat_tiles.wgsl; loads of the next step in registers during the products, one barrier a
 // step); under SWIGLU a second B tile (Bs2, w2's units) and accumulators (gate<i>_<j>) for the
 // same columns. Epilogue: a subgroup's result tile (and under SWIGLU its w2 tile) go through
@@ -46,7 +46,8 @@ const PA: u32 = 16u * SA;           // halves of a 16-row panel
 const PB: u32 = 16u * SB;
 const LA: u32 = BM * UK / THREADS;  // (row, unit) pairs of x a thread a step
 const LB: u32 = BN * UK / THREADS;  // (weight row, unit) pairs a thread a step
-const RT: u32 = 8u;                 // prologue: threads a row
+const TR: u32 = THREADS / BM;       // prologue (NORM): threads a row
+const UN: u32 = 8u;                 // ... and loads in flight a thread
 var<workgroup> As: array<array<f16, PA>, 2u * BM / 16u>;  // [buffer][m / 16][m % 16][k]
 var<workgroup> Bs: array<array<f16, PB>, 2u * BN / 16u>;  // [buffer][n / 16][n % 16][k]
 var<workgroup> Bs2: array<array<f16, PB>, select(1u, 2u * BN / 16u, W2)>;   // w2's
@@ -127,22 +128,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let row0 = wid.y * BM;
     let col0 = wid.x * BN;
     if (NORM) {                                       // 1/rms of rows row0 .. row0 + BM
+        // TR threads a row, each summing every TR-th vec4 of it, UN loads in flight (a loop of
+        // one load an iteration waited on each: 36 in a row at 32-row tiles, K = 576)
         let k4 = p.K / 4u;
-        for (var q = 0u; q < BM * RT / THREADS; q++) {
-            let rl = q * (THREADS / RT) + tid / RT;   // the tile's row
-            let r = min(row0 + rl, p.M - 1u);
-            var sq = 0.0;
-            for (var j = tid % RT; j < k4; j += RT) {
-                let v = vec4<f32>(x[r * k4 + j]);
-                sq += dot(v, v);
+        let r = min(row0 + tid / TR, p.M - 1u) * k4;
+        var sq = vec4<f32>(0.0);
+        for (var j = tid % TR; j < k4; j += UN * TR) {
+            var v: array<vec4<f32>, UN>;
+            for (var t = 0u; t < UN; t++) {
+                let jj = j + t * TR;
+                v[t] = select(vec4<f32>(0.0), vec4<f32>(x[r + min(jj, k4 - 1u)]), jj < k4);
             }
-            St[rl * RT / 256u][(rl * RT) % 256u + tid % RT] = sq;
+            for (var t = 0u; t < UN; t++) { sq += v[t] * v[t]; }
         }
+        St[tid / 256u][tid % 256u] = sq.x + sq.y + sq.z + sq.w;
         workgroupBarrier();
-        for (var rl = tid; rl < BM; rl += THREADS) {
-            var sq = 0.0;
-            for (var j = 0u; j < RT; j++) { sq += St[rl * RT / 256u][(rl * RT) % 256u + j]; }
-            scale[rl] = inverseSqrt(sq / f32(p.K) + p.eps);
+        if (tid % TR == 0u) {
+            var total = 0.0;
+            for (var t = 0u; t < TR; t++) { total += St[(tid + t) / 256u][(tid + t) % 256u]; }
+            scale[tid / TR] = inverseSqrt(total / f32(p.K) + p.eps);
         }
         workgroupBarrier();
     }

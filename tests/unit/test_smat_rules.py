@@ -182,7 +182,7 @@ def test_fused_prefills_on_tensor_cores(rows, lead, monkeypatch):
     names = [call.name, *(v.name for v in call.variants)]
     smats = [n for n in names if "_smat_" in n]
     assert ("_smat_" in call.name) == (lead == "smat"), names
-    assert len(smats) == len(lower_quant.FUSED_SMAT_SHAPES), names
+    assert len(smats) == sum(256 % sh.bk == 0 for sh in lower_quant.FUSED_SMAT_SHAPES), names
     assert any(n.endswith("_tile1") for n in names), names
     (off,) = calls("off")
     assert not any("_smat_" in v.name for v in [off, *off.variants])
@@ -193,15 +193,16 @@ def test_fused_prefills_on_tensor_cores(rows, lead, monkeypatch):
 
 
 def test_fused_smat_shapes_fit_and_rank():
-    """Every fused shape (with SwiGLU's second tiles too) fits an H100's 48 KB; whole (row,
-    unit) pairs a thread for both tiles; the norm prologue's 8 threads a row fit St; the
+    """Every fused shape fits an H100's 48 KB (with SwiGLU's second tiles, not all: those are
+    left out where they do not fit, lower_quant.fused_smat_variants); whole (row,
+    unit) pairs a thread for both tiles; whole threads a row for the norm prologue; the
     default takes the biggest tiles with FUSED_SMAT_WORKGROUPS workgroups, else the most
     workgroups."""
     from webrlx.compiler import lower_quant
     for sh in lower_quant.FUSED_SMAT_SHAPES:
-        assert smat.fused_workgroup_bytes(sh, True) <= 49152, sh.name
+        assert smat.fused_workgroup_bytes(sh, False) <= 49152, sh.name
         assert sh.bm * sh.bk // 8 % sh.threads == 0 and sh.bn * sh.bk // 8 % sh.threads == 0
-        assert sh.bm * 8 <= sh.sgm * sh.sgn * 256 and sh.bm * 8 % sh.threads == 0
+        assert sh.threads % sh.bm == 0           # the norm prologue's threads a row
     def first(m, n):
         return min(lower_quant.FUSED_SMAT_SHAPES,
                    key=lambda sh: lower_quant.fused_smat_rank(sh, m, n))

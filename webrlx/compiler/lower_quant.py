@@ -164,7 +164,8 @@ def qsmat_variants(L: EmitContext, m: int, n: int, t: str, overrides: dict[str, 
 # prefills of at most fuse.GEMV_MAX_M rows (a SmolLM2 128-token prefill: q / o 128x576x576 make
 # 18 workgroups of 64x64 tiles, 72 of 32x32, on a GPU of 132 SMs)
 FUSED_SMAT_SHAPES = (smat.SmatShape(2, 2, 1, 1), smat.SmatShape(2, 2, 1, 1, 64),
-                     smat.SmatShape(2, 2, 1, 2), smat.SmatShape(2, 2, 2, 1),
+                     smat.SmatShape(2, 2, 1, 1, 96), smat.SmatShape(2, 2, 1, 2),
+                     smat.SmatShape(2, 2, 1, 2, 64), smat.SmatShape(2, 2, 2, 1),
                      smat.SmatShape(2, 2, 2, 2))
 FUSED_SMAT_WORKGROUPS = 64      # the default: the biggest tiles that still give this many
 
