@@ -77,6 +77,9 @@
 #   fsmat   the fused prefill projections on tensor cores (quant/qmatmul_smat_fused.wgsl): Tint's
 #           verdict, its tests under Dawn, the SmolLM2-shaped Q4_1 prefill by default / smat
 #           off / each fused shape ($SHAPES) under Dawn and natively; $OUT/fsmat.tgz
+#   ortconf ONNX Runtime Web on the same dawn.node against webrlx (random MiniLM weights; carry
+#           .dawn/ortweb.tar.xz .dawn/ml_small.tar.xz), then the SmolLM2-shaped Q4_1 prefill under
+#           Dawn (default, smat off) and natively; $OUT/ortconf.tgz
 #   benchall every `bench` family but llm natively (torch beside) and under Dawn (--no-ref; not
 #           train there),
 #           set side by side (bench/bench_pair.py); random MiniLM weights as ml16
@@ -958,6 +961,31 @@ list(d['prefill']['kernels'].items())[:6]) for d in map(json.loads, (l for l in 
 if l.startswith('{')))]" $f || tail -c 400 $f; done
   grep -v "^{" $O/err.txt | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
   tar czf $OUT/fsmat.tgz -C $O .
+  ;;
+ortconf)
+  # ONNX Runtime Web 1.30's WebGPU provider against webrlx on the same dawn.node
+  # (bench/device_ortweb_dawn.sh; carry .dawn/ortweb.tar.xz), MiniLM's shapes with random
+  # weights made here (as ml16; carry .dawn/ml_small.tar.xz); then the SmolLM2-shaped Q4_1
+  # 128-token prefill under Dawn (default, smat off) and natively, one session
+  O=$D/out-ortconf && mkdir -p $O && minilm_random $O/err.txt
+  OUT=$O bash bench/device_ortweb_dawn.sh ortweb > $O/ortweb-setup.txt 2>&1; tail -2 $O/ortweb-setup.txt
+  OUT=$O timeout ${ORT_LIMIT:-240} bash bench/device_ortweb_dawn.sh bench
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    --shape smollm2 --type Q4_1 > /dev/null 2>> $O/err.txt)
+  T="--dawn-flag $DF --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  P="bench/probes/llm_1b_profile_probe.py --top 10 --sizes= --model /tmp/llm_1b/llama-smollm2.Q4_1.gguf --prefill 128"
+  for v in on off on; do
+    timeout 150 bash -c "$(declare -f dawn); dawn $T -- python $P --decode ${DECODE:-64} --smat $v" \
+      >> $O/smollm2-dawn-$v.json 2>> $O/err.txt
+  done
+  (cd $S && timeout 120 python3 $P --decode ${DECODE:-64} > $O/smollm2-native.json 2>> $O/err.txt)
+  for f in $O/smollm2-*.json; do python3 -c "import json, sys; \
+[print(sys.argv[1].split('/')[-1], d['prefill']['wall_ms'], d['prefill']['gpu_ms'], \
+d['prefill'].get('greedy_tokens'), d.get('decode', {}).get('tok_s'), \
+list(d['prefill']['kernels'].items())[:6]) for d in map(json.loads, (l for l in open(sys.argv[1]) \
+if l.startswith('{')))]" $f || tail -c 400 $f; done
+  grep -v "^{" $O/err.txt | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
+  tar czf $OUT/ortconf.tgz -C $O .
   ;;
 benchall)
   O=$D/out-benchall && mkdir -p $O && minilm_random $O/err.txt
