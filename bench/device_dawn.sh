@@ -970,6 +970,7 @@ ortconf)
   O=$D/out-ortconf && mkdir -p $O && minilm_random $O/err.txt
   OUT=$O bash bench/device_ortweb_dawn.sh ortweb > $O/ortweb-setup.txt 2>&1; tail -2 $O/ortweb-setup.txt
   OUT=$O timeout ${ORT_LIMIT:-240} bash bench/device_ortweb_dawn.sh bench
+  [ -f $LL ] || { tar czf $OUT/ortconf.tgz -C $O .; exit 0; }   # (no llama.cpp: no file)
   (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
     --shape smollm2 --type Q4_1 > /dev/null 2>> $O/err.txt)
   T="--dawn-flag $DF --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
