@@ -240,23 +240,26 @@ def test_device_info_subgroup_sizes(backend):
         assert (lo, hi) == (0, 0)
 
 
-def _decoder_layer(fmt: str, s: int, seed: int = 0, k: int = 256, ffn: int = 512):
+def _decoder_layer(fmt: str, s: int, seed: int = 0, k: int = 256, ffn: int = 512,
+                   v_fmt: str | None = None):
     """A decoder layer of SmolLM2's kind at width k (8 q / 2 kv heads of k / 8, FFN ffn), s rows
     from pos: (graph, outputs, arrays) with q roped, k and v roped / written into KV caches,
     the o projection plus the residual, and SwiGLU's down projection plus the residual: every
     fused prefill epilogue (NORM, ROPE, CACHE, RES, SWIGLU)."""
     from webrlx import nn, quant
     hd, heads, kv, cap = k // 8, 8, 2, 64
+    v_fmt = v_fmt or fmt
     shapes = {"wq": (heads * hd, k), "wk": (kv * hd, k), "wv": (kv * hd, k), "wo": (k, k),
               "wg": (ffn, k), "wu": (ffn, k), "wd": (k, ffn)}
 
-    def blocks(n: int, kk: int, seed: int) -> np.ndarray:
+    def blocks(n: int, kk: int, seed: int, f: str) -> np.ndarray:
         # random blocks whose weights have rms 0.05, as a model's (the default scales of the
         # K-quants give weights up to ~40: activations past f16's range after two layers)
-        rms = np.sqrt(np.mean(quant.dequantize(quant.random_blocks(fmt, n, kk, seed=seed),
-                                               fmt, (n, kk)).astype(np.float64) ** 2))
-        return quant.words(quant.random_blocks(fmt, n, kk, seed=seed, scale=1e-2 * 0.05 / rms))
-    arrays = {name: blocks(n, kk, seed + i) for i, (name, (n, kk)) in enumerate(shapes.items())}
+        rms = np.sqrt(np.mean(quant.dequantize(quant.random_blocks(f, n, kk, seed=seed),
+                                               f, (n, kk)).astype(np.float64) ** 2))
+        return quant.words(quant.random_blocks(f, n, kk, seed=seed, scale=1e-2 * 0.05 / rms))
+    arrays = {name: blocks(n, kk, seed + i, v_fmt if name == "wv" else fmt)
+              for i, (name, (n, kk)) in enumerate(shapes.items())}
     arrays.update({"g1": rand(k, seed=seed + 20) + 1.5, "g2": rand(k, seed=seed + 21) + 1.5})
     g = wr.Graph()
     x = g.input("x", (1, s, k))
@@ -268,7 +271,7 @@ def _decoder_layer(fmt: str, s: int, seed: int = 0, k: int = 256, ffn: int = 512
     kr = nn.rope(nn.qlinear(h, p["wk"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos, 10000.0)
     kc = nn.cache_write(g.state("kc", (1, kv, cap, hd)), kr, pos)
     vc = nn.cache_write(g.state("vc", (1, kv, cap, hd)),
-                        nn.qlinear(h, p["wv"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos)
+                        nn.qlinear(h, p["wv"], v_fmt, kv * hd, k).reshape(1, -1, kv, hd), pos)
     x1 = x + nn.qlinear(q.reshape(1, s, heads * hd), p["wo"], fmt, k, k)
     h2 = nn.rms_norm(x1, p["g2"], 1e-5)
     gate, up = nn.qlinear(h2, p["wg"], fmt, ffn, k), nn.qlinear(h2, p["wu"], fmt, ffn, k)
@@ -280,11 +283,22 @@ FUSED_KINDS = ("qgemv[rms_norm+rope]", "qgemv[rms_norm+rope+cache]", "qgemv[rms_
                "qgemv[res]", "qgemv[rms_norm+swiglu]")
 
 
-def _fused_prefill(backend, fmt: str, s: int, start: int, k: int = 256, ffn: int = 512):
+def _fused_kinds(backend) -> set[str]:
+    """The fused calls of _decoder_layer's 40-row prefill on backend (under smat.MODE now): q, k
+    and v as one where it binds 10 storage buffers and they run on tensor cores
+    (quant/qmatmul_smat_qkv.wgsl), else each alone."""
+    if backend.info.limit("max-storage-buffers-per-shader-stage", 8) >= 10 and \
+            smat.fused_prefills(backend.info):
+        return {"qgemv[q+k+v]", "qgemv[res]", "qgemv[rms_norm+swiglu]"}
+    return set(FUSED_KINDS)
+
+
+def _fused_prefill(backend, fmt: str, s: int, start: int, k: int = 256, ffn: int = 512,
+                   v_fmt: str | None = None):
     """_decoder_layer's outputs on backend and on the reference device at pos = start, and the
     variants that ran on backend ([] on the reference)."""
     from webrlx.backends.reference import ReferenceDevice
-    g, outs, arrays = _decoder_layer(fmt, s, k=k, ffn=ffn)
+    g, outs, arrays = _decoder_layer(fmt, s, k=k, ffn=ffn, v_fmt=v_fmt)
     feeds = {"x": rand(1, s, k, seed=3), "pos": np.array([start], np.int32)}
     runs = []
     for dev in (backend, ReferenceDevice()):
@@ -297,7 +311,8 @@ def _fused_prefill(backend, fmt: str, s: int, start: int, k: int = 256, ffn: int
 @pytest.mark.parametrize("shape", [sh.name for sh in lower_quant.FUSED_SMAT_SHAPES])
 def test_fused_prefill_each_shape(backend, shape, monkeypatch):
     """quant/qmatmul_smat_fused.wgsl forced per tile shape on a decoder layer's fused prefill
-    projections (norm prologue, rope, KV-cache writes, SwiGLU, residual adds), 40 rows (a
+    projections (norm prologue, rope, KV-cache writes, SwiGLU, residual adds; q, k and v in
+    one dispatch, quant/qmatmul_smat_qkv.wgsl, where 10 storage buffers bind), 40 rows (a
     partial row tile) from position 7 of a 64-row cache, on each decoding path: within 4e-3 x
     max|ref| of the reference device (x and weights rounded to f16, f32 sums). Without the
     feature, forcing it names it and the device stays usable."""
@@ -323,9 +338,10 @@ def test_fused_prefill_each_shape(backend, shape, monkeypatch):
             assert np.abs(a - b).max() <= 4e-3 * np.abs(b).max(), (fmt, a.shape)
         if backend.name != "reference":
             tiles = [r for r in ran if r.endswith(label)]
-            kinds = set(FUSED_KINDS) - ({"qgemv[rms_norm+swiglu]"} if smat.fused_workgroup_bytes(
-                sh, True) > backend.info.limit("max-compute-workgroup-storage-size", 16384)
-                else set())                  # (SwiGLU's second tiles fit only some shapes)
+            room = backend.info.limit("max-compute-workgroup-storage-size", 16384)
+            kinds = _fused_kinds(backend) - ({"qgemv[rms_norm+swiglu]"} if
+                                             smat.fused_workgroup_bytes(sh, True) > room
+                                             else set())   # (SwiGLU's second tiles: some fit)
             assert {r.rsplit("_smat_", 1)[0] for r in tiles} == kinds, ran
 
 
@@ -343,5 +359,20 @@ def test_fused_prefill_default_only_where_offered(backend, monkeypatch):
         if backend.name != "reference":
             on = _available(backend) and mode is None and s == 40
             fused = [r for r in ran if r.startswith("qgemv[")]
-            assert len(fused) == 6 or s == 3, ran        # (res twice: o and down)
+            # (res twice: o and down)
+            assert len(fused) == len(_fused_kinds(backend)) + 1 or s == 3, ran
             assert sum("_smat_" in r for r in fused) == (len(fused) if on else 0), ran
+
+
+def test_fused_prefill_qkv_mixed_formats(backend, monkeypatch):
+    """A Q4_K_M file's layer keeps v in Q6_K beside q and k in Q4_K: q, k and v still run as one
+    dispatch on tensor cores (each segment its own format) where 10 storage buffers bind, from
+    position 60 of a 64-row cache (rows past its end skipped); within 4e-3 x max|ref|."""
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    got, want, ran = _fused_prefill(backend, "q4_k", 24, 60, v_fmt="q6_k")
+    for a, b in zip(got, want):
+        assert np.abs(a - b).max() <= 4e-3 * np.abs(b).max(), a.shape
+    if backend.name != "reference" and _available(backend) and \
+            backend.info.limit("max-storage-buffers-per-shader-stage", 8) >= 10:
+        assert any(r.startswith("qgemv[q+k+v]_smat_") for r in ran), ran

@@ -219,5 +219,32 @@ def test_fused_slots_fill_the_shader():
             src = kernel("quant/qmatmul_smat_fused", T="f32", **smat.fused_slots(sh, w2)).source
             products = sh.tm * sh.tn * sh.bk // 16
             assert src.count("subgroupMatrixMultiplyAccumulate") == products * (1 + w2)
-            assert src.count("epilogue(r, c") == 2 * sh.tm * sh.tn
+            assert src.count("epilogue(r, c + 4u,") == sh.tm * sh.tn
             assert ("St2[sg][s]" in src) == w2
+
+
+@pytest.mark.parametrize("rows,buffers,mode,grouped", [
+    (128, 10, None, True), (40, 10, None, True), (128, 8, None, False), (128, 10, "off", False),
+    (8, 10, None, True), (128, 10, "matmul_smat_128x128_s2x4_k32", False)])
+def test_prefill_qkv_on_tensor_cores_in_one_dispatch(rows, buffers, mode, grouped, monkeypatch):
+    """Where fused prefills run on subgroup matrices (smat.fused_prefills) and 10 storage
+    buffers bind, a prefill's q, k and v group into one call led by
+    quant/qmatmul_smat_qkv.wgsl (the qkv GEMV its variant); decode rows group as before (the
+    GEMV leads); smat.MODE "off" or naming an unfused shape, or 8 buffers, keep them apart."""
+    import sys
+    from dataclasses import replace
+    from pathlib import Path
+
+    from webrlx.compiler.lower import lower
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backend"))
+    from test_smat import _decoder_layer
+    monkeypatch.setattr(smat, "MODE", mode)
+    info = replace(_info(), limits={**LIMITS, "max-storage-buffers-per-shader-stage": buffers})
+    g, outs, _ = _decoder_layer("q4_k", rows)
+    calls = lower(g, [o.id for o in outs], {}, info).calls
+    qkv = [c for c in calls if c.name.startswith("qgemv[q+k+v]")]
+    assert bool(qkv) == grouped, [c.name for c in calls]
+    if grouped:
+        assert ("_smat_" in qkv[0].name) == (rows >= 16), qkv[0].name
+        assert any(v.name.startswith("qgemv[q+k+v]_") and "_smat_" not in v.name
+                   for v in qkv[0].variants) or rows < 16

@@ -43,7 +43,8 @@ GEMV_MAX_M = 256
 # q, k and v of up to this many rows (decode) run as one dispatch (quant/qgemv_qkv.wgsl) on
 # devices with at least QKV_STORAGE_BUFFERS storage bindings per stage
 QKV_MAX_M = 15       # (a batched engine's decode rows; from lower_quant.TILE_MIN_M = 16
-                     # rows the tiled kernel leads, which q/k/v in one dispatch has not)
+                     # rows the tiled kernel leads, which q/k/v in one dispatch has not; on
+                     # tensor cores, smat.fused_prefills, up to GEMV_MAX_M)
 QKV_STORAGE_BUFFERS = 10
 # a norm read by GEMVs of 5-15 rows runs as their prologue while the prologues read at most
 # this many x bytes in all (_prologue_bytes), else as its own kernel: on an H200, 8 rows of the
@@ -90,6 +91,7 @@ class _Scan:
     found: Fusions
     storage_buffers: int = 8          # the device's storage bindings per shader stage
     workgroup_bytes: int = 16384      # and its workgroup memory
+    qkv_max_m: int = QKV_MAX_M        # rows up to which q, k and v group (find_fusions)
 
     def only_user(self, i: int) -> int | None:
         u = self.users.get(i, [])
@@ -243,7 +245,7 @@ def _qkv_group(s: _Scan, n: Node) -> None:
     if n.id not in s.found.norm_prologue or s.storage_buffers < QKV_STORAGE_BUFFERS:
         return
     users = sorted(set(s.users.get(n.id, [])))
-    if len(users) != 3 or any((_gemv_rows(s, s.nodes[u]) or QKV_MAX_M + 1) > QKV_MAX_M
+    if len(users) != 3 or any((_gemv_rows(s, s.nodes[u]) or s.qkv_max_m + 1) > s.qkv_max_m
                               for u in users):
         return
     q, k, v = (s.found.qgemv.get(u, QGemv(last=u)) for u in users)
@@ -293,11 +295,12 @@ PATTERNS: tuple[Callable[[_Scan, Node], None], ...] = (_matmul_epilogue, _residu
 
 def find_fusions(graph: Graph, live: set[int], users: dict[int, list[int]], outputs: set[int],
                  shapes: dict[int, tuple[int, ...]], storage_buffers: int = 8,
-                 workgroup_bytes: int = 16384) -> Fusions:
+                 workgroup_bytes: int = 16384, qkv_max_m: int = QKV_MAX_M) -> Fusions:
     """Run every pattern over the live nodes, in graph order, then group q/k/v GEMVs (their
-    epilogues must be known first)."""
+    epilogues must be known first) of up to qkv_max_m rows (GEMV_MAX_M where prefills' q, k
+    and v run on tensor cores in one dispatch: quant/qmatmul_smat_qkv.wgsl)."""
     scan = _Scan(graph.nodes, users, outputs, shapes, Fusions(), storage_buffers,
-                 workgroup_bytes)
+                 workgroup_bytes, qkv_max_m)
     for n in graph.nodes:
         if n.id in live:
             for pattern in PATTERNS:

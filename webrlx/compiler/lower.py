@@ -25,6 +25,7 @@ from . import (
     lower_quant,
     lower_rows,
     lower_sample,
+    smat,
 )
 from .emit import EmitContext
 from .memory import BindingLimitError
@@ -67,7 +68,8 @@ def _analyze(graph: Graph, outputs: list[int], env: Mapping[str, int], fuse_ops:
     fusions = fuse.find_fusions(
         graph, live, users, set(outputs), shapes,
         int(limits.get("max-storage-buffers-per-shader-stage", 8)),
-        int(limits.get("max-compute-workgroup-storage-size", 16384))) \
+        int(limits.get("max-compute-workgroup-storage-size", 16384)),
+        fuse.GEMV_MAX_M if smat.fused_prefills(info) else fuse.QKV_MAX_M) \
         if fuse_ops else fuse.Fusions()
     return _Analysis(live, shapes, folded, skip, users, fusions)
 

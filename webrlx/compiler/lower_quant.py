@@ -160,13 +160,7 @@ def qsmat_variants(L: EmitContext, m: int, n: int, t: str, overrides: dict[str, 
                                 **smat.slots(sh, smat.SGID_BUILTIN, b_by_n=True))]]
 
 
-# quant/qmatmul_smat_fused.wgsl's tile shapes: small tiles, for the fused projections of
-# prefills of at most fuse.GEMV_MAX_M rows (a SmolLM2 128-token prefill: q / o 128x576x576 make
-# 18 workgroups of 64x64 tiles, 72 of 32x32, on a GPU of 132 SMs)
-FUSED_SMAT_SHAPES = (smat.SmatShape(2, 2, 1, 1), smat.SmatShape(2, 2, 1, 1, 64),
-                     smat.SmatShape(2, 2, 1, 1, 96), smat.SmatShape(2, 2, 1, 2),
-                     smat.SmatShape(2, 2, 1, 2, 64), smat.SmatShape(2, 2, 2, 1),
-                     smat.SmatShape(2, 2, 2, 2))
+FUSED_SMAT_SHAPES = smat.FUSED_SHAPES  # (compiler/smat.py)
 FUSED_SMAT_WORKGROUPS = 64      # the default: the biggest tiles that still give this many
 
 
@@ -205,6 +199,32 @@ def fused_smat_variants(L: EmitContext, m: int, n: int, k: int, t: str, what: st
         kern = kernel("quant/qmatmul_smat_fused", T=t, **smat.fused_slots(sh, w2))
         label = f"qgemv[{what}]_smat_{sh.bm}x{sh.bn}_k{sh.bk}"
         out.append((kern, Variant.of(label, kern, (-(-n // sh.bn), -(-m // sh.bm), 1),
+                                     overrides)))
+    return out
+
+
+def qkv_smat_variants(L: EmitContext, m: int, ns: list[int], k: int, t: str, what: str,
+                      overrides: dict[str, Any], slots: dict[str, str]
+                      ) -> list[tuple[Kernel, Variant]]:
+    """quant/qmatmul_smat_qkv.wgsl's shapes as (kernel, variant) for a prefill's q, k and v
+    (weights of ns rows, 0 where absent) where fused prefills run on subgroup matrices
+    (smat.fused_prefills), each weight's rows a multiple of 8 and K a whole number of the
+    shape's k steps; the default first (fused_smat_rank over their columns), else []. `slots`:
+    the segment-format slots of quant/qgemv_qkv.wgsl, whose variant these are."""
+    if not smat.fused_prefills(L.info) or any(n_ % 8 for n_ in ns):
+        return []
+    forced = smat.MODE
+    room = L.info.limit("max-compute-workgroup-storage-size", 16384)
+    shapes = [sh for sh in FUSED_SMAT_SHAPES
+              if k % sh.bk == 0 and sh.threads <= L.info.max_workgroup_invocations and
+              smat.fused_workgroup_bytes(sh, False) <= room and
+              (forced is None or sh.name == forced)]
+    shapes.sort(key=lambda sh: fused_smat_rank(sh, m, sum(ns)))
+    out = []
+    for sh in shapes:
+        kern = kernel("quant/qmatmul_smat_qkv", T=t, **slots, **smat.fused_slots(sh, False))
+        grid = (sum(-(-n_ // sh.bn) for n_ in ns), -(-m // sh.bm), 1)
+        out.append((kern, Variant.of(f"qgemv[{what}]_smat_{sh.bm}x{sh.bn}_k{sh.bk}", kern, grid,
                                      overrides)))
     return out
 
@@ -324,9 +344,11 @@ def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
             overrides.update({f"{key}_{name}": v for key, v in format_overrides(f).items()})
     what = "+".join(w for w, i in zip("qkv", group) if i >= 0)
     t = L.T(L.dtype(x_id))
+    smats = qkv_smat_variants(L, m, ns, k, t, what, overrides, slots) \
+        if m >= TILE_MIN_M else []     # prefills (fuse groups them where these run)
     _emit_gemv(L, kernel("quant/qgemv_qkv", T=t, **slots), f"qgemv[{what}]", bindings,
-               {**params, "N": sum(ns)}, overrides, [], f"qgemv_qkv {what} {fmt}/{t}",
-               segments=ns)
+               {**params, "N": sum(ns)}, overrides, [v for _, v in smats[1:]],
+               f"qgemv_qkv {what} {fmt}/{t}", smats[0] if smats else None, segments=ns)
     if fq is not None:
         L.values[fq.last] = out
     L.values[fk.last] = L.buf(kc.inputs[0])

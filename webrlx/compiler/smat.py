@@ -68,6 +68,23 @@ SHAPES = (SmatShape(2, 4, 4, 2), SmatShape(2, 2, 4, 4), SmatShape(4, 2, 2, 4),
           SmatShape(2, 4, 4, 4, 16), SmatShape(2, 2, 2, 2))
 
 
+# quant/qmatmul_smat_fused.wgsl's and quant/qmatmul_smat_qkv.wgsl's tile shapes: small tiles,
+# for the fused projections of prefills of at most fuse.GEMV_MAX_M rows (a SmolLM2 128-token
+# prefill: q / o 128x576x576 make 18 workgroups of 64x64 tiles, 72 of 32x32, on a GPU of 132
+# SMs); lower_quant.fused_smat_rank orders them
+FUSED_SHAPES = (SmatShape(2, 2, 1, 1), SmatShape(2, 2, 1, 1, 64), SmatShape(2, 2, 1, 1, 96),
+                SmatShape(2, 2, 1, 2), SmatShape(2, 2, 1, 2, 64), SmatShape(2, 2, 2, 1),
+                SmatShape(2, 2, 2, 2))
+
+
+def fused_prefills(info: DeviceInfo | None) -> bool:
+    """Whether fused prefill projections run on subgroup matrices here (the fused shapes offered
+    and not ruled out by MODE): then a prefill's q, k and v group into one dispatch
+    (fuse.find_fusions' qkv_max_m), which only those kernels make fast at prefill rows."""
+    return info is not None and available(info) and \
+        (MODE is None or MODE in {sh.name for sh in FUSED_SHAPES})
+
+
 def default_rank(shape: SmatShape, m: int, n: int, batch: int) -> tuple[int, int]:
     """Sort key of the shapes for one call: the first is the default. Big tiles when their
     grid still has BIG_TILE_WORKGROUPS workgroups, else the smallest tiles; SHAPES' order
