@@ -80,6 +80,8 @@
 #   ortconf ONNX Runtime Web on the same dawn.node against webrlx (random MiniLM weights; carry
 #           .dawn/ortweb.tar.xz .dawn/ml_small.tar.xz), then the SmolLM2-shaped Q4_1 prefill under
 #           Dawn (default, smat off) and natively; $OUT/ortconf.tgz
+#   prefab  the A/B of a prefill change under Dawn: SmolLM2-shaped Q4_1 128-token prefill, new
+#           wheel against .dawn/wheels/old/, alternating ($ROUNDS, default 3)
 #   benchall every `bench` family but llm natively (torch beside) and under Dawn (--no-ref; not
 #           train there),
 #           set side by side (bench/bench_pair.py); random MiniLM weights as ml16
@@ -987,6 +989,27 @@ list(d['prefill']['kernels'].items())[:6]) for d in map(json.loads, (l for l in 
 if l.startswith('{')))]" $f || tail -c 400 $f; done
   grep -v "^{" $O/err.txt | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
   tar czf $OUT/ortconf.tgz -C $O .
+  ;;
+prefab)
+  # the A/B of a prefill change under Dawn: the SmolLM2-shaped Q4_1 file's 128-token prefill
+  # (and 64 decode steps) with the new wheel (setup's) and an old one (.dawn/wheels/old/, in the
+  # carried wheels folder: 8 carried paths at most), alternating for $ROUNDS rounds; setup
+  # carrying .big/llvk.so.xz (the file). Made for q, k and v in one dispatch (2026-11-28)
+  mkdir -p $D/wheels_old && cp .dawn/wheels/old/webrlx-*.whl $D/wheels/pytest-* \
+    $D/wheels/pluggy-* $D/wheels/iniconfig-* $D/wheels_old/
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    --shape smollm2 --type Q4_1 > /dev/null 2>> $OUT/err.txt)
+  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes= --model /tmp/llm_1b/llama-smollm2.Q4_1.gguf --prefill 128 --decode 64"
+  T="--dawn-flag $DF --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  for r in $(seq ${ROUNDS:-3}); do
+    timeout 100 bash -c "$(declare -f dawn); dawn $T -- python $P" >> $OUT/ab-new.json 2>> $OUT/err.txt
+    timeout 100 bash -c "$(declare -f old); old $T -- python $P" >> $OUT/ab-old.json 2>> $OUT/err.txt
+  done
+  for w in new old; do python3 -c "import json, sys; [print(sys.argv[2], d['prefill']['wall_ms'], \
+d['prefill']['gpu_ms'], d['prefill']['dispatches'], d.get('decode', {}).get('tok_s'), \
+d['prefill']['greedy_tokens'], list(d['prefill']['kernels'].items())[:4]) for d in map(json.loads, \
+(l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/ab-$w.json $w; done
+  grep -i "error" $OUT/err.txt | tail -3
   ;;
 benchall)
   O=$D/out-benchall && mkdir -p $O && minilm_random $O/err.txt
