@@ -84,6 +84,7 @@ def _builtin_slots() -> dict[str, str]:
             "QFUSED_IO": raw_shader("common/qfused_io"),
             "QSMAT_TILES": raw_shader("common/qsmat_tiles"),
             "QSMAT_BODY": raw_shader("common/qsmat_body"),
+            "QFUSED_STORE": raw_shader("common/qfused_store"),
             "QGEMV_BODY": raw_shader("common/qgemv_body"),
             "ATTENTION_IO": raw_shader("common/attention_io"),
             "QKV": "{{T}}",             # attention_io's element (attention_flash: vec4)

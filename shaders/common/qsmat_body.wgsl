@@ -1,12 +1,16 @@
 // The body shared by the fused quantized subgroup-matrix matmuls (quant/qmatmul_smat_fused.wgsl:
 // one projection with its neighbours; quant/qmatmul_smat_qkv.wgsl: q, k and v in one grid):
-// tile shapes, the tiles in workgroup memory, the NORM prologue, the K loop and the epilogue's
-// walk over the result tiles. The including shader declares the bindings, `p` (M, N, K, eps:
-// the uniform, or a private view its enter() fills), x_vec / wword (common/qblocks.wgsl),
-// NORM, `k_len()` (K, read from the uniform: the K loop's bound must be uniform), `enter(wx) -> u32` (column tile wx of the grid -> its tile within the weight, setting
-// what the weight's view needs) and `epilogue(r, c, a, b)` (4 outputs of row r from column c:
-// a the products with w, b with w2); and the slots SGM, SGN, TM, TN, BK, W2, SGID, SGID_LET,
-// ACC_DECL, MMA, STORES (compiler/smat.fused_slots).
+// tile shapes, the tiles in workgroup memory, the NORM prologue, the K loop, the epilogue's
+// walk over the result tiles, and rope4 for the epilogues. The including shader declares:
+// - the bindings, freq, and `p` (M, N, K, eps, hd, S: the uniform, or a private view that its
+//   enter() fills); x_vec and wword (common/qblocks.wgsl); NORM; row_pos (common/
+//   row_positions.wgsl);
+// - `k_len()`: K read from the uniform (the K loop's bound must be uniform);
+// - `enter(wx) -> u32`: column tile wx of the grid -> its tile within its weight, setting what
+//   that weight's view needs;
+// - `epilogue(r, c, a, b)`: 4 outputs of row r from column c, a the products with w, b with w2;
+// - the slots SGM, SGN, TM, TN, BK, W2, SGID, SGID_LET, ACC_DECL, MMA and STORES
+//   (compiler/smat.fused_slots).
 const SGM: u32 = {{SGM}}u;          // subgroups along M
 const SGN: u32 = {{SGN}}u;          // subgroups along N
 const TM: u32 = {{TM}}u;            // 16-row tiles a subgroup
@@ -53,6 +57,22 @@ fn load_a(r: u32, r0: u32, u: u32) -> vec4<u32> {
     var s = 1.0;
     if (NORM) { s = scale[min(r - r0, BM - 1u)]; }
     return select(vec4<u32>(0u), halves(x_vec(rr, k.x) * s, x_vec(rr, k.y) * s), r < p.M);
+}
+
+// 4 values of row r from column c (c even) rotated in pairs (c, c + 1), (c + 2, c + 3) by the
+// row's position (common/rope_turn.wgsl's exact angles; freq and p.hd of the including shader)
+fn rope4(r: u32, c: u32, a_in: vec4<f32>) -> vec4<f32> {
+    var a = a_in;
+    let position = u32(row_pos(r));
+    for (var j = 0u; j < 4u; j += 2u) {
+        let i = ((c + j) % p.hd) / 2u;
+        let sc = sincos_turn(position * freq[2u * i] + mulhi(position, freq[2u * i + 1u]));
+        let even = a[j];
+        let odd = a[j + 1u];
+        a[j] = even * sc.y - odd * sc.x;
+        a[j + 1u] = even * sc.x + odd * sc.y;
+    }
+    return a;
 }
 
 @compute @workgroup_size(THREADS)

@@ -58,21 +58,7 @@ fn sum_groups(tid: u32, v: vec4<f32>) -> vec4<f32> {
     return red[tid];
 }
 
-// one output (row r, column n) of value e: the residual added, then stored or cached
-fn store(r: u32, n: u32, e_in: f32) {
-    var e = e_in;
-    let o = r * p.N + n;
-    if (RES) { e += res[o]; }
-    if (CACHE) {
-        let tpos = row_pos(r);
-        if (tpos >= 0 && u32(tpos) < p.T) {
-            let h = row_slot(r) * (p.N / p.hd) + n / p.hd;    // (slot, h) flattened
-            out[(h * p.T + u32(tpos)) * p.hd + n % p.hd] = e;
-        }
-    } else {
-        out[o] = e;
-    }
-}
+{{QFUSED_STORE}}
 
 // rotate the pair (columns n, n + 1; n even) of rows r0.. by their positions' angles
 fn rope_pair(n: u32, r0: u32, a: ptr<function, vec4<f32>>, b: ptr<function, vec4<f32>>) {

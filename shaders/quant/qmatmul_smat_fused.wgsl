@@ -34,22 +34,7 @@ fn silu(v: vec4<f32>) -> vec4<f32> {
     return v / (1.0 + exp(-v));
 }
 
-// one output (row r, column n) of value e: the residual added, then stored or cached (as
-// quant/qmatmul_fused.wgsl's store)
-fn store(r: u32, n: u32, e_in: f32) {
-    var e = e_in;
-    let o = r * p.N + n;
-    if (RES) { e += res[o]; }
-    if (CACHE) {
-        let tpos = row_pos(r);
-        if (tpos >= 0 && u32(tpos) < p.T) {
-            let h = row_slot(r) * (p.N / p.hd) + n / p.hd;    // (slot, h) flattened
-            out[(h * p.T + u32(tpos)) * p.hd + n % p.hd] = e;
-        }
-    } else {
-        out[o] = e;
-    }
-}
+{{QFUSED_STORE}}
 
 // 4 outputs of row r from column c (a multiple of 4; N % 8 == 0, so all or none exist): a the
 // products with w, b with w2
@@ -57,17 +42,7 @@ fn epilogue(r: u32, c: u32, a_in: vec4<f32>, b: vec4<f32>) {
     if (r >= p.M || c >= p.N) { return; }
     var a = a_in;
     if (SWIGLU) { a = silu(a) * b; }
-    if (ROPE) {                                       // pairs (c, c + 1), (c + 2, c + 3)
-        let position = u32(row_pos(r));
-        for (var j = 0u; j < 4u; j += 2u) {
-            let i = ((c + j) % p.hd) / 2u;
-            let sc = sincos_turn(position * freq[2u * i] + mulhi(position, freq[2u * i + 1u]));
-            let even = a[j];
-            let odd = a[j + 1u];
-            a[j] = even * sc.y - odd * sc.x;
-            a[j + 1u] = even * sc.x + odd * sc.y;
-        }
-    }
+    if (ROPE) { a = rope4(r, c, a); }
     for (var j = 0u; j < 4u; j++) { store(r, c + j, a[j]); }
 }
 

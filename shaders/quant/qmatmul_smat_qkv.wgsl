@@ -87,17 +87,7 @@ fn store(r: u32, n: u32, e: f32) {
 fn epilogue(r: u32, c: u32, a_in: vec4<f32>, b: vec4<f32>) {
     if (r >= p.M || c >= p.N) { return; }
     var a = a_in;
-    if (select(u.rk != 0u, u.rq != 0u, seg == 0u) && seg < 2u) {
-        let position = u32(row_pos(r));
-        for (var j = 0u; j < 4u; j += 2u) {
-            let i = ((c + j) % p.hd) / 2u;
-            let sc = sincos_turn(position * freq[2u * i] + mulhi(position, freq[2u * i + 1u]));
-            let even = a[j];
-            let odd = a[j + 1u];
-            a[j] = even * sc.y - odd * sc.x;
-            a[j + 1u] = even * sc.x + odd * sc.y;
-        }
-    }
+    if (select(u.rk != 0u, u.rq != 0u, seg == 0u) && seg < 2u) { a = rope4(r, c, a); }
     for (var j = 0u; j < 4u; j++) { store(r, c + j, a[j]); }
 }
 

@@ -18,6 +18,8 @@ def render_slots(name: str) -> dict[str, str]:
                  smat.slots(smat.SHAPES[0]) if name in ("matmul/matmul_smat",
                                                         "quant/qmatmul_smat") else
                  smat.fused_slots(smat.SHAPES[-1], True) if name == "quant/qmatmul_smat_fused"
+                 else smat.fused_slots(smat.SHAPES[-1], False)
+                 if name == "quant/qmatmul_smat_qkv"
                  else smat.attention_slots(32) if name == "attention/attention_smat" else
                  tiled_slots(1))
     return slots
