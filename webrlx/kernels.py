@@ -85,6 +85,7 @@ def _builtin_slots() -> dict[str, str]:
             "QSMAT_TILES": raw_shader("common/qsmat_tiles"),
             "QSMAT_BODY": raw_shader("common/qsmat_body"),
             "QFUSED_STORE": raw_shader("common/qfused_store"),
+            "QKV_IO": raw_shader("common/qkv_io"),
             "QGEMV_BODY": raw_shader("common/qgemv_body"),
             "ATTENTION_IO": raw_shader("common/attention_io"),
             "QKV": "{{T}}",             # attention_io's element (attention_flash: vec4)
