@@ -3,7 +3,8 @@ emitting, see emit.py): matmul + bias + activation epilogues, residual add + nor
 whose only consumer is the (0, 2, 1, 3) permute back to (batch, seq, heads, dim), and the
 quantized GEMV's neighbours in a decoder layer (rms_norm before it, gate/up + silu * mul,
 residual add after it: quant/qgemv_fused.wgsl), and a layer's q, k and v GEMVs as one
-dispatch (quant/qgemv_qkv.wgsl) where the device binds enough storage buffers.
+dispatch (quant/qgemv_qkv.wgsl) where the device binds enough storage buffers: decode rows,
+and prefills too where they run on tensor cores (quant/qmatmul_smat_qkv.wgsl).
 
 Each pattern is one function over a node; find_fusions runs them all.
 """
