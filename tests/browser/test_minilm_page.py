@@ -20,11 +20,12 @@ def test_minilm_page_embeds_and_searches(chromium: Any, web_server: str) -> None
         seen = []                      # (phase, elapsed) while it works toward ready
         spins = []                     # the spinner's visibility at each phase seen
         for _ in range(3):
-            seen.append((page.inner_text("#status"), page.inner_text("#elapsed")))
+            # the spinner first, then the phase: a page that turns ready in between reads
+            # Ready, and that sample does not count (a page ready within the samples must not
+            # read as "not spinning")
             spins.append(page.is_visible(".spin"))
+            seen.append((page.inner_text("#status"), page.inner_text("#elapsed")))
             time.sleep(1.2)
-        # (a phase before ready: the spinner at that moment; a page ready within the samples
-        # must not read as "not spinning")
         spinning = any(v for (p, _), v in zip(seen, spins) if not p.startswith("Ready"))
         page.wait_for_function(READY, timeout=300_000)
         status = page.inner_text("#status")
