@@ -152,6 +152,35 @@ minilm_random() {
   [ -f $D/models/minilm/model.safetensors ] || \
     (cd $S && python3 bench/minilm_random_weights.py $D/models/minilm 2>> "$1")
 }
+# the SmolLM2-shaped Q4_1 file (bench/llm_1b.py, llama.cpp's quantizer: setup carrying
+# .big/llvk.so.xz), errors to $1; and its 128-token prefill (and $DECODE decode steps) through
+# bench/probes/llm_1b_profile_probe.py: `prefill_dawn OUTFILE [ARGS]` under Dawn (f16 and
+# subgroup matrices, timestamps unquantized), `prefill_native OUTFILE [ARGS]` natively, each
+# appending one JSON line; `prefill_summary FILES...` one line a run
+SMOLLM2_Q41=/tmp/llm_1b/llama-smollm2.Q4_1.gguf
+PREFILL_PROBE="bench/probes/llm_1b_profile_probe.py --top 10 --sizes= --model $SMOLLM2_Q41 --prefill 128"
+smollm2_q41() {
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    --shape smollm2 --type Q4_1 > /dev/null 2>> "$1")
+}
+prefill_dawn() {                    # (WHEELS=DIR: the wheels of another tree, an A/B)
+  local f=$1; shift
+  timeout ${PREFILL_LIMIT:-150} bash -c "$(declare -f dawn); dawn --wheels ${WHEELS:-$D/wheels} \
+--dawn-flag $DF --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b \
+-- python \
+$PREFILL_PROBE --decode ${DECODE:-64} $*" >> "$f" 2>> "${f%.json}.err"
+}
+prefill_native() {
+  local f=$1; shift
+  (cd $S && timeout 120 python3 $PREFILL_PROBE --decode ${DECODE:-64} "$@" >> "$f" \
+    2>> "${f%.json}.err")
+}
+prefill_summary() { for f in "$@"; do python3 -c "import json, sys; \
+[print(sys.argv[1].split('/')[-1], d['prefill']['wall_ms'], d['prefill']['gpu_ms'], \
+d['prefill'].get('dispatches'), d['prefill'].get('greedy_tokens'), \
+d.get('decode', {}).get('tok_s'), list(d['prefill']['kernels'].items())[:6]) \
+for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" "$f" \
+  || tail -c 400 "$f"; done; }
 case "$1" in
 setup)
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -926,9 +955,9 @@ fsmat)
   # cores), with smat off, with each fused shape forced ($SHAPES), and natively
   O=$D/out-fsmat && mkdir -p $O/tint && dawn_module /tmp/dawnpkg/index.mjs
   for w2 in True False; do
-    (cd $S && python3 -c "from webrlx.kernels import kernel; from webrlx.compiler import smat, \
-lower_quant as q; print(kernel('quant/qmatmul_smat_fused', T='f32', \
-**smat.fused_slots(q.FUSED_SMAT_SHAPES[2], $w2)).source)" > $O/tint/fused-$w2.wgsl)
+    (cd $S && python3 -c "from webrlx.kernels import kernel; from webrlx.compiler import smat; \
+print(kernel('quant/qmatmul_smat_fused', T='f32', \
+**smat.fused_slots(smat.FUSED_SHAPES[2], $w2)).source)" > $O/tint/fused-$w2.wgsl)
     $D/node $S/tools/tint_spirv.mjs $O/tint/fused-$w2.wgsl --dawn /tmp/dawnpkg/index.mjs \
       --features shader-f16,subgroups,chromium-experimental-subgroup-matrix \
       --toggles vulkan_enable_f16_on_nvidia \
@@ -939,29 +968,19 @@ lower_quant as q; print(kernel('quant/qmatmul_smat_fused', T='f32', \
   dawn_limit ${TEST_LIMIT:-240} pytest -q -x tests/backend/test_smat.py -k "fused or quantized" \
     > $O/test-fsmat-dawn.txt 2>&1
   grep -E "passed|failed|^FAILED|^E " $O/test-fsmat-dawn.txt | cut -c 1-400 | head -12
-  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
-    --shape smollm2 --type Q4_1 > /dev/null 2>> $O/err.txt)
-  T="--dawn-flag $DF --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
-  P="bench/probes/llm_1b_profile_probe.py --top 10 --sizes= --model /tmp/llm_1b/llama-smollm2.Q4_1.gguf --prefill 128"
-  for v in on off ${SHAPES:-}; do
-    timeout 150 bash -c "$(declare -f dawn); dawn $T -- python $P --decode ${DECODE:-64} --smat $v" \
-      > $O/smollm2-dawn-$v.json 2>> $O/err.txt
-  done
+  smollm2_q41 $O/err.txt
+  for v in on off ${SHAPES:-}; do prefill_dawn $O/smollm2-dawn-$v.json --smat $v; done
   if [ -n "${TUNE:-}" ]; then       # the autotuner's picks for its shapes under Dawn, then used
-    timeout ${TUNE_LIMIT:-200} bash -c "$(declare -f dawn); dawn $T -- python \
-tools/make_tune_tables.py --here --models gguf --gguf /tmp/llm_1b/llama-smollm2.Q4_1.gguf \
---prompts 128" > $O/tune-smollm2-nvidia.json 2> $O/tune.err
+    timeout ${TUNE_LIMIT:-200} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
+--dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b -- python \
+tools/make_tune_tables.py --here --models gguf --gguf $SMOLLM2_Q41 --prompts 128" \
+      > $O/tune-smollm2-nvidia.json 2> $O/tune.err
     tail -c 300 $O/tune.err; tail -1 $O/tune-smollm2-nvidia.json > /tmp/llm_1b/picks.json
-    timeout 150 bash -c "$(declare -f dawn); dawn $T -- python $P --decode ${DECODE:-64} \
---picks /tmp/llm_1b/picks.json" > $O/smollm2-dawn-picks.json 2>> $O/err.txt
+    prefill_dawn $O/smollm2-dawn-picks.json --picks /tmp/llm_1b/picks.json
   fi
-  (cd $S && timeout 120 python3 $P --decode ${DECODE:-64} > $O/smollm2-native.json 2>> $O/err.txt)
-  for f in $O/smollm2-*.json; do python3 -c "import json, sys; \
-[print(sys.argv[1].split('/')[-1], d['prefill']['wall_ms'], d['prefill']['gpu_ms'], \
-d['prefill'].get('greedy_tokens'), d.get('decode', {}).get('tok_s'), \
-list(d['prefill']['kernels'].items())[:6]) for d in map(json.loads, (l for l in open(sys.argv[1]) \
-if l.startswith('{')))]" $f || tail -c 400 $f; done
-  grep -v "^{" $O/err.txt | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
+  prefill_native $O/smollm2-native.json
+  prefill_summary $O/smollm2-*.json
+  cat $O/err.txt $O/*.err 2> /dev/null | grep -v "^{" | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
   tar czf $OUT/fsmat.tgz -C $O .
   ;;
 ortconf)
@@ -973,21 +992,11 @@ ortconf)
   OUT=$O bash bench/device_ortweb_dawn.sh ortweb > $O/ortweb-setup.txt 2>&1; tail -2 $O/ortweb-setup.txt
   OUT=$O timeout ${ORT_LIMIT:-240} bash bench/device_ortweb_dawn.sh bench
   [ -f $LL ] || { tar czf $OUT/ortconf.tgz -C $O .; exit 0; }   # (no llama.cpp: no file)
-  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
-    --shape smollm2 --type Q4_1 > /dev/null 2>> $O/err.txt)
-  T="--dawn-flag $DF --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
-  P="bench/probes/llm_1b_profile_probe.py --top 10 --sizes= --model /tmp/llm_1b/llama-smollm2.Q4_1.gguf --prefill 128"
-  for v in on off on; do
-    timeout 150 bash -c "$(declare -f dawn); dawn $T -- python $P --decode ${DECODE:-64} --smat $v" \
-      >> $O/smollm2-dawn-$v.json 2>> $O/err.txt
-  done
-  (cd $S && timeout 120 python3 $P --decode ${DECODE:-64} > $O/smollm2-native.json 2>> $O/err.txt)
-  for f in $O/smollm2-*.json; do python3 -c "import json, sys; \
-[print(sys.argv[1].split('/')[-1], d['prefill']['wall_ms'], d['prefill']['gpu_ms'], \
-d['prefill'].get('greedy_tokens'), d.get('decode', {}).get('tok_s'), \
-list(d['prefill']['kernels'].items())[:6]) for d in map(json.loads, (l for l in open(sys.argv[1]) \
-if l.startswith('{')))]" $f || tail -c 400 $f; done
-  grep -v "^{" $O/err.txt | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
+  smollm2_q41 $O/err.txt
+  for v in on off on; do prefill_dawn $O/smollm2-dawn-$v.json --smat $v; done
+  prefill_native $O/smollm2-native.json
+  prefill_summary $O/smollm2-*.json
+  cat $O/err.txt $O/*.err 2> /dev/null | grep -v "^{" | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
   tar czf $OUT/ortconf.tgz -C $O .
   ;;
 prefab)
@@ -997,19 +1006,13 @@ prefab)
   # carrying .big/llvk.so.xz (the file). Made for q, k and v in one dispatch (2026-11-28)
   mkdir -p $D/wheels_old && cp .dawn/wheels/old/webrlx-*.whl $D/wheels/pytest-* \
     $D/wheels/pluggy-* $D/wheels/iniconfig-* $D/wheels_old/
-  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
-    --shape smollm2 --type Q4_1 > /dev/null 2>> $OUT/err.txt)
-  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes= --model /tmp/llm_1b/llama-smollm2.Q4_1.gguf --prefill 128 --decode 64"
-  T="--dawn-flag $DF --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  smollm2_q41 $OUT/err.txt
   for r in $(seq ${ROUNDS:-3}); do
-    timeout 100 bash -c "$(declare -f dawn); dawn $T -- python $P" >> $OUT/ab-new.json 2>> $OUT/err.txt
-    timeout 100 bash -c "$(declare -f old); old $T -- python $P" >> $OUT/ab-old.json 2>> $OUT/err.txt
+    prefill_dawn $OUT/ab-new.json
+    WHEELS=$D/wheels_old prefill_dawn $OUT/ab-old.json
   done
-  for w in new old; do python3 -c "import json, sys; [print(sys.argv[2], d['prefill']['wall_ms'], \
-d['prefill']['gpu_ms'], d['prefill']['dispatches'], d.get('decode', {}).get('tok_s'), \
-d['prefill']['greedy_tokens'], list(d['prefill']['kernels'].items())[:4]) for d in map(json.loads, \
-(l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/ab-$w.json $w; done
-  grep -i "error" $OUT/err.txt | tail -3
+  prefill_summary $OUT/ab-new.json $OUT/ab-old.json
+  cat $OUT/err.txt $OUT/*.err 2> /dev/null | grep -i "error" | tail -3
   ;;
 benchall)
   O=$D/out-benchall && mkdir -p $O && minilm_random $O/err.txt

@@ -105,7 +105,7 @@ def main() -> None:
     # at WebGPU's default 128 MiB binding (llm.param_bytes_limit), not at the adapter's
     if a.picks:
         from webrlx.runtime import autotune
-        autotune.add_picks(auto.device().info.tune_name, autotune.read_run(a.picks)["table"])
+        autotune.install_run(a.picks, auto.device().info.tune_name)
     lm = llm.load(a.model, device=auto.device() if a.device == "first" else None,
                   max_context=context)
     out: dict[str, Any] = {"model": Path(a.model).name, "adapter": str(lm.device.info.name),

@@ -162,7 +162,6 @@ def test_quantized_prefill_k_pieces(backend, pieces, monkeypatch):
     """qmatmul_smat over K pieces (KSPLIT, grid z) and their sum with the bias, forced on each
     decoding path: as the whole-K kernel, within 4e-3 x max|ref| of numpy. Adapters without
     subgroup matrices run their tiled kernels, unsplit, to the same result."""
-    from webrlx.compiler import lower_quant
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
     monkeypatch.setattr(lower_quant, "QSMAT_SPLIT", pieces)
@@ -308,7 +307,7 @@ def _fused_prefill(backend, fmt: str, s: int, start: int, k: int = 256, ffn: int
     return runs[0][0], runs[1][0], runs[0][1]
 
 
-@pytest.mark.parametrize("shape", [sh.name for sh in lower_quant.FUSED_SMAT_SHAPES])
+@pytest.mark.parametrize("shape", [sh.name for sh in smat.FUSED_SHAPES])
 def test_fused_prefill_each_shape(backend, shape, monkeypatch):
     """quant/qmatmul_smat_fused.wgsl forced per tile shape on a decoder layer's fused prefill
     projections (norm prologue, rope, KV-cache writes, SwiGLU, residual adds; q, k and v in
@@ -327,10 +326,10 @@ def test_fused_prefill_each_shape(backend, shape, monkeypatch):
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b, rtol=0, atol=3e-4 * np.abs(b).max())
         return
-    names = [sh.name for sh in lower_quant.FUSED_SMAT_SHAPES]
+    names = [sh.name for sh in smat.FUSED_SHAPES]
     fmts = QFORMATS if shape == names[0] else [QFORMATS[names.index(shape) % len(QFORMATS)]]
     label = "_smat_" + shape.removeprefix("matmul_smat_").replace("_s2x2", "")
-    sh = lower_quant.FUSED_SMAT_SHAPES[names.index(shape)]
+    sh = smat.FUSED_SHAPES[names.index(shape)]
     k, ffn = (256, 512) if 256 % sh.bk == 0 else (768, 1536)    # (K a whole number of steps)
     for fmt in fmts:
         got, want, ran = _fused_prefill(backend, fmt, 40, 7, k, ffn)

@@ -72,6 +72,20 @@ def test_slots_fill_the_shader():
             assert ("@builtin(subgroup_id) sg: u32" in src) == builtin
 
 
+def _norm_layer_calls(rows: int, mode, monkeypatch):
+    """The calls of `x + qlinear(rms_norm(x))` (Q4_K, 256 wide, `rows` rows) lowered for an
+    H100 under Dawn (_info) with smat.MODE = mode."""
+    import webrlx as wr
+    from webrlx import nn, quant
+    from webrlx.compiler.lower import lower
+    monkeypatch.setattr(smat, "MODE", mode)
+    g = wr.Graph()
+    x = g.input("x", (rows, 256), "float32")
+    w = g.param("w", (quant.nwords("q4_k", 256, 256),), "uint32")
+    gain = g.param("g", (256,), "float32")
+    y = x + nn.qlinear(nn.rms_norm(x, gain, 1e-5), w, "q4_k", 256, 256)
+    return lower(g, [y.id], {}, _info()).calls
+
 
 @pytest.mark.parametrize("rows,tensor_cores", [(300, True), (40, False), (8, False)])
 def test_quantized_prefills_on_tensor_cores(rows, tensor_cores, monkeypatch):
@@ -79,18 +93,8 @@ def test_quantized_prefills_on_tensor_cores(rows, tensor_cores, monkeypatch):
     lowers its projection to quant/qmatmul_smat.wgsl; shorter prefills keep their fusions
     (quant/qmatmul_smat_fused.wgsl: test_fused_prefills_on_tensor_cores), and every prefill
     with smat.MODE "off" keeps the f32 kernels."""
-    import webrlx as wr
-    from webrlx import nn, quant
-    from webrlx.compiler.lower import lower
-
     def calls(mode):
-        monkeypatch.setattr(smat, "MODE", mode)
-        g = wr.Graph()
-        x = g.input("x", (rows, 256), "float32")
-        w = g.param("w", (quant.nwords("q4_k", 256, 256),), "uint32")
-        gain = g.param("g", (256,), "float32")
-        y = x + nn.qlinear(nn.rms_norm(x, gain, 1e-5), w, "q4_k", 256, 256)
-        return [c.name for c in lower(g, [y.id], {}, _info()).calls]
+        return [c.name for c in _norm_layer_calls(rows, mode, monkeypatch)]
 
     on, off = calls(None), calls("off")
     assert any(n.startswith("qmatmul_smat") for n in on) == tensor_cores, on
@@ -160,19 +164,9 @@ def test_fused_prefills_on_tensor_cores(rows, lead, monkeypatch):
     and GEMVs its variants); batched decode rows (8) keep the GEMV first with the smat shapes
     as variants; past GEMV_MAX_M nothing fuses; smat.MODE "off" leaves none; a forced fused
     shape is the only one."""
-    import webrlx as wr
-    from webrlx import nn, quant
-    from webrlx.compiler import lower_quant
-    from webrlx.compiler.lower import lower
-
     def calls(mode):
-        monkeypatch.setattr(smat, "MODE", mode)
-        g = wr.Graph()
-        x = g.input("x", (rows, 256), "float32")
-        w = g.param("w", (quant.nwords("q4_k", 256, 256),), "uint32")
-        gain = g.param("g", (256,), "float32")
-        y = x + nn.qlinear(nn.rms_norm(x, gain, 1e-5), w, "q4_k", 256, 256)
-        return [c for c in lower(g, [y.id], {}, _info()).calls if c.name.startswith("qgemv[")]
+        return [c for c in _norm_layer_calls(rows, mode, monkeypatch)
+                if c.name.startswith("qgemv[")]
 
     on = calls(None)
     if lead is None:
@@ -182,11 +176,11 @@ def test_fused_prefills_on_tensor_cores(rows, lead, monkeypatch):
     names = [call.name, *(v.name for v in call.variants)]
     smats = [n for n in names if "_smat_" in n]
     assert ("_smat_" in call.name) == (lead == "smat"), names
-    assert len(smats) == sum(256 % sh.bk == 0 for sh in lower_quant.FUSED_SMAT_SHAPES), names
+    assert len(smats) == sum(256 % sh.bk == 0 for sh in smat.FUSED_SHAPES), names
     assert any(n.endswith("_tile1") for n in names), names
     (off,) = calls("off")
     assert not any("_smat_" in v.name for v in [off, *off.variants])
-    shape = lower_quant.FUSED_SMAT_SHAPES[1]
+    shape = smat.FUSED_SHAPES[1]
     (forced,) = calls(shape.name)
     assert [n for n in [forced.name, *(v.name for v in forced.variants)] if "_smat_" in n] == \
         [f"qgemv[rms_norm+res]_smat_{shape.bm}x{shape.bn}_k{shape.bk}"]
@@ -194,17 +188,17 @@ def test_fused_prefills_on_tensor_cores(rows, lead, monkeypatch):
 
 def test_fused_smat_shapes_fit_and_rank():
     """Every fused shape fits an H100's 48 KB (with SwiGLU's second tiles, not all: those are
-    left out where they do not fit, lower_quant.fused_smat_variants); whole (row,
-    unit) pairs a thread for both tiles; whole threads a row for the norm prologue; the
+    left out where they do not fit, lower_quant._fused_smat); whole (row, unit) pairs a
+    thread for both tiles; whole threads a row for the norm prologue; the
     default takes the biggest tiles with FUSED_SMAT_WORKGROUPS workgroups, else the most
     workgroups."""
     from webrlx.compiler import lower_quant
-    for sh in lower_quant.FUSED_SMAT_SHAPES:
+    for sh in smat.FUSED_SHAPES:
         assert smat.fused_workgroup_bytes(sh, False) <= 49152, sh.name
         assert sh.bm * sh.bk // 8 % sh.threads == 0 and sh.bn * sh.bk // 8 % sh.threads == 0
         assert sh.threads % sh.bm == 0           # the norm prologue's threads a row
     def first(m, n):
-        return min(lower_quant.FUSED_SMAT_SHAPES,
+        return min(smat.FUSED_SHAPES,
                    key=lambda sh: lower_quant.fused_smat_rank(sh, m, n))
     assert (first(128, 576).bm, first(128, 576).bn) == (32, 32)        # 72 workgroups
     assert (first(256, 3072).bm, first(256, 3072).bn) == (64, 64)      # 192
@@ -212,9 +206,8 @@ def test_fused_smat_shapes_fit_and_rank():
 
 
 def test_fused_slots_fill_the_shader():
-    from webrlx.compiler import lower_quant
     from webrlx.kernels import kernel
-    for sh in lower_quant.FUSED_SMAT_SHAPES:
+    for sh in smat.FUSED_SHAPES:
         for w2 in (False, True):
             src = kernel("quant/qmatmul_smat_fused", T="f32", **smat.fused_slots(sh, w2)).source
             products = sh.tm * sh.tn * sh.bk // 16

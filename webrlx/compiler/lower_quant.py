@@ -160,12 +160,11 @@ def qsmat_variants(L: EmitContext, m: int, n: int, t: str, overrides: dict[str, 
                                 **smat.slots(sh, smat.SGID_BUILTIN, b_by_n=True))]]
 
 
-FUSED_SMAT_SHAPES = smat.FUSED_SHAPES  # (compiler/smat.py)
 FUSED_SMAT_WORKGROUPS = 64      # the default: the biggest tiles that still give this many
 
 
 def fused_smat_rank(shape: smat.SmatShape, m: int, n: int) -> tuple[int, int, int, int]:
-    """Sort key of FUSED_SMAT_SHAPES for an m x n call (the first is the default): the biggest
+    """Sort key of smat.FUSED_SHAPES for an m x n call (the first is the default): the biggest
     tiles with at least FUSED_SMAT_WORKGROUPS workgroups, else the most workgroups; a k step of
     64 first (the K loop waits on each step's loads: a SmolLM2-shaped 128-token prefill under
     Dawn on an H100 took 4.99 GPU ms with every projection at 32x32 k64, 7.01 at k32 and 5.57
@@ -176,54 +175,32 @@ def fused_smat_rank(shape: smat.SmatShape, m: int, n: int) -> tuple[int, int, in
     return (1, -wgs, shape.bk != 64, shape.bk)
 
 
-def fused_smat_variants(L: EmitContext, m: int, n: int, k: int, t: str, what: str,
-                        overrides: dict[str, Any], w2: bool) -> list[tuple[Kernel, Variant]]:
-    """quant/qmatmul_smat_fused.wgsl's shapes as (kernel, variant) for a fused prefill
-    projection where the adapter has f16 subgroup matrices, N % 8 == 0 and K a whole number of
-    the shape's k steps, the default first; [] elsewhere or with smat.MODE "off". smat.MODE
-    naming a shape ("matmul_smat_32x32_s2x2_k32") keeps only it (SubgroupMatrixUnavailable
-    where the adapter lacks the feature)."""
+def _fused_smat(L: EmitContext, shader: str, m: int, cols: list[int], k: int, what: str,
+                overrides: dict[str, Any], w2: bool, slots: dict[str, str]
+                ) -> list[tuple[Kernel, Variant]]:
+    """`shader` (quant/qmatmul_smat_fused or quant/qmatmul_smat_qkv: common/qsmat_body.wgsl)
+    as (kernel, variant) per smat.FUSED_SHAPES shape for an m-row call over weights of `cols`
+    rows each (their column tiles side by side along x), the default first: where the adapter
+    has f16 subgroup matrices, every weight's rows are a multiple of 8 and K a whole number of
+    the shape's k steps; [] elsewhere or with smat.MODE "off". smat.MODE naming a shape
+    ("matmul_smat_32x32_s2x2_k32") keeps only it (SubgroupMatrixUnavailable where the adapter
+    lacks the feature). w2: SwiGLU's second weight tiles; slots: the shader's own (T, and
+    quant/qgemv_qkv.wgsl's segment-format slots for the q/k/v kernel, its variant)."""
     forced = smat.MODE if smat.MODE not in (None, "off") else None
     if forced is not None:
         smat.check_forced(L.info, forced)
-    if smat.MODE == "off" or not smat.available(L.info) or n % 8:
+    if smat.MODE == "off" or not smat.available(L.info) or any(c % 8 for c in cols):
         return []
     room = L.info.limit("max-compute-workgroup-storage-size", 16384)
-    shapes = [sh for sh in FUSED_SMAT_SHAPES
+    shapes = [sh for sh in smat.FUSED_SHAPES
               if k % sh.bk == 0 and sh.threads <= L.info.max_workgroup_invocations and
               smat.fused_workgroup_bytes(sh, w2) <= room and
               (forced is None or sh.name == forced)]
-    shapes.sort(key=lambda sh: fused_smat_rank(sh, m, n))
+    shapes.sort(key=lambda sh: fused_smat_rank(sh, m, sum(cols)))
     out = []
     for sh in shapes:
-        kern = kernel("quant/qmatmul_smat_fused", T=t, **smat.fused_slots(sh, w2))
-        label = f"qgemv[{what}]_smat_{sh.bm}x{sh.bn}_k{sh.bk}"
-        out.append((kern, Variant.of(label, kern, (-(-n // sh.bn), -(-m // sh.bm), 1),
-                                     overrides)))
-    return out
-
-
-def qkv_smat_variants(L: EmitContext, m: int, ns: list[int], k: int, t: str, what: str,
-                      overrides: dict[str, Any], slots: dict[str, str]
-                      ) -> list[tuple[Kernel, Variant]]:
-    """quant/qmatmul_smat_qkv.wgsl's shapes as (kernel, variant) for a prefill's q, k and v
-    (weights of ns rows, 0 where absent) where fused prefills run on subgroup matrices
-    (smat.fused_prefills), each weight's rows a multiple of 8 and K a whole number of the
-    shape's k steps; the default first (fused_smat_rank over their columns), else []. `slots`:
-    the segment-format slots of quant/qgemv_qkv.wgsl, whose variant these are."""
-    if not smat.fused_prefills(L.info) or any(n_ % 8 for n_ in ns):
-        return []
-    forced = smat.MODE
-    room = L.info.limit("max-compute-workgroup-storage-size", 16384)
-    shapes = [sh for sh in FUSED_SMAT_SHAPES
-              if k % sh.bk == 0 and sh.threads <= L.info.max_workgroup_invocations and
-              smat.fused_workgroup_bytes(sh, False) <= room and
-              (forced is None or sh.name == forced)]
-    shapes.sort(key=lambda sh: fused_smat_rank(sh, m, sum(ns)))
-    out = []
-    for sh in shapes:
-        kern = kernel("quant/qmatmul_smat_qkv", T=t, **slots, **smat.fused_slots(sh, False))
-        grid = (sum(-(-n_ // sh.bn) for n_ in ns), -(-m // sh.bm), 1)
+        kern = kernel(shader, **slots, **smat.fused_slots(sh, w2))
+        grid = (sum(-(-c // sh.bn) for c in cols), -(-m // sh.bm), 1)
         out.append((kern, Variant.of(f"qgemv[{what}]_smat_{sh.bm}x{sh.bn}_k{sh.bk}", kern, grid,
                                      overrides)))
     return out
@@ -280,8 +257,8 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
         tiled = kernel("quant/qmatmul_fused", T=t)
         tiles = [Variant.of(f"qgemv[{what}]_tile{rg}", tiled, (-(-n // 64), -(-m // (4 * rg)), 1),
                             {**overrides, "RG": rg, "KS": 16 // rg}) for rg in TILE_RG]
-        smats = [] if partials else fused_smat_variants(L, m, n, k, t, what, overrides,
-                                                        q.up is not None)
+        smats = [] if partials else _fused_smat(L, "quant/qmatmul_smat_fused", m, [n], k, what,
+                                                overrides, q.up is not None, {"T": t})
         if smats and m >= TILE_MIN_M:   # tensor cores lead (compiler/smat.py)
             lead, tiles = smats[0], [*(v for _, v in smats[1:]), *tiles]
         elif m >= TILE_MIN_M and not cpu_adapter(L):
@@ -344,8 +321,9 @@ def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
             overrides.update({f"{key}_{name}": v for key, v in format_overrides(f).items()})
     what = "+".join(w for w, i in zip("qkv", group) if i >= 0)
     t = L.T(L.dtype(x_id))
-    smats = qkv_smat_variants(L, m, ns, k, t, what, overrides, slots) \
-        if m >= TILE_MIN_M else []     # prefills (fuse groups them where these run)
+    # prefills (fuse groups their q, k and v where smat.fused_prefills)
+    smats = _fused_smat(L, "quant/qmatmul_smat_qkv", m, ns, k, what, overrides, False,
+                        {"T": t, **slots}) if m >= TILE_MIN_M else []
     _emit_gemv(L, kernel("quant/qgemv_qkv", T=t, **slots), f"qgemv[{what}]", bindings,
                {**params, "N": sum(ns)}, overrides, [v for _, v in smats[1:]],
                f"qgemv_qkv {what} {fmt}/{t}", smats[0] if smats else None, segments=ns)
