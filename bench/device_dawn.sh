@@ -88,6 +88,11 @@
 #   benchpair `bench` natively (torch beside) and under Dawn (--no-ref), family by family
 #   splitab the quantized smat matmul over K pieces (rule / none / 2) in the 1B prefill beside
 #           llama.cpp, after the smat tests under Dawn
+#   batch8  the 1B-shaped model's 8-sequence step: a tune run with the fused tensor-core
+#           projections as candidates, then shipped table against its picks, native beside
+#   pattn   a SmolLM2 prefill's cached_attention alone under each key-chunk target, both ways
+#   rptab   natively, the 8-row GEMVs with 2 weight rows a thread (GEMV_RPT_RQ) off / on
+#   forms   the smat tests under Dawn with the loads/stores in Tint's current forms
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
 #   confirm the 1B prefill under Dawn beside llama.cpp (one call), the f16 smat matmul's
@@ -209,12 +214,15 @@ tests)
   G1="tests/backend/test_matmul.py tests/backend/test_elementwise.py tests/backend/test_reduce.py"
   G2="tests/backend/test_smollm2.py tests/backend/test_minilm.py tests/backend/test_models.py tests/backend/test_decoder_ops.py tests/backend/test_quant.py"
   G3=$(cd $S && ls tests/backend/test_*.py | grep -v -x $(printf -- "-e %s " $G1 $G2))
+  # (TEST_GROUPS="3": only those Dawn sessions; NATIVE=0: not the native suite)
   i=0; for g in "$G1" "$G2" "$G3"; do i=$((i+1))
+    case " ${TEST_GROUPS:-1 2 3} " in *" $i "*) ;; *) continue;; esac
     dawn --json $OUT/dawn-tests-$i.json -- pytest $g > $OUT/dawn-tests-$i.txt 2>&1 &
   done
-  (cd $S && python3 -m pytest tests/backend -o addopts= -q -rfE -p no:cacheprovider \
-    > $OUT/native-tests.txt 2>&1)
-  wait; tail -3 $OUT/native-tests.txt; for i in 1 2 3; do tail -1 $OUT/dawn-tests-$i.txt; done
+  [ "${NATIVE:-1}" = 1 ] && (cd $S && python3 -m pytest tests/backend -o addopts= -q -rfE \
+    -p no:cacheprovider > $OUT/native-tests.txt 2>&1)
+  wait; tail -3 $OUT/native-tests.txt 2> /dev/null
+  for f in $OUT/dawn-tests-*.txt; do grep -E "^dawn: |passed|failed" $f | tail -2; done
   ;;
 bench)
   (cd $S && python3 bench/engines.py --new 256 > $OUT/engines-native.json)
@@ -792,6 +800,91 @@ d['prefill']['wall_ms'], d['prefill']['gpu_ms'], d.get('decode', {}).get('tok_s'
 [(e['sequences'], e['step_wall_ms'], e['gpu_ms']) for e in d.get('engine', [])]) \
 for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/$f.json $f; done
   grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn\|llama_\|^\[" | tail -4
+  ;;
+batch8)
+  # the 1B-shaped Q4_K_M's 8-sequence Engine step under Dawn with the fused tensor-core
+  # projections as candidates (quant/qmatmul_smat_fused, _qkv: 2026-11-28, after the shipped
+  # 1B picks): a tune run of its shapes (prompt 16, decode, the 8-sequence batch), then the
+  # steps with the shipped table and with the run's picks, natively beside, each after WARM_S
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    > /dev/null 2>> $OUT/err.txt)
+  if [ -n "${PICKS:-}" ]; then cp $PICKS /tmp/llm_1b/picks.json      # (a tune run's, carried)
+  else
+    timeout ${TUNE_LIMIT:-240} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
+--dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b -- python \
+tools/make_tune_tables.py --here --models gguf --gguf /tmp/llm_1b/llama-1b.Q4_K_M.gguf \
+--prompts ${PROMPTS:-16}" > $OUT/tune-1b-batch8.json 2> $OUT/tune.err
+    tail -c 300 $OUT/tune.err; tail -1 $OUT/tune-1b-batch8.json > /tmp/llm_1b/picks.json
+  fi
+  # (a 512-token prefill: the context leaves the steps of WARM_S room, see engine_step)
+  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes=1,8 --prefill 512 --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf"
+  for v in shipped picks; do
+    A=""; [ $v = picks ] && A="--picks /tmp/llm_1b/picks.json"
+    timeout 150 bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
+--dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b -- python $P $A" \
+      >> $OUT/dawn-$v.json 2>> $OUT/err.txt
+  done
+  (cd $S && timeout 120 python3 $P >> $OUT/native.json 2>> $OUT/err.txt)
+  for f in dawn-shipped dawn-picks native; do python3 -c "import json, sys; [print(sys.argv[2], \
+[(e['sequences'], e['step_wall_ms'], e['gpu_ms'], list(e['kernels'].items())[:5]) \
+for e in d.get('engine', [])]) \
+for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/$f.json $f; done
+  grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn\|llama_\|^\[" | tail -4
+  ;;
+pattn)
+  # cached_attention of a SmolLM2 prefill alone (S 128 and 512, 9/3 heads, D 64) under each
+  # key-chunk target (lower_decoder.WORKGROUP_TARGET; 1: one pass, no attn_combine), natively
+  # and under Dawn (bench/probes/prefill_attention_probe.py)
+  (cd $S && timeout 100 python3 bench/probes/prefill_attention_probe.py ${PS:-128 512} \
+    > $OUT/pattn-native.json 2> $OUT/pattn-native.err)
+  dawn_limit 150 python bench/probes/prefill_attention_probe.py ${PS:-128 512} \
+    > $OUT/pattn-dawn.json 2> $OUT/pattn-dawn.err
+  for f in native dawn; do python3 -c "import json, sys; [print(sys.argv[2], r['S'], r['kernel'], \
+r['wg_target'], r['pad'], r['gpu_us'], r['kernels']) for r in json.load(open(sys.argv[1]))['cases']]" \
+    $OUT/pattn-$f.json $f || tail -c 600 $OUT/pattn-$f.err; done
+  ;;
+rptab)
+  # the batched-decode GEMVs with 2 weight rows a thread over row quads (lower_quant.GEMV_RPT_RQ)
+  # natively (the autotuner times every variant), off / on alternating: the 1B-shaped
+  # Q4_K_M's Engine steps at 1 and 8 sequences, each after WARM_S
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    > /dev/null 2>> $OUT/err.txt)
+  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes=1,8 --prefill 512 --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf"
+  for r in ${ROUNDS:-1 2}; do for v in off on; do
+    (cd $S && timeout 150 python3 $P --rpt-rq $v >> $OUT/native-rptrq-$v.json 2>> $OUT/err.txt)
+  done; done
+  if [ "${SMOL:-1}" = 1 ]; then    # the same for the SmolLM2-shaped Q4_1 file
+    smollm2_q41 $OUT/err.txt
+    for v in off on; do (cd $S && timeout 100 python3 bench/probes/llm_1b_profile_probe.py \
+      --top 8 --sizes=1,8 --prefill 128 --model $SMOLLM2_Q41 --rpt-rq $v \
+      >> $OUT/smol-native-rptrq-$v.json 2>> $OUT/err.txt); done
+  fi
+  for v in off on; do python3 -c "import json, sys; [print(sys.argv[2], \
+[(e['sequences'], e['step_wall_ms'], e['gpu_ms'], list(e['kernels'].items())[:6]) \
+for e in d.get('engine', [])]) \
+for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" \
+    $OUT/native-rptrq-$v.json $v; done
+  for v in off on; do python3 -c "import json, sys; [print('smol', sys.argv[2], \
+[(e['sequences'], e['step_wall_ms'], e['gpu_ms'], list(e['kernels'].items())[:4]) \
+for e in d.get('engine', [])]) \
+for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" \
+    $OUT/smol-native-rptrq-$v.json $v 2> /dev/null; done
+  grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn\|llama_\|^\[" | tail -4
+  ;;
+forms)
+  # the subgroup-matrix loads and stores in Tint's current forms (layout a template argument;
+  # the bool forms are deprecated): the smat tests and the 2-rows-a-thread GEMV tests under
+  # Dawn, Dawn's deprecation warnings counted, then the SmolLM2-shaped Q4_1 prefill and decode
+  O=$D/out-forms && mkdir -p $O
+  dawn_limit ${TEST_LIMIT:-260} pytest -q tests/backend/test_smat.py tests/backend/test_quant.py \
+    -k "smat or two_weight_rows or x2q" > $O/tests-dawn.txt 2>&1
+  grep -E "^dawn: |passed|failed|^FAILED|^E " $O/tests-dawn.txt | cut -c 1-300 | tail -8
+  echo "deprecation warnings: $(grep -c 'deprecated' $O/tests-dawn.txt)"
+  smollm2_q41 $O/err.txt
+  prefill_dawn $O/smollm2-dawn.json; prefill_native $O/smollm2-native.json
+  prefill_summary $O/smollm2-*.json
+  echo "prefill deprecation warnings: $(cat $O/*.err 2> /dev/null | grep -c deprecated)"
+  tar czf $OUT/forms.tgz -C $O .
   ;;
 splitab)
   # the quantized smat matmul over K pieces where its tiles are few (lower_quant.qsmat_pieces)

@@ -19,6 +19,8 @@ import js
 import numpy as np
 from pyodide.ffi import run_sync, to_js
 
+from webrlx.compiler.smat import LEFT, RIGHT, mload, mstore
+
 FEATURE = "chromium-experimental-subgroup-matrix"
 VARIANTS = ((1, 1), (2, 2), (2, 4), (4, 2), (4, 4))
 
@@ -27,16 +29,14 @@ def shader(tm: int, tn: int) -> str:
     """The kernel for TM x TN tiles a subgroup (one workgroup of 32 lanes)."""
     tiles = [(i, j) for i in range(tm) for j in range(tn)]
     acc = "".join(f"  var acc{i}{j}: subgroup_matrix_result<f32, 16, 16>;\n" for i, j in tiles)
-    loads = "".join(
-        f"    let a{i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>("
-        f"&A, (row0 + {16 * i}u) * p.k + k, false, p.k);\n" for i in range(tm))
-    loads += "".join(
-        f"    let b{j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>("
-        f"&B, k * p.n + col0 + {16 * j}u, false, p.n);\n" for j in range(tn))
+    loads = "".join(f"    let a{i} = " + mload(LEFT, "&A", f"(row0 + {16 * i}u) * p.k + k", False,
+                                             "p.k") + ";\n" for i in range(tm))
+    loads += "".join(f"    let b{j} = " + mload(RIGHT, "&B", f"k * p.n + col0 + {16 * j}u", False,
+                                              "p.n") + ";\n" for j in range(tn))
     mma = "".join(f"    acc{i}{j} = subgroupMatrixMultiplyAccumulate(a{i}, b{j}, acc{i}{j});\n"
                   for i, j in tiles)
-    store = "".join(f"  subgroupMatrixStore(&C, (row0 + {16 * i}u) * p.n + col0 + {16 * j}u, "
-                    f"acc{i}{j}, false, p.n);\n" for i, j in tiles)
+    store = "".join("  " + mstore("&C", f"(row0 + {16 * i}u) * p.n + col0 + {16 * j}u",
+                                  f"acc{i}{j}", "p.n") + ";\n" for i, j in tiles)
     return f"""enable f16;
 enable chromium_experimental_subgroup_matrix;
 struct Params {{ m: u32, n: u32, k: u32 }}

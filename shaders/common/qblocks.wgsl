@@ -58,16 +58,19 @@ fn valid_rows(r0: u32) -> u32 {
 }
 
 // A thread's accumulator slots (up to 8, named: a dynamically indexed array would live in
-// memory on CPU adapters): weight rows n0 + slot * RPW of x rows r0.. (RPT > 1, CPU adapters),
-// or the x row quads r0 + 4 * slot.. of weight row n0 (RQ > 1, GPU prefills), never both.
+// memory on CPU adapters): slot j = i * RQ + q holds weight row n0 + i * RPW (i < RPT)
+// against x row quad r0 + 4 q (q < RQ). RPT > 1 alone: CPU adapters (one unit of x for RPT
+// rows); RQ > 1 alone: GPU prefills and batched decodes (one unit of weight for RQ quads);
+// both (RPT = 2, RPT * RQ <= 8): batched decodes, each x load shared by 2 weight rows and
+// each weight unit by RQ quads.
 fn slots() -> u32 {
-    return max(RPT, RQ);
+    return RPT * RQ;
 }
 fn slot_n(n0: u32, slot: u32) -> u32 {
-    return select(n0, n0 + slot * RPW, RPT > 1u);
+    return n0 + (slot / RQ) * RPW;
 }
 fn slot_r(r0: u32, slot: u32) -> u32 {
-    return select(r0, r0 + 4u * slot, RQ > 1u);
+    return r0 + 4u * (slot % RQ);
 }
 
 // where unit u's 8 weights sit in a row: k0..k0+3 and k1..k1+3 (as load_unit's k0, k1)

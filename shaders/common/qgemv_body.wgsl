@@ -8,7 +8,7 @@
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4
 override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32
 override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x loads shared)
-override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT = 1)
+override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT 1, or 2 at RQ 2 / 4)
 override UN: u32 = 1u;            // units a thread loads before it sums them: 1, 2 or 4
                                   // (RPT = RQ = 1; more bytes in flight per thread)
 override WIDE: bool = false;      // UN > 1: the UN units are neighbours of one block (group_row)
@@ -356,13 +356,20 @@ fn combine_x(tid: u32) {
     }
 }
 
-fn quad_dots(u: u32, q: Unit, q2: Unit, r: u32) -> Dots {
-    var d: Dots;
+// x row quad r's unit u (loaded once) against weight units q (w2's q2) of row n0 and, RPT = 2,
+// qb (qb2) of row n0 + RPW: their dots
+struct DotPair { a: Dots, b: Dots }
+fn quad_pair(u: u32, q: Unit, q2: Unit, qb: Unit, qb2: Unit, r: u32) -> DotPair {
+    var d: DotPair;
     let valid = valid_rows(r);
     if (valid > 0u) {
         let v = load_x(u, r, valid);
-        d.a = dot_rows(q, v, valid);
-        if (SWIGLU) { d.b = dot_rows(q2, v, valid); }
+        d.a.a = dot_rows(q, v, valid);
+        if (SWIGLU) { d.a.b = dot_rows(q2, v, valid); }
+        if (RPT > 1u) {
+            d.b.a = dot_rows(qb, v, valid);
+            if (SWIGLU) { d.b.b = dot_rows(qb2, v, valid); }
+        }
     }
     return d;
 }
@@ -433,14 +440,32 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                         if (SWIGLU) { a0.b += dot_rows(q2s[e], vs[e], valid); }
                     }
                 }
-            } else if (RQ > 1u) {           // one unit of weight row n0, RQ x row quads
-                let q = load_unit(n0, u, false);
+            } else if (RQ > 1u) {           // one unit of weight row n0 (RPT = 2: and of row
+                let q = load_unit(n0, u, false);    // n0 + RPW, slots RQ..), RQ x row quads
                 var q2: Unit;
                 if (SWIGLU) { q2 = load_unit(n0, u, true); }
-                a0 = add(a0, quad_dots(u, q, q2, r0));
-                a1 = add(a1, quad_dots(u, q, q2, r0 + 4u));
-                if (RQ > 2u) { a2 = add(a2, quad_dots(u, q, q2, r0 + 8u)); }
-                if (RQ > 3u) { a3 = add(a3, quad_dots(u, q, q2, r0 + 12u)); }
+                var qb: Unit;
+                var qb2: Unit;
+                if (RPT > 1u && n0 + RPW < p.N) {
+                    qb = load_unit(n0 + RPW, u, false);
+                    if (SWIGLU) { qb2 = load_unit(n0 + RPW, u, true); }
+                }
+                let d0 = quad_pair(u, q, q2, qb, qb2, r0);
+                let d1 = quad_pair(u, q, q2, qb, qb2, r0 + 4u);
+                a0 = add(a0, d0.a);
+                a1 = add(a1, d1.a);
+                if (RPT > 1u && RQ == 2u) { a2 = add(a2, d0.b); a3 = add(a3, d1.b); }
+                if (RPT > 1u && RQ == 4u) { a4 = add(a4, d0.b); a5 = add(a5, d1.b); }
+                if (RQ > 2u) {
+                    let d2 = quad_pair(u, q, q2, qb, qb2, r0 + 8u);
+                    a2 = add(a2, d2.a);
+                    if (RPT > 1u) { a6 = add(a6, d2.b); }
+                }
+                if (RQ > 3u) {
+                    let d3 = quad_pair(u, q, q2, qb, qb2, r0 + 12u);
+                    a3 = add(a3, d3.a);
+                    if (RPT > 1u) { a7 = add(a7, d3.b); }
+                }
             } else {                        // RPT weight rows, one unit of x loaded once
                 let v = load_x(u, r0, valid);
                 a0 = add(a0, row_dots(n0, u, v, valid));
@@ -457,6 +482,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let acc = array<Dots, 8>(a0, a1, a2, a3, a4, a5, a6, a7);
     for (var j = 0u; j < slots(); j++) {
         let r = slot_r(r0, j);
-        finish(slot_n(n0, j), tid, r, valid_rows(r), acc[j].a, acc[j].b, select(0u, j, RQ > 1u));
+        finish(slot_n(n0, j), tid, r, valid_rows(r), acc[j].a, acc[j].b, j % RQ);
     }
 }

@@ -58,7 +58,7 @@ override HAS_BIAS: bool = false;
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4 (M when M <= 4)
 override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32
 override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x loads shared)
-override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT = 1)
+override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT 1, or 2 at RQ 2 / 4)
 const RPW: u32 = 8u;              // weight rows per workgroup
 var<workgroup> red: array<vec4<f32>, 256>;   // a partial sum per thread, x rows in x..w
 
@@ -71,10 +71,16 @@ fn row_dot(n: u32, u: u32, v: XUnit, valid: u32) -> vec4<f32> {
     if (n < p.N) { return dot_rows(load_unit(n, u, false), v, valid); }
     return vec4<f32>(0.0);
 }
-fn quad_dot(q: Unit, u: u32, r: u32) -> vec4<f32> {
+// x row quad r's unit u (loaded once) against weight units q and, RPT = 2, qb: their dots
+fn quad_pair(q: Unit, qb: Unit, u: u32, r: u32) -> array<vec4<f32>, 2> {
+    var d = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
     let valid = valid_rows(r);
-    if (valid > 0u) { return dot_rows(q, load_x(u, r, valid), valid); }
-    return vec4<f32>(0.0);
+    if (valid > 0u) {
+        let v = load_x(u, r, valid);
+        d[0] = dot_rows(q, v, valid);
+        if (RPT > 1u) { d[1] = dot_rows(qb, v, valid); }
+    }
+    return d;
 }
 
 @compute @workgroup_size(RPW * TPR)
@@ -93,12 +99,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var a7 = vec4<f32>(0.0);
     if (n0 < p.N) {
         for (var u = t; u < (p.K >> 3u); u += TPR) {
-            if (RQ > 1u) {                  // one unit of weight row n0, RQ x row quads
-                let q = load_unit(n0, u, false);
-                a0 += dot_rows(q, load_x(u, r0, valid), valid);
-                a1 += quad_dot(q, u, r0 + 4u);
-                if (RQ > 2u) { a2 += quad_dot(q, u, r0 + 8u); }
-                if (RQ > 3u) { a3 += quad_dot(q, u, r0 + 12u); }
+            if (RQ > 1u) {                  // one unit of weight row n0 (RPT = 2: and of row
+                let q = load_unit(n0, u, false);    // n0 + RPW, slots RQ..), RQ x row quads
+                var qb: Unit;
+                if (RPT > 1u && n0 + RPW < p.N) { qb = load_unit(n0 + RPW, u, false); }
+                let d0 = quad_pair(q, qb, u, r0);
+                let d1 = quad_pair(q, qb, u, r0 + 4u);
+                a0 += d0[0];
+                a1 += d1[0];
+                if (RPT > 1u && RQ == 2u) { a2 += d0[1]; a3 += d1[1]; }
+                if (RPT > 1u && RQ == 4u) { a4 += d0[1]; a5 += d1[1]; }
+                if (RQ > 2u) {
+                    let d2 = quad_pair(q, qb, u, r0 + 8u);
+                    a2 += d2[0];
+                    if (RPT > 1u) { a6 += d2[1]; }
+                }
+                if (RQ > 3u) {
+                    let d3 = quad_pair(q, qb, u, r0 + 12u);
+                    a3 += d3[0];
+                    if (RPT > 1u) { a7 += d3[1]; }
+                }
             } else {                        // RPT weight rows, one unit of x loaded once
                 let v = load_x(u, r0, valid);
                 a0 += dot_rows(load_unit(n0, u, false), v, valid);

@@ -65,6 +65,36 @@ def test_each_gemv_kernel(backend, kernel, fmt, m, monkeypatch):
         assert kernel in [call.name] + [v.name for v in call.variants]
 
 
+@pytest.mark.parametrize("kernel,m", [("qgemv_4x2q2", 8), ("qgemv_2x2q4", 13),
+                                      ("qgemv_32x2q2", 5)], ids=str)
+@pytest.mark.parametrize("fmt", FORMATS + ["q4_k", "q6_k"])
+def test_gemv_two_weight_rows_over_row_quads(backend, kernel, fmt, m, monkeypatch):
+    """Batched-decode GEMVs with 2 weight rows a thread over RQ x row quads (RPT = 2, slots
+    i * RQ + q): N = 100 leaves the second row past N in the last workgroup, and 5 or 13 rows
+    leave quads part-filled or empty; against numpy."""
+    from webrlx.compiler import lower_quant
+    from webrlx.runtime import autotune
+    monkeypatch.setattr(lower_quant, "GEMV_RPT_RQ", True)         # (a GPU-only variant)
+    monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
+    monkeypatch.setattr(autotune, "PREFER", kernel)
+    k = 256 if fmt in ("q4_k", "q6_k") else 96
+    raw = quant.random_blocks(fmt, 100, k, seed=3, scale=0.05)      # (any format's blocks)
+    w, x, bias = quant.words(raw), rand(m, k), rand(100, seed=5)
+    (got,) = run_graph(backend, lambda x, **p: nn.qlinear(x, p["w"], fmt, 100, k, bias=p["b"]),
+                       [x], {"w": w, "b": bias})
+    want = x.astype(np.float64) @ quant.dequantize(raw, fmt, (100, k)).astype(np.float64).T + bias
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+    if backend.name != "reference":
+        g = wr.Graph()
+        wp = g.param("w", (quant.nwords(fmt, 100, k),), "uint32")
+        exe = wr.compile(g, outputs=[nn.qlinear(g.input("x", (m, k)), wp, fmt, 100, k)],
+                         device=backend)
+        exe.set_params({"w": w})
+        (call,) = exe.plan({}).program.calls
+        assert kernel in [call.name] + [v.name for v in call.variants]
+        assert exe.plan({}).ran == [kernel]
+
+
 @pytest.mark.parametrize("kernel", ["qmatmul_64", "qmatmul_128"])
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("m,n", [(37, 1000), (130, 198)], ids=str)
@@ -117,8 +147,10 @@ def _rms(x, g, eps=1e-5):
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("m,tpr", [(m, t) for m in (1, 3, 6, 40)
                                    for t in (None, 2, 32, "1x4", "1x8", "4q2", "8q4", "tile1",
-                                             "tile8")
-                                   if m > 4 or not str(t).startswith("tile")])  # prefills only
+                                             "tile8", "8x2q2")
+                                   if (m > 4 or not str(t).startswith("tile"))   # prefills
+                                   and (m == 6 or t != "8x2q2")]       # batched decodes
+                         + [(13, "16x2q4")])
 def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
     """A decoder layer's GEMV neighbourhood fuses (quant/qgemv_fused.wgsl, or for prefills
     quant/qmatmul_fused.wgsl: the tileN shapes): rms_norm before q/k-like projections,
@@ -128,8 +160,12 @@ def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
     from webrlx.runtime import autotune
     # the f32 kernels (the tensor-core forms, f16 inputs, have tests/backend/test_smat.py)
     monkeypatch.setattr(smat, "MODE", "off")
-    if str(tpr).startswith("tile"):
-        monkeypatch.setattr(autotune, "PREFER", f"*_{tpr}")    # every fused call tiled
+    if "x2q" in str(tpr):                  # 2 weight rows a thread over row quads (GPUs)
+        from webrlx.compiler import lower_quant
+        monkeypatch.setattr(lower_quant, "GEMV_RPT_RQ", True)
+        monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
+    if str(tpr).startswith("tile") or "x2q" in str(tpr):
+        monkeypatch.setattr(autotune, "PREFER", f"*_{tpr}")    # every fused call
     elif tpr is not None:
         monkeypatch.setattr(autotune, "PREFER", f"qgemv[rms_norm+swiglu]_{tpr}")
     k, ffn = 96, 160
@@ -168,7 +204,7 @@ def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
         exe.set_params(arrays)
         names = [c.name for c in exe.plan({}).program.calls]
         assert len(names) == 5 and all(n_.startswith("qgemv[") for n_ in names), names
-        if str(tpr).startswith("tile"):
+        if str(tpr).startswith("tile") or "x2q" in str(tpr):
             assert all(n_.endswith(f"_{tpr}") for n_ in exe.plan({}).ran), exe.plan({}).ran
 
 
@@ -308,7 +344,7 @@ def test_batched_rows_norm_alone_past_the_prologue_budget(backend, budget, monke
 @pytest.mark.parametrize("b,s,qkv,variant", [(8, 1, True, None), (6, 1, False, "*_16q2"),
                                              (2, 3, False, None)] + ([] if for_browser() else [
     (8, 1, False, None), (3, 1, True, None), (8, 1, True, "*_32w2"), (8, 1, False, "*_8w4"),
-    (1, 20, False, "*_tile1")]), ids=str)
+    (1, 20, False, "*_tile1"), (8, 1, True, "*_16x2q2"), (8, 1, False, "*_8x2q2")]), ids=str)
 def test_fused_gemv_rope_and_cache_write_per_row(backend, fmt, b, s, qkv, variant,
                                                  monkeypatch):
     """A batched engine's rows: pos (2, B) = [positions; KV slots] per batch row (common/
@@ -323,6 +359,7 @@ def test_fused_gemv_rope_and_cache_write_per_row(backend, fmt, b, s, qkv, varian
     if variant is not None:
         monkeypatch.setattr(autotune, "PREFER", variant)
         monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
+        monkeypatch.setattr(lower_quant, "GEMV_RPT_RQ", True)
     if backend.name != "reference":
         qkv = qkv and backend.info.limit(QKV_LIMIT, 8) >= 10
         if not qkv:
@@ -382,6 +419,7 @@ def test_qkv_of_mixed_formats(backend, formats, variant, monkeypatch):
     if variant is not None:
         monkeypatch.setattr(autotune, "PREFER", variant)
         monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
+        monkeypatch.setattr(lower_quant, "GEMV_RPT_RQ", True)
     k, hd, heads, kv, cap = 256, 16, 4, 2, 32
     fq, fk, fv = formats
     def blocks(fmt: str, n: int, seed: int) -> np.ndarray:   # random blocks of any format

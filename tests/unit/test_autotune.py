@@ -72,6 +72,29 @@ def test_without_timing_the_shipped_family_table_then_the_default(tmp_path, monk
     assert autotune.choose("Google SwiftShader Device", _call(), no_timing).name == "k128"
 
 
+def test_a_shipped_pick_stands_when_a_release_adds_variants(tmp_path, monkeypatch):
+    """Timing off: a call offering more variants than when the shipped table was made keeps
+    the pick of the largest variant set it still offers whole (never a new variant, never a
+    pick no longer offered), until the table is made again."""
+    monkeypatch.setattr(autotune, "CACHE_FILE", tmp_path / "tune.json")
+    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_loaded", True)
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    old = autotune.key_of(_call())                                  # [k128 k64]
+    call = _call()
+    call.variants += [Variant("k32", "src32", (4, 4, 1)), Variant("k16", "s16", (8, 8, 1))]
+    older = "matmul 8x8x8x1 [k128]"                                 # a smaller set
+    gone = "matmul 8x8x8x1 [k128 k64 k8]"                           # k8 no longer offered
+    other = "matmul 9x9x9x1 [k128 k16 k32 k64]"                     # another call's
+    tables = {"swiftshader": {older: "k128", old: "k64", gone: "k128", other: "k16"}}
+    monkeypatch.setattr(autotune, "_shipped", tables)
+    assert autotune.known("Google SwiftShader Device", call).name == "k64"
+    del tables["swiftshader"][old]
+    assert autotune.known("Google SwiftShader Device", call).name == "k128"
+    tables["swiftshader"][autotune.key_of(call)] = "k32"            # made again: exact key
+    assert autotune.known("Google SwiftShader Device", call).name == "k32"
+
+
 def test_timing_on_leaves_unknown_calls_to_choose(tmp_path, monkeypatch):
     monkeypatch.setattr(autotune, "CACHE_FILE", tmp_path / "tune.json")
     monkeypatch.setattr(autotune, "_memory", {})

@@ -72,6 +72,29 @@ def test_slots_fill_the_shader():
             assert ("@builtin(subgroup_id) sg: u32" in src) == builtin
 
 
+def test_loads_and_stores_take_the_current_forms():
+    """Every subgroup-matrix load and store the slots write takes its layout as a template
+    argument (Tint's current form); the 4- and 5-argument forms with a bool are deprecated
+    (Dawn warns at each pipeline) and will be removed."""
+    import re
+
+    from webrlx.kernels import kernel
+    sources = [kernel("matmul/matmul_smat", T="f16", **smat.slots(sh)).source
+               for sh in smat.SHAPES]
+    sources += [kernel("quant/qmatmul_smat_fused", T="f32", **smat.fused_slots(sh, w2)).source
+                for sh in smat.FUSED_SHAPES for w2 in (True, False)]
+    sources += [kernel("attention/attention_smat", T="f16", QKV="vec4<f16>",
+                       **smat.attention_slots(d)).source
+                for d in smat.ATTENTION_DIMS]
+    for src in sources:
+        code = re.sub(r"//[^\n]*", "", src)                  # (comments name them too)
+        calls = re.findall(r"subgroupMatrix(?:Load|Store)[^;]*;", code)
+        assert calls
+        for call in calls:
+            assert re.search(r"(row|col)_major", call), call
+            assert not re.search(r",\s*(true|false)\s*,", call), call
+
+
 def _norm_layer_calls(rows: int, mode, monkeypatch):
     """The calls of `x + qlinear(rms_norm(x))` (Q4_K, 256 wide, `rows` rows) lowered for an
     H100 under Dawn (_info) with smat.MODE = mode."""

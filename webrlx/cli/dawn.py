@@ -79,9 +79,11 @@ def model_mounts() -> tuple[dict[str, str], dict[str, str]]:
 
 def checkout_files(root: Path, paths: list[str]) -> dict[str, str]:
     """Files to copy inside for `paths` (test or script paths from the checkout): each folder's
-    .py files, each file's folder's .py files, and what the test session reads at its root."""
+    .py files, each file's folder's .py files, and what the test session reads at its root,
+    tests/fixtures whole (its subfolders too: tests/fixtures/llamacpp's GGUF files and
+    references, ~10 MB in all)."""
     files = [root / "pyproject.toml", root / "tests" / "__init__.py",
-             root / "tests" / "conftest.py", *sorted((root / "tests" / "fixtures").glob("*"))]
+             root / "tests" / "conftest.py", *sorted((root / "tests" / "fixtures").rglob("*"))]
     for arg in paths:
         path = (root / arg.split("::")[0]).resolve()
         if path.is_dir():

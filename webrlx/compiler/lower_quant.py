@@ -27,6 +27,13 @@ GEMV_TPR = (2, 4, 8, 16, 32)   # threads per weight row (TPR) the autotuner trie
 GEMV_CPU = ((1, 4), (1, 8))
 GEMV_SHAPES = tuple((t, 1) for t in GEMV_TPR) + GEMV_CPU      # (TPR, RPT) variants
 GEMV_RQ = (2, 4)    # prefills on GPUs: 4 * RQ x rows per workgroup (RQ row quads), RPT = 1
+# batched decodes on GPUs (GEMV_ROWS < M <= GEMV_RPT_RQ_MAX_M): also 2 weight rows a thread
+# over RQ row quads, each unit of x loaded once for both rows (variants "_16x2q2"). H200,
+# natively, 1B-shaped Q4_K_M, 8 sequences (bench/device_dawn.sh rptab, 2026-11-28): the head
+# (Q6_K 128256x2048) 0.62 -> 0.52 ms as qgemv_16x2q2, the step 4.35 -> 4.22 GPU ms; the
+# fused GEMVs kept their strided / WIDE picks (x loads are not what bounds those)
+GEMV_RPT_RQ = True
+GEMV_RPT_RQ_MAX_M = 16
 GEMV_UNROLL = (2, 4)   # GPU variants of the fused GEMVs loading UN units a thread at once
 # (strided by TPR, or WIDE: neighbours of one block whose scales are decoded once)
 GEMV_THREADS = 1 << 19         # default TPR: at most this many threads in all, and K / 16
@@ -370,6 +377,8 @@ def _emit_gemv(L: EmitContext, gemv: Kernel, name: str, bindings: dict[str, Buf]
     shapes = [(t, r, 1) for t, r in GEMV_SHAPES]
     if m > GEMV_ROWS:                   # prefills: a unit of weight meets more x rows
         shapes += [(t, 1, q) for t in GEMV_TPR for q in GEMV_RQ if q * GEMV_ROWS < 2 * m]
+        if GEMV_RPT_RQ and m <= GEMV_RPT_RQ_MAX_M and not cpu_adapter(L):
+            shapes += [(t, 2, q) for t in GEMV_TPR for q in GEMV_RQ if q * GEMV_ROWS < 2 * m]
     others = [Variant.of(label, gemv, grid, consts)
               for label, grid, consts in (shape(*s) for s in shapes if s != first)]
     if "UN" in dict(gemv.sig.overrides) and not cpu_adapter(L):

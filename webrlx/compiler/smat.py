@@ -121,6 +121,23 @@ def fits(info: DeviceInfo, shape: SmatShape, b_by_n: bool = False) -> bool:
         shape.workgroup_bytes(b_by_n) <= info.limit("max-compute-workgroup-storage-size", 16384)
 
 
+LEFT, RIGHT = "subgroup_matrix_left<f16, 16, 16>", "subgroup_matrix_right<f16, 16, 16>"
+
+
+# Tint's current forms of the loads and stores: the layout is a template argument (row_major /
+# col_major). The older forms with a bool argument are deprecated (Dawn warned at every
+# pipeline that used them, 2026-11-28) and will go.
+def mload(kind: str, ptr: str, offset: str, col_major: bool, stride: str) -> str:
+    """A subgroupMatrixLoad of a `kind` matrix from ptr at offset, rows `stride` apart."""
+    layout = "col_major" if col_major else "row_major"
+    return f"subgroupMatrixLoad<{kind}, {layout}>({ptr}, {offset}, {stride})"
+
+
+def mstore(ptr: str, offset: str, value: str, stride: str) -> str:
+    """A row-major subgroupMatrixStore of value to ptr at offset, rows `stride` apart."""
+    return f"subgroupMatrixStore<row_major>({ptr}, {offset}, {value}, {stride})"
+
+
 def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, products: bool = True,
           b_by_n: bool = False) -> dict[str, str]:
     """matmul_smat's slots for one shape: the subgroup index, the accumulators, one step's
@@ -140,11 +157,12 @@ def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, produc
     mma = []
     for kk in range(shape.bk // 16 if products else 0):
         mma.append("        {")
-        mma += [f"            let a{i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>("
-                f"&As[pa + {i}u], {16 * kk}u, false, SA);" for i in range(shape.tm)]
-        mma += [f"            let b{j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>("
-                + (f"&Bs[pb + {j}u], {16 * kk}u, true, SB);" if b_by_n else
-                   f"&Bs, cb + {16 * kk}u * SB + {16 * j}u, false, SB);")
+        mma += [f"            let a{i} = "
+                + mload(LEFT, f"&As[pa + {i}u]", f"{16 * kk}u", False, "SA") + ";"
+                for i in range(shape.tm)]
+        mma += [f"            let b{j} = "
+                + (mload(RIGHT, f"&Bs[pb + {j}u]", f"{16 * kk}u", True, "SB") if b_by_n else
+                   mload(RIGHT, "&Bs", f"cb + {16 * kk}u * SB + {16 * j}u", False, "SB")) + ";"
                 for j in range(shape.tn)]
         mma += [f"            acc{i}_{j} = subgroupMatrixMultiplyAccumulate(a{i}, b{j}, "
                 f"acc{i}_{j});" for i, j in tiles]
@@ -152,7 +170,7 @@ def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, produc
     stores = []
     for i, j in tiles:
         stores += [
-            f"    subgroupMatrixStore(&St[sg], 0u, acc{i}_{j}, false, 16u);",
+            f"    {mstore('&St[sg]', '0u', f'acc{i}_{j}', '16u')};",
             "    workgroupBarrier();",
             "    {",
             f"        let r = row0 + (sm * TM + {i}u) * 16u + er;",
@@ -184,8 +202,8 @@ def fused_slots(shape: SmatShape, w2: bool, sgid_builtin: bool = True) -> dict[s
         out, step = [], 0
         for line in mma:                # each k tile's block: w2's loads and products last
             if line == "        }":
-                out += [f"            let c{j} = subgroupMatrixLoad<subgroup_matrix_right<f16, "
-                        f"16, 16>>(&Bs2[pb + {j}u], {16 * step}u, true, SB);"
+                out += [f"            let c{j} = "
+                        f"{mload(RIGHT, f'&Bs2[pb + {j}u]', f'{16 * step}u', True, 'SB')};"
                         for j in range(shape.tn)]
                 out += [f"            acc2_{i}_{j} = subgroupMatrixMultiplyAccumulate(a{i}, "
                         f"c{j}, acc2_{i}_{j});" for i, j in tiles]
@@ -197,9 +215,9 @@ def fused_slots(shape: SmatShape, w2: bool, sgid_builtin: bool = True) -> dict[s
                f"{st}[sg][{at} + 3u])"
     stores = []
     for i, j in tiles:
-        stores.append(f"    subgroupMatrixStore(&St[sg], 0u, acc{i}_{j}, false, 16u);")
+        stores.append(f"    {mstore('&St[sg]', '0u', f'acc{i}_{j}', '16u')};")
         if w2:
-            stores.append(f"    subgroupMatrixStore(&St2[sg], 0u, acc2_{i}_{j}, false, 16u);")
+            stores.append(f"    {mstore('&St2[sg]', '0u', f'acc2_{i}_{j}', '16u')};")
         stores += ["    workgroupBarrier();", "    {",
                    f"        let r = row0 + (sm * TM + {i}u) * 16u + er;",
                    f"        let c = col0 + (sn * TN + {j}u) * 16u + ec;",
@@ -256,8 +274,7 @@ def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
     key tile's two products written out (d / 16 Q tiles; 4 key tiles of 16; constant
     offsets into the tiles and the subgroup's panels, see slots())."""
     dc = d // 16
-    left, right = "subgroup_matrix_left<f16, 16, 16>", "subgroup_matrix_right<f16, 16, 16>"
-    q_load = [f"    let q{c} = subgroupMatrixLoad<{left}>(&Ps[sg], {16 * c}u, false, SP);"
+    q_load = [f"    let q{c} = {mload(LEFT, '&Ps[sg]', f'{16 * c}u', False, 'SP')};"
               for c in range(dc)]
     def products(acc: str, lefts: list[str], rights: list[str]) -> list[str]:
         # the first product starts the tile (subgroupMatrixMultiply), not an accumulate into
@@ -270,16 +287,16 @@ def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
     s_mma = []
     for n in range(4):                       # keys 16 n .. of the tile
         s_mma += products(f"s{n}", [f"q{c}" for c in range(dc)],
-                          [f"subgroupMatrixLoad<{right}>(&Ks, {16 * n}u * SK + {16 * c}u, "
-                           "true, SK)" for c in range(dc)])
-        s_mma.append(f"        subgroupMatrixStore(&Ss[sg], {16 * n}u, s{n}, false, SS);")
-    pv = [f"        let p{c} = subgroupMatrixLoad<{left}>(&Ps[sg], {16 * c}u, false, SP);"
+                          [mload(RIGHT, "&Ks", f"{16 * n}u * SK + {16 * c}u", True, "SK")
+                           for c in range(dc)])
+        s_mma.append(f"        {mstore('&Ss[sg]', f'{16 * n}u', f's{n}', 'SS')};")
+    pv = [f"        let p{c} = {mload(LEFT, '&Ps[sg]', f'{16 * c}u', False, 'SP')};"
           for c in range(4)]
     for n in range(dc):                      # dims 16 n .. of O
         pv += products(f"o{n}", [f"p{c}" for c in range(4)],
-                       [f"subgroupMatrixLoad<{right}>(&Vs, {16 * c}u * SK + {16 * n}u, false, "
-                        "SK)" for c in range(4)])
-        pv.append(f"        subgroupMatrixStore(&Ss[sg], {16 * n}u, o{n}, false, SS);")
+                       [mload(RIGHT, "&Vs", f"{16 * c}u * SK + {16 * n}u", False, "SK")
+                        for c in range(4)])
+        pv.append(f"        {mstore('&Ss[sg]', f'{16 * n}u', f'o{n}', 'SS')};")
     return {"D": str(d), "SGID": "@builtin(subgroup_id) sg: u32, "
             "@builtin(subgroup_invocation_id) lane: u32" if sgid_builtin else "",
             "SGID_LET": "" if sgid_builtin else "let sg = lid / 32u;\n    let lane = lid % 32u;",

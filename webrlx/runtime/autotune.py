@@ -174,9 +174,22 @@ def known(adapter: str, call: KernelCall) -> Variant | None:
 
 
 def _fallback(adapter: str, call: KernelCall) -> Variant:
-    """The shipped table's pick for this adapter's family, else the compiler's default."""
+    """The shipped table's pick for this adapter's family, else the compiler's default.
+    Where the call offers more variants than when the table was made (its exact key is
+    missing), the pick of the largest variant set it still offers whole stands until the
+    table is made again: the new variants are not chosen, the old pick is not lost."""
     offered = {v.name: v for v in options(call)}
-    return offered.get(_shipped_table(adapter).get(key_of(call), ""), options(call)[0])
+    shipped = _shipped_table(adapter)
+    pick = shipped.get(key_of(call))
+    if pick is None:
+        best = -1
+        for key, name in shipped.items():
+            tune_key, _, names = key.partition(" [")
+            was = names.rstrip("]").split()
+            if tune_key == call.tune_key and name in offered and len(was) > best and \
+                    all(n in offered for n in was):
+                pick, best = name, len(was)
+    return offered.get(pick or "", options(call)[0])
 
 
 def options(call: KernelCall) -> list[Variant]:
