@@ -45,6 +45,17 @@ def test_qlinear_batched_with_bias(backend, fmt, lead):
     check_qlinear(backend, fmt, rand(*lead, 96), 100, bias=rand(100, seed=5))
 
 
+def _qlinear_plan(backend, fmt: str, m: int, k: int, w: np.ndarray):
+    """The plan of one m-row qlinear (N = 100) of weight words w on backend: its call, the
+    variants it offers and the one that ran."""
+    g = wr.Graph()
+    wp = g.param("w", (quant.nwords(fmt, 100, k),), "uint32")
+    exe = wr.compile(g, outputs=[nn.qlinear(g.input("x", (m, k)), wp, fmt, 100, k)],
+                     device=backend)
+    exe.set_params({"w": w})
+    return exe.plan({})
+
+
 GEMVS = [f"qgemv_{t}" for t in (2, 4, 8, 16, 32, "1x4", "1x8")]
 
 
@@ -56,12 +67,8 @@ def test_each_gemv_kernel(backend, kernel, fmt, m, monkeypatch):
     monkeypatch.setattr(autotune, "PREFER", kernel)   # the autotuner would pick one of them
     check_qlinear(backend, fmt, rand(m, 96), 100, bias=rand(100, seed=5))
     if backend.name != "reference":                   # (PREFER names an offered variant)
-        g = wr.Graph()
-        w = g.param("w", (quant.nwords(fmt, 100, 96),), "uint32")
-        exe = wr.compile(g, outputs=[nn.qlinear(g.input("x", (m, 96)), w, fmt, 100, 96)],
-                         device=backend)
-        exe.set_params({"w": qweight(fmt, 100, 96)[0]})
-        (call,) = exe.plan({}).program.calls
+        plan = _qlinear_plan(backend, fmt, m, 96, qweight(fmt, 100, 96)[0])
+        (call,) = plan.program.calls
         assert kernel in [call.name] + [v.name for v in call.variants]
 
 
@@ -85,14 +92,10 @@ def test_gemv_two_weight_rows_over_row_quads(backend, kernel, fmt, m, monkeypatc
     want = x.astype(np.float64) @ quant.dequantize(raw, fmt, (100, k)).astype(np.float64).T + bias
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
     if backend.name != "reference":
-        g = wr.Graph()
-        wp = g.param("w", (quant.nwords(fmt, 100, k),), "uint32")
-        exe = wr.compile(g, outputs=[nn.qlinear(g.input("x", (m, k)), wp, fmt, 100, k)],
-                         device=backend)
-        exe.set_params({"w": w})
-        (call,) = exe.plan({}).program.calls
+        plan = _qlinear_plan(backend, fmt, m, k, w)
+        (call,) = plan.program.calls
         assert kernel in [call.name] + [v.name for v in call.variants]
-        assert exe.plan({}).ran == [kernel]
+        assert plan.ran == [kernel]
 
 
 @pytest.mark.parametrize("kernel", ["qmatmul_64", "qmatmul_128"])
