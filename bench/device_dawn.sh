@@ -93,6 +93,7 @@
 #   pattn   a SmolLM2 prefill's cached_attention alone under each key-chunk target, both ways
 #   rptab   natively, the 8-row GEMVs with 2 weight rows a thread (GEMV_RPT_RQ) off / on
 #   forms   the smat tests under Dawn with the loads/stores in Tint's current forms
+#   mlpair  MiniLM f32 warm times natively and under Dawn, rounds interleaved (Dawn / native)
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
 #   confirm the 1B prefill under Dawn beside llama.cpp (one call), the f16 smat matmul's
@@ -885,6 +886,21 @@ forms)
   prefill_summary $O/smollm2-*.json
   echo "prefill deprecation warnings: $(cat $O/*.err 2> /dev/null | grep -c deprecated)"
   tar czf $OUT/forms.tgz -C $O .
+  ;;
+mlpair)
+  # MiniLM f32 warm 1x128 / 32x128 natively and under Dawn, $ROUNDS rounds interleaved, random
+  # weights of its shapes (carry .dawn/ml_small.tar.xz): issue 32's Dawn / native <= 1.25x
+  O=$D/out-mlpair && mkdir -p $O && minilm_random $O/err.txt
+  for r in ${ROUNDS:-1 2 3}; do
+    (cd $S && timeout 90 python3 bench/engines.py --only minilm > $O/native-$r.json 2>> $O/err.txt)
+    timeout 120 bash -c "$(declare -f dawn); dawn -- python bench/engines.py --only minilm" \
+      > $O/dawn-$r.json 2>> $O/err.txt
+    (cd $S && python3 bench/engines.py --compare $O/native-$r.json $O/dawn-$r.json \
+      > $O/compare-$r.json) && python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
+print(sys.argv[2], d['native']['minilm']['warm_ms'], d['dawn']['minilm']['warm_ms'], \
+d['minilm'])" $O/compare-$r.json $r
+  done
+  tail -3 $O/err.txt; tar czf $OUT/mlpair.tgz -C $O .
   ;;
 splitab)
   # the quantized smat matmul over K pieces where its tiles are few (lower_quant.qsmat_pieces)
