@@ -94,6 +94,7 @@
 #   rptab   natively, the 8-row GEMVs with 2 weight rows a thread (GEMV_RPT_RQ) off / on
 #   forms   the smat tests under Dawn with the loads/stores in Tint's current forms
 #   mlpair  MiniLM f32 warm times natively and under Dawn, rounds interleaved (Dawn / native)
+#   batchratio  natively, bench/llm_batch.py on the 1B-shaped Q4_K_M (1 and 8 sequences)
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
 #   confirm the 1B prefill under Dawn beside llama.cpp (one call), the f16 smat matmul's
@@ -901,6 +902,17 @@ print(sys.argv[2], d['native']['minilm']['warm_ms'], d['dawn']['minilm']['warm_m
 d['minilm'])" $O/compare-$r.json $r
   done
   tail -3 $O/err.txt; tar czf $OUT/mlpair.tgz -C $O .
+  ;;
+batchratio)
+  # issue 31's batched figure natively: bench/llm_batch.py on the 1B-shaped Q4_K_M (Engine at 1
+  # and 8 sequences, sizes interleaved, after WARM_S), with the default GEMV variants
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    > /dev/null 2>> $OUT/err.txt)
+  (cd $S && timeout ${BATCH_LIMIT:-150} python3 bench/llm_batch.py \
+    --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf --sizes 1,8 --new ${NEW:-32} \
+    > $OUT/llm-batch-1b.json 2>> $OUT/err.txt)
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(json.dumps(d)[:1500])" \
+    $OUT/llm-batch-1b.json || tail -5 $OUT/err.txt
   ;;
 splitab)
   # the quantized smat matmul over K pieces where its tiles are few (lower_quant.qsmat_pieces)
