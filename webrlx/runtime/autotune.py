@@ -8,7 +8,9 @@ shapes), pick one. In order:
 3. when timing is on, time each variant once on the device, keep the fastest and store it;
 4. the table shipped in the wheel (webrlx/data/tune_tables.json: what tuning picked on an
    adapter family: SwiftShader (the browser's software WebGPU) and llvmpipe natively, NVIDIA
-   under Dawn (Chrome's WebGPU) on an H100/H200; tools/make_tune_tables.py);
+   under Dawn (Chrome's WebGPU) on an H100/H200; tools/make_tune_tables.py). Its keys name
+   the variants a call offered when it was made; a call that now offers more keeps the pick
+   of the largest set it still offers whole (the new variants wait for the next table);
 5. the compiler's default (a heuristic by shape and adapter kind).
 Timing is on natively and OFF in the browser: on a page it would compile every variant and time
 it on the critical path of the first run (52 s of a 70 s first MiniLM run on SwiftShader). Turn
