@@ -8,7 +8,7 @@
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4
 override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32
 override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x loads shared)
-override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT 1, or 2 at RQ 2 / 4)
+override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT 1 or 2)
 override UN: u32 = 1u;            // units a thread loads before it sums them: 1, 2 or 4
                                   // (RPT = RQ = 1; more bytes in flight per thread)
 override WIDE: bool = false;      // UN > 1: the UN units are neighbours of one block (group_row)

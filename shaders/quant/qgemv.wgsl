@@ -58,7 +58,7 @@ override HAS_BIAS: bool = false;
 override ROWS: u32 = 1u;          // x rows per workgroup row, 1..4 (M when M <= 4)
 override TPR: u32 = 8u;           // threads per weight row: a power of two, 1..32
 override RPT: u32 = 1u;           // weight rows per thread, 1..8 (each unit's x loads shared)
-override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT 1, or 2 at RQ 2 / 4)
+override RQ: u32 = 1u;            // x row quads per workgroup, 1..4 (ROWS = 4; RPT 1 or 2)
 const RPW: u32 = 8u;              // weight rows per workgroup
 var<workgroup> red: array<vec4<f32>, 256>;   // a partial sum per thread, x rows in x..w
 
