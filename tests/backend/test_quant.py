@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import for_browser, rand, run_graph
+from helpers import for_browser, qkv_into_caches, rand, run_graph
 
 import webrlx as wr
 from webrlx import nn, quant
@@ -295,12 +295,7 @@ def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, qkv, monkeypatc
     pos = g.input("pos", (1,), "int32")
     p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
     h = nn.rms_norm(x, p["g"], 1e-5)
-    q = nn.rope(nn.qlinear(h, p["wq"], fmt, heads * hd, k).reshape(1, -1, heads, hd), pos,
-                10000.0)
-    kr = nn.rope(nn.qlinear(h, p["wk"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos, 10000.0)
-    kc = nn.cache_write(g.state("kc", (1, kv, cap, hd)), kr, pos)
-    vc = nn.cache_write(g.state("vc", (1, kv, cap, hd)),
-                        nn.qlinear(h, p["wv"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos)
+    q, kc, vc = qkv_into_caches(g, h, p, (fmt,) * 3, k, heads, kv, hd, cap, pos)
     outs = [q * 1.0, kc * 1.0, vc * 1.0]
     # (the last start writes past the cache's end)
     exe = run_like_reference(backend, g, outs, arrays, (1, s, k), (0, 7, cap - 2))
@@ -378,12 +373,7 @@ def test_fused_gemv_rope_and_cache_write_per_row(backend, fmt, b, s, qkv, varian
     pos = g.input("kv", (2, b), "int32")
     p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
     h = nn.rms_norm(x, p["g"], 1e-5)
-    q = nn.rope(nn.qlinear(h, p["wq"], fmt, heads * hd, k).reshape(b, s, heads, hd), pos,
-                10000.0)
-    kr = nn.rope(nn.qlinear(h, p["wk"], fmt, kv * hd, k).reshape(b, s, kv, hd), pos, 10000.0)
-    kc = nn.cache_write(g.state("kc", (slots, kv, cap, hd)), kr, pos)
-    vc = nn.cache_write(g.state("vc", (slots, kv, cap, hd)),
-                        nn.qlinear(h, p["wv"], fmt, kv * hd, k).reshape(b, s, kv, hd), pos)
+    q, kc, vc = qkv_into_caches(g, h, p, (fmt,) * 3, k, heads, kv, hd, cap, pos, slots)
     outs = [q * 1.0, kc * 1.0, vc * 1.0]
     exe = wr.compile(g, outputs=outs, device=backend)
     ref = wr.compile(g, outputs=outs, device=ReferenceDevice())
@@ -434,13 +424,8 @@ def test_qkv_of_mixed_formats(backend, formats, variant, monkeypatch):
     pos = g.input("pos", (1,), "int32")
     p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
     h = nn.rms_norm(x, p["g"], 1e-5)
-    q = nn.rope(nn.qlinear(h, p["wq"], fq, heads * hd, k).reshape(1, -1, heads, hd), pos,
-                500000.0, factors=tuple(1.0 + 0.5 * i for i in range(hd // 2)))
-    kr = nn.rope(nn.qlinear(h, p["wk"], fk, kv * hd, k).reshape(1, -1, kv, hd), pos, 500000.0,
-                 factors=tuple(1.0 + 0.5 * i for i in range(hd // 2)))
-    kc = nn.cache_write(g.state("kc", (1, kv, cap, hd)), kr, pos)
-    vc = nn.cache_write(g.state("vc", (1, kv, cap, hd)),
-                        nn.qlinear(h, p["wv"], fv, kv * hd, k).reshape(1, -1, kv, hd), pos)
+    q, kc, vc = qkv_into_caches(g, h, p, formats, k, heads, kv, hd, cap, pos, base=500000.0,
+                                factors=tuple(1.0 + 0.5 * i for i in range(hd // 2)))
     outs = [q * 1.0, kc * 1.0, vc * 1.0]
     exe = run_like_reference(backend, g, outs, arrays, (1, 1, k), (3, 30), scaled=True)
     if backend.name != "reference":
@@ -534,12 +519,7 @@ def test_unrolled_gemv_variants(backend, fmt, un, monkeypatch):
     pos = g.input("pos", (1,), "int32")
     p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
     h = nn.rms_norm(x, p["g"], 1e-5)
-    q = nn.rope(nn.qlinear(h, p["wq"], fmt, heads * hd, k).reshape(1, -1, heads, hd), pos,
-                10000.0)
-    kr = nn.rope(nn.qlinear(h, p["wk"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos, 10000.0)
-    kc = nn.cache_write(g.state("kc", (1, kv, cap, hd)), kr, pos)
-    vc = nn.cache_write(g.state("vc", (1, kv, cap, hd)),
-                        nn.qlinear(h, p["wv"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos)
+    q, kc, vc = qkv_into_caches(g, h, p, (fmt,) * 3, k, heads, kv, hd, cap, pos)
     h2 = nn.rms_norm(x * 0.5, p["g"], 1e-5)
     f = nn.qlinear(h2, p["wg"], fmt, ffn, k).silu() * nn.qlinear(h2, p["wu"], fmt, ffn, k)
     outs = [q * 1.0, kc * 1.0, vc * 1.0, f * 1.0]

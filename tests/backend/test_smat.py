@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import kernel_spy, rand, run_graph
+from helpers import kernel_spy, qkv_into_caches, rand, run_graph
 
 import webrlx as wr
 from webrlx.compiler import lower_matmul, lower_quant, smat
@@ -265,12 +265,7 @@ def _decoder_layer(fmt: str, s: int, seed: int = 0, k: int = 256, ffn: int = 512
     pos = g.input("pos", (1,), "int32")
     p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
     h = nn.rms_norm(x, p["g1"], 1e-5)
-    q = nn.rope(nn.qlinear(h, p["wq"], fmt, heads * hd, k).reshape(1, -1, heads, hd), pos,
-                10000.0)
-    kr = nn.rope(nn.qlinear(h, p["wk"], fmt, kv * hd, k).reshape(1, -1, kv, hd), pos, 10000.0)
-    kc = nn.cache_write(g.state("kc", (1, kv, cap, hd)), kr, pos)
-    vc = nn.cache_write(g.state("vc", (1, kv, cap, hd)),
-                        nn.qlinear(h, p["wv"], v_fmt, kv * hd, k).reshape(1, -1, kv, hd), pos)
+    q, kc, vc = qkv_into_caches(g, h, p, (fmt, fmt, v_fmt), k, heads, kv, hd, cap, pos)
     x1 = x + nn.qlinear(q.reshape(1, s, heads * hd), p["wo"], fmt, k, k)
     h2 = nn.rms_norm(x1, p["g2"], 1e-5)
     gate, up = nn.qlinear(h2, p["wg"], fmt, ffn, k), nn.qlinear(h2, p["wu"], fmt, ffn, k)
