@@ -188,6 +188,19 @@ d['prefill'].get('dispatches'), d['prefill'].get('greedy_tokens'), \
 d.get('decode', {}).get('tok_s'), list(d['prefill']['kernels'].items())[:6]) \
 for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" "$f" \
   || tail -c 400 "$f"; done; }
+# the 1B-shaped Q4_K_M file (bench/llm_1b.py, llama.cpp's quantizer), errors to $1
+LLAMA_1B=/tmp/llm_1b/llama-1b.Q4_K_M.gguf
+llama_1b() {
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    > /dev/null 2>> "$1")
+}
+# one line per llm_1b_profile_probe JSON line of file $2: label $1, then each Engine step's
+# (sequences, wall ms, GPU ms, its ${3:-5} costliest kernels)
+engine_summary() { python3 -c "import json, sys; [print(sys.argv[1], [(e['sequences'], \
+e['step_wall_ms'], e['gpu_ms'], list(e['kernels'].items())[:int(sys.argv[3])]) \
+for e in d.get('engine', [])]) \
+for d in map(json.loads, (l for l in open(sys.argv[2]) if l.startswith('{')))]" "$1" "$2" \
+  "${3:-5}"; }
 case "$1" in
 setup)
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -698,7 +711,7 @@ putab)
   dawn -- pytest tests/backend/test_smat.py -q -x > $OUT/p/tests.txt 2>&1; tail -2 $OUT/p/tests.txt
   T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
      --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
-  P="bench/probes/llm_1b_profile_probe.py --top 4 --sizes= --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf"
+  P="bench/probes/llm_1b_profile_probe.py --top 4 --sizes= --model $LLAMA_1B"
   Q="bench/probes/smat_probe.py --n 4096 --sgid builtin"
   for r in 1 2; do
     for v in new old; do
@@ -773,12 +786,11 @@ print(sys.argv[2], p['wall_ms'], p['gpu_ms'], p['kernels'], d.get('decode'))" $O
 tune1b)
   # the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (prompts 16-512, decode, an
   # 8-sequence batch; timestamps unquantized), for the shipped table's nvidia family
-  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
-    > /dev/null 2>> $OUT/err.txt)
+  llama_1b $OUT/err.txt
   T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
      --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
   dawn $T -- python tools/make_tune_tables.py --here --models gguf \
-    --gguf /tmp/llm_1b/llama-1b.Q4_K_M.gguf --prompts ${PROMPTS:-16,48,128,512} \
+    --gguf $LLAMA_1B --prompts ${PROMPTS:-16,48,128,512} \
     > $OUT/tune-1b-nvidia.json 2> $OUT/tune.err
   tail -3 $OUT/tune.err; python3 -c "import json, sys; d = json.loads(open(sys.argv[1]).read(\
 ).strip().splitlines()[-1]); print(d['adapter'], len(d['table']))" $OUT/tune-1b-nvidia.json
@@ -786,12 +798,11 @@ tune1b)
 picksab)
   # decode and prefill of the 1B-shaped Q4_K_M under Dawn without and with a tune run's picks
   # (PICKS, a file of the working tree: tune1b's JSON), natively beside, each after WARM_S
-  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
-    > /dev/null 2>> $OUT/err.txt)
+  llama_1b $OUT/err.txt
   cp $PICKS /tmp/llm_1b/picks.json
   T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
      --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
-  P="bench/probes/llm_1b_profile_probe.py --top 6 --sizes=1,8 --decode 128 --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf"
+  P="bench/probes/llm_1b_profile_probe.py --top 6 --sizes=1,8 --decode 128 --model $LLAMA_1B"
   for r in 1 2; do
     dawn $T -- python $P >> $OUT/dawn-default.json 2>> $OUT/err.txt
     dawn $T -- python $P --picks /tmp/llm_1b/picks.json >> $OUT/dawn-picks.json 2>> $OUT/err.txt
@@ -808,18 +819,17 @@ batch8)
   # projections as candidates (quant/qmatmul_smat_fused, _qkv: 2026-11-28, after the shipped
   # 1B picks): a tune run of its shapes (prompt 16, decode, the 8-sequence batch), then the
   # steps with the shipped table and with the run's picks, natively beside, each after WARM_S
-  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
-    > /dev/null 2>> $OUT/err.txt)
+  llama_1b $OUT/err.txt
   if [ -n "${PICKS:-}" ]; then cp $PICKS /tmp/llm_1b/picks.json      # (a tune run's, carried)
   else
     timeout ${TUNE_LIMIT:-240} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
 --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b -- python \
-tools/make_tune_tables.py --here --models gguf --gguf /tmp/llm_1b/llama-1b.Q4_K_M.gguf \
+tools/make_tune_tables.py --here --models gguf --gguf $LLAMA_1B \
 --prompts ${PROMPTS:-16}" > $OUT/tune-1b-batch8.json 2> $OUT/tune.err
     tail -c 300 $OUT/tune.err; tail -1 $OUT/tune-1b-batch8.json > /tmp/llm_1b/picks.json
   fi
   # (a 512-token prefill: the context leaves the steps of WARM_S room, see engine_step)
-  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes=1,8 --prefill 512 --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf"
+  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes=1,8 --prefill 512 --model $LLAMA_1B"
   for v in shipped picks; do
     A=""; [ $v = picks ] && A="--picks /tmp/llm_1b/picks.json"
     timeout 150 bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
@@ -827,10 +837,7 @@ tools/make_tune_tables.py --here --models gguf --gguf /tmp/llm_1b/llama-1b.Q4_K_
       >> $OUT/dawn-$v.json 2>> $OUT/err.txt
   done
   (cd $S && timeout 120 python3 $P >> $OUT/native.json 2>> $OUT/err.txt)
-  for f in dawn-shipped dawn-picks native; do python3 -c "import json, sys; [print(sys.argv[2], \
-[(e['sequences'], e['step_wall_ms'], e['gpu_ms'], list(e['kernels'].items())[:5]) \
-for e in d.get('engine', [])]) \
-for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" $OUT/$f.json $f; done
+  for f in dawn-shipped dawn-picks native; do engine_summary $f $OUT/$f.json; done
   grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn\|llama_\|^\[" | tail -4
   ;;
 pattn)
@@ -849,9 +856,8 @@ rptab)
   # the batched-decode GEMVs with 2 weight rows a thread over row quads (lower_quant.GEMV_RPT_RQ)
   # natively (the autotuner times every variant), off / on alternating: the 1B-shaped
   # Q4_K_M's Engine steps at 1 and 8 sequences, each after WARM_S
-  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
-    > /dev/null 2>> $OUT/err.txt)
-  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes=1,8 --prefill 512 --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf"
+  llama_1b $OUT/err.txt
+  P="bench/probes/llm_1b_profile_probe.py --top 8 --sizes=1,8 --prefill 512 --model $LLAMA_1B"
   for r in ${ROUNDS:-1 2}; do for v in off on; do
     (cd $S && timeout 150 python3 $P --rpt-rq $v >> $OUT/native-rptrq-$v.json 2>> $OUT/err.txt)
   done; done
@@ -861,16 +867,8 @@ rptab)
       --top 8 --sizes=1,8 --prefill 128 --model $SMOLLM2_Q41 --rpt-rq $v \
       >> $OUT/smol-native-rptrq-$v.json 2>> $OUT/err.txt); done
   fi
-  for v in off on; do python3 -c "import json, sys; [print(sys.argv[2], \
-[(e['sequences'], e['step_wall_ms'], e['gpu_ms'], list(e['kernels'].items())[:6]) \
-for e in d.get('engine', [])]) \
-for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" \
-    $OUT/native-rptrq-$v.json $v; done
-  for v in off on; do python3 -c "import json, sys; [print('smol', sys.argv[2], \
-[(e['sequences'], e['step_wall_ms'], e['gpu_ms'], list(e['kernels'].items())[:4]) \
-for e in d.get('engine', [])]) \
-for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" \
-    $OUT/smol-native-rptrq-$v.json $v 2> /dev/null; done
+  for v in off on; do engine_summary $v $OUT/native-rptrq-$v.json 6; done
+  for v in off on; do engine_summary "smol $v" $OUT/smol-native-rptrq-$v.json 4 2> /dev/null; done
   grep -v "^{" $OUT/err.txt | grep -iv "^ \|warn\|llama_\|^\[" | tail -4
   ;;
 forms)
@@ -906,10 +904,9 @@ d['minilm'])" $O/compare-$r.json $r
 batchratio)
   # issue 31's batched figure natively: bench/llm_batch.py on the 1B-shaped Q4_K_M (Engine at 1
   # and 8 sequences, sizes interleaved, after WARM_S), with the default GEMV variants
-  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
-    > /dev/null 2>> $OUT/err.txt)
+  llama_1b $OUT/err.txt
   (cd $S && timeout ${BATCH_LIMIT:-150} python3 bench/llm_batch.py \
-    --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf --sizes 1,8 --new ${NEW:-32} \
+    --model $LLAMA_1B --sizes 1,8 --new ${NEW:-32} \
     > $OUT/llm-batch-1b.json 2>> $OUT/err.txt)
   python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(json.dumps(d)[:1500])" \
     $OUT/llm-batch-1b.json || tail -5 $OUT/err.txt
@@ -918,8 +915,7 @@ splitab)
   # the quantized smat matmul over K pieces where its tiles are few (lower_quant.qsmat_pieces)
   # against none and 2 pieces: the smat tests under Dawn, then the 1B-shaped Q4_K_M 512-token
   # prefill under Dawn beside llama.cpp, alternating, each after WARM_S
-  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
-    > /dev/null 2>> $OUT/err.txt)
+  llama_1b $OUT/err.txt
   dawn -- pytest tests/backend/test_smat.py -q > $OUT/tests.txt 2>&1; tail -2 $OUT/tests.txt
   T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
      --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
