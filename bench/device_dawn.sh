@@ -94,6 +94,9 @@
 #   rptab   natively, the 8-row GEMVs with 2 weight rows a thread (GEMV_RPT_RQ) off / on
 #   forms   the smat tests under Dawn with the loads/stores in Tint's current forms
 #   mlpair  MiniLM f32 warm times natively and under Dawn, rounds interleaved (Dawn / native)
+#   mltune  MiniLM's f32 (and f16) shapes, 32x128 included, tuned under Dawn (the picks to ship:
+#           the table had none for f32 below 8x128), then $ROUNDS rounds of native / Dawn with
+#           the shipped table / Dawn with those picks (--tune); $OUT/mltune.tgz
 #   batchratio  natively, bench/llm_batch.py on the 1B-shaped Q4_K_M (1 and 8 sequences)
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
@@ -900,6 +903,34 @@ print(sys.argv[2], d['native']['minilm']['warm_ms'], d['dawn']['minilm']['warm_m
 d['minilm'])" $O/compare-$r.json $r
   done
   tail -3 $O/err.txt; tar czf $OUT/mlpair.tgz -C $O .
+  ;;
+mltune)
+  # issue 32's MiniLM Dawn / native <= 1.25x: under Dawn the f32 shapes ran the compiler's
+  # defaults (no nvidia picks below 8x128), natively the autotuner's own picks
+  O=$D/out-mltune && mkdir -p $O && minilm_random $O/err.txt
+  if [ ! -s $O/tune.json ]; then
+    timeout 400 bash -c "$(declare -f dawn); dawn \
+      --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia \
+      --dawn-flag disable-dawn-features=timestamp_quantization \
+      -- python tools/make_tune_tables.py --here --models ${TUNE_MODELS:-minilm,minilm16} \
+      --minilm-shapes ${TUNE_SHAPES:-1x16,1x32,1x128,2x48,3x16,4x32,8x128,32x128}" \
+      > $O/tune.json 2>> $O/err.txt
+    python3 -c "import json, sys; t = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
+print(t['adapter'], len(t['table']), 'picks')" $O/tune.json || tail -5 $O/err.txt
+    cp $O/tune.json $D/models/minilm/tune-minilm.json     # the folder Dawn's Python sees
+  fi
+  for r in ${ROUNDS:-1 2}; do
+    (cd $S && timeout 90 python3 bench/engines.py --only minilm > $O/native-$r.json 2>> $O/err.txt)
+    timeout 120 bash -c "$(declare -f dawn); dawn -- python bench/engines.py --only minilm" \
+      > $O/dawn-$r.json 2>> $O/err.txt
+    timeout 120 bash -c "$(declare -f dawn); dawn -- python bench/engines.py --only minilm \
+      --tune /home/pyodide/models/minilm/tune-minilm.json" > $O/tuned-$r.json 2>> $O/err.txt
+    python3 -c "import json, sys; w = lambda f: json.loads(open(f).read().strip().splitlines()[-1])['minilm']['warm_ms']; \
+n, d, t = (w(f) for f in sys.argv[2:]); print(sys.argv[1], 'native', n, 'dawn', d, 'tuned', t, \
+{k: (round(d[k] / n[k], 3), round(t[k] / n[k], 3)) for k in n})" $r $O/native-$r.json $O/dawn-$r.json \
+      $O/tuned-$r.json || tail -3 $O/err.txt
+  done
+  tail -3 $O/err.txt; tar czf $OUT/mltune.tgz -C $O .
   ;;
 batchratio)
   # issue 31's batched figure natively: bench/llm_batch.py on the 1B-shaped Q4_K_M (Engine at 1

@@ -57,10 +57,11 @@ def tune_llm(lm: object, prompts: tuple[int, ...], name: str) -> None:
 
 
 def tune_here(models: list[str], gguf: str | None = None,
-              prompts: tuple[int, ...] = LLM_PROMPTS) -> dict:
+              prompts: tuple[int, ...] = LLM_PROMPTS,
+              shapes: list[tuple[int, int]] | None = None) -> dict:
     """Tune in this process (timing on, whatever the platform) the shapes of the models named
-    (minilm, minilm16: its float16 form, smollm2, gguf: the file `gguf`); return {adapter,
-    table}."""
+    (minilm, minilm16: its float16 form, at `shapes` (batch, length), default SHAPES; smollm2;
+    gguf: the file `gguf`); return {adapter, table}."""
     import numpy as np
 
     import webrlx as wr
@@ -72,7 +73,7 @@ def tune_here(models: list[str], gguf: str | None = None,
             continue
         from webrlx.models import minilm
         enc = minilm.load(dtype="float16" if name == "minilm16" else "float32")
-        for b, s in SHAPES:
+        for b, s in shapes or SHAPES:
             print(f"tune: {name} {b}x{s}", file=sys.stderr)
             enc.executable.run(enc.feeds([[101] + list(rng.integers(1000, 29000, s - 2)) +
                                           [102] for _ in range(b)]))
@@ -118,12 +119,18 @@ def main() -> None:
     ap.add_argument("--gguf", default=None, help="--models gguf: the GGUF file")
     ap.add_argument("--prompts", default=",".join(map(str, LLM_PROMPTS)),
                     help="--models gguf: prompt lengths to tune (tokens)")
+    ap.add_argument("--minilm-shapes", default=None,
+                    help="--models minilm/minilm16: BATCHxLENGTH,... to tune (default: "
+                    + ",".join(f"{b}x{n}" for b, n in SHAPES) + ")")
     ap.add_argument("--merge", nargs=2, metavar=("FAMILY", "FILE"),
                     help="add a --here run's table to FAMILY's in the shipped file")
     args = ap.parse_args()
     if args.here:
+        shapes = [(int(b), int(n)) for b, n in (v.split("x") for v in
+                                                args.minilm_shapes.split(","))] \
+            if args.minilm_shapes else None
         print(json.dumps(tune_here(args.models.split(","), args.gguf,
-                                   tuple(int(v) for v in args.prompts.split(",")))))
+                                   tuple(int(v) for v in args.prompts.split(",")), shapes)))
         return
     if args.merge:
         merge(*args.merge)
