@@ -24,10 +24,6 @@
 #   read    decode_read_probe natively and under Dawn (k 1, 2, 4 steps a submit with
 #           read-ahead), bench/llm_batch.py (Engine, 1 and 8 sequences) and bench/smollm2.py
 #           against llama.cpp Vulkan (setup carrying .big/llvk.so.xz), SmolLM2 from `store`
-#   mltune  the nvidia table's MiniLM shapes: tools/make_tune_tables.py --here --models minilm
-#           under Dawn (timestamps unquantized) into $OUT/tune-nvidia-minilm.json, then
-#           bench/engines.py --only minilm natively and under Dawn with that table; MiniLM
-#           from `store` (.dawn/ml/ml.pN)
 #   qsmat   the quantized prefill on subgroup matrices (quant/qmatmul_smat.wgsl): test_smat.py
 #           under Dawn; the Llama-3.2-1B-shaped Q4_K_M file (bench/llm_1b.py, llama.cpp's
 #           quantizer: setup carrying .big/llvk.so.xz): its 512-token prefill natively, under
@@ -315,22 +311,6 @@ read)
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
 print(sys.argv[1], d['tokens_equal'], d['tok_s'])" $OUT/$f.json; done
   tail -c 400 $OUT/batch-smollm2.json; echo; tail -c 600 $OUT/smollm2-llamacpp.json
-  ;;
-mltune)
-  mkdir -p $D/models/minilm && cat $D/ml/ml.p* | tar xf - -C $D/models/minilm
-  dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia \
-    --dawn-flag disable-dawn-features=timestamp_quantization \
-    -- python tools/make_tune_tables.py --here --models minilm > $OUT/tune-nvidia-minilm.json
-  cp $OUT/tune-nvidia-minilm.json $D/models/minilm/    # the folder Dawn's Python sees
-  (cd $S && python3 bench/engines.py --only minilm > $OUT/engines-native.json)
-  dawn -- python bench/engines.py --only minilm > $OUT/engines-dawn-default.json
-  dawn -- python bench/engines.py --only minilm \
-    --tune /home/pyodide/models/minilm/tune-nvidia-minilm.json > $OUT/engines-dawn.json
-  for d in dawn-default dawn; do (cd $S && python3 bench/engines.py --compare \
-    $OUT/engines-native.json $OUT/engines-$d.json > $OUT/engines-native-vs-$d.json)
-    python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
-print(sys.argv[1], {k: v for k, v in d.items() if k not in ('native', 'dawn')})" \
-      $OUT/engines-native-vs-$d.json; done
   ;;
 qsmat)
   dawn --json $OUT/dawn-smat-tests.json -- pytest tests/backend/test_smat.py \
