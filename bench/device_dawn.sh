@@ -93,6 +93,8 @@
 #   mltune  MiniLM's f32 (and f16) shapes, 32x128 included, tuned under Dawn (the picks to ship:
 #           the table had none for f32 below 8x128), then $ROUNDS rounds of native / Dawn with
 #           the shipped table / Dawn with those picks (--tune); $OUT/mltune.tgz
+#   mlhost  bench/probes/minilm_submit_probe.py (MiniLM 1x128 back to back: wall, host time in
+#           submit, GPU kernel sum a run) natively and under Dawn, $ROUNDS alternating
 #   batchratio  natively, bench/llm_batch.py on the 1B-shaped Q4_K_M (1 and 8 sequences)
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
@@ -911,6 +913,20 @@ n, d, t = (w(f) for f in sys.argv[2:]); print(sys.argv[1], 'native', n, 'dawn', 
       $O/tuned-$r.json || tail -3 $O/err.txt
   done
   tail -3 $O/err.txt; tar czf $OUT/mltune.tgz -C $O .
+  ;;
+mlhost)
+  O=$D/out-mlhost && mkdir -p $O && minilm_random $O/err.txt
+  for r in ${ROUNDS:-1 2}; do
+    (cd $S && timeout 120 python3 bench/probes/minilm_submit_probe.py ${PROBE_ARGS:-} \
+      > $O/native-$r.json 2>> $O/err.txt)
+    timeout 150 bash -c "$(declare -f dawn); dawn \
+      --dawn-flag disable-dawn-features=timestamp_quantization \
+      -- python bench/probes/minilm_submit_probe.py ${PROBE_ARGS:-}" > $O/dawn-$r.json 2>> $O/err.txt
+    for f in native dawn; do python3 -c "import json, sys; \
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(sys.argv[2], d['median'], \
+[r['run_ms'] for r in d['rounds']])" $O/$f-$r.json $f-$r || tail -3 $O/err.txt; done
+  done
+  tar czf $OUT/mlhost.tgz -C $O .
   ;;
 batchratio)
   # issue 31's batched figure natively: bench/llm_batch.py on the 1B-shaped Q4_K_M (Engine at 1

@@ -1,0 +1,84 @@
+"""Where a warm MiniLM run's time goes when runs are submitted back to back (bench's method,
+webrlx.cli.bench.time_executable): per batch of N submits, the wall time per run, the host's
+time inside backend.submit per run, and the wait for the batch's end; beside it the GPU time of
+one run (the sum of its kernels' timestamps, Executable.profile). The question: MiniLM 1x128
+under Dawn reads either ~0.58 or ~0.80 ms a run (native 0.54); is the slow mode the host's
+(submit time ~ run time), the GPU's (kernel sum), or runs not overlapping (submit + GPU)?
+Prints JSON.
+
+    python bench/probes/minilm_submit_probe.py [--batch 1 --length 128 --n 200 --rounds 8]
+    python -m webrlx dawn --dawn-flag disable-dawn-features=timestamp_quantization -- \\
+        python bench/probes/minilm_submit_probe.py
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from minilm import synthetic_feeds  # noqa: E402
+
+import webrlx as wr  # noqa: E402
+from webrlx.backends.base import Copy  # noqa: E402
+from webrlx.cli import clocks  # noqa: E402
+from webrlx.models import minilm  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--length", type=int, default=128)
+    ap.add_argument("--n", type=int, default=200, help="runs a batch")
+    ap.add_argument("--rounds", type=int, default=8)
+    args = ap.parse_args()
+    enc = minilm.load()
+    exe = enc.executable
+    feeds = synthetic_feeds(enc, args.batch, args.length)
+    exe.run(feeds)
+    plan = exe.last_plan
+    be = plan.backend
+    first = plan.copies[0]
+    probe = Copy(first.src, first.src_offset, first.dst, first.dst_offset, 4)
+    ds = plan.dispatches
+
+    def submit() -> None:
+        be.submit(ds)
+
+    def sync() -> None:
+        be.submit([], [probe])
+        be.read_buffer(plan.staging, 0, 4)
+
+    clocks.hold_clocks(submit, sync)
+    rounds = []
+    for _ in range(args.rounds):
+        host = 0.0
+        t0 = time.perf_counter()
+        for _ in range(args.n):
+            t = time.perf_counter()
+            submit()
+            host += time.perf_counter() - t
+        t1 = time.perf_counter()
+        sync()
+        t2 = time.perf_counter()
+        prof = exe.profile(feeds, repeats=1)
+        gpu = prof.total_ms
+        rounds.append({"run_ms": round(1e3 * (t2 - t0) / args.n, 4),
+                       "submit_ms": round(1e3 * host / args.n, 4),
+                       "loop_ms": round(1e3 * (t1 - t0) / args.n, 4),
+                       "sync_ms": round(1e3 * (t2 - t1), 3),
+                       "gpu_kernels_ms": round(gpu, 4), "profile_source": prof.source})
+        clocks.hold_clocks(submit, sync)
+    med = {k: statistics.median(r[k] for r in rounds)
+           for k in ("run_ms", "submit_ms", "sync_ms", "gpu_kernels_ms")}
+    print(json.dumps({"adapter": be.info.name, "backend": be.info.backend,
+                      "shape": f"{args.batch}x{args.length}", "dispatches": len(ds),
+                      "n": args.n, "rounds": rounds, "median": med}))
+
+
+if __name__ == "__main__":
+    main()
