@@ -15,18 +15,20 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-from minilm import synthetic_feeds  # noqa: E402
+from webrlx.backends.base import Copy
+from webrlx.cli import clocks
+from webrlx.models import minilm
 
-import webrlx as wr  # noqa: E402
-from webrlx.backends.base import Copy  # noqa: E402
-from webrlx.cli import clocks  # noqa: E402
-from webrlx.models import minilm  # noqa: E402
+
+def synthetic_feeds(enc: minilm.MiniLMEncoder, batch: int, seq: int) -> dict[str, np.ndarray]:
+    """bench/minilm.py's feeds (the Dawn runner copies only this folder's files)."""
+    rng = np.random.default_rng(0)
+    return enc.feeds([[101] + list(rng.integers(1000, 29000, seq - 2)) + [102]
+                      for _ in range(batch)])
 
 
 def main() -> None:
