@@ -13,6 +13,7 @@ Prints JSON.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import statistics
 import time
@@ -79,6 +80,7 @@ def main() -> None:
            for k in ("run_ms", "submit_ms", "sync_ms", "gpu_kernels_ms")}
     print(json.dumps({"adapter": be.info.name, "backend": be.info.backend,
                       "shape": f"{args.batch}x{args.length}", "dispatches": len(ds),
+                      "kernels": dict(collections.Counter(plan.ran)),
                       "n": args.n, "rounds": rounds, "median": med}))
 
 
