@@ -95,6 +95,8 @@
 #           the shipped table / Dawn with those picks (--tune); $OUT/mltune.tgz
 #   mlhost  bench/probes/minilm_submit_probe.py (MiniLM 1x128 back to back: wall, host time in
 #           submit, GPU kernel sum a run) natively and under Dawn, $ROUNDS alternating
+#   attnq   attention reading k / v through q's binding (K_IN_Q, V_IN): the attention and smat
+#           tests under Dawn (f16 and subgroup matrices on), then `mlhost` and `mlpair`
 #   batchratio  natively, bench/llm_batch.py on the 1B-shaped Q4_K_M (1 and 8 sequences)
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
@@ -927,6 +929,13 @@ d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(sys.arg
 [r['run_ms'] for r in d['rounds']])" $O/$f-$r.json $f-$r || tail -3 $O/err.txt; done
   done
   tar czf $OUT/mlhost.tgz -C $O .
+  ;;
+attnq)
+  dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia \
+    --json $OUT/dawn-attention-tests.json -- pytest tests/backend/test_nn.py \
+    tests/backend/test_smat.py -k "attention or smat" > $OUT/dawn-attention-tests.txt 2>&1
+  grep -E "passed|failed" $OUT/dawn-attention-tests.txt | tail -2
+  bash $0 mlhost; bash $0 mlpair
   ;;
 batchratio)
   # issue 31's batched figure natively: bench/llm_batch.py on the 1B-shaped Q4_K_M (Engine at 1

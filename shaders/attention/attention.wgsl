@@ -49,7 +49,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         var s = -3.4028234663852886e38;
         if (j < kv_end && (!HAS_MASK || mask[b * p.Lk + j] != 0)) {
             var dot = 0.0;
-            for (var e = 0u; e < p.D; e++) { dot += qs[e] * f32(k[kb + j * p.k_i + e]); }
+            for (var e = 0u; e < p.D; e++) { dot += qs[e] * f32(k_at(kb + j * p.k_i + e)); }
             s = dot * scale;
         }
         let m_new = max(m, reduce(lid, s, true));
@@ -62,7 +62,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let n = min(KT, kv_end - t0);
         if (chunk < chunks) {
             for (var jj = chunk; jj < n; jj += chunks) {
-                acc += ps[jj] * f32(v[vb + (t0 + jj) * p.v_i + d]);
+                acc += ps[jj] * f32(v_at(vb + (t0 + jj) * p.v_i + d));
             }
         }
         m = m_new;

@@ -71,7 +71,7 @@ fn k_pos(e: u32) -> vec2<u32> {
 fn k_quad(kb: u32, t0: u32, e: u32) -> vec4<f32> {
     let jc = k_pos(e);
     if (e >= D * 16u || t0 + jc.x >= p.Lk) { return vec4<f32>(0.0); }
-    return vec4<f32>(k[(kb + (t0 + jc.x) * p.k_i) / 4u + jc.y]);
+    return vec4<f32>(k_at((kb + (t0 + jc.x) * p.k_i) / 4u + jc.y));
 }
 
 // V tile quad: (key, dim quad) with the dim quad fastest (coalesced, stored as is)
@@ -79,7 +79,7 @@ fn v_quad(vb: u32, t0: u32, e: u32) -> vec4<f32> {
     let j = e / DQ;
     let c = e % DQ;
     if (e >= D * 16u || t0 + j >= p.Lk) { return vec4<f32>(0.0); }
-    return vec4<f32>(v[(vb + (t0 + j) * p.v_i) / 4u + c]);
+    return vec4<f32>(v_at((vb + (t0 + j) * p.v_i) / 4u + c));
 }
 
 fn put_kv(e: u32, kq: vec4<f32>, vq: vec4<f32>) {

@@ -20,10 +20,10 @@ fn quad(x: u32, e: u32, which: u32) -> vec4<f32> {
         switch which {
             case 0u: { return vec4<f32>(f32(q[x + e]), f32(q[x + e + 1u]), f32(q[x + e + 2u]),
                                         f32(q[x + e + 3u])); }
-            case 1u: { return vec4<f32>(f32(k[x + e]), f32(k[x + e + 1u]), f32(k[x + e + 2u]),
-                                        f32(k[x + e + 3u])); }
-            default: { return vec4<f32>(f32(v[x + e]), f32(v[x + e + 1u]), f32(v[x + e + 2u]),
-                                        f32(v[x + e + 3u])); }
+            case 1u: { return vec4<f32>(f32(k_at(x + e)), f32(k_at(x + e + 1u)),
+                                        f32(k_at(x + e + 2u)), f32(k_at(x + e + 3u))); }
+            default: { return vec4<f32>(f32(v_at(x + e)), f32(v_at(x + e + 1u)),
+                                        f32(v_at(x + e + 2u)), f32(v_at(x + e + 3u))); }
         }
     }
     var t = vec4<f32>(0.0);
@@ -31,8 +31,8 @@ fn quad(x: u32, e: u32, which: u32) -> vec4<f32> {
         if (e + c < p.D) {
             switch which {
                 case 0u: { t[c] = f32(q[x + e + c]); }
-                case 1u: { t[c] = f32(k[x + e + c]); }
-                default: { t[c] = f32(v[x + e + c]); }
+                case 1u: { t[c] = f32(k_at(x + e + c)); }
+                default: { t[c] = f32(v_at(x + e + c)); }
             }
         }
     }

@@ -63,8 +63,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             if (j < n) {
                 for (var x = 0u; x < 4u; x++) {
                     if (c * 4u + x < p.D) {
-                        kk[x] = f32(k[kb + (t0 + j) * p.k_i + c * 4u + x]);
-                        vv[x] = f32(v[vb + (t0 + j) * p.v_i + c * 4u + x]);
+                        kk[x] = f32(k_at(kb + (t0 + j) * p.k_i + c * 4u + x));
+                        vv[x] = f32(v_at(vb + (t0 + j) * p.v_i + c * 4u + x));
                     }
                 }
             }

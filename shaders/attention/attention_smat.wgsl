@@ -65,13 +65,13 @@ var<workgroup> Ss: array<array<f32, 16u * SS>, 4>;     // [subgroup][row][key] S
 fn k_quad(kb: u32, t0: u32, e: u32) -> vec4<f16> {
     let j = e / DQ;
     if (t0 + j >= p.Lk) { return vec4<f16>(0.0); }
-    return k[(kb + (t0 + j) * p.k_i) / 4u + e % DQ];
+    return k_at((kb + (t0 + j) * p.k_i) / 4u + e % DQ);
 }
 
 fn v_quad(vb: u32, t0: u32, e: u32) -> vec4<f16> {
     let j = e / DQ;
     if (t0 + j >= p.Lk) { return vec4<f16>(0.0); }
-    return v[(vb + (t0 + j) * p.v_i) / 4u + e % DQ];
+    return v_at((vb + (t0 + j) * p.v_i) / 4u + e % DQ);
 }
 
 // quad e of the K and V tiles (key e / DQ, dims 4 (e % DQ) ..) into Ks and Vs

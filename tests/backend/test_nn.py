@@ -192,8 +192,9 @@ def test_attention_on_permuted_views(backend):
 def test_attention_on_heads_of_one_fused_projection(backend, path, shared, monkeypatch):
     """q, k and v as head views of slices of one (B, L, 3H) projection (BERT's fused QKV):
     the fused kernels read all three from the one buffer at their offsets, without copies,
-    where the device allows one buffer in several bindings (natively); in the browser, whose
-    WebGPU rejects that, k and v are copied out compactly first."""
+    through q's binding (K_IN_Q, V_IN), whether or not the device allows one buffer in
+    several bindings (natively it does; the browser's WebGPU rejects it where the dispatch
+    also writes that buffer)."""
     from webrlx.compiler import lower_attention
     from webrlx.device_info import DeviceInfo
     monkeypatch.setattr(lower_attention, "FORCE_PATH", path)
@@ -215,10 +216,40 @@ def test_attention_on_heads_of_one_fused_projection(backend, path, shared, monke
     if backend.name != "reference" and path != "matmul":
         g = wr.Graph()
         exe = wr.compile(g, outputs=[build(g.input("x", x.shape))], device=backend)
-        names = [c.name for c in exe.plan({}).program.calls]
+        calls = exe.plan({}).program.calls
+        names = [c.name for c in calls]
         assert names[-1] in ("attention_regs", "attention_rows", "attention",
                              "attention_flash"), names
-        assert len(names) == (1 if backend.info.shared_read_bindings else 3), names
+        assert len(names) == 1, names
+        assert calls[-1].overrides["K_IN_Q"] and calls[-1].overrides["V_IN"] == 1
+
+
+@pytest.mark.parametrize("path", ["regs", "rows", "row", "flash"])
+def test_attention_keys_and_values_of_one_projection(backend, path, monkeypatch):
+    """q from its own projection, k and v as head views of one (B, L, 2H) projection (a
+    cross-attention's fused KV): v is read through k's binding (V_IN 2), no copy."""
+    from webrlx.compiler import lower_attention
+    monkeypatch.setattr(lower_attention, "FORCE_PATH", path)
+
+    def heads(t, j):
+        return t[..., j * 32:(j + 1) * 32].reshape(2, 5, 4, 8).permute(0, 2, 1, 3)
+
+    def build(q, kv):
+        return wr.nn.attention(heads(q, 0), heads(kv, 0), heads(kv, 1)).permute(0, 2, 1, 3)
+
+    def ref(q, kv):
+        qh, kh, vh = (t[..., j * 32:(j + 1) * 32].reshape(2, 5, 4, 8).transpose(0, 2, 1, 3)
+                      for t, j in ((q, 0), (kv, 0), (kv, 1)))
+        return _attn(qh, kh, vh).transpose(0, 2, 1, 3)
+    q, kv = rand(2, 5, 32), rand(2, 5, 64, seed=1)
+    check(backend, build, ref, q, kv, rtol=1e-4, atol=1e-5)
+    if backend.name != "reference":
+        g = wr.Graph()
+        exe = wr.compile(g, outputs=[build(g.input("q", q.shape), g.input("kv", kv.shape))],
+                         device=backend)
+        calls = exe.plan({}).program.calls
+        assert len(calls) == 1, [c.name for c in calls]
+        assert not calls[-1].overrides["K_IN_Q"] and calls[-1].overrides["V_IN"] == 2
 
 
 @pytest.mark.parametrize("software", [False, True])     # key tiles of 32 or 16

@@ -153,18 +153,20 @@ def _head_view(L: EmitContext, node_id: int) -> Any:
     return view if view is not None and view[3][3] == 1 else None
 
 
-def _bhd_strides(L: EmitContext, node_id: int, taken: set[int]
-                 ) -> tuple[Buf, int, tuple[int, int, int]]:
-    """(buffer, element offset, (batch, head, row) strides) of a (B, H, L, D) operand; views
-    (dim stride 1) need no copy, unless their buffer is in `taken` (an earlier operand's) and
-    the device rejects one buffer in several bindings (the browser): then a compact copy."""
+def _bhd_strides(L: EmitContext, node_id: int, taken: dict[int, str], name: str
+                 ) -> tuple[Buf, int, tuple[int, int, int], str | None]:
+    """(buffer, element offset, (batch, head, row) strides, in) of a (B, H, L, D) operand named
+    `name`; views (dim stride 1) need no copy. `in` names the earlier operand ("q" or "k")
+    whose binding already holds the view's buffer (`taken`: buffer id -> operand): the kernel
+    reads this operand through that binding (attention_io's K_IN_Q / V_IN), since one buffer
+    in several bindings of a dispatch that also writes it is an error in WebGPU (Dawn)."""
     view = _head_view(L, node_id)
-    if view is not None and (L.info.shared_read_bindings or view[0].id not in taken):
-        taken.add(view[0].id)
+    if view is not None:
         del L.lazy[node_id]
-        return view[0], view[2], view[3][:3]
+        holder = taken.setdefault(view[0].id, name)
+        return view[0], view[2], view[3][:3], (holder if holder != name else None)
     st = strides_of(L.shape(node_id))
-    return L.buf(node_id), 0, (st[0], st[1], st[2])
+    return L.buf(node_id), 0, (st[0], st[1], st[2]), None
 
 
 def _vec4_view(L: EmitContext, node_id: int) -> bool:
@@ -189,11 +191,15 @@ def _attention(L: EmitContext, node: Node) -> Buf:
         path = attention_path(L, b, h, lq, lk, d, flash_ok=False)   # (flash reads vec4s)
     if path == "matmul":
         return _attention_by_matmul(L, node, (b, h, lq, lk, d))
-    taken: set[int] = set()
-    (qb, qo, qs), (kb, ko, ks), (vb, vo, vs) = (_bhd_strides(L, i, taken)
-                                                for i in node.inputs[:3])
+    taken: dict[int, str] = {}
+    (qb, qo, qs, _), (kb, ko, ks, k_in), (vb, vo, vs, v_in) = (
+        _bhd_strides(L, i, taken, t) for i, t in zip(node.inputs[:3], "qkv"))
     has_mask = len(node.inputs) == 4
     mask = L.buf(node.inputs[3]) if has_mask else L.dummy(0)
+    if k_in is not None:             # read through q's binding (attention_io.wgsl)
+        kb = L.dummy(1)
+    if v_in is not None:
+        vb = L.dummy(2)
     out = L.temp((b, h, lq, d), node.dtype)
     permute = L.fusions.bshd_attention.get(node.id)
     if permute is not None:          # write (B, L, H, D): the consumer's permute is free
@@ -207,7 +213,8 @@ def _attention(L: EmitContext, node: Node) -> Buf:
     # what every fused kernel takes: q, k, v, mask, out; shapes, scale and strides; masking
     qkv = {"q": qb, "k": kb, "v": vb, "mask": mask}
     args = {"Lq": lq, "Lk": lk, "D": d, "scale": node.attrs["scale"], **strides}
-    masking = {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False))}
+    masking = {"HAS_MASK": has_mask, "CAUSAL": bool(node.attrs.get("causal", False)),
+               "K_IN_Q": k_in is not None, "V_IN": {None: 0, "q": 1, "k": 2}[v_in]}
     if path == "flash":              # register-tiled Q x K/V tiles, online softmax (GPUs)
         sg = L.info.subgroup_size
         row_tiles = raw_shader("common/flash_rows_subgroup" if FLASH_SUBGROUPS and sg >= 16
