@@ -97,6 +97,10 @@
 #           submit, GPU kernel sum a run) natively and under Dawn, $ROUNDS alternating
 #   attnq   attention reading k / v through q's binding (K_IN_Q, V_IN): the attention and smat
 #           tests under Dawn (f16 and subgroup matrices on), then `mlhost` and `mlpair`
+#   pieces  bench/probes/pieced_submit_probe.py under Dawn: a run submitted in pieces
+#           (js_webgpu.SUBMIT_FIRST, $FIRSTS) against one command buffer, alternating: MiniLM
+#           1x128 read back run by run and back to back, the SmolLM2-shaped Q4_1 file's
+#           128-token prompt to its first token (setup carrying .big/llvk.so.xz)
 #   batchratio  natively, bench/llm_batch.py on the 1B-shaped Q4_K_M (1 and 8 sequences)
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
@@ -936,6 +940,15 @@ attnq)
     tests/backend/test_smat.py -k "attention or smat" > $OUT/dawn-attention-tests.txt 2>&1
   grep -E "passed|failed" $OUT/dawn-attention-tests.txt | tail -2
   bash $0 mlhost; bash $0 mlpair
+  ;;
+pieces)
+  O=$D/out-pieces && mkdir -p $O && minilm_random $O/err.txt && smollm2_q41 $O/err.txt
+  timeout ${PIECES_LIMIT:-400} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
+    --mount /tmp/llm_1b -- python bench/probes/pieced_submit_probe.py --model $SMOLLM2_Q41 \
+    --firsts ${FIRSTS:-0,16,32} --rounds ${ROUNDS:-3}" > $O/dawn.json 2>> $O/err.txt
+  tail -1 $O/dawn.json | python3 -c "import json, sys; print(json.dumps(json.loads(sys.stdin.read())['median']))" \
+    || tail -5 $O/err.txt
+  tar czf $OUT/pieces.tgz -C $O .
   ;;
 batchratio)
   # issue 31's batched figure natively: bench/llm_batch.py on the 1B-shaped Q4_K_M (Engine at 1

@@ -36,3 +36,53 @@ def test_adapter_name_falls_back_to_vendor_and_architecture() -> None:
     assert js_webgpu.adapter_name({"description": "", "vendor": "google",
                                    "architecture": "swiftshader"}) == "google swiftshader"
     assert js_webgpu.adapter_name({}) == "unknown adapter"
+
+
+def _run_submit_js(first: int, n: int, repeat: int = 1) -> list:
+    """_SUBMIT_JS (and _ENCODE_JS) run by Node over a recording fake device: what each
+    submitted command buffer held, in order."""
+    import json
+    import shutil
+    import subprocess
+    node = shutil.which("node")
+    if node is None:
+        raise RuntimeError("node is not on PATH (the test setup installs Node 20)")
+    script = f"""
+const encode = {js_webgpu._ENCODE_JS};
+const submit = {js_webgpu._SUBMIT_JS};
+const submitted = [];
+const device = {{createCommandEncoder() {{
+    const cmds = [];
+    return {{copyBufferToBuffer: (s, so, d, dof, n) => cmds.push("copy " + s),
+             beginComputePass: () => ({{setPipeline: p => cmds.push("pipe " + p),
+                                        setBindGroup: (i, g) => {{}},
+                                        dispatchWorkgroups: x => cmds.push("d" + x),
+                                        end: () => cmds.push("end")}}),
+             finish: () => cmds}};
+}}}};
+const queue = {{submit: bufs => submitted.push(...bufs)}};
+const n = {n};
+const pipes = Array.from({{length: n}}, (_, i) => i < 3 ? "a" : "b");
+const groups = Array.from({{length: n}}, (_, i) => i);
+const grids = Array.from({{length: n}}, (_, i) => [i, 1, 1]).flat();
+submit(device, queue, encode, pipes, groups, grids, {repeat}, 1, 0, {first},
+       "before", 0, "x", 0, 4, "after", 0, "y", 0, 4);
+console.log(JSON.stringify(submitted));
+"""
+    out = subprocess.run([node, "-e", script], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_pieced_submit_keeps_order_and_copies() -> None:
+    """SUBMIT_FIRST: 7 dispatches in pieces of 2, 4 and 1, each its own submit; the `before`
+    copy with the first piece, the other copies with the last, every pass binding its
+    pipeline; 0 (or few dispatches) is one command buffer as before."""
+    pieces = _run_submit_js(2, 7)
+    assert pieces == [["copy before", "pipe a", "d0", "d1", "end"],
+                      ["pipe a", "d2", "pipe b", "d3", "d4", "d5", "end"],
+                      ["pipe b", "d6", "end", "copy after"]]
+    whole = ["copy before", "pipe a", "d0", "d1", "d2", "pipe b", "d3", "d4", "d5", "d6", "end",
+             "copy after"]
+    assert _run_submit_js(0, 7) == [whole]
+    assert _run_submit_js(8, 7) == [whole]
+    assert _run_submit_js(2, 7, repeat=2) == [whole[:-1] + whole[1:]]

@@ -152,9 +152,9 @@ def create_backend(power_preference: str = "high-performance") -> JsWebGPUBacken
 # FFI crossings (setPipeline, setBindGroup, dispatchWorkgroups) cost microseconds each in
 # Pyodide, ~3 per dispatch; a 160-dispatch decode step of SmolLM2 spent about a millisecond
 # there (H100 under Dawn: 318 tok/s against 740 natively).
-_ENCODE_JS = """(pass, pipes, groups, grids) => {
+_ENCODE_JS = """(pass, pipes, groups, grids, start = 0, end = pipes.length) => {
     let last = null;
-    for (let i = 0; i < pipes.length; i++) {
+    for (let i = start; i < end; i++) {
         if (pipes[i] !== last) { last = pipes[i]; pass.setPipeline(last); }
         pass.setBindGroup(0, groups[i]);
         pass.dispatchWorkgroups(grids[3 * i], grids[3 * i + 1], grids[3 * i + 2]);
@@ -164,28 +164,51 @@ _ENCODE_JS = """(pass, pipes, groups, grids) => {
 # encoder, the copies (flattened into the call's arguments, 5 numbers or buffers each), the
 # passes and queue.submit; where Backend.submit made about 20 FFI calls, 8 of them only to look
 # up the encoder's and the pass's methods.
-_SUBMIT_JS = """(device, queue, encode, pipes, groups, grids, repeat, nBefore, nBetween,
+# With `first` > 0 and more dispatches than that (one pass), they go out in pieces of first,
+# 2 first, 4 first, ... dispatches, each its own command buffer submitted as soon as it is
+# recorded: the GPU starts on the first piece while the host still encodes the rest (Dawn
+# encodes ~4-10 us a dispatch on the JS thread; a 194-dispatch prefill spent ~1 ms there
+# before the GPU had anything). Queue order keeps the pieces in order; the `before` copies go
+# with the first piece, the others with the last.
+_SUBMIT_JS = """(device, queue, encode, pipes, groups, grids, repeat, nBefore, nBetween, first,
                  ...copies) => {
-    const enc = device.createCommandEncoder();
-    const copy = (first, n) => {
-        for (let i = 5 * first; i < 5 * (first + n); i += 5) {
+    const copy = (enc, from, n) => {
+        for (let i = 5 * from; i < 5 * (from + n); i += 5) {
             enc.copyBufferToBuffer(copies[i], copies[i + 1], copies[i + 2], copies[i + 3],
                                    copies[i + 4]);
         }
     };
-    copy(0, nBefore);
+    const nAfter = copies.length / 5 - nBefore - nBetween;
+    if (repeat === 1 && first > 0 && pipes.length > first) {
+        for (let start = 0, size = first; start < pipes.length; size *= 2) {
+            const end = Math.min(pipes.length, start + size);
+            const enc = device.createCommandEncoder();
+            if (start === 0) copy(enc, 0, nBefore);
+            const pass = enc.beginComputePass();
+            encode(pass, pipes, groups, grids, start, end);
+            pass.end();
+            if (end === pipes.length) copy(enc, nBefore + nBetween, nAfter);
+            queue.submit([enc.finish()]);
+            start = end;
+        }
+        return;
+    }
+    const enc = device.createCommandEncoder();
+    copy(enc, 0, nBefore);
     for (let step = 0; pipes.length && step < repeat; step++) {
-        if (step) copy(nBefore, nBetween);
+        if (step) copy(enc, nBefore, nBetween);
         const pass = enc.beginComputePass();
         encode(pass, pipes, groups, grids);
         pass.end();
     }
-    copy(nBefore + nBetween, copies.length / 5 - nBefore - nBetween);
+    copy(enc, nBefore + nBetween, nAfter);
     queue.submit([enc.finish()]);
 }"""
 ENCODE_CACHE = 64       # dispatch lists whose JS arrays are kept (a plan's list is reused)
 ONE_CALL_ENCODE = True  # False: one FFI call per pass method (A/B runs, a debugging aid)
 ONE_CALL_SUBMIT = True  # False: Backend.submit's calls from Python (A/B runs, as above)
+# dispatches in the first piece of a pieced submit (_SUBMIT_JS; 0: one command buffer)
+SUBMIT_FIRST = 0
 
 
 class _JsPass:
@@ -401,7 +424,7 @@ class JsWebGPUBackend(Backend):
         flat = [x for c in (*before, *between, *copies)
                 for x in (c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)]
         self._submit_js(self.js_device, self.js_queue, self._encode, arrays[1], arrays[2],
-                        arrays[3], repeat, len(before), len(between), *flat)
+                        arrays[3], repeat, len(before), len(between), SUBMIT_FIRST, *flat)
         self.stats["submits"] += 1
 
     def _js_arrays(self, dispatches: Sequence[Dispatch]) -> tuple[Any, ...]:

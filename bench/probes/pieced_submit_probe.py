@@ -1,0 +1,97 @@
+"""Does submitting a run in pieces (js_webgpu.SUBMIT_FIRST: the first F dispatches as their own
+command buffer, then 2F, 4F, ...) shorten a single run's wall time under Dawn, where the host
+encodes ~4-10 us a dispatch before the GPU has anything? Per round, for each F (0: one command
+buffer): MiniLM 1x128 run by run with its output read back each time (the latency a page
+sees), MiniLM runs back to back (bench's throughput figure), and with --model a GGUF prompt's
+time to its first token (the prefill and one sampled token). Modes alternate inside one
+process. Prints JSON.
+
+    python -m webrlx dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,\\
+        vulkan_enable_f16_on_nvidia -- python bench/probes/pieced_submit_probe.py \\
+        [--model FILE.gguf --prefill 128] [--firsts 0,16,32] [--rounds 3]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+from webrlx.backends import auto, js_webgpu
+from webrlx.backends.base import Copy
+from webrlx.cli import clocks
+from webrlx.models import minilm
+
+
+def minilm_times(enc: Any, feeds: dict[str, np.ndarray], runs: int, batch: int
+                 ) -> dict[str, float]:
+    exe = enc.executable
+    lat = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        exe.run(feeds)
+        lat.append(time.perf_counter() - t)
+    plan = exe.last_plan
+    be = plan.backend
+    first = plan.copies[0]
+    probe = Copy(first.src, first.src_offset, first.dst, first.dst_offset, 4)
+    t = time.perf_counter()
+    for _ in range(batch):
+        be.submit(plan.dispatches)
+    be.submit([], [probe])
+    be.read_buffer(plan.staging, 0, 4)
+    back = (time.perf_counter() - t) / batch
+    return {"run_read_ms": round(1e3 * statistics.median(lat), 4),
+            "back_to_back_ms": round(1e3 * back, 4), "dispatches": len(plan.dispatches)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="a GGUF file: its prompt's first token")
+    ap.add_argument("--prefill", type=int, default=128)
+    ap.add_argument("--firsts", default="0,16,32")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=60, help="MiniLM runs read back, a median")
+    ap.add_argument("--batch", type=int, default=200, help="MiniLM runs back to back")
+    args = ap.parse_args()
+    firsts = [int(v) for v in args.firsts.split(",")]
+    dev = auto.device()
+    enc = minilm.load(device=dev)
+    rng = np.random.default_rng(0)
+    feeds = enc.feeds([[101] + list(rng.integers(1000, 29000, 126)) + [102]])
+    lm = ids = None
+    if args.model:
+        from webrlx.models import llm
+        lm = llm.load(args.model, device=dev, max_context=args.prefill + 64)
+        ids = [int(t) for t in rng.integers(0, 256, args.prefill)]
+        lm.generate_ids(ids, 1, ignore_eos=True)
+    enc.executable.run(feeds)
+    rounds: list[dict[str, Any]] = []
+    for _ in range(args.rounds):
+        for f in firsts:
+            js_webgpu.SUBMIT_FIRST = f
+            clocks.hold_clocks(lambda: enc.executable.run(feeds), lambda: None)
+            row: dict[str, Any] = {"first": f, **minilm_times(enc, feeds, args.runs, args.batch)}
+            if lm is not None:
+                walls, toks = [], []
+                for _ in range(5):
+                    toks = lm.generate_ids(ids, 1, ignore_eos=True)
+                    walls.append(1e3 * lm.stats.first_token_s)
+                row["first_token_ms"] = round(min(walls), 3)
+                row["first_token_ms_median"] = round(statistics.median(walls), 3)
+                row["token"] = int(toks[-1])
+            rounds.append(row)
+            print(json.dumps(row), flush=True)
+    summary = {str(f): {k: statistics.median(r[k] for r in rounds if r["first"] == f)
+                        for k in rounds[0] if k not in ("first", "token", "dispatches")}
+               for f in firsts}
+    print(json.dumps({"adapter": dev.info.name, "backend": dev.info.backend,
+                      "model": args.model, "prefill": args.prefill, "rounds": rounds,
+                      "median": summary}))
+
+
+if __name__ == "__main__":
+    main()
