@@ -3,8 +3,9 @@ command buffer, then 2F, 4F, ...) shorten a single run's wall time under Dawn, w
 encodes ~4-10 us a dispatch before the GPU has anything? Per round, for each F (0: one command
 buffer): MiniLM 1x128 run by run with its output read back each time (the latency a page
 sees), MiniLM runs back to back (bench's throughput figure), and with --model a GGUF prompt's
-time to its first token (the prefill and one sampled token). Modes alternate inside one
-process. Prints JSON.
+time to its first token (the prefill and one sampled token) and (--decode N) its decode
+tokens/s. Only a submit that finds the GPU idle goes out in pieces (js_webgpu.QueueIdle). Modes
+alternate inside one process. Prints JSON.
 
     python -m webrlx dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,\\
         vulkan_enable_f16_on_nvidia -- python bench/probes/pieced_submit_probe.py \\
@@ -56,6 +57,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=60, help="MiniLM runs read back, a median")
     ap.add_argument("--batch", type=int, default=200, help="MiniLM runs back to back")
+    ap.add_argument("--decode", type=int, default=0, help="with --model: tokens/s of a decode "
+                    "of this many tokens (read-ahead: most steps find the GPU busy)")
     args = ap.parse_args()
     firsts = [int(v) for v in args.firsts.split(",")]
     dev = auto.device()
@@ -83,10 +86,14 @@ def main() -> None:
                 row["first_token_ms"] = round(min(walls), 3)
                 row["first_token_ms_median"] = round(statistics.median(walls), 3)
                 row["token"] = int(toks[-1])
+                if args.decode:
+                    toks = lm.generate_ids(ids[:11], args.decode, ignore_eos=True)
+                    row["decode_tok_s"] = round(lm.stats.tokens_per_s, 1)
+                    row["decode_last_tokens"] = [int(t) for t in toks[-4:]]
             rounds.append(row)
             print(json.dumps(row), flush=True)
     summary = {str(f): {k: statistics.median(r[k] for r in rounds if r["first"] == f)
-                        for k in rounds[0] if k not in ("first", "token", "dispatches")}
+                        for k in rounds[0] if k not in ("first", "token", "dispatches", "decode_last_tokens")}
                for f in firsts}
     print(json.dumps({"adapter": dev.info.name, "backend": dev.info.backend,
                       "model": args.model, "prefill": args.prefill, "rounds": rounds,

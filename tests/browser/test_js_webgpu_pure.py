@@ -86,3 +86,20 @@ def test_pieced_submit_keeps_order_and_copies() -> None:
     assert _run_submit_js(0, 7) == [whole]
     assert _run_submit_js(8, 7) == [whole]
     assert _run_submit_js(2, 7, repeat=2) == [whole[:-1] + whole[1:]]
+
+
+def test_queue_idle_follows_submits_and_completed_reads() -> None:
+    """Only a submit that finds the GPU idle goes out in pieces: the first one, and the first
+    after a read that was issued behind every submit; not one behind work still queued (a
+    decode step), nor after a read issued before the latest submit."""
+    q = js_webgpu.QueueIdle()
+    assert q.submit()                       # nothing before it
+    assert not q.submit()                   # the first may still run
+    mark = q.read_issued()
+    assert not q.submit()                   # submitted while the read waits
+    q.read_done(mark)
+    assert not q.submit()                   # the read covered the first two only
+    q.read_done(q.read_issued())
+    assert q.submit()
+    q.read_done(0)                          # an older read finishing changes nothing
+    assert not q.submit()
