@@ -93,7 +93,8 @@ def main() -> None:
             rounds.append(row)
             print(json.dumps(row), flush=True)
     summary = {str(f): {k: statistics.median(r[k] for r in rounds if r["first"] == f)
-                        for k in rounds[0] if k not in ("first", "token", "dispatches", "decode_last_tokens")}
+                        for k in rounds[0]
+                        if k not in ("first", "token", "dispatches", "decode_last_tokens")}
                for f in firsts}
     print(json.dumps({"adapter": dev.info.name, "backend": dev.info.backend,
                       "model": args.model, "prefill": args.prefill, "rounds": rounds,
