@@ -100,7 +100,8 @@
 #   pieces  bench/probes/pieced_submit_probe.py under Dawn: a run submitted in pieces
 #           (js_webgpu.SUBMIT_FIRST, $FIRSTS) against one command buffer, alternating: MiniLM
 #           1x128 read back run by run and back to back, the SmolLM2-shaped Q4_1 file's
-#           128-token prompt to its first token (setup carrying .big/llvk.so.xz)
+#           128-token prompt to its first token (setup carrying .big/llvk.so.xz); NATIVE=1:
+#           the same natively (wgpu_native.SUBMIT_FIRST) after it
 #   batchratio  natively, bench/llm_batch.py on the 1B-shaped Q4_K_M (1 and 8 sequences)
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
@@ -946,8 +947,12 @@ pieces)
   timeout ${PIECES_LIMIT:-400} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
     --mount /tmp/llm_1b -- python bench/probes/pieced_submit_probe.py --model $SMOLLM2_Q41 \
     --firsts ${FIRSTS:-0,16,32} --rounds ${ROUNDS:-3} --decode ${DECODE:-0}" > $O/dawn.json 2>> $O/err.txt
-  tail -1 $O/dawn.json | python3 -c "import json, sys; print(json.dumps(json.loads(sys.stdin.read())['median']))" \
-    || tail -5 $O/err.txt
+  [ "${NATIVE:-0}" = 1 ] && (cd $S && timeout 300 python3 bench/probes/pieced_submit_probe.py \
+    --model $SMOLLM2_Q41 --firsts ${FIRSTS:-0,16,32} --rounds ${ROUNDS:-3} --decode ${DECODE:-0} \
+    > $O/native.json 2>> $O/err.txt)
+  for f in $O/dawn.json $O/native.json; do [ -f $f ] && (tail -1 $f | python3 -c \
+    "import json, sys; print(sys.argv[1], json.dumps(json.loads(sys.stdin.read())['median']))" $f \
+    || tail -5 $O/err.txt); done
   tar czf $OUT/pieces.tgz -C $O .
   ;;
 batchratio)

@@ -1,7 +1,7 @@
-"""Does submitting a run in pieces (js_webgpu.SUBMIT_FIRST: the first F dispatches as their own
-command buffer, then 2F, 4F, ...) shorten a single run's wall time under Dawn, where the host
-encodes ~4-10 us a dispatch before the GPU has anything? Per round, for each F (0: one command
-buffer): MiniLM 1x128 run by run with its output read back each time (the latency a page
+"""Does submitting a run in pieces (js_webgpu / wgpu_native.SUBMIT_FIRST: the first F dispatches
+as their own command buffer, then 2F, 4F, ...) shorten a single run's wall time, where the host
+encodes ~3-10 us a dispatch before the GPU has anything (under Dawn, natively)? Per round, for
+each F (0: one command buffer): MiniLM 1x128 run by run with its output read back each time (the latency a page
 sees), MiniLM runs back to back (bench's throughput figure), and with --model a GGUF prompt's
 time to its first token (the prefill and one sampled token) and (--decode N) its decode
 tokens/s. Only a submit that finds the GPU idle goes out in pieces (js_webgpu.QueueIdle). Modes
@@ -62,6 +62,10 @@ def main() -> None:
     args = ap.parse_args()
     firsts = [int(v) for v in args.firsts.split(",")]
     dev = auto.device()
+    if dev.info.backend == "navigator.gpu":
+        mod: Any = js_webgpu
+    else:                                   # natively: wgpu_native.SUBMIT_FIRST
+        from webrlx.backends import wgpu_native as mod
     enc = minilm.load(device=dev)
     rng = np.random.default_rng(0)
     feeds = enc.feeds([[101] + list(rng.integers(1000, 29000, 126)) + [102]])
@@ -75,7 +79,7 @@ def main() -> None:
     rounds: list[dict[str, Any]] = []
     for _ in range(args.rounds):
         for f in firsts:
-            js_webgpu.SUBMIT_FIRST = f
+            mod.SUBMIT_FIRST = f
             clocks.hold_clocks(lambda: enc.executable.run(feeds), lambda: None)
             row: dict[str, Any] = {"first": f, **minilm_times(enc, feeds, args.runs, args.batch)}
             if lm is not None:

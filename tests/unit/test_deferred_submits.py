@@ -142,3 +142,36 @@ def test_every_device_can_be_flushed():
     """exe.device.flush() (named in Executable.run's docstring) exists on every device."""
     for name in ("gpu", "reference"):
         wr.device(name).flush()
+
+
+def test_a_long_run_on_an_idle_gpu_goes_out_in_pieces(monkeypatch):
+    """wgpu_native.SUBMIT_FIRST: a run of 40 dispatches that finds the GPU idle is submitted
+    as pieces of 4, 8, 16 and 12 dispatches (four command buffers), its result that of one
+    command buffer; with SUBMIT_FIRST 0 it is one."""
+    from webrlx.backends import wgpu_native
+    dev = wr.device("gpu")
+    g = wr.Graph()
+    x, w = g.input("x", (8, 8)), g.input("w", (8, 8))
+    y = x
+    for _ in range(20):                    # 20 matmuls and scalings: 40 dispatches
+        y = (y @ w) * 0.5
+    exe = wr.compile(g, outputs=[y], device=dev)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((8, 8)).astype(np.float32), \
+        rng.standard_normal((8, 8)).astype(np.float32)
+    want = a.astype(np.float64)
+    for _ in range(20):
+        want = want @ b * 0.5
+    got = {}
+    for first in (4, 0):
+        monkeypatch.setattr(wgpu_native, "SUBMIT_FIRST", first)
+        exe.run({"x": a, "w": b})                      # compile and upload first
+        before = dict(dev.stats)
+        got[first] = exe.run({"x": a, "w": b})[0]
+        n = len(exe.last_plan.dispatches)
+        assert n == 40, n
+        pieced = dev.stats["submits_pieced"] - before.get("submits_pieced", 0)
+        queued = dev.stats["queue_submits"] - before.get("queue_submits", 0)
+        assert (pieced, queued) == ((1, 4) if first else (0, 1)), (first, pieced, queued)
+    np.testing.assert_allclose(got[4], want, rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(got[4], got[0])
