@@ -1,11 +1,11 @@
-"""Does submitting a run in pieces (js_webgpu / wgpu_native.SUBMIT_FIRST: the first F dispatches
-as their own command buffer, then 2F, 4F, ...) shorten a single run's wall time, where the host
-encodes ~3-10 us a dispatch before the GPU has anything (under Dawn, natively)? Per round, for
-each F (0: one command buffer): MiniLM 1x128 run by run with its output read back each time (the latency a page
-sees), MiniLM runs back to back (bench's throughput figure), and with --model a GGUF prompt's
-time to its first token (the prefill and one sampled token) and (--decode N) its decode
-tokens/s. Only a submit that finds the GPU idle goes out in pieces (js_webgpu.QueueIdle). Modes
-alternate inside one process. Prints JSON.
+"""Does submitting a run in pieces (js_webgpu / wgpu_native.SUBMIT_FIRST: the first F
+dispatches as their own command buffer, then 2F, 4F, ...) shorten a single run's wall time,
+where the host encodes ~3-10 us a dispatch before the GPU has anything (under Dawn,
+natively)? Per round, for each F (0: one command buffer): MiniLM 1x128 run by run with its
+output read back each time (the latency a page sees), MiniLM runs back to back (bench's
+throughput figure), and with --model a GGUF prompt's time to its first token (the prefill and
+one sampled token) and (--decode N) its decode tokens/s. Only a submit that finds the GPU idle
+goes out in pieces. Modes alternate inside one process. Prints JSON.
 
     python -m webrlx dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,\\
         vulkan_enable_f16_on_nvidia -- python bench/probes/pieced_submit_probe.py \\
