@@ -946,7 +946,7 @@ pieces)
   O=$D/out-pieces && mkdir -p $O && minilm_random $O/err.txt && smollm2_q41 $O/err.txt
   timeout ${PIECES_LIMIT:-400} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
     --mount /tmp/llm_1b -- python bench/probes/pieced_submit_probe.py --model $SMOLLM2_Q41 \
-    --firsts ${FIRSTS:-0,16,32} --rounds ${ROUNDS:-3} --decode ${DECODE:-0}" > $O/dawn.json 2>> $O/err.txt
+    --firsts ${FIRSTS:-0,16,32} --rounds ${ROUNDS:-3} --decode ${DECODE:-0} ${PROBE_ARGS:-}" > $O/dawn.json 2>> $O/err.txt
   [ "${NATIVE:-0}" = 1 ] && (cd $S && timeout 300 python3 bench/probes/pieced_submit_probe.py \
     --model $SMOLLM2_Q41 --firsts ${FIRSTS:-0,16,32} --rounds ${ROUNDS:-3} --decode ${DECODE:-0} \
     > $O/native.json 2>> $O/err.txt)

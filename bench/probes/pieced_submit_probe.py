@@ -49,6 +49,27 @@ def minilm_times(enc: Any, feeds: dict[str, np.ndarray], runs: int, batch: int
             "back_to_back_ms": round(1e3 * back, 4), "dispatches": len(plan.dispatches)}
 
 
+class Phases:
+    """Host time inside the backend's submit and read_buffer calls (wrapped), per phase."""
+
+    def __init__(self, backend: Any) -> None:
+        self.t = {"submit": 0.0, "read": 0.0}
+        for name, key in (("submit", "submit"), ("read_buffer", "read")):
+            inner = getattr(backend, name)
+
+            def timed(*a: Any, _inner: Any = inner, _key: str = key, **kw: Any) -> Any:
+                t0 = time.perf_counter()
+                try:
+                    return _inner(*a, **kw)
+                finally:
+                    self.t[_key] += time.perf_counter() - t0
+            setattr(backend, name, timed)
+
+    def take(self) -> dict[str, float]:
+        out, self.t = self.t, {k: 0.0 for k in self.t}
+        return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="a GGUF file: its prompt's first token")
@@ -57,6 +78,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=60, help="MiniLM runs read back, a median")
     ap.add_argument("--batch", type=int, default=200, help="MiniLM runs back to back")
+    ap.add_argument("--phases", action="store_true", help="with --model: the host's ms inside "
+                    "backend.submit and backend.read_buffer of each first-token run")
     ap.add_argument("--decode", type=int, default=0, help="with --model: tokens/s of a decode "
                     "of this many tokens (read-ahead: most steps find the GPU busy)")
     args = ap.parse_args()
@@ -76,6 +99,7 @@ def main() -> None:
         ids = [int(t) for t in rng.integers(0, 256, args.prefill)]
         lm.generate_ids(ids, 1, ignore_eos=True)
     enc.executable.run(feeds)
+    phases = Phases(dev) if args.phases else None
     rounds: list[dict[str, Any]] = []
     for _ in range(args.rounds):
         for f in firsts:
@@ -83,10 +107,16 @@ def main() -> None:
             clocks.hold_clocks(lambda: enc.executable.run(feeds), lambda: None)
             row: dict[str, Any] = {"first": f, **minilm_times(enc, feeds, args.runs, args.batch)}
             if lm is not None:
-                walls, toks = [], []
+                walls, toks, split = [], [], []
                 for _ in range(5):
+                    if phases is not None:
+                        phases.take()
                     toks = lm.generate_ids(ids, 1, ignore_eos=True)
                     walls.append(1e3 * lm.stats.first_token_s)
+                    if phases is not None:
+                        split.append({k: round(1e3 * v, 3) for k, v in phases.take().items()})
+                if split:
+                    row["first_token_host_ms"] = split
                 row["first_token_ms"] = round(min(walls), 3)
                 row["first_token_ms_median"] = round(statistics.median(walls), 3)
                 row["token"] = int(toks[-1])
@@ -98,7 +128,8 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     summary = {str(f): {k: statistics.median(r[k] for r in rounds if r["first"] == f)
                         for k in rounds[0]
-                        if k not in ("first", "token", "dispatches", "decode_last_tokens")}
+                        if k not in ("first", "token", "dispatches", "decode_last_tokens",
+                                     "first_token_host_ms")}
                for f in firsts}
     print(json.dumps({"adapter": dev.info.name, "backend": dev.info.backend,
                       "model": args.model, "prefill": args.prefill, "rounds": rounds,
