@@ -90,16 +90,17 @@ def test_pieced_submit_keeps_order_and_copies() -> None:
 
 def test_queue_idle_follows_submits_and_completed_reads() -> None:
     """Only a submit that finds the GPU idle goes out in pieces: the first one, and the first
-    after a read that was issued behind every submit; not one behind work still queued (a
-    decode step), nor after a read issued before the latest submit."""
-    q = js_webgpu.QueueIdle()
-    assert q.submit()                       # nothing before it
-    assert not q.submit()                   # the first may still run
-    mark = q.read_issued()
-    assert not q.submit()                   # submitted while the read waits
-    q.read_done(mark)
-    assert not q.submit()                   # the read covered the first two only
-    q.read_done(q.read_issued())
-    assert q.submit()
-    q.read_done(0)                          # an older read finishing changes nothing
+    after a read whose buffer was written by the latest submit; not one behind work still
+    queued (a decode step), nor after a read of a copy made steps before (read-ahead)."""
+    from webrlx.backends.base import Copy, QueueIdle
+    q = QueueIdle()
+    staging, ahead = object(), object()
+    assert q.submit([Copy(None, 0, staging, 0, 4)])         # nothing before it
+    q.read_done(q.read_issued(staging))                      # the run's output read back
+    assert q.submit([Copy(None, 0, ahead, 0, 4)])            # the next run: idle
+    assert not q.submit()                                    # the first may still run
     assert not q.submit()
+    q.read_done(q.read_issued(ahead))                        # read two submits late
+    assert not q.submit()                                    # shows only the first done
+    q.read_done(q.read_issued(object()))                     # a buffer no copy wrote: all
+    assert q.submit()

@@ -89,6 +89,36 @@ def quantized(stamps: np.ndarray) -> bool:
     return step == 0 or step >= 1000
 
 
+class QueueIdle:
+    """Whether the GPU has nothing left to do, as far as the host knows, without asking it:
+    submits are counted, each copy's destination remembers the submit that wrote it, and a
+    completed read of a buffer shows every submit up to that one done (a map waits for the
+    buffer's last use, Dawn's and wgpu's alike). A run submitted right after reading the
+    previous run's output finds the GPU idle; a decode step read back two steps late does
+    not."""
+
+    def __init__(self) -> None:
+        self.submitted = 0                  # submits so far
+        self.drained = 0                    # submits known finished
+        self.written: dict[int, int] = {}   # id(buffer) -> the submit whose copy wrote it
+
+    def submit(self, copies: Sequence[Copy] = ()) -> bool:
+        """Count a submit (and where its copies write); return whether the GPU was idle when
+        it came."""
+        idle = self.drained == self.submitted
+        self.submitted += 1
+        for c in copies:
+            self.written[id(c.dst)] = self.submitted
+        return idle
+
+    def read_issued(self, buf: Any) -> int:
+        """A read of buf is starting: the submits it will show finished."""
+        return self.written.pop(id(buf), self.submitted)
+
+    def read_done(self, mark: int) -> None:
+        self.drained = max(self.drained, mark)
+
+
 class Backend(abc.ABC):
     """A WebGPU device: buffers, cached pipelines, bind groups, one submit per run."""
 
@@ -97,6 +127,7 @@ class Backend(abc.ABC):
 
     def __init__(self) -> None:
         self.stats: Counter[str] = Counter()   # buffers, pipelines, bind_groups, submits
+        self.queue_idle = QueueIdle()          # pieced submits (js_webgpu, wgpu_native)
         # held around a whole run (uploads, submit, readback through shared staging buffers):
         # executables and devices are safe to share between threads (runs serialize)
         self.lock = threading.RLock()

@@ -208,35 +208,13 @@ ENCODE_CACHE = 64       # dispatch lists whose JS arrays are kept (a plan's list
 ONE_CALL_ENCODE = True  # False: one FFI call per pass method (A/B runs, a debugging aid)
 ONE_CALL_SUBMIT = True  # False: Backend.submit's calls from Python (A/B runs, as above)
 # Dispatches in the first piece of a pieced submit (_SUBMIT_JS; 0: one command buffer). Only a
-# submit that finds the GPU idle goes out in pieces (QueueIdle): a decode step submitted while
-# earlier steps still run gains nothing from an early start and would pay the extra submits.
+# submit that finds the GPU idle goes out in pieces (base.QueueIdle): a decode step submitted
+# while earlier steps still run gains nothing from an early start and would pay the extra
+# submits.
 # H200 under Dawn, SmolLM2-shaped Q4_1, a 128-token prompt to its first token, min of 5 in 3
 # alternating rounds (bench/probes/pieced_submit_probe.py): one command buffer 4.69-5.66 ms,
 # F = 16 3.58-4.17, F = 32 3.80-4.51 (2026-11-28-h200-dawn-pieced-submit.json).
 SUBMIT_FIRST = 16
-
-
-class QueueIdle:
-    """Whether the GPU has nothing left to do, as far as the host knows: every submit up to the
-    one before the latest completed read (a map resolves once the work submitted before it is
-    done). Submits and reads are counted; nothing is asked of the GPU."""
-
-    def __init__(self) -> None:
-        self.submitted = 0          # submits so far
-        self.drained = 0            # submits known finished
-
-    def submit(self) -> bool:
-        """Count a submit; return whether the GPU was idle when it came."""
-        idle = self.drained == self.submitted
-        self.submitted += 1
-        return idle
-
-    def read_issued(self) -> int:
-        """A read is starting: its mark (the submits before it)."""
-        return self.submitted
-
-    def read_done(self, mark: int) -> None:
-        self.drained = max(self.drained, mark)
 
 
 class _JsPass:
@@ -287,7 +265,6 @@ class JsWebGPUBackend(Backend):
                                if "chromium-experimental-subgroup-matrix" in features else (),
                                subgroup_sizes=sizes if "subgroups" in features else (0, 0))
         self._errors: list[str] = []               # uncaptured errors, raised at the next read
-        self.queue_idle = QueueIdle()
         self._encode: Any = None                   # _ENCODE_JS, made on first use
         self._submit_js: Any = None                # _SUBMIT_JS, made with it
         self._no_dispatches: Any = None            # an empty JS array, made with it
@@ -452,7 +429,7 @@ class JsWebGPUBackend(Backend):
             (None, self._no_dispatches, self._no_dispatches, self._no_dispatches)
         flat = [x for c in (*before, *between, *copies)
                 for x in (c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes)]
-        first = SUBMIT_FIRST if self.queue_idle.submit() else 0
+        first = SUBMIT_FIRST if self.queue_idle.submit((*before, *between, *copies)) else 0
         self._submit_js(self.js_device, self.js_queue, self._encode, arrays[1], arrays[2],
                         arrays[3], repeat, len(before), len(between), first, *flat)
         self.stats["submits"] += 1
@@ -504,7 +481,7 @@ class JsWebGPUBackend(Backend):
             raise _sync_unavailable("read_buffer", "`await exe.run_async(...)`")
         self._check("read_buffer")
         self.stats["readbacks"] += 1
-        mark = self.queue_idle.read_issued()
+        mark = self.queue_idle.read_issued(buf)
         try:
             run_sync(buf.mapAsync(MAP_MODE_READ, offset, nbytes))
         except Exception:
@@ -524,7 +501,7 @@ class JsWebGPUBackend(Backend):
             error = await scope
             if error is not None:
                 raise WebGPUError(f"{what}: {error.message}")
-        mark = self.queue_idle.read_issued()
+        mark = self.queue_idle.read_issued(buf)
         try:
             await buf.mapAsync(MAP_MODE_READ, offset, nbytes)
         except Exception:

@@ -35,7 +35,8 @@ MAX_HELD = 32
 HOLD_MAX_DISPATCHES = 16
 BURST_S = 50e-6
 HOLD_ALWAYS = False     # (tests) hold every run as in a burst: lavapipe's runs are too slow
-# A run of more than SUBMIT_FIRST dispatches that finds the GPU idle goes out in pieces of
+# A run of more than SUBMIT_FIRST dispatches that finds the GPU idle (base.QueueIdle: the last
+# read showed every submit done) goes out in pieces of
 # SUBMIT_FIRST, 2x, 4x ... dispatches, each submitted once recorded, so that the GPU starts
 # while the host still records the rest (~3 us a dispatch here: a 194-dispatch prefill spent
 # ~0.6 ms recording before the GPU had anything); as js_webgpu.SUBMIT_FIRST. 0: one command
@@ -309,9 +310,9 @@ class WgpuBackend(Backend):
                 len(dispatches) * repeat <= HOLD_MAX_DISPATCHES and (
                 HOLD_ALWAYS or start - self._last_end < BURST_S
                 or not lib.wgpuDevicePoll(self.device._internal, 0, ffi.NULL))
-            pieces = (not hold and repeat == 1 and 0 < SUBMIT_FIRST < len(dispatches)
-                      and self._open is None
-                      and lib.wgpuDevicePoll(self.device._internal, 0, ffi.NULL))
+            idle = self.queue_idle.submit((*before, *between, *copies))
+            pieces = (idle and not hold and repeat == 1 and 0 < SUBMIT_FIRST < len(dispatches)
+                      and self._open is None)
             try:
                 if pieces:
                     self._submit_pieces(dispatches, copies, before)
@@ -415,6 +416,7 @@ class WgpuBackend(Backend):
         self.stats["queue_submits"] += 1
 
     def _queue_submit(self, command_buffer: Any) -> None:
+        self.queue_idle.submit()
         self.flush()
         with self._guard("submit"):
             self.queue.submit([command_buffer])
@@ -426,9 +428,11 @@ class WgpuBackend(Backend):
 
     def read_buffer(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         self.stats["readbacks"] += 1
+        mark = self.queue_idle.read_issued(buf)
         self.flush()
         with self._guard("read_buffer"):
             buf.map_sync(self._wgpu.MapMode.READ, offset, nbytes)
+        self.queue_idle.read_done(mark)
         try:
             return buf.read_mapped(offset, nbytes, copy=True)
         finally:
@@ -436,9 +440,11 @@ class WgpuBackend(Backend):
 
     async def read_buffer_async(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         self.stats["readbacks"] += 1
+        mark = self.queue_idle.read_issued(buf)
         self.flush()
         with self._guard("read_buffer_async"):
             await buf.map_async(self._wgpu.MapMode.READ, offset, nbytes)
+        self.queue_idle.read_done(mark)
         try:
             return buf.read_mapped(offset, nbytes, copy=True)
         finally:
