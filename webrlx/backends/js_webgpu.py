@@ -211,9 +211,10 @@ ONE_CALL_SUBMIT = True  # False: Backend.submit's calls from Python (A/B runs, a
 # submit that finds the GPU idle goes out in pieces (base.QueueIdle): a decode step submitted
 # while earlier steps still run gains nothing from an early start and would pay the extra
 # submits.
-# H200 under Dawn, SmolLM2-shaped Q4_1, a 128-token prompt to its first token, min of 5 in 3
-# alternating rounds (bench/probes/pieced_submit_probe.py): one command buffer 4.69-5.66 ms,
-# F = 16 3.58-4.17, F = 32 3.80-4.51 (2026-11-28-h200-dawn-pieced-submit.json).
+# H200s under Dawn, SmolLM2-shaped Q4_1, a 128-token prompt to its first token, min of 5 a
+# round, modes alternating (bench/probes/pieced_submit_probe.py, 5 calls): one command buffer
+# 4.30-5.66 ms (7.1 cold), F = 16 3.50-4.33, F = 32 3.80-4.51; decode unchanged
+# (2026-11-28-h200-dawn-pieced-submit.json).
 SUBMIT_FIRST = 16
 
 
