@@ -61,6 +61,21 @@ def test_minilm_rejects_an_unknown_dtype():
         minilm.load(device="reference", dtype="int8")
 
 
+def test_pooling_is_a_masked_sum_and_one_norm(backend, reference):
+    """Mean pooling + L2 normalization run as two kernels (the mask row @ x, then rms_norm
+    weighted 1 / sqrt(H)), and padding a sentence inside a batch changes nothing: rows of
+    several lengths equal each sentence alone."""
+    enc = minilm.load(device=backend)
+    texts = ["A short one.", "A somewhat longer sentence about pooling and padding."]
+    together = enc.encode(texts)
+    alone = np.concatenate([enc.encode([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(together, axis=-1), 1.0, rtol=1e-5)
+    if backend.name != "reference":
+        names = [c.name for c in enc.executable.last_plan.program.calls]
+        assert names[-1] == "rms_norm" and names[-2] in ("gemv", "matmul"), names[-4:]
+
+
 HEAVY = ("matmul", "attention", "add+layer_norm", "layer_norm")   # the slow ones to compile
 
 

@@ -126,7 +126,13 @@ def build_bert(cfg: BertConfig, dtype: str = "float32") -> tuple[Graph, Tensor]:
         x = layer_norm(linear(h, o + "output.dense", cfg.intermediate_size, H) + x,
                        o + "output.LayerNorm")
     x = x.cast("float32") if dtype != "float32" else x
-    m = mask.cast("float32").unsqueeze(-1)                            # (batch, seq, 1)
-    pooled = (x * m).sum(axis=1) / m.sum(axis=1).maximum(1e-9)          # (batch, H)
-    norm = (pooled * pooled).sum(axis=-1, keepdims=True).sqrt().maximum(1e-12)
-    return g, pooled / norm
+    # Mean pooling then L2 normalization (sentence-transformers'). The mean's division by the
+    # count of unmasked tokens is a positive scale of each row, which the normalization takes
+    # out again, so the masked sum is enough: one batched GEMV (mask row @ x), then rms_norm
+    # with weights 1 / sqrt(H) = x / ||x||. Two dispatches where the mean, the sums of squares
+    # and the divisions took ten (81 -> 73 in MiniLM 1x128 on a GPU).
+    m = mask.cast("float32").unsqueeze(1)                             # (batch, 1, seq)
+    summed = (m @ x).reshape("batch", H)                              # (batch, H)
+    # eps: ||x|| >= ~1e-12 as sentence-transformers' max(||x||, 1e-12); a zero row stays zero
+    unit = g.constant(np.full(H, 1.0 / np.sqrt(H), np.float32))
+    return g, nn.rms_norm(summed, unit, eps=1e-24 / H)
