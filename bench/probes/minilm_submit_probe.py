@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from webrlx.backends.base import Copy
 from webrlx.cli import clocks
+from webrlx.cli.bench import _submit_and_sync
 from webrlx.models import minilm
 
 
@@ -42,19 +42,9 @@ def main() -> None:
     enc = minilm.load()
     exe = enc.executable
     feeds = synthetic_feeds(enc, args.batch, args.length)
-    exe.run(feeds)
+    submit, sync, _ = _submit_and_sync(exe, feeds)    # bench's own timing pair
     plan = exe.last_plan
-    be = plan.backend
-    first = plan.copies[0]
-    probe = Copy(first.src, first.src_offset, first.dst, first.dst_offset, 4)
-    ds = plan.dispatches
-
-    def submit() -> None:
-        be.submit(ds)
-
-    def sync() -> None:
-        be.submit([], [probe])
-        be.read_buffer(plan.staging, 0, 4)
+    be, ds = plan.backend, plan.dispatches
 
     clocks.hold_clocks(submit, sync)
     rounds = []

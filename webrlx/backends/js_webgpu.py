@@ -179,8 +179,8 @@ _SUBMIT_JS = """(device, queue, encode, pipes, groups, grids, repeat, nBefore, n
         }
     };
     const nAfter = copies.length / 5 - nBefore - nBetween;
-    if (repeat === 1 && first > 0 && pipes.length > first) {
-        for (let start = 0, size = first; start < pipes.length; size *= 2) {
+    if (repeat === 1 && pipes.length) {            // one piece when first is 0
+        for (let start = 0, size = first || pipes.length; start < pipes.length; size *= 2) {
             const end = Math.min(pipes.length, start + size);
             const enc = device.createCommandEncoder();
             if (start === 0) copy(enc, 0, nBefore);
@@ -193,7 +193,7 @@ _SUBMIT_JS = """(device, queue, encode, pipes, groups, grids, repeat, nBefore, n
         }
         return;
     }
-    const enc = device.createCommandEncoder();
+    const enc = device.createCommandEncoder();     // several steps, or copies alone
     copy(enc, 0, nBefore);
     for (let step = 0; pipes.length && step < repeat; step++) {
         if (step) copy(enc, nBefore, nBetween);

@@ -322,26 +322,19 @@ class WgpuBackend(Backend):
                     self._open = libf.wgpuDeviceCreateCommandEncoder(self.device._internal,
                                                                      ffi.NULL)
                 enc = self._open
-                copy = lib.wgpuCommandEncoderCopyBufferToBuffer
                 if before:
                     self._end_pass()
-                for cp in before:
-                    copy(enc, cp.src._internal, cp.src_offset, cp.dst._internal,
-                         cp.dst_offset, cp.nbytes)
+                self._copy(lib, enc, before)
                 for step in range(repeat if dispatches else 0):
                     if step and between:       # copies end the pass; the next step opens one
                         self._end_pass()
-                        for cp in between:
-                            copy(enc, cp.src._internal, cp.src_offset, cp.dst._internal,
-                                 cp.dst_offset, cp.nbytes)
+                        self._copy(lib, enc, between)
                     if self._open_pass is None:
                         self._open_pass = lib.wgpuCommandEncoderBeginComputePass(enc, ffi.NULL)
                     self._record(lib, ffi, self._open_pass, dispatches)
                 if copies:
                     self._end_pass()
-                for cp in copies:
-                    copy(enc, cp.src._internal, cp.src_offset, cp.dst._internal,
-                         cp.dst_offset, cp.nbytes)
+                self._copy(lib, enc, copies)
                 self._held += 1
                 self.stats["submits"] += 1
                 if hold:
@@ -358,26 +351,28 @@ class WgpuBackend(Backend):
         """One run in pieces of SUBMIT_FIRST, 2 SUBMIT_FIRST, ... dispatches, each its own
         command buffer submitted at once; `before` with the first, `copies` with the last."""
         lib, libf, ffi = self._held_api()
-        copy = lib.wgpuCommandEncoderCopyBufferToBuffer
         start, size = 0, SUBMIT_FIRST
         while start < len(dispatches):
             end = min(len(dispatches), start + size)
             self._open = libf.wgpuDeviceCreateCommandEncoder(self.device._internal, ffi.NULL)
-            for cp in before if start == 0 else ():
-                copy(self._open, cp.src._internal, cp.src_offset, cp.dst._internal,
-                     cp.dst_offset, cp.nbytes)
+            self._copy(lib, self._open, before if start == 0 else ())
             self._open_pass = lib.wgpuCommandEncoderBeginComputePass(self._open, ffi.NULL)
             self._record(lib, ffi, self._open_pass, dispatches[start:end])
             if end == len(dispatches):
                 self._end_pass()
-                for cp in copies:
-                    copy(self._open, cp.src._internal, cp.src_offset, cp.dst._internal,
-                         cp.dst_offset, cp.nbytes)
+                self._copy(lib, self._open, copies)
             self._held = 1
             self._submit_held()
             start, size = end, 2 * size
         self.stats["submits"] += 1
         self.stats["submits_pieced"] += 1
+
+    @staticmethod
+    def _copy(lib: Any, enc: Any, copies: Sequence[Any]) -> None:
+        """Record buffer-to-buffer copies into encoder enc."""
+        for cp in copies:
+            lib.wgpuCommandEncoderCopyBufferToBuffer(enc, cp.src._internal, cp.src_offset,
+                                                     cp.dst._internal, cp.dst_offset, cp.nbytes)
 
     def _end_pass(self) -> None:
         if self._open_pass is not None:

@@ -130,7 +130,7 @@ def build_bert(cfg: BertConfig, dtype: str = "float32") -> tuple[Graph, Tensor]:
     # count of unmasked tokens is a positive scale of each row, which the normalization takes
     # out again, so the masked sum is enough: one batched GEMV (mask row @ x), then rms_norm
     # with weights 1 / sqrt(H) = x / ||x||. Two dispatches where the mean, the sums of squares
-    # and the divisions took ten (81 -> 73 in MiniLM 1x128 on a GPU).
+    # and the divisions took ten (81 -> 74 in MiniLM 1x128 on a GPU).
     m = mask.cast("float32").unsqueeze(1)                             # (batch, 1, seq)
     summed = (m @ x).reshape("batch", H)                              # (batch, H)
     # eps: ||x|| >= ~1e-12 as sentence-transformers' max(||x||, 1e-12); a zero row stays zero
