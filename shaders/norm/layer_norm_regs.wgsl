@@ -3,6 +3,9 @@
 // statistics as common/row_stats.wgsl (mean m, then sum(d) and sum(d^2) over d = x - m in one
 // tree; y = ((x - m) - shift) * inv), so near-constant rows stay exact.
 // y = norm(x + r) * w + b (r: fused residual).
+// x may be the PARTS stacked partial products of a split-K matmul (compiler/lower_matmul.py:
+// part q of the row at q * p.part vec4s, the matmul's bias in part 0), summed here before r
+// is added: the product needs no sum kernel of its own.
 // bindings: 0 x, 1 r, 2 w, 3 b (vec4; dummies when HAS_RES / HAS_W / HAS_B are false), 4 out,
 // 5 params. grid: RPW rows per workgroup, WG / RPW threads a row, VPT vec4 a thread (a
 // template constant: n <= 4 * VPT * WG / RPW).
@@ -10,7 +13,7 @@
 // 4096x4096, reading x three times with one scalar load in flight per thread. An earlier try
 // kept 16 scalars a thread in an array indexed by a loop over n (a dynamic index): it spilled
 // and ran slower. Here the array has a constant size and constant-bound loops, in vec4.
-struct Params { rows: u32, n: u32, eps: f32 }
+struct Params { rows: u32, n: u32, eps: f32, part: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<vec4<{{T}}>>;
 @group(0) @binding(1) var<storage, read_write> r: array<vec4<{{T}}>>;
 @group(0) @binding(2) var<storage, read_write> w: array<vec4<{{T}}>>;
@@ -22,6 +25,7 @@ override RMS: bool = false;
 override HAS_W: bool = false;
 override HAS_B: bool = false;
 override HAS_RES: bool = false;
+override PARTS: u32 = 1u;                 // partial products summed into x (1: x alone)
 const WG: u32 = 256u;
 const VPT: u32 = {{VPT}}u;
 {{ROW_REDUCE}}
@@ -42,6 +46,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let j = i * tpr + t;
         if (j < n4) {
             var a = vec4<f32>(x[base + j]);
+            for (var q = 1u; q < PARTS; q++) { a += vec4<f32>(x[q * p.part + base + j]); }
             if (HAS_RES) { a += vec4<f32>(r[base + j]); }
             v[i] = a;
             s += dot(a, one);

@@ -143,6 +143,83 @@ def test_split_k_on_gpus(backend, m, k, n, monkeypatch):
           atol=1e-4)
 
 
+def _np_norm(v: np.ndarray, w: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:
+    if b is None:                                            # rms_norm
+        return v / np.sqrt((v * v).mean(-1, keepdims=True) + eps) * w
+    d = v - v.mean(-1, keepdims=True)
+    return d / np.sqrt((d * d).mean(-1, keepdims=True) + eps) * w + b
+
+
+@pytest.mark.parametrize("m,k,n,op,bias", [(128, 384, 384, "layer_norm", True),
+                                           (128, 1536, 384, "layer_norm", True),
+                                           (64, 1024, 260, "rms_norm", False)])
+def test_split_k_sum_in_the_residual_norm(backend, m, k, n, op, bias, monkeypatch):
+    """norm(r + x @ w + b) on GPUs whose matmul splits K (MiniLM's attention output and FFN
+    down): the norm's register-row kernel sums the partial products, the bias and the residual
+    itself, so no sum kernel runs (lower_rows._summed_parts). Where the product is also read
+    elsewhere (an output here) its sum kernel stays. Run here by pretending the adapter is not
+    a CPU one."""
+    from webrlx.compiler import lower_matmul
+    from webrlx.device_info import DeviceInfo
+    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
+    assert lower_matmul.split_k(m, n, k, 1, 1 << 27) > 1 or \
+        lower_matmul.split_k_big(m, n, k, 1, 1 << 27) > 1
+    norm = getattr(wr.nn, op)
+    eps = 1e-5
+
+    def fn(x, w, r, *gb):
+        y = x.matmul(w, bias=gb[2]) if len(gb) == 3 else x @ w
+        return norm(r + y, *gb[:2], eps=eps) if op == "layer_norm" else norm(r + y, gb[0], eps)
+
+    def np_fn(x, w, r, *gb):
+        y = x @ w + (gb[2] if len(gb) == 3 else 0)
+        return _np_norm(r + y, gb[0], gb[1] if op == "layer_norm" else None, eps)
+
+    extra = [rand(n, seed=3) + 1, rand(n, seed=4)] if op == "layer_norm" else [rand(n, seed=3)]
+    if bias:
+        extra.append(rand(n, seed=5))
+    arrays = [rand(m, k), rand(k, n, seed=1), rand(m, n, seed=2), *extra]
+    check(backend, fn, np_fn, *arrays, rtol=1e-4, atol=1e-4)
+    if backend.name == "reference":
+        return
+    g = wr.Graph()
+    ins = [g.input(f"a{i}", a.shape) for i, a in enumerate(arrays)]
+    y = fn(*ins)
+    names = [c.name for c in wr.compile(g, outputs=[y], device=backend).plan({}).program.calls]
+    assert len(names) == 2 and "split-k" in names[0], names
+    assert names[1] == f"split-K sum+add+{op}", names
+    prod = ins[0].matmul(ins[1], bias=ins[5]) if bias else ins[0] @ ins[1]
+    both = wr.compile(g, outputs=[norm(ins[2] + prod, *ins[3:5 if op == "layer_norm" else 4],
+                                       eps=eps), prod], device=backend).plan({}).program.calls
+    assert [c.name for c in both][1:] == ["elementwise[matmul split-K sum]", f"add+{op}"]
+
+
+@pytest.mark.parametrize("act", ["gelu", "none"])
+def test_split_k_sum_in_the_next_matmul(backend, act, monkeypatch):
+    """act(x @ w1 + b1) @ w2 + b2 on GPUs where both products split K (MiniLM's FFN at one
+    sentence): the first one's bias goes into its piece 0 and the second sums the pieces and
+    applies the activation as its tiles load A (matmul_vec4_io's load_a), so only the last
+    product's sum runs. Pretends the adapter is not a CPU one."""
+    from webrlx.device_info import DeviceInfo
+    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
+    arrays = [rand(2, 64, 384), rand(384, 1536, seed=1), rand(1536, seed=2),
+              rand(1536, 384, seed=3) / 8, rand(384, seed=4)]
+
+    def fn(x, w1, b1, w2, b2):
+        return x.matmul(w1, bias=b1, activation=act).matmul(w2, bias=b2)
+
+    check(backend, fn, lambda x, w1, b1, w2, b2: ACTIVATIONS[act].numpy(x @ w1 + b1) @ w2 + b2,
+          *arrays, rtol=1e-4, atol=1e-4)
+    if backend.name == "reference":
+        return
+    g = wr.Graph()
+    ins = [g.input(f"a{i}", a.shape) for i, a in enumerate(arrays)]
+    names = [c.name for c in wr.compile(g, outputs=[fn(*ins)], device=backend).plan({})
+             .program.calls]
+    assert names == ["matmul_vec4_64[split-k 4]", "matmul_vec4_64[split-k 8]",
+                     "elementwise[matmul split-K sum]"], names
+
+
 @pytest.mark.parametrize("unroll", [True, False])
 @pytest.mark.parametrize("m,k,n", [(1, 4096, 1024), (1, 300, 36), (3, 259, 260), (4, 64, 8),
                                    (2, 7, 4)])

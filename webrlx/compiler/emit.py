@@ -75,6 +75,19 @@ def transpose_tiles(view: Strided, out: Strided, shape: tuple[int, ...]
     return params, (-(-cols // 32), -(-rows // 32), lead[0] * lead[1])
 
 
+@dataclass(frozen=True)
+class PartsSum:
+    """A split-K matmul's value left as its stacked partial products (lower_matmul._split_k):
+    value = act(sum over q < pieces of parts[q * stride :][: stride]), the bias in part 0.
+    The value is also in `EmitContext.lazy`, so any reader but the one that sums the parts
+    itself (a norm: lower_rows._norm; a matmul's A: lower_matmul._matmul) materializes it with
+    the same sum kernel as before."""
+    parts: Buf
+    pieces: int
+    stride: int                 # elements between parts
+    act: str                    # activations.ACTIVATIONS name ("none" for a norm's input)
+
+
 class EmitContext:
     """Builds the kernel-call list for one graph under one shape binding."""
 
@@ -106,6 +119,9 @@ class EmitContext:
         # cached_attention id -> (its per-chunk partials, its params) where the consumer GEMV
         # merges them (fuse._attention_combine) instead of an attn_combine dispatch
         self.attn_partials: dict[int, tuple[Buf, dict[str, Any]]] = {}
+        # node id -> its value as a split-K matmul's partial products, where the norm reading
+        # it sums them (lower_matmul._split_k, lower_rows._norm); the value is lazy meanwhile
+        self.parts_sums: dict[int, PartsSum] = {}
         self.node = -1
         self._dummies: list[Buf] = []
 

@@ -10,7 +10,7 @@ from .. import dtype as dt
 from ..graph import Node
 from ..kernels import Kernel, kernel, raw_shader
 from . import split
-from .emit import EmitContext
+from .emit import EmitContext, PartsSum
 from .memory import BindingLimitError
 from .program import Buf
 from .registry import lowering
@@ -327,12 +327,18 @@ def _cumsum(L: EmitContext, node: Node) -> Buf:
 def _norm(L: EmitContext, node: Node) -> Buf:
     shape = L.shape(node.id)
     residual = L.fusions.residuals.get(node.id)
-    x, r = (L.buf(i) for i in residual) if residual else (L.buf(node.inputs[0]), L.dummy(0))
+    rows, n = math.prod(shape[:-1]), shape[-1]
+    summed = _summed_parts(L, node, residual, rows, n)
+    if summed is not None:           # x: a split-K matmul's partial products, summed here
+        x = summed[0].parts
+        r = L.buf(summed[1]) if summed[1] is not None else L.dummy(0)
+    else:
+        x, r = (L.buf(i) for i in residual) if residual else (L.buf(node.inputs[0]),
+                                                               L.dummy(0))
     wb = [L.buf(i) for i in node.inputs[1:]]
     w = wb[0] if len(wb) > 0 else L.dummy(1)
     b = wb[1] if len(wb) > 1 else L.dummy(2)
     out = L.temp(shape, node.dtype)
-    rows, n = math.prod(shape[:-1]), shape[-1]
     overrides = {"RMS": node.op == "rms_norm", "HAS_W": len(wb) > 0, "HAS_B": len(wb) > 1,
                  "HAS_RES": residual is not None}
     if split_long_rows(rows, n) and not L.over_limit(x, r, out):
@@ -342,10 +348,19 @@ def _norm(L: EmitContext, node: Node) -> Buf:
                          {"RMS": overrides["RMS"], "HAS_RES": overrides["HAS_RES"]}, overrides)
         return out
     regs = regs_row_shape(L, n)
+    params: dict[str, Any] = {"eps": node.attrs["eps"]}
     if regs is not None:                # the row in registers: one read of x (and r)
         rpw, vpt = regs
         k = kernel("norm/layer_norm_regs", T=L.T(node.dtype), VPT=str(vpt),
                    **row_reduce_slots(L, rpw))
+        ps = summed[0] if summed else None
+        params["part"] = ps.stride // 4 if ps else 0
+        emit_rows(L, k, {"x": x, "r": r, "w": w, "b": b, "out": out},
+                  ("x", "r", "out") if residual else ("x", "out"), rows, n, params,
+                  lambda nr: L.grid(-(-nr // rpw), 1),
+                  {**overrides, "RPW": rpw, "PARTS": ps.pieces if ps else 1},
+                  f"{'split-K sum+' if ps else ''}{'add+' if residual else ''}{node.op}")
+        return out
     else:
         rpw = rows_per_workgroup(n)
         L.check_loop(node, -(-n // (256 // rpw)))
@@ -353,9 +368,29 @@ def _norm(L: EmitContext, node: Node) -> Buf:
     emit_rows(L, k,
               {"x": x, "r": r, "w": w, "b": b, "out": out},
               ("x", "r", "out") if residual else ("x", "out"), rows, n,
-              {"eps": node.attrs["eps"]}, lambda nr: L.grid(-(-nr // rpw), 1),
+              params, lambda nr: L.grid(-(-nr // rpw), 1),
               {**overrides, "RPW": rpw}, f"{'add+' if residual else ''}{node.op}")
     return out
+
+
+def _summed_parts(L: EmitContext, node: Node, residual: tuple[int, int] | None, rows: int,
+                  n: int) -> tuple[PartsSum, int | None] | None:
+    """(the parts, the residual's other operand) where the norm's input (or one operand of its
+    fused residual add) is a split-K matmul's partial products still unsummed
+    (lower_matmul._split_k) and the register-row kernel takes the rows whole; else None, and
+    the caller's L.buf materializes that value with its sum kernel as before."""
+    ids = list(residual) if residual else [node.inputs[0]]
+    at = next((j for j, i in enumerate(ids) if i in L.parts_sums and i in L.lazy), None)
+    if at is None or n % 4 or regs_row_shape(L, n) is None or split_long_rows(rows, n):
+        return None
+    ps = L.parts_sums[ids[at]]
+    if ps.act != "none":
+        return None
+    other = ids[1 - at] if residual else None
+    if L.over_limit(ps.parts, *([L.buf(other)] if other is not None else [])):
+        return None
+    del L.parts_sums[ids[at]], L.lazy[ids[at]]   # (a + b == b + a: x may be either operand)
+    return ps, other
 
 
 @lowering("layer_norm_grad", "rms_norm_grad")
