@@ -97,6 +97,9 @@
 #           submit, GPU kernel sum a run) natively and under Dawn, $ROUNDS alternating
 #   attnq   attention reading k / v through q's binding (K_IN_Q, V_IN): the attention and smat
 #           tests under Dawn (f16 and subgroup matrices on), then `mlhost` and `mlpair`
+#   sumread split-K products summed by their readers (a residual norm, the next matmul's A):
+#           the split-K tests natively and under Dawn, then `mlhost` with both forms alternating
+#           in one process (--sum-in-reader on,off) and `mlpair`
 #   pieces  bench/probes/pieced_submit_probe.py under Dawn: a run submitted in pieces
 #           (js_webgpu.SUBMIT_FIRST, $FIRSTS) against one command buffer, alternating: MiniLM
 #           1x128 read back run by run and back to back, the SmolLM2-shaped Q4_1 file's
@@ -930,8 +933,9 @@ mlhost)
       --dawn-flag disable-dawn-features=timestamp_quantization \
       -- python bench/probes/minilm_submit_probe.py ${PROBE_ARGS:-}" > $O/dawn-$r.json 2>> $O/err.txt
     for f in native dawn; do python3 -c "import json, sys; \
-d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(sys.argv[2], d['median'], \
-[r['run_ms'] for r in d['rounds']])" $O/$f-$r.json $f-$r || tail -3 $O/err.txt; done
+ds = [json.loads(x) for x in open(sys.argv[1]).read().strip().splitlines() if x.startswith('{')]; \
+[print(sys.argv[2], d.get('sum_in_reader', ''), d['dispatches'], d['median'], \
+[r['run_ms'] for r in d['rounds']]) for d in ds]" $O/$f-$r.json $f-$r || tail -3 $O/err.txt; done
   done
   tar czf $OUT/mlhost.tgz -C $O .
   ;;
@@ -941,6 +945,16 @@ attnq)
     tests/backend/test_smat.py -k "attention or smat" > $OUT/dawn-attention-tests.txt 2>&1
   grep -E "passed|failed" $OUT/dawn-attention-tests.txt | tail -2
   bash $0 mlhost; bash $0 mlpair
+  ;;
+sumread)
+  (cd $S && timeout 200 python3 -m pytest -q tests/backend/test_matmul.py -p no:cacheprovider \
+    -k "split_k or residual_norm or next_matmul" > $OUT/native-split-k-tests.txt 2>&1)
+  tail -1 $OUT/native-split-k-tests.txt
+  timeout 300 bash -c "$(declare -f dawn); dawn -- pytest tests/backend/test_matmul.py \
+    -k 'split_k or residual_norm or next_matmul'" > $OUT/dawn-split-k-tests.txt 2>&1
+  grep -E "passed|failed" $OUT/dawn-split-k-tests.txt | tail -2
+  PROBE_ARGS="--sum-in-reader on,off ${PROBE_ARGS:-}" ROUNDS=1 bash $0 mlhost
+  bash $0 mlpair
   ;;
 pieces)
   O=$D/out-pieces && mkdir -p $O && minilm_random $O/err.txt && smollm2_q41 $O/err.txt

@@ -62,13 +62,17 @@ def _matmul(L: EmitContext, node: Node) -> Buf | None:
     return out
 
 
+# (probe) False: every split-K product runs its own sum kernel, as before 2026-11-28
+SUM_IN_READER = True
+
+
 def _sums_its_parts(L: EmitContext, value: int, act: str, dtype: dt.DType) -> bool:
     """True when the value's one reader can sum a split-K product's partial products itself,
     so that no sum kernel runs between them: the residual add a norm absorbed (fuse.
     _residual_norm; no activation, the add's other operand another value), or an f32 matmul
     reading it as A (its tiles load A through matmul_vec4_io's load_a)."""
     users = L.consumers.get(value, [])
-    if value in L.outputs or len(users) != 1:
+    if not SUM_IN_READER or value in L.outputs or len(users) != 1:
         return False
     u = L.graph.nodes[users[0]]
     if u.op == "matmul" and u.id not in L.fusions.absorbed:
