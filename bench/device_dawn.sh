@@ -97,9 +97,11 @@
 #           submit, GPU kernel sum a run) natively and under Dawn, $ROUNDS alternating
 #   attnq   attention reading k / v through q's binding (K_IN_Q, V_IN): the attention and smat
 #           tests under Dawn (f16 and subgroup matrices on), then `mlhost` and `mlpair`
+#   smatbp  matmul_smat with B in panels and branch-free loads against the shapes before them
+#           (bench/probes/smat_probe.py, torch f16 beside), then the smat / matmul tests
 #   sumread split-K products summed by their readers (a residual norm, the next matmul's A):
 #           the split-K tests natively and under Dawn, then `mlhost` with both forms alternating
-#           in one process (--sum-in-reader on,off) and `mlpair`
+#           in one process (--sum-in-reader norm+matmul,norm,off) and `mlpair`
 #   pieces  bench/probes/pieced_submit_probe.py under Dawn: a run submitted in pieces
 #           (js_webgpu.SUBMIT_FIRST, $FIRSTS) against one command buffer, alternating: MiniLM
 #           1x128 read back run by run and back to back, the SmolLM2-shaped Q4_1 file's
@@ -946,6 +948,20 @@ attnq)
   grep -E "passed|failed" $OUT/dawn-attention-tests.txt | tail -2
   bash $0 mlhost; bash $0 mlpair
   ;;
+smatbp)
+  # matmul_smat with B in 16-column panels (_bp) and branch-free global loads (_cl) beside the
+  # shapes before them, at 4096^3 / 2048^3 with torch f16 in the same call; then the smat and
+  # matmul tests under Dawn (every shape of smat.SHAPES forced)
+  (cd $S && python3 bench/probes/torch_f16_matmul.py > $OUT/torch-f16-matmul.json)
+  dawn -- python bench/probes/smat_probe.py --n 4096 --sgid builtin --only-extra --shapes \
+    ${SMAT_SHAPES:-2,4,4,4,16 2,4,4,4,16,0,1 2,4,4,4,16,1,0 2,4,4,4,16,1,1 4,2,4,4,16,1,1 \
+    2,4,4,2,32 2,4,4,2,32,0,1} > $OUT/smat-probe.json 2> $OUT/smat-probe.err
+  cat $OUT/torch-f16-matmul.json; grep '"shape"' $OUT/smat-probe.err | cut -c1-400
+  dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia \
+    -- pytest tests/backend/test_smat.py tests/backend/test_matmul.py -q \
+    > $OUT/smat-tests.txt 2>&1
+  tail -3 $OUT/smat-tests.txt
+  ;;
 sumread)
   (cd $S && timeout 200 python3 -m pytest -q tests/backend/test_matmul.py -p no:cacheprovider \
     -k "split_k or residual_norm or next_matmul" > $OUT/native-split-k-tests.txt 2>&1)
@@ -953,7 +969,7 @@ sumread)
   timeout 300 bash -c "$(declare -f dawn); dawn -- pytest tests/backend/test_matmul.py \
     -k 'split_k or residual_norm or next_matmul'" > $OUT/dawn-split-k-tests.txt 2>&1
   grep -E "passed|failed" $OUT/dawn-split-k-tests.txt | tail -2
-  PROBE_ARGS="--sum-in-reader on,off ${PROBE_ARGS:-}" ROUNDS=1 bash $0 mlhost
+  PROBE_ARGS="--sum-in-reader norm+matmul,norm,off ${PROBE_ARGS:-}" ROUNDS=1 bash $0 mlhost
   bash $0 mlpair
   ;;
 pieces)

@@ -7,8 +7,8 @@ under Dawn reads either ~0.58 or ~0.80 ms a run (native 0.54); is the slow mode 
 Prints JSON.
 
     python bench/probes/minilm_submit_probe.py [--batch 1 --length 128 --n 200 --rounds 8]
-        [--sum-in-reader on,off]   (split-K sums in their readers, or their own kernels: one
-                                    executable each, rounds alternating)
+        [--sum-in-reader norm+matmul,norm,off]   (which readers sum split-K products' pieces
+            themselves, lower_matmul.SUM_IN_READER: one executable a mode, rounds alternating)
     python -m webrlx dawn --dawn-flag disable-dawn-features=timestamp_quantization -- \\
         python bench/probes/minilm_submit_probe.py
 """
@@ -42,21 +42,21 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=128)
     ap.add_argument("--n", type=int, default=200, help="runs a batch")
     ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--sum-in-reader", default="on",
-                    help="on, off or on,off (lower_matmul.SUM_IN_READER; modes alternate)")
+    ap.add_argument("--sum-in-reader", default="norm+matmul",
+                    help="modes, comma-separated: readers joined by + (lower_matmul."
+                         "SUM_IN_READER), or off; rounds alternate between them")
     args = ap.parse_args()
     modes = args.sum_in_reader.split(",")
     out = {}
     runs = {}
     for mode in modes:
-        lower_matmul.SUM_IN_READER = mode == "on"
+        lower_matmul.SUM_IN_READER = tuple(mode.split("+")) if mode != "off" else ()
         enc = minilm.load()
         feeds = synthetic_feeds(enc, args.batch, args.length)
         runs[mode] = (enc.executable, feeds, _submit_and_sync(enc.executable, feeds)[:2])
         out[mode] = []
     for _ in range(args.rounds):
         for mode in modes:
-            lower_matmul.SUM_IN_READER = mode == "on"
             exe, feeds, (submit, sync) = runs[mode]
             out[mode].append(_round(exe, feeds, submit, sync, args.n))
     for mode in modes:

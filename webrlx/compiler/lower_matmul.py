@@ -62,8 +62,9 @@ def _matmul(L: EmitContext, node: Node) -> Buf | None:
     return out
 
 
-# (probe) False: every split-K product runs its own sum kernel, as before 2026-11-28
-SUM_IN_READER = True
+# (probe) the readers that sum a split-K product's pieces themselves: "norm" (a residual norm),
+# "matmul" (the next matmul's A); leave one out and those products run their own sum kernel
+SUM_IN_READER: tuple[str, ...] = ("norm", "matmul")
 
 
 def _sums_its_parts(L: EmitContext, value: int, act: str, dtype: dt.DType) -> bool:
@@ -72,13 +73,13 @@ def _sums_its_parts(L: EmitContext, value: int, act: str, dtype: dt.DType) -> bo
     _residual_norm; no activation, the add's other operand another value), or an f32 matmul
     reading it as A (its tiles load A through matmul_vec4_io's load_a)."""
     users = L.consumers.get(value, [])
-    if not SUM_IN_READER or value in L.outputs or len(users) != 1:
+    if value in L.outputs or len(users) != 1:
         return False
     u = L.graph.nodes[users[0]]
     if u.op == "matmul" and u.id not in L.fusions.absorbed:
-        return dtype == dt.float32 and u.inputs[0] == value and value not in u.inputs[1:] \
-            and ACTIVATIONS[act].code is not None
-    if act != "none" or u.id not in L.fusions.absorbed:
+        return "matmul" in SUM_IN_READER and dtype == dt.float32 and u.inputs[0] == value \
+            and value not in u.inputs[1:] and ACTIVATIONS[act].code is not None
+    if "norm" not in SUM_IN_READER or act != "none" or u.id not in L.fusions.absorbed:
         return False
     norms = L.consumers.get(u.id, [])
     return len(norms) == 1 and value in L.fusions.residuals.get(norms[0], ()) and \
