@@ -34,6 +34,13 @@
 // merging them; one clamp of the 8-aligned offset before them (put_a, put_b): 4096^3 at
 // 128x256 k16 1.32 -> 1.00 ms = 0.24x torch f16 (H200 under Dawn, clocks warmed,
 // bench/device_dawn.sh putab).
+// Tried (H200 under Dawn, 4096^3 / 2048^3 ms, one call, bench/device_dawn.sh smatbp,
+// bench/results/2026-11-28-h200-dawn-smat-panels-clamped.json): B's tile in 16-column panels
+// (SmatShape.bp: every B load at a constant offset, unchecked under robustness) and global
+// loads clamped then zeroed instead of branched (cl, what made quant/qmatmul_smat 26% faster).
+// 128x256 k16: 1.00 / 0.221 as it is, cl 1.07 / 0.217, bp 1.11 / 0.255, both 1.19 / 0.212;
+// 256x128 k16 both 1.18; 128x128 s2x4 k32 1.26, cl 1.26. torch f16 0.235 ms (584 TFLOP/s).
+// Neither is what limits this kernel; they stay probe shapes (smat_probe --shapes).
 // The SGID slot declares `@builtin(subgroup_id) sg` where Tint has it; else SGID_LET computes
 // sg from the thread index (subgroups of 32 consecutive threads).
 // The ACC_DECL, MMA and STORES slots are written out by the lowering (smat_slots).

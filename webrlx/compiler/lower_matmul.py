@@ -62,9 +62,15 @@ def _matmul(L: EmitContext, node: Node) -> Buf | None:
     return out
 
 
-# (probe) the readers that sum a split-K product's pieces themselves: "norm" (a residual norm),
-# "matmul" (the next matmul's A); leave one out and those products run their own sum kernel
-SUM_IN_READER: tuple[str, ...] = ("norm", "matmul")
+# The readers that sum a split-K product's pieces themselves: "norm" (a residual norm's
+# register-row kernel), "matmul" (the next f32 matmul's load_a, summing and activating A as its
+# tiles load it); the others run a sum kernel. MiniLM 1x128 on an H200, ms a run back to back,
+# 8 rounds alternating (bench/probes/minilm_submit_probe.py --sum-in-reader
+# norm+matmul,norm,off; bench/device_dawn.sh sumread): native 0.511 / 0.493 / 0.504, Dawn
+# 0.517 / 0.510 / 0.532 (56 / 62 / 74 dispatches). The down projection re-reads its A's 4
+# pieces and GELU for every column tile, which costs more than the sum kernel it saves; so
+# "matmul" is off by default (tests force it).
+SUM_IN_READER: tuple[str, ...] = ("norm",)
 
 
 def _sums_its_parts(L: EmitContext, value: int, act: str, dtype: dt.DType) -> bool:

@@ -69,10 +69,8 @@ class SmatShape:
 
 # (H100 under Dawn: see shaders/matmul/matmul_smat.wgsl's header for what each measured)
 SHAPES = (SmatShape(2, 4, 4, 2), SmatShape(2, 2, 4, 4), SmatShape(4, 2, 2, 4),
-          SmatShape(2, 4, 4, 4, 16), SmatShape(2, 2, 2, 2),
-          # B in panels and loads without branches (2026-11-28; timed in smat_probe first)
-          SmatShape(2, 4, 4, 4, 16, True, True), SmatShape(4, 2, 4, 4, 16, True, True),
-          SmatShape(2, 4, 4, 2, 32, False, True))
+          SmatShape(2, 4, 4, 4, 16), SmatShape(2, 2, 2, 2))
+# (bp, cl: probe shapes, slower at 4096^3: see shaders/matmul/matmul_smat.wgsl's header)
 
 
 # quant/qmatmul_smat_fused.wgsl's and quant/qmatmul_smat_qkv.wgsl's tile shapes: small tiles,
