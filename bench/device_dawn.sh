@@ -99,6 +99,7 @@
 #           tests under Dawn (f16 and subgroup matrices on), then `mlhost` and `mlpair`
 #   smatbp  matmul_smat with B in panels and branch-free loads against the shapes before them
 #           (bench/probes/smat_probe.py, torch f16 beside), then the smat / matmul tests
+#   smatdiag  matmul_smat's best shape at 4096^3 without its tile copies / its products
 #   sumread split-K products summed by their readers (a residual norm, the next matmul's A):
 #           the split-K tests natively and under Dawn, then `mlhost` with both forms alternating
 #           in one process (--sum-in-reader norm+matmul,norm,off) and `mlpair`
@@ -961,6 +962,14 @@ smatbp)
     -- pytest tests/backend/test_smat.py tests/backend/test_matmul.py -q \
     > $OUT/smat-tests.txt 2>&1
   tail -3 $OUT/smat-tests.txt
+  ;;
+smatdiag)
+  # what limits matmul_smat: the best shape at 4096^3 as it is, without its tile copies and
+  # without its products (bench/probes/smat_probe.py --diag), torch f16 beside it
+  (cd $S && python3 bench/probes/torch_f16_matmul.py > $OUT/torch-f16-matmul.json)
+  dawn -- python bench/probes/smat_probe.py --n 4096 --sgid builtin --only-extra --shapes \
+    2,4,4,4,16 --diag matmul_smat_128x256_s2x4_k16 > $OUT/smat-diag.json 2> $OUT/smat-diag.err
+  cat $OUT/torch-f16-matmul.json; grep -E '"diag"|"shape"' $OUT/smat-diag.err | cut -c1-300
   ;;
 sumread)
   (cd $S && timeout 200 python3 -m pytest -q tests/backend/test_matmul.py -p no:cacheprovider \

@@ -41,6 +41,12 @@
 // 128x256 k16: 1.00 / 0.221 as it is, cl 1.07 / 0.217, bp 1.11 / 0.255, both 1.19 / 0.212;
 // 256x128 k16 both 1.18; 128x128 s2x4 k32 1.26, cl 1.26. torch f16 0.235 ms (584 TFLOP/s).
 // Neither is what limits this kernel; they stay probe shapes (smat_probe --shapes).
+// Limits, measured apart (H200 under Dawn, 4096^3 at 128x256 k16, bench/device_dawn.sh
+// smatdiag, bench/results/2026-11-28-h200-dawn-smat-diag.json; whole kernel 1.16 ms, torch
+// f16 0.254): the products alone (no copies) 0.81 ms = 170 TFLOP/s = 0.31x torch, with 16
+// products a subgroup for each 8 operand loads: the ceiling of this design in WGSL (the
+// loads take array<f16>); the copies alone 1.04 ms, bound by bytes in flight (12 KB an SM a
+// step: one step of loads ahead). Next: loads two steps ahead (toward the products' 0.81).
 // The SGID slot declares `@builtin(subgroup_id) sg` where Tint has it; else SGID_LET computes
 // sg from the thread index (subgroups of 32 consecutive threads).
 // The ACC_DECL, MMA and STORES slots are written out by the lowering (smat_slots).
