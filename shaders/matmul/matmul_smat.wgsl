@@ -49,7 +49,10 @@
 // step: one step of loads ahead). Next: loads two steps ahead (toward the products' 0.81).
 // The SGID slot declares `@builtin(subgroup_id) sg` where Tint has it; else SGID_LET computes
 // sg from the thread index (subgroups of 32 consecutive threads).
-// The ACC_DECL, MMA and STORES slots are written out by the lowering (smat_slots).
+// The ACC_DECL, KLOOP (the K loop with its MMA products) and STORES slots are written out by
+// the lowering (compiler/smat.slots). KLOOP: the next step's loads in flight during a step's
+// products (one step ahead), or with SmatShape.pf2 two steps ahead (a second register set,
+// the loop two steps a turn): twice the bytes in flight, which bound the copies (smatdiag).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -156,6 +159,33 @@ fn store(batch: u32, row: u32, c4: u32, a: vec4<f32>) {
     C[(p.c_off + batch * p.M * p.N) / 4u + row * N4 + c4] = vec4<{{T}}>(v);
 }
 
+// this thread's share of the tiles of the step whose k starts at kn (zero past K), into ra, rb
+fn fetch(tid: u32, a_base: u32, b_base: u32, row0: u32, col0: u32, kn: u32,
+         ra: ptr<function, array<vec4<u32>, LA>>, rb: ptr<function, array<vec4<u32>, LB>>) {
+    let K8 = p.K / 8u;
+    let N8 = p.N / 8u;
+    for (var l = 0u; l < LA; l++) {
+        let i = l * THREADS + tid;
+        (*ra)[l] = get_a(a_base, row0 + i / QA, kn / 8u + i % QA, K8);
+    }
+    for (var l = 0u; l < LB; l++) {
+        let i = l * THREADS + tid;
+        (*rb)[l] = get_b(b_base, kn + i / QB, col0 / 8u + i % QB, N8);
+    }
+}
+
+// ... and from the registers into tile buffer `buf`
+fn stash(tid: u32, buf: u32, ra: array<vec4<u32>, LA>, rb: array<vec4<u32>, LB>) {
+    for (var l = 0u; l < LA; l++) {
+        let i = l * THREADS + tid;
+        put_a(buf, i / QA, (i % QA) * 8u, ra[l]);
+    }
+    for (var l = 0u; l < LB; l++) {
+        let i = l * THREADS + tid;
+        put_b(buf, i / QB, (i % QB) * 8u, rb[l]);
+    }
+}
+
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32,
         {{SGID}}) {
@@ -164,60 +194,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let sn = sg / SGM;
     let row0 = wid.y * BM;
     let col0 = wid.x * BN;
-    let K8 = p.K / 8u;
-    let N8 = p.N / 8u;
     let a_base = (p.a_off + wid.z * p.a_bs) / 8u;
     let b_base = (p.b_off + wid.z * p.b_bs) / 8u;
     var ra: array<vec4<u32>, LA>;
     var rb: array<vec4<u32>, LB>;
     // the first step's tiles
-    for (var l = 0u; l < LA; l++) {
-        let i = l * THREADS + tid;
-        ra[l] = get_a(a_base, row0 + i / QA, i % QA, K8);
-    }
-    for (var l = 0u; l < LB; l++) {
-        let i = l * THREADS + tid;
-        rb[l] = get_b(b_base, i / QB, col0 / 8u + i % QB, N8);
-    }
-    for (var l = 0u; l < LA; l++) {
-        let i = l * THREADS + tid;
-        put_a(0u, i / QA, (i % QA) * 8u, ra[l]);
-    }
-    for (var l = 0u; l < LB; l++) {
-        let i = l * THREADS + tid;
-        put_b(0u, i / QB, (i % QB) * 8u, rb[l]);
-    }
+    fetch(tid, a_base, b_base, row0, col0, 0u, &ra, &rb);
+    stash(tid, 0u, ra, rb);
     workgroupBarrier();
 {{ACC_DECL}}
-    for (var k0 = 0u; k0 < p.K; k0 += BK) {
-        let odd = (k0 / BK) & 1u;
-        let pa = odd * (BM / 16u) + sm * TM;          // this subgroup's first A panel
-        let cb = odd * TILE_B + sn * TN * 16u;        // its first B column (flat B)
-        let pb = odd * (BN / 16u) + sn * TN;          // its first B panel (B panels)
-        let kn = k0 + BK;
-        if (COPY) {
-        for (var l = 0u; l < LA; l++) {
-            let i = l * THREADS + tid;
-            ra[l] = get_a(a_base, row0 + i / QA, kn / 8u + i % QA, K8);
-        }
-        for (var l = 0u; l < LB; l++) {
-            let i = l * THREADS + tid;
-            rb[l] = get_b(b_base, kn + i / QB, col0 / 8u + i % QB, N8);
-        }
-        }
-{{MMA}}
-        if (COPY) {
-        for (var l = 0u; l < LA; l++) {
-            let i = l * THREADS + tid;
-            put_a(1u - odd, i / QA, (i % QA) * 8u, ra[l]);
-        }
-        for (var l = 0u; l < LB; l++) {
-            let i = l * THREADS + tid;
-            put_b(1u - odd, i / QB, (i % QB) * 8u, rb[l]);
-        }
-        }
-        workgroupBarrier();
-    }
+{{KLOOP}}
     let lane = tid % 32u;
     let er = lane / 2u;
     let ec = (lane % 2u) * 8u;

@@ -37,7 +37,8 @@ H200 = DeviceInfo(
 MARK = "chromium_experimental_subgroup_matrix"
 PROBE_SHAPES = (smat.SmatShape(2, 4, 4, 4, 16, True, False),
                 smat.SmatShape(2, 4, 4, 4, 16, False, True),
-                smat.SmatShape(2, 4, 4, 4, 16, True, True))
+                smat.SmatShape(2, 4, 4, 4, 16, True, True),
+                smat.SmatShape(2, 4, 4, 4, 16, pf2=True), smat.SmatShape(2, 2, 2, 2, pf2=True))
 
 
 def _graphs() -> list[tuple[str, wr.Graph, list[Any]]]:

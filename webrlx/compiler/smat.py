@@ -40,10 +40,11 @@ class SmatShape:
     bk: int = 32
     bp: bool = False     # matmul_smat: B's tile in 16-column panels (constant-offset loads)
     cl: bool = False     # matmul_smat: global loads clamped, then zeroed (no branches)
+    pf2: bool = False    # matmul_smat: the tiles' loads two steps ahead, not one
 
     @property
     def name(self) -> str:
-        extra = "_bp" * self.bp + "_cl" * self.cl
+        extra = "_bp" * self.bp + "_cl" * self.cl + "_pf2" * self.pf2
         return f"matmul_smat_{self.bm}x{self.bn}_s{self.sgm}x{self.sgn}_k{self.bk}{extra}"
 
     @property
@@ -205,10 +206,52 @@ def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, produc
     return {"SGM": str(shape.sgm), "SGN": str(shape.sgn), "TM": str(shape.tm),
             "TN": str(shape.tn), "BK": str(shape.bk), "COPY": "true" if copy else "false",
             "CLAMP": "true" if shape.cl else "false", "BS_DECL": bs_decl,
-            "PUT_B": "\n".join(put_b),
+            "PUT_B": "\n".join(put_b), "KLOOP": _k_loop(shape, "\n".join(mma)),
             "SGID": "@builtin(subgroup_id) sg: u32" if sgid_builtin else "",
             "SGID_LET": "" if sgid_builtin else "let sg = tid / 32u;",
             "ACC_DECL": acc, "MMA": "\n".join(mma), "STORES": "\n".join(stores)}
+
+
+def _k_loop(shape: SmatShape, mma: str) -> str:
+    """matmul_smat's K loop around the products `mma` (which read the panels pa / pb and the
+    column cb of their step's tile buffer): each step fetches a later step's tiles into
+    registers (fetch), multiplies, stashes the registers into the other buffer and waits at
+    one barrier. One step ahead (ra, rb); with shape.pf2 two (ra, rb and ra2, rb2, the loop
+    taking two steps a turn, the second under a uniform `if` where K ends)."""
+    def step(buf: int, ahead: str, regs: str, other: str) -> list[str]:
+        return [f"        let pa = {buf}u * (BM / 16u) + sm * TM;",
+                f"        let cb = {buf}u * TILE_B + sn * TN * 16u;",
+                f"        let pb = {buf}u * (BN / 16u) + sn * TN;",
+                f"        if (COPY) {{ fetch(tid, a_base, b_base, row0, col0, {ahead}, {regs}); }}",
+                mma,
+                f"        if (COPY) {{ stash(tid, {1 - buf}u, {other}); }}",
+                "        workgroupBarrier();"]
+    if not shape.pf2:
+        return "\n".join(
+            ["    for (var k0 = 0u; k0 < p.K; k0 += BK) {",
+             "        let odd = (k0 / BK) & 1u;",
+             "        let pa = odd * (BM / 16u) + sm * TM;     // the subgroup's first A panel",
+             "        let cb = odd * TILE_B + sn * TN * 16u;   // its first B column (flat B)",
+             "        let pb = odd * (BN / 16u) + sn * TN;     // its first B panel (B panels)",
+             "        if (COPY) {",
+             "            fetch(tid, a_base, b_base, row0, col0, k0 + BK, &ra, &rb);",
+             "        }",
+             mma,
+             "        if (COPY) { stash(tid, 1u - odd, ra, rb); }",
+             "        workgroupBarrier();",
+             "    }"])
+    return "\n".join(
+        ["    var ra2: array<vec4<u32>, LA>;",
+         "    var rb2: array<vec4<u32>, LB>;",
+         "    fetch(tid, a_base, b_base, row0, col0, BK, &ra2, &rb2);",
+         "    for (var k0 = 0u; k0 < p.K; k0 += 2u * BK) {",
+         "      {",
+         *step(0, "k0 + 2u * BK", "&ra, &rb", "ra2, rb2"),
+         "      }",
+         "      if (k0 + BK < p.K) {",
+         *step(1, "k0 + 3u * BK", "&ra2, &rb2", "ra, rb"),
+         "      }",
+         "    }"])
 
 
 def fused_slots(shape: SmatShape, w2: bool, sgid_builtin: bool = True) -> dict[str, str]:
