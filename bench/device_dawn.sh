@@ -99,7 +99,8 @@
 #           tests under Dawn (f16 and subgroup matrices on), then `mlhost` and `mlpair`
 #   smatbp  matmul_smat with B in panels and branch-free loads against the shapes before them
 #           (bench/probes/smat_probe.py, torch f16 beside), then the smat / matmul tests
-#   smatpf  matmul_smat with loads two steps ahead (_pf2) against one, with the diagnostics
+#   smatpf  matmul_smat with loads two steps ahead (the default since) against one (_pf1), with
+#           the diagnostics
 #   smatdiag  matmul_smat's best shape at 4096^3 without its tile copies / its products
 #   sumread split-K products summed by their readers (a residual norm, the next matmul's A):
 #           the split-K tests natively and under Dawn, then `mlhost` with both forms alternating
@@ -973,13 +974,14 @@ smatdiag)
   cat $OUT/torch-f16-matmul.json; grep -E '"diag"|"shape"' $OUT/smat-diag.err | cut -c1-300
   ;;
 smatpf)
-  # matmul_smat with its tiles' loads two steps ahead (_pf2) against one (the shipped form),
+  # matmul_smat with its tiles' loads two steps ahead (pf2 then, the default now) against one
+  # (_pf1, the form before; run 2026-11-28 with SHAPES 2,4,4,4,16 2,4,4,4,16,0,0,1 ...: pf2 last),
   # whole and without products / copies, torch f16 beside; then the smat and matmul tests
   # under Dawn (the K loop's code is generated anew for both forms)
   (cd $S && python3 bench/probes/torch_f16_matmul.py > $OUT/torch-f16-matmul.json)
   dawn -- python bench/probes/smat_probe.py --n 4096 --sgid builtin --only-extra --shapes \
-    ${SMAT_SHAPES:-2,4,4,4,16 2,4,4,4,16,0,0,1 2,4,4,2,32 2,4,4,2,32,0,0,1 2,2,4,4,32,0,0,1} \
-    --diag matmul_smat_128x256_s2x4_k16 matmul_smat_128x256_s2x4_k16_pf2 \
+    ${SMAT_SHAPES:-2,4,4,4,16,0,0,1 2,4,4,4,16 2,4,4,2,32,0,0,1 2,4,4,2,32 2,2,4,4,32} \
+    --diag matmul_smat_128x256_s2x4_k16_pf1 matmul_smat_128x256_s2x4_k16 \
     > $OUT/smat-probe.json 2> $OUT/smat-probe.err
   cat $OUT/torch-f16-matmul.json; grep -E '"diag"|"shape"' $OUT/smat-probe.err | cut -c1-420
   dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia \

@@ -46,13 +46,17 @@
 // f16 0.254): the products alone (no copies) 0.81 ms = 170 TFLOP/s = 0.31x torch, with 16
 // products a subgroup for each 8 operand loads: the ceiling of this design in WGSL (the
 // loads take array<f16>); the copies alone 1.04 ms, bound by bytes in flight (12 KB an SM a
-// step: one step of loads ahead). Next: loads two steps ahead (toward the products' 0.81).
+// step: one step of loads ahead). Hence loads two steps ahead (KLOOP, below).
 // The SGID slot declares `@builtin(subgroup_id) sg` where Tint has it; else SGID_LET computes
 // sg from the thread index (subgroups of 32 consecutive threads).
 // The ACC_DECL, KLOOP (the K loop with its MMA products) and STORES slots are written out by
-// the lowering (compiler/smat.slots). KLOOP: the next step's loads in flight during a step's
-// products (one step ahead), or with SmatShape.pf2 two steps ahead (a second register set,
-// the loop two steps a turn): twice the bytes in flight, which bound the copies (smatdiag).
+// the lowering (compiler/smat.slots). KLOOP: the loads of the step after next in flight
+// during a step's products (a second register set, the loop two steps a turn): twice the
+// bytes in flight of loads one step ahead (SmatShape.pf1), which bounded the copies. H200
+// under Dawn, 4096^3 (bench/device_dawn.sh smatpf, bench/results/
+// 2026-11-28-h200-dawn-smat-two-steps-ahead.json): 128x256 k16 1.00 -> 0.85 ms = 161 TFLOP/s
+// (its copies alone 0.94 -> 0.59, its products alone 0.72 -> 0.67), 128x128 s2x4 k32 1.16 ->
+// 1.01; torch f16 0.27 ms in that call: 0.32x.
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;

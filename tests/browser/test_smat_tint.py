@@ -38,7 +38,7 @@ MARK = "chromium_experimental_subgroup_matrix"
 PROBE_SHAPES = (smat.SmatShape(2, 4, 4, 4, 16, True, False),
                 smat.SmatShape(2, 4, 4, 4, 16, False, True),
                 smat.SmatShape(2, 4, 4, 4, 16, True, True),
-                smat.SmatShape(2, 4, 4, 4, 16, pf2=True), smat.SmatShape(2, 2, 2, 2, pf2=True))
+                smat.SmatShape(2, 4, 4, 4, 16, pf1=True), smat.SmatShape(2, 2, 2, 2, pf1=True))
 
 
 def _graphs() -> list[tuple[str, wr.Graph, list[Any]]]:

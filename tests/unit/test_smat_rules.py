@@ -2,6 +2,8 @@
 what a forced one says where they are not, alignment, workgroup sizes and the default shape."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from webrlx.compiler import smat
@@ -68,8 +70,13 @@ def test_slots_fill_the_shader():
     for sh in smat.SHAPES:
         for builtin in (True, False):
             src = kernel("matmul/matmul_smat", T="f16", **smat.slots(sh, builtin)).source
-            assert src.count("subgroupMatrixMultiplyAccumulate") == sh.tm * sh.tn * sh.bk // 16
+            # the K loop takes two steps a turn (loads two steps ahead), each with its products
+            per_step = sh.tm * sh.tn * sh.bk // 16
+            assert src.count("subgroupMatrixMultiplyAccumulate") == 2 * per_step
             assert ("@builtin(subgroup_id) sg: u32" in src) == builtin
+            one = dataclasses.replace(sh, pf1=True)     # loads one step ahead: one a turn
+            src = kernel("matmul/matmul_smat", T="f16", **smat.slots(one, builtin)).source
+            assert src.count("subgroupMatrixMultiplyAccumulate") == per_step
 
 
 def test_loads_and_stores_take_the_current_forms():

@@ -40,11 +40,11 @@ class SmatShape:
     bk: int = 32
     bp: bool = False     # matmul_smat: B's tile in 16-column panels (constant-offset loads)
     cl: bool = False     # matmul_smat: global loads clamped, then zeroed (no branches)
-    pf2: bool = False    # matmul_smat: the tiles' loads two steps ahead, not one
+    pf1: bool = False    # matmul_smat: the tiles' loads one step ahead (before 2026-11-28), not two
 
     @property
     def name(self) -> str:
-        extra = "_bp" * self.bp + "_cl" * self.cl + "_pf2" * self.pf2
+        extra = "_bp" * self.bp + "_cl" * self.cl + "_pf1" * self.pf1
         return f"matmul_smat_{self.bm}x{self.bn}_s{self.sgm}x{self.sgn}_k{self.bk}{extra}"
 
     @property
@@ -216,8 +216,11 @@ def _k_loop(shape: SmatShape, mma: str) -> str:
     """matmul_smat's K loop around the products `mma` (which read the panels pa / pb and the
     column cb of their step's tile buffer): each step fetches a later step's tiles into
     registers (fetch), multiplies, stashes the registers into the other buffer and waits at
-    one barrier. One step ahead (ra, rb); with shape.pf2 two (ra, rb and ra2, rb2, the loop
-    taking two steps a turn, the second under a uniform `if` where K ends)."""
+    one barrier. Two steps ahead (ra, rb and ra2, rb2, the loop taking two steps a turn, the
+    second under a uniform `if` where K ends); with shape.pf1 one (ra, rb), as before.
+    H200 under Dawn, 4096^3 (bench/device_dawn.sh smatpf, 2026-11-28): 128x256 k16 1.00 ->
+    0.85 ms (its copies alone 0.94 -> 0.59, its products alone 0.72 -> 0.67), 128x128 s2x4
+    k32 1.16 -> 1.01; torch f16 0.27."""
     def step(buf: int, ahead: str, regs: str, other: str) -> list[str]:
         return [f"        let pa = {buf}u * (BM / 16u) + sm * TM;",
                 f"        let cb = {buf}u * TILE_B + sn * TN * 16u;",
@@ -226,7 +229,7 @@ def _k_loop(shape: SmatShape, mma: str) -> str:
                 mma,
                 f"        if (COPY) {{ stash(tid, {1 - buf}u, {other}); }}",
                 "        workgroupBarrier();"]
-    if not shape.pf2:
+    if shape.pf1:
         return "\n".join(
             ["    for (var k0 = 0u; k0 < p.K; k0 += BK) {",
              "        let odd = (k0 / BK) & 1u;",
