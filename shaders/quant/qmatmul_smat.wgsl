@@ -49,6 +49,10 @@
 // K pieces (KSPLIT, where the tiles give few workgroups: lower_quant.qsmat_pieces): the same
 // prefill 21.9-22.0 -> 18.9-19.1 ms wall, llama.cpp 23.3 in the same call (H100 under Dawn,
 // bench/device_dawn.sh splitab); the pieces' sum costs 0.9 ms of it.
+// Tried (2026-11-28, H200 under Dawn): the loads and dequantization two steps ahead, as
+// matmul_smat's loads (15% there): the SmolLM2-shaped 128-token first token 3.64-4.46 ms
+// against 3.55-4.33 (bench/results/2026-11-28-h200-dawn-qsmat-two-steps-ahead-tried.json):
+// no gain, not kept.
 // Limits: see matmul_smat.wgsl (tile copies through 2-byte workgroup stores, the products'
 // f16 array loads); here also each weight is dequantized once per BM rows of x, by load_unit
 // (a Q4_K unit: 5 words, its scales decoded per unit).
