@@ -102,8 +102,6 @@
 #   smatpf  matmul_smat with loads two steps ahead (the default since) against one (_pf1), with
 #           the diagnostics
 #   smatdiag  matmul_smat's best shape at 4096^3 without its tile copies / its products
-#   qahead  the quantized smat kernels' loads two steps ahead against one: their tests under
-#           Dawn, then the SmolLM2-shaped prefill's first token with each (`pieces`)
 #   sumread split-K products summed by their readers (a residual norm, the next matmul's A):
 #           the split-K tests natively and under Dawn, then `mlhost` with both forms alternating
 #           in one process (--sum-in-reader norm+matmul,norm,off) and `mlpair`
@@ -990,15 +988,6 @@ smatpf)
     -- pytest tests/backend/test_smat.py tests/backend/test_matmul.py -q \
     > $OUT/smat-tests.txt 2>&1
   tail -3 $OUT/smat-tests.txt
-  ;;
-qahead)
-  # the quantized tensor-core kernels' loads and dequantization two steps ahead
-  # (smat.QSMAT_AHEAD 2) against one: their tests under Dawn, then the SmolLM2-shaped Q4_1
-  # file's 128-token prompt to its first token with a model compiled under each, alternating
-  # (pieced_submit_probe --qsmat-ahead 2,1; setup carrying .big/llvk.so.xz)
-  dawn --dawn-flag $DF -- pytest tests/backend/test_smat.py -q > $OUT/smat-tests.txt 2>&1
-  tail -2 $OUT/smat-tests.txt
-  FIRSTS=16 ROUNDS=${ROUNDS:-4} PROBE_ARGS="--qsmat-ahead 2,1 ${PROBE_ARGS:-}" bash $0 pieces
   ;;
 sumread)
   (cd $S && timeout 200 python3 -m pytest -q tests/backend/test_matmul.py -p no:cacheprovider \

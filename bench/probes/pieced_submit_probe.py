@@ -10,7 +10,6 @@ goes out in pieces. Modes alternate inside one process. Prints JSON.
     python -m webrlx dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,\\
         vulkan_enable_f16_on_nvidia -- python bench/probes/pieced_submit_probe.py \\
         [--model FILE.gguf --prefill 128] [--firsts 0,16,32] [--rounds 3]
-        [--qsmat-ahead 2,1]   (a model compiled under each smat.QSMAT_AHEAD, alternating)
 """
 from __future__ import annotations
 
@@ -78,9 +77,6 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=200, help="MiniLM runs back to back")
     ap.add_argument("--phases", action="store_true", help="with --model: the host's ms inside "
                     "backend.submit and backend.read_buffer of each first-token run")
-    ap.add_argument("--qsmat-ahead", default="2",
-                    help="with --model: smat.QSMAT_AHEAD values, a model compiled under each "
-                         "(the quantized tensor-core kernels' loads this many steps ahead)")
     ap.add_argument("--decode", type=int, default=0, help="with --model: tokens/s of a decode "
                     "of this many tokens (read-ahead: most steps find the GPU busy)")
     args = ap.parse_args()
@@ -93,16 +89,12 @@ def main() -> None:
     enc = minilm.load(device=dev)
     rng = np.random.default_rng(0)
     feeds = enc.feeds([[101] + list(rng.integers(1000, 29000, 126)) + [102]])
-    lms: dict[int, Any] = {}
-    ids: list[int] = []
+    lm = ids = None
     if args.model:
-        from webrlx.compiler import smat
         from webrlx.models import llm
+        lm = llm.load(args.model, device=dev, max_context=args.prefill + 64)
         ids = [int(t) for t in rng.integers(0, 256, args.prefill)]
-        for ahead in (int(v) for v in args.qsmat_ahead.split(",")):
-            smat.QSMAT_AHEAD = ahead        # (kernels render at the first run's compile)
-            lms[ahead] = llm.load(args.model, device=dev, max_context=args.prefill + 64)
-            lms[ahead].generate_ids(ids, 1, ignore_eos=True)
+        lm.generate_ids(ids, 1, ignore_eos=True)
     enc.executable.run(feeds)
     phases = Phases(dev) if args.phases else None
     rounds: list[dict[str, Any]] = []
@@ -111,9 +103,7 @@ def main() -> None:
             mod.SUBMIT_FIRST = f
             clocks.hold_clocks(lambda: enc.executable.run(feeds), lambda: None)
             row: dict[str, Any] = {"first": f, **minilm_times(enc, feeds, args.runs, args.batch)}
-            for ahead, lm in lms.items():
-                # (keys of the first --qsmat-ahead value unsuffixed, the others _a<value>)
-                sfx = "" if ahead == next(iter(lms)) else f"_a{ahead}"
+            if lm is not None:
                 walls, toks, split = [], [], []
                 for _ in range(5):
                     if phases is not None:
@@ -123,11 +113,11 @@ def main() -> None:
                     if phases is not None:
                         split.append({k: round(1e3 * v, 3) for k, v in phases.take().items()})
                 if split:
-                    row["first_token_host_ms" + sfx] = split
-                row["first_token_ms" + sfx] = round(min(walls), 3)
-                row["first_token_ms_median" + sfx] = round(statistics.median(walls), 3)
-                row["token" + sfx] = int(toks[-1])
-                if args.decode and not sfx:
+                    row["first_token_host_ms"] = split
+                row["first_token_ms"] = round(min(walls), 3)
+                row["first_token_ms_median"] = round(statistics.median(walls), 3)
+                row["token"] = int(toks[-1])
+                if args.decode:
                     toks = lm.generate_ids(ids[:11], args.decode, ignore_eos=True)
                     row["decode_tok_s"] = round(lm.stats.tokens_per_s, 1)
                     row["decode_last_tokens"] = [int(t) for t in toks[-4:]]
@@ -135,8 +125,8 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     summary = {str(f): {k: statistics.median(r[k] for r in rounds if r["first"] == f)
                         for k in rounds[0]
-                        if not k.startswith(("first_token_host_ms", "token")) and
-                        k not in ("first", "dispatches", "decode_last_tokens")}
+                        if k not in ("first", "token", "dispatches", "decode_last_tokens",
+                                     "first_token_host_ms")}
                for f in firsts}
     print(json.dumps({"adapter": dev.info.name, "backend": dev.info.backend,
                       "model": args.model, "prefill": args.prefill, "rounds": rounds,

@@ -9,8 +9,8 @@
 // - `enter(wx) -> u32`: column tile wx of the grid -> its tile within its weight, setting what
 //   that weight's view needs;
 // - `epilogue(r, c, a, b)`: 4 outputs of row r from column c, a the products with w, b with w2;
-// - the slots SGM, SGN, TM, TN, BK, W2, SGID, SGID_LET, ACC_DECL, QKLOOP (the K loop around
-//   the MMA products) and STORES (compiler/smat.fused_slots).
+// - the slots SGM, SGN, TM, TN, BK, W2, SGID, SGID_LET, ACC_DECL, MMA and STORES
+//   (compiler/smat.fused_slots).
 const SGM: u32 = {{SGM}}u;          // subgroups along M
 const SGN: u32 = {{SGN}}u;          // subgroups along N
 const TM: u32 = {{TM}}u;            // 16-row tiles a subgroup
@@ -27,7 +27,6 @@ const PA: u32 = 16u * SA;           // halves of a 16-row panel
 const PB: u32 = 16u * SB;
 const LA: u32 = BM * UK / THREADS;  // (row, unit) pairs of x a thread a step
 const LB: u32 = BN * UK / THREADS;  // (weight row, unit) pairs a thread a step
-const LC: u32 = select(1u, LB, W2);  // ... of w2 (one unused register without it)
 const TR: u32 = THREADS / BM;       // prologue (NORM): threads a row
 const UN: u32 = 8u;                 // ... and loads in flight a thread
 var<workgroup> As: array<array<f16, PA>, 2u * BM / 16u>;  // [buffer][m / 16][m % 16][k]
@@ -76,35 +75,6 @@ fn rope4(r: u32, c: u32, a_in: vec4<f32>) -> vec4<f32> {
     return a;
 }
 
-// this thread's share of the units `un`.. of a step: x's (row, unit) pairs and w's (and
-// w2's) (weight row, unit) pairs as halves, into ra, rb, rc (the loads and the
-// dequantization); then from the registers into tile buffer `buf`
-fn fetch(tid: u32, row0: u32, col0: u32, un: u32, ra: ptr<function, array<vec4<u32>, LA>>,
-         rb: ptr<function, array<vec4<u32>, LB>>, rc: ptr<function, array<vec4<u32>, LC>>) {
-    for (var l = 0u; l < LA; l++) {
-        let i = l * THREADS + tid;
-        (*ra)[l] = load_a(row0 + i / UK, row0, un + i % UK);
-    }
-    for (var l = 0u; l < LB; l++) {
-        let i = l * THREADS + tid;
-        (*rb)[l] = load_b(col0 + i / UK, un + i % UK, false);
-        if (W2) { (*rc)[l] = load_b(col0 + i / UK, un + i % UK, true); }
-    }
-}
-
-fn stash(tid: u32, buf: u32, ra: array<vec4<u32>, LA>, rb: array<vec4<u32>, LB>,
-         rc: array<vec4<u32>, LC>) {
-    for (var l = 0u; l < LA; l++) {
-        let i = l * THREADS + tid;
-        put_a(buf, i / UK, (i % UK) * 8u, ra[l]);
-    }
-    for (var l = 0u; l < LB; l++) {
-        let i = l * THREADS + tid;
-        put_b(buf, i / UK, (i % UK) * 8u, rb[l]);
-        if (W2) { put_b2(buf, i / UK, (i % UK) * 8u, rc[l]); }
-    }
-}
-
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32,
         {{SGID}}) {
@@ -138,14 +108,56 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     var ra: array<vec4<u32>, LA>;
     var rb: array<vec4<u32>, LB>;
-    var rc: array<vec4<u32>, LC>;
+    var rc: array<vec4<u32>, select(1u, LB, W2)>;
     // the first step's tiles
-    fetch(tid, row0, col0, 0u, &ra, &rb, &rc);
-    stash(tid, 0u, ra, rb, rc);
+    for (var l = 0u; l < LA; l++) {
+        let i = l * THREADS + tid;
+        ra[l] = load_a(row0 + i / UK, row0, i % UK);
+    }
+    for (var l = 0u; l < LB; l++) {
+        let i = l * THREADS + tid;
+        rb[l] = load_b(col0 + i / UK, i % UK, false);
+        if (W2) { rc[l] = load_b(col0 + i / UK, i % UK, true); }
+    }
+    for (var l = 0u; l < LA; l++) {
+        let i = l * THREADS + tid;
+        put_a(0u, i / UK, (i % UK) * 8u, ra[l]);
+    }
+    for (var l = 0u; l < LB; l++) {
+        let i = l * THREADS + tid;
+        put_b(0u, i / UK, (i % UK) * 8u, rb[l]);
+        if (W2) { put_b2(0u, i / UK, (i % UK) * 8u, rc[l]); }
+    }
     workgroupBarrier();
 {{ACC_DECL}}
     let K = k_len();
-{{QKLOOP}}
+    for (var k0 = 0u; k0 < K; k0 += BK) {
+        let odd = (k0 / BK) & 1u;
+        let pa = odd * (BM / 16u) + sm * TM;          // this subgroup's first panels
+        let pb = odd * (BN / 16u) + sn * TN;
+        // the next step's units (the last step loads its own again: never read)
+        let un = min(k0 + BK, K - BK) / 8u;
+        for (var l = 0u; l < LA; l++) {
+            let i = l * THREADS + tid;
+            ra[l] = load_a(row0 + i / UK, row0, un + i % UK);
+        }
+        for (var l = 0u; l < LB; l++) {
+            let i = l * THREADS + tid;
+            rb[l] = load_b(col0 + i / UK, un + i % UK, false);
+            if (W2) { rc[l] = load_b(col0 + i / UK, un + i % UK, true); }
+        }
+{{MMA}}
+        for (var l = 0u; l < LA; l++) {
+            let i = l * THREADS + tid;
+            put_a(1u - odd, i / UK, (i % UK) * 8u, ra[l]);
+        }
+        for (var l = 0u; l < LB; l++) {
+            let i = l * THREADS + tid;
+            put_b(1u - odd, i / UK, (i % UK) * 8u, rb[l]);
+            if (W2) { put_b2(1u - odd, i / UK, (i % UK) * 8u, rc[l]); }
+        }
+        workgroupBarrier();
+    }
     let lane = tid % 32u;
     let er = lane / 2u;
     let ec = (lane % 2u) * 8u;

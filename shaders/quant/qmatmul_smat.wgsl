@@ -124,32 +124,6 @@ fn store(batch: u32, row: u32, c4: u32, a: vec4<f32>) {
     out[(batch * p.M + row) * N4 + c4] = v;
 }
 
-// this thread's share of the units `un`.. of a step: x's (row, unit) pairs and w's (weight
-// row, unit) pairs as halves, into ra, rb (the loads, and w's dequantization); then from the
-// registers into tile buffer `buf`
-fn fetch(tid: u32, row0: u32, col0: u32, un: u32, ra: ptr<function, array<vec4<u32>, LA>>,
-         rb: ptr<function, array<vec4<u32>, LB>>) {
-    for (var l = 0u; l < LA; l++) {
-        let i = l * THREADS + tid;
-        (*ra)[l] = load_a(row0 + i / UK, un + i % UK);
-    }
-    for (var l = 0u; l < LB; l++) {
-        let i = l * THREADS + tid;
-        (*rb)[l] = load_b(col0 + i / UK, un + i % UK, false);
-    }
-}
-
-fn stash(tid: u32, buf: u32, ra: array<vec4<u32>, LA>, rb: array<vec4<u32>, LB>) {
-    for (var l = 0u; l < LA; l++) {
-        let i = l * THREADS + tid;
-        put_a(buf, i / UK, (i % UK) * 8u, ra[l]);
-    }
-    for (var l = 0u; l < LB; l++) {
-        let i = l * THREADS + tid;
-        put_b(buf, i / UK, (i % UK) * 8u, rb[l]);
-    }
-}
-
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32,
         {{SGID}}) {
@@ -163,11 +137,49 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var ra: array<vec4<u32>, LA>;
     var rb: array<vec4<u32>, LB>;
     // the first step's tiles
-    fetch(tid, row0, col0, kb / 8u, &ra, &rb);
-    stash(tid, 0u, ra, rb);
+    for (var l = 0u; l < LA; l++) {
+        let i = l * THREADS + tid;
+        ra[l] = load_a(row0 + i / UK, kb / 8u + i % UK);
+    }
+    for (var l = 0u; l < LB; l++) {
+        let i = l * THREADS + tid;
+        rb[l] = load_b(col0 + i / UK, kb / 8u + i % UK, false);
+    }
+    for (var l = 0u; l < LA; l++) {
+        let i = l * THREADS + tid;
+        put_a(0u, i / UK, (i % UK) * 8u, ra[l]);
+    }
+    for (var l = 0u; l < LB; l++) {
+        let i = l * THREADS + tid;
+        put_b(0u, i / UK, (i % UK) * 8u, rb[l]);
+    }
     workgroupBarrier();
 {{ACC_DECL}}
-{{QKLOOP}}
+    for (var k0 = kb; k0 < ke; k0 += BK) {
+        let odd = ((k0 - kb) / BK) & 1u;
+        let pa = odd * (BM / 16u) + sm * TM;          // this subgroup's first panels
+        let pb = odd * (BN / 16u) + sn * TN;
+        // the next step's units (the last step loads its own again: never read)
+        let un = min(k0 + BK, ke - BK) / 8u;
+        for (var l = 0u; l < LA; l++) {
+            let i = l * THREADS + tid;
+            ra[l] = load_a(row0 + i / UK, un + i % UK);
+        }
+        for (var l = 0u; l < LB; l++) {
+            let i = l * THREADS + tid;
+            rb[l] = load_b(col0 + i / UK, un + i % UK, false);
+        }
+{{MMA}}
+        for (var l = 0u; l < LA; l++) {
+            let i = l * THREADS + tid;
+            put_a(1u - odd, i / UK, (i % UK) * 8u, ra[l]);
+        }
+        for (var l = 0u; l < LB; l++) {
+            let i = l * THREADS + tid;
+            put_b(1u - odd, i / UK, (i % UK) * 8u, rb[l]);
+        }
+        workgroupBarrier();
+    }
     let lane = tid % 32u;
     let er = lane / 2u;
     let ec = (lane % 2u) * 8u;

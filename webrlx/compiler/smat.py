@@ -207,7 +207,6 @@ def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, produc
             "TN": str(shape.tn), "BK": str(shape.bk), "COPY": "true" if copy else "false",
             "CLAMP": "true" if shape.cl else "false", "BS_DECL": bs_decl,
             "PUT_B": "\n".join(put_b), "KLOOP": _k_loop(shape, "\n".join(mma)),
-            "QKLOOP": _q_loop("\n".join(mma), "kb", "ke", ("ra", "rb"), QSMAT_AHEAD),
             "SGID": "@builtin(subgroup_id) sg: u32" if sgid_builtin else "",
             "SGID_LET": "" if sgid_builtin else "let sg = tid / 32u;",
             "ACC_DECL": acc, "MMA": "\n".join(mma), "STORES": "\n".join(stores)}
@@ -258,57 +257,6 @@ def _k_loop(shape: SmatShape, mma: str) -> str:
          "    }"])
 
 
-# the quantized kernels' loads (and dequantization) of a step's tiles: this many steps ahead of
-# the products (2; 1: the form before 2026-11-28, a probe's A/B)
-QSMAT_AHEAD = 2
-
-
-def _q_loop(mma: str, begin: str, end: str, regs: tuple[str, ...], ahead: int) -> str:
-    """The K loop of quant/qmatmul_smat.wgsl (k from `begin` to `end`: a K piece) and of
-    common/qsmat_body.wgsl (0 to K) around the products `mma` (reading panels pa / pb of their
-    step's buffer): fetch (loads and dequantization into the registers `regs`) a later step's
-    units, multiply, stash the registers into the other buffer, one barrier. `ahead` 1: the
-    next step's; 2: the step after next's, a second register set, two steps a turn (the
-    second under a uniform `if` where K ends). Units past the end are clamped to the last step
-    (loaded again, never read)."""
-    def call(fn: str, *args: str, ptr: bool = False, suffix: str = "") -> str:
-        return f"{fn}({', '.join(args)}, " + \
-            ", ".join(("&" if ptr else "") + r + suffix for r in regs) + ")"
-    def unit(step: str) -> str:
-        return f"min({step}, {end} - BK) / 8u"
-    if ahead == 1:
-        return "\n".join([
-            f"    for (var k0 = {begin}; k0 < {end}; k0 += BK) {{",
-            f"        let odd = ((k0 - {begin}) / BK) & 1u;",
-            "        let pa = odd * (BM / 16u) + sm * TM;          // this subgroup's first panels",
-            "        let pb = odd * (BN / 16u) + sn * TN;",
-            "        " + call("fetch", "tid", "row0", "col0", unit("k0 + BK"), ptr=True) + ";",
-            mma,
-            "        " + call("stash", "tid", "1u - odd") + ";",
-            "        workgroupBarrier();",
-            "    }"])
-    def step(buf: int, at: str, load: str, keep: str) -> list[str]:
-        return [f"        let pa = {buf}u * (BM / 16u) + sm * TM;",
-                f"        let pb = {buf}u * (BN / 16u) + sn * TN;",
-                "        " + call("fetch", "tid", "row0", "col0", unit(at), ptr=True,
-                                  suffix=load) + ";",
-                mma,
-                "        " + call("stash", "tid", f"{1 - buf}u", suffix=keep) + ";",
-                "        workgroupBarrier();"]
-    return "\n".join([
-        *(f"    var {r}2: array<vec4<u32>, L{r[1].upper()}>;" for r in regs),
-        "    " + call("fetch", "tid", "row0", "col0", unit(f"{begin} + BK"), ptr=True,
-                      suffix="2") + ";",
-        f"    for (var k0 = {begin}; k0 < {end}; k0 += 2u * BK) {{",
-        "      {",
-        *step(0, "k0 + 2u * BK", "", "2"),
-        "      }",
-        f"      if (k0 + BK < {end}) {{",
-        *step(1, "k0 + 3u * BK", "2", ""),
-        "      }",
-        "    }"])
-
-
 def fused_slots(shape: SmatShape, w2: bool, sgid_builtin: bool = True) -> dict[str, str]:
     """quant/qmatmul_smat_fused.wgsl's slots for one shape: slots()' subgroup index and products
     (b_by_n), with w2 (SWIGLU's second weight) a second set of accumulators (acc2_<i>_<j>) over
@@ -348,8 +296,7 @@ def fused_slots(shape: SmatShape, w2: bool, sgid_builtin: bool = True) -> dict[s
             stores.append(f"        epilogue(r, c{' + 4u' if h else ''}, {four('St', at)}, {b});")
         stores += ["    }", "    workgroupBarrier();"]
     return {**base, "W2": "true" if w2 else "false", "ACC_DECL": "\n".join(acc),
-            "MMA": "\n".join(mma), "STORES": "\n".join(stores),
-            "QKLOOP": _q_loop("\n".join(mma), "0u", "K", ("ra", "rb", "rc"), QSMAT_AHEAD)}
+            "MMA": "\n".join(mma), "STORES": "\n".join(stores)}
 
 
 def fused_workgroup_bytes(shape: SmatShape, w2: bool) -> int:
