@@ -97,14 +97,13 @@
 #           submit, GPU kernel sum a run) natively and under Dawn, $ROUNDS alternating
 #   attnq   attention reading k / v through q's binding (K_IN_Q, V_IN): the attention and smat
 #           tests under Dawn (f16 and subgroup matrices on), then `mlhost` and `mlpair`
-#   smatbp  matmul_smat with B in panels and branch-free loads against the shapes before them
-#           (bench/probes/smat_probe.py, torch f16 beside), then the smat / matmul tests
 #   smatpf  matmul_smat with loads two steps ahead (the default since) against one (_pf1), with
 #           the diagnostics
 #   smatdiag  matmul_smat's best shape at 4096^3 without its tile copies / its products
-#   sumread split-K products summed by their readers (a residual norm, the next matmul's A):
-#           the split-K tests natively and under Dawn, then `mlhost` with both forms alternating
-#           in one process (--sum-in-reader norm+matmul,norm,off) and `mlpair`
+#   sumread split-K products summed by the residual norm after them: the split-K tests
+#           natively and under Dawn, then `mlhost` with and without alternating in one process
+#           (--sum-in-norm on,off; run 2026-11-28 as --sum-in-reader with the next matmul's A
+#           as a third form, since taken out) and `mlpair`
 #   pieces  bench/probes/pieced_submit_probe.py under Dawn: a run submitted in pieces
 #           (js_webgpu.SUBMIT_FIRST, $FIRSTS) against one command buffer, alternating: MiniLM
 #           1x128 read back run by run and back to back, the SmolLM2-shaped Q4_1 file's
@@ -939,7 +938,7 @@ mlhost)
       -- python bench/probes/minilm_submit_probe.py ${PROBE_ARGS:-}" > $O/dawn-$r.json 2>> $O/err.txt
     for f in native dawn; do python3 -c "import json, sys; \
 ds = [json.loads(x) for x in open(sys.argv[1]).read().strip().splitlines() if x.startswith('{')]; \
-[print(sys.argv[2], d.get('sum_in_reader', ''), d['dispatches'], d['median'], \
+[print(sys.argv[2], d.get('sum_in_norm', ''), d['dispatches'], d['median'], \
 [r['run_ms'] for r in d['rounds']]) for d in ds]" $O/$f-$r.json $f-$r || tail -3 $O/err.txt; done
   done
   tar czf $OUT/mlhost.tgz -C $O .
@@ -950,20 +949,6 @@ attnq)
     tests/backend/test_smat.py -k "attention or smat" > $OUT/dawn-attention-tests.txt 2>&1
   grep -E "passed|failed" $OUT/dawn-attention-tests.txt | tail -2
   bash $0 mlhost; bash $0 mlpair
-  ;;
-smatbp)
-  # matmul_smat with B in 16-column panels (_bp) and branch-free global loads (_cl) beside the
-  # shapes before them, at 4096^3 / 2048^3 with torch f16 in the same call; then the smat and
-  # matmul tests under Dawn (every shape of smat.SHAPES forced)
-  (cd $S && python3 bench/probes/torch_f16_matmul.py > $OUT/torch-f16-matmul.json)
-  dawn -- python bench/probes/smat_probe.py --n 4096 --sgid builtin --only-extra --shapes \
-    ${SMAT_SHAPES:-2,4,4,4,16 2,4,4,4,16,0,1 2,4,4,4,16,1,0 2,4,4,4,16,1,1 4,2,4,4,16,1,1 \
-    2,4,4,2,32 2,4,4,2,32,0,1} > $OUT/smat-probe.json 2> $OUT/smat-probe.err
-  cat $OUT/torch-f16-matmul.json; grep '"shape"' $OUT/smat-probe.err | cut -c1-400
-  dawn --dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia \
-    -- pytest tests/backend/test_smat.py tests/backend/test_matmul.py -q \
-    > $OUT/smat-tests.txt 2>&1
-  tail -3 $OUT/smat-tests.txt
   ;;
 smatdiag)
   # what limits matmul_smat: the best shape at 4096^3 as it is, without its tile copies and
@@ -980,7 +965,7 @@ smatpf)
   # under Dawn (the K loop's code is generated anew for both forms)
   (cd $S && python3 bench/probes/torch_f16_matmul.py > $OUT/torch-f16-matmul.json)
   dawn -- python bench/probes/smat_probe.py --n 4096 --sgid builtin --only-extra --shapes \
-    ${SMAT_SHAPES:-2,4,4,4,16,0,0,1 2,4,4,4,16 2,4,4,2,32,0,0,1 2,4,4,2,32 2,2,4,4,32} \
+    ${SMAT_SHAPES:-2,4,4,4,16,1 2,4,4,4,16 2,4,4,2,32,1 2,4,4,2,32 2,2,4,4,32} \
     --diag matmul_smat_128x256_s2x4_k16_pf1 matmul_smat_128x256_s2x4_k16 \
     > $OUT/smat-probe.json 2> $OUT/smat-probe.err
   cat $OUT/torch-f16-matmul.json; grep -E '"diag"|"shape"' $OUT/smat-probe.err | cut -c1-420
@@ -991,12 +976,12 @@ smatpf)
   ;;
 sumread)
   (cd $S && timeout 200 python3 -m pytest -q tests/backend/test_matmul.py -p no:cacheprovider \
-    -k "split_k or residual_norm or next_matmul" > $OUT/native-split-k-tests.txt 2>&1)
+    -k "split_k" > $OUT/native-split-k-tests.txt 2>&1)
   tail -1 $OUT/native-split-k-tests.txt
   timeout 300 bash -c "$(declare -f dawn); dawn -- pytest tests/backend/test_matmul.py \
-    -k 'split_k or residual_norm or next_matmul'" > $OUT/dawn-split-k-tests.txt 2>&1
+    -k 'split_k'" > $OUT/dawn-split-k-tests.txt 2>&1
   grep -E "passed|failed" $OUT/dawn-split-k-tests.txt | tail -2
-  PROBE_ARGS="--sum-in-reader norm+matmul,norm,off ${PROBE_ARGS:-}" ROUNDS=1 bash $0 mlhost
+  PROBE_ARGS="--sum-in-norm on,off ${PROBE_ARGS:-}" ROUNDS=1 bash $0 mlhost
   bash $0 mlpair
   ;;
 pieces)

@@ -7,8 +7,8 @@ under Dawn reads either ~0.58 or ~0.80 ms a run (native 0.54); is the slow mode 
 Prints JSON.
 
     python bench/probes/minilm_submit_probe.py [--batch 1 --length 128 --n 200 --rounds 8]
-        [--sum-in-reader norm+matmul,norm,off]   (which readers sum split-K products' pieces
-            themselves, lower_matmul.SUM_IN_READER: one executable a mode, rounds alternating)
+        [--sum-in-norm on,off]   (split-K products summed by the residual norm or by their own
+            kernels, lower_matmul.SUM_IN_NORM: one executable a mode, rounds alternating)
     python -m webrlx dawn --dawn-flag disable-dawn-features=timestamp_quantization -- \\
         python bench/probes/minilm_submit_probe.py
 """
@@ -42,15 +42,14 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=128)
     ap.add_argument("--n", type=int, default=200, help="runs a batch")
     ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--sum-in-reader", default="norm+matmul",
-                    help="modes, comma-separated: readers joined by + (lower_matmul."
-                         "SUM_IN_READER), or off; rounds alternate between them")
+    ap.add_argument("--sum-in-norm", default="on",
+                    help="on, off or on,off (lower_matmul.SUM_IN_NORM); modes alternate")
     args = ap.parse_args()
-    modes = args.sum_in_reader.split(",")
+    modes = args.sum_in_norm.split(",")
     out = {}
     runs = {}
     for mode in modes:
-        lower_matmul.SUM_IN_READER = tuple(mode.split("+")) if mode != "off" else ()
+        lower_matmul.SUM_IN_NORM = mode == "on"
         enc = minilm.load()
         feeds = synthetic_feeds(enc, args.batch, args.length)
         runs[mode] = (enc.executable, feeds, _submit_and_sync(enc.executable, feeds)[:2])
@@ -67,7 +66,7 @@ def main() -> None:
                for k in ("run_ms", "submit_ms", "sync_ms", "gpu_kernels_ms")}
         print(json.dumps({"adapter": plan.backend.info.name,
                           "backend": plan.backend.info.backend,
-                          "shape": f"{args.batch}x{args.length}", "sum_in_reader": mode,
+                          "shape": f"{args.batch}x{args.length}", "sum_in_norm": mode,
                           "dispatches": len(plan.dispatches),
                           "kernels": dict(collections.Counter(plan.ran)),
                           "n": args.n, "rounds": rounds, "median": med}))

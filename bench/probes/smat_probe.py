@@ -60,7 +60,8 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--sgid", default="both", choices=("builtin", "computed", "both"))
     p.add_argument("--shapes", nargs="*", default=[],
-                   help="extra shapes SGM,SGN,TM,TN,BK beside smat.SHAPES")
+                   help="extra shapes SGM,SGN,TM,TN,BK[,PF1] beside smat.SHAPES (PF1 1: the "
+                        "tiles' loads one step ahead)")
     p.add_argument("--only-extra", action="store_true")
     p.add_argument("--diag", nargs="*", default=[],
                    help="shape names also timed without tile copies and without products")

@@ -5,9 +5,6 @@
 // grid's z is batch * ZS + piece: batch strides a_bs, b_bs (0 broadcasts), piece z % ZS sums
 // K from piece * KL; C holds one product per z (split-K: the pieces' partial products; the
 // bias, where HAS_BIAS, goes into piece 0's alone).
-// A may itself be the A_PARTS stacked partial products of a split-K matmul (part q at q *
-// A_PART vec4s, its bias in part 0), summed and activated (A_ACT) as they load, so that the
-// product's own sum kernel does not run (compiler/lower_matmul.py, _split_k and _matmul).
 struct Params { M: u32, N: u32, K: u32, a_off: u32, b_off: u32, a_bs: u32, b_bs: u32,
                 c_off: u32, bias_off: u32, act: u32, has_bias: u32, KL: u32, ZS: u32 }
 @group(0) @binding(0) var<storage, read_write> A: array<vec4<{{T}}>>;
@@ -23,9 +20,6 @@ override ACT: u32 = 0u;
 // SwiftShader takes 0.8 s to compile each (its 8 KB of tiles) and a uniform switch per
 // output costs nothing next to the K loop.
 override RUNTIME_EPILOGUE: bool = false;
-override A_PARTS: u32 = 1u;
-override A_PART: u32 = 0u;
-override A_ACT: u32 = 0u;
 
 // vec4 offsets of A's and B's first elements for grid z (batch z / ZS, K piece z % ZS)
 fn a_base_of(z: u32) -> u32 {
@@ -37,13 +31,8 @@ fn b_base_of(z: u32) -> u32 {
 }
 
 fn load_a(base: u32, row: u32, k: u32, K4: u32) -> vec4<{{C}}> {
-    if (row >= p.M || k >= p.K) { return vec4<{{C}}>(0); }
-    let i = base + row * K4 + k / 4u;
-    if (A_PARTS == 1u) { return vec4<{{C}}>(A[i]); }
-    var v = vec4<f32>(A[i]);
-    for (var q = 1u; q < A_PARTS; q++) { v += vec4<f32>(A[q * A_PART + i]); }
-    return vec4<{{C}}>(vec4<f32>(activate(v.x, A_ACT), activate(v.y, A_ACT),
-                                 activate(v.z, A_ACT), activate(v.w, A_ACT)));
+    if (row < p.M && k < p.K) { return vec4<{{C}}>(A[base + row * K4 + k / 4u]); }
+    return vec4<{{C}}>(0);
 }
 
 fn load_b(base: u32, k: u32, c4: u32, N4: u32) -> vec4<{{C}}> {

@@ -34,13 +34,13 @@
 // merging them; one clamp of the 8-aligned offset before them (put_a, put_b): 4096^3 at
 // 128x256 k16 1.32 -> 1.00 ms = 0.24x torch f16 (H200 under Dawn, clocks warmed,
 // bench/device_dawn.sh putab).
-// Tried (H200 under Dawn, 4096^3 / 2048^3 ms, one call, bench/device_dawn.sh smatbp,
-// bench/results/2026-11-28-h200-dawn-smat-panels-clamped.json): B's tile in 16-column panels
-// (SmatShape.bp: every B load at a constant offset, unchecked under robustness) and global
-// loads clamped then zeroed instead of branched (cl, what made quant/qmatmul_smat 26% faster).
+// Tried (H200 under Dawn, 4096^3 / 2048^3 ms, one call, bench/device_dawn.sh smatbp at commit
+// ee03f94, bench/results/2026-11-28-h200-dawn-smat-panels-clamped.json): B's tile in 16-column
+// panels (every B load at a constant offset, unchecked under robustness) and global loads
+// clamped then zeroed instead of branched (cl, what made quant/qmatmul_smat 26% faster).
 // 128x256 k16: 1.00 / 0.221 as it is, cl 1.07 / 0.217, bp 1.11 / 0.255, both 1.19 / 0.212;
 // 256x128 k16 both 1.18; 128x128 s2x4 k32 1.26, cl 1.26. torch f16 0.235 ms (584 TFLOP/s).
-// Neither is what limits this kernel; they stay probe shapes (smat_probe --shapes).
+// Neither is what limits this kernel; both were taken out again.
 // Limits, measured apart (H200 under Dawn, 4096^3 at 128x256 k16, bench/device_dawn.sh
 // smatdiag, bench/results/2026-11-28-h200-dawn-smat-diag.json; whole kernel 1.16 ms, torch
 // f16 0.254): the products alone (no copies) 0.81 ms = 170 TFLOP/s = 0.31x torch, with 16
@@ -80,7 +80,6 @@ const TM: u32 = {{TM}}u;            // 16-row tiles a subgroup
 const TN: u32 = {{TN}}u;            // 16-column tiles a subgroup
 const BK: u32 = {{BK}}u;            // k a step (a multiple of 16)
 const COPY: bool = {{COPY}};        // false: the tiles stay as first loaded (probes only)
-const CLAMP: bool = {{CLAMP}};      // global loads clamped into range, then zeroed: no branch
 const BM: u32 = SGM * TM * 16u;
 const BN: u32 = SGN * TN * 16u;
 const THREADS: u32 = SGM * SGN * 32u;
@@ -88,8 +87,6 @@ const SA: u32 = BK + 8u;            // As row stride, halves
 const SB: u32 = BN + 8u;            // Bs row stride, halves
 const PA: u32 = 16u * SA;           // halves of a 16-row panel of As
 const TILE_B: u32 = BK * SB;
-const SBP: u32 = 24u;               // a B panel's row stride, halves (its 16 columns + 8)
-const PB: u32 = BK * SBP;           // halves of a 16-column panel of Bs
 const QA: u32 = BK / 8u;            // vec4<u32> loads per tile row of A
 const QB: u32 = BN / 8u;            // ... of B
 const LA: u32 = BM * QA / THREADS;  // loads a thread a step
@@ -99,7 +96,7 @@ const LB: u32 = BK * QB / THREADS;
 // loads keep a dynamic offset (its panels along n would need 24-half rows: over 48 KB at
 // 128x128 k32)
 var<workgroup> As: array<array<f16, PA>, 2u * BM / 16u>;  // [buffer][m / 16][m % 16][k]
-{{BS_DECL}}
+var<workgroup> Bs: array<f16, 2u * TILE_B>;              // [buffer][k][n]
 var<workgroup> St: array<array<f32, 256>, SGM * SGN>;     // [subgroup][16][16] epilogue
 
 // 8 halves (one vec4<u32> load) into row `row` of A's buffer `buf`, from k `k8`; into B's
@@ -118,36 +115,18 @@ fn put_a(buf: u32, row: u32, k8: u32, v: vec4<u32>) {
     (*t)[at + 4u] = h2.x; (*t)[at + 5u] = h2.y; (*t)[at + 6u] = h3.x; (*t)[at + 7u] = h3.y;
 }
 
-// 8 halves into row k of B's buffer `buf`, columns n..n+7 of the tile (n a multiple of 8);
-// the PUT_B slot (compiler/smat.slots) writes them into the flat tile or its 16-column panels
+// 8 halves into row k of B's buffer `buf`, columns n..n+7 of the tile (n a multiple of 8)
 fn put_b(buf: u32, k: u32, n: u32, v: vec4<u32>) {
     // one clamp here instead of Tint's eight (robustness clamps every index): `at` is a
-    // multiple of 8 inside the array, so the driver can see the 8 stores as one 16-byte
-    // store (with eight clamped indices it cannot)
+    // multiple of 8 at most 2 TILE_B - 8, so the driver can see the 8 stores as one
+    // 16-byte store (with eight clamped indices it cannot)
+    let at = min((buf * TILE_B + k * SB + n) / 8u, 2u * TILE_B / 8u - 1u) * 8u;
     let h0 = bitcast<vec2<f16>>(v.x);
     let h1 = bitcast<vec2<f16>>(v.y);
     let h2 = bitcast<vec2<f16>>(v.z);
     let h3 = bitcast<vec2<f16>>(v.w);
-{{PUT_B}}
-}
-
-// one 16-byte load of A (row r, k quad kq) or of B (k row kr, column quad cq); 0 outside
-fn get_a(base: u32, r: u32, kq: u32, K8: u32) -> vec4<u32> {
-    if (CLAMP) {
-        let v = A[base + min(r, p.M - 1u) * K8 + min(kq, K8 - 1u)];
-        return select(vec4<u32>(0u), v, r < p.M && kq < K8);
-    }
-    if (r < p.M && kq < K8) { return A[base + r * K8 + kq]; }
-    return vec4<u32>(0u);
-}
-
-fn get_b(base: u32, kr: u32, cq: u32, N8: u32) -> vec4<u32> {
-    if (CLAMP) {
-        let v = B[base + min(kr, p.K - 1u) * N8 + min(cq, N8 - 1u)];
-        return select(vec4<u32>(0u), v, kr < p.K && cq < N8);
-    }
-    if (kr < p.K && cq < N8) { return B[base + kr * N8 + cq]; }
-    return vec4<u32>(0u);
+    Bs[at] = h0.x; Bs[at + 1u] = h0.y; Bs[at + 2u] = h1.x; Bs[at + 3u] = h1.y;
+    Bs[at + 4u] = h2.x; Bs[at + 5u] = h2.y; Bs[at + 6u] = h3.x; Bs[at + 7u] = h3.y;
 }
 
 fn store(batch: u32, row: u32, c4: u32, a: vec4<f32>) {
@@ -170,11 +149,17 @@ fn fetch(tid: u32, a_base: u32, b_base: u32, row0: u32, col0: u32, kn: u32,
     let N8 = p.N / 8u;
     for (var l = 0u; l < LA; l++) {
         let i = l * THREADS + tid;
-        (*ra)[l] = get_a(a_base, row0 + i / QA, kn / 8u + i % QA, K8);
+        let r = row0 + i / QA;
+        let kq = kn / 8u + i % QA;
+        (*ra)[l] = vec4<u32>(0u);
+        if (r < p.M && kq < K8) { (*ra)[l] = A[a_base + r * K8 + kq]; }
     }
     for (var l = 0u; l < LB; l++) {
         let i = l * THREADS + tid;
-        (*rb)[l] = get_b(b_base, kn + i / QB, col0 / 8u + i % QB, N8);
+        let kr = kn + i / QB;
+        let cq = col0 / 8u + i % QB;
+        (*rb)[l] = vec4<u32>(0u);
+        if (kr < p.K && cq < N8) { (*rb)[l] = B[b_base + kr * N8 + cq]; }
     }
 }
 

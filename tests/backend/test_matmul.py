@@ -195,16 +195,13 @@ def test_split_k_sum_in_the_residual_norm(backend, m, k, n, op, bias, monkeypatc
 
 
 @pytest.mark.parametrize("act", ["gelu", "none"])
-def test_split_k_sum_in_the_next_matmul(backend, act, monkeypatch):
+def test_split_k_read_by_a_matmul_keeps_its_sum(backend, act, monkeypatch):
     """act(x @ w1 + b1) @ w2 + b2 on GPUs where both products split K (MiniLM's FFN at one
-    sentence): the first one's bias goes into its piece 0 and the second sums the pieces and
-    applies the activation as its tiles load A (matmul_vec4_io's load_a), so only the last
-    product's sum runs (lower_matmul.SUM_IN_READER with "matmul", forced: by default each
-    product keeps its sum kernel). Pretends the adapter is not a CPU one."""
-    from webrlx.compiler import lower_matmul
+    sentence): only a residual norm sums a product's pieces itself, so each product here runs
+    its own sum kernel (the bias and the activation in it). Pretends the adapter is not a CPU
+    one."""
     from webrlx.device_info import DeviceInfo
     monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
-    monkeypatch.setattr(lower_matmul, "SUM_IN_READER", ("norm", "matmul"))
     arrays = [rand(2, 64, 384), rand(384, 1536, seed=1), rand(1536, seed=2),
               rand(1536, 384, seed=3) / 8, rand(384, seed=4)]
 
@@ -219,14 +216,8 @@ def test_split_k_sum_in_the_next_matmul(backend, act, monkeypatch):
     ins = [g.input(f"a{i}", a.shape) for i, a in enumerate(arrays)]
     names = [c.name for c in wr.compile(g, outputs=[fn(*ins)], device=backend).plan({})
              .program.calls]
-    assert names == ["matmul_vec4_64[split-k 4]", "matmul_vec4_64[split-k 8]",
-                     "elementwise[matmul split-K sum]"], names
-    monkeypatch.setattr(lower_matmul, "SUM_IN_READER", ("norm",))
-    g = wr.Graph()
-    ins = [g.input(f"a{i}", a.shape) for i, a in enumerate(arrays)]
-    names = [c.name for c in wr.compile(g, outputs=[fn(*ins)], device=backend).plan({})
-             .program.calls]
-    assert names.count("elementwise[matmul split-K sum]") == 2, names
+    assert names == ["matmul_vec4_64[split-k 4]", "elementwise[matmul split-K sum]",
+                     "matmul_vec4_64[split-k 8]", "elementwise[matmul split-K sum]"], names
 
 
 @pytest.mark.parametrize("unroll", [True, False])

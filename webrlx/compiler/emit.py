@@ -78,14 +78,12 @@ def transpose_tiles(view: Strided, out: Strided, shape: tuple[int, ...]
 @dataclass(frozen=True)
 class PartsSum:
     """A split-K matmul's value left as its stacked partial products (lower_matmul._split_k):
-    value = act(sum over q < pieces of parts[q * stride :][: stride]), the bias in part 0.
-    The value is also in `EmitContext.lazy`, so any reader but the one that sums the parts
-    itself (a norm: lower_rows._norm; a matmul's A: lower_matmul._matmul) materializes it with
-    the same sum kernel as before."""
+    value = sum over q < pieces of parts[q * stride :][: stride], the bias in part 0. The
+    value is also in `EmitContext.lazy`, so any reader but the norm that sums the parts itself
+    (lower_rows._norm) materializes it with the same sum kernel as before."""
     parts: Buf
     pieces: int
     stride: int                 # elements between parts
-    act: str                    # activations.ACTIVATIONS name ("none" for a norm's input)
 
 
 class EmitContext:

@@ -31,9 +31,7 @@ def _matmul(L: EmitContext, node: Node) -> Buf | None:
     a_batch, b_batch = a2[:-2], b2[:-2]
     out_shape = L.shape(node.id)
     batch = math.prod(out_shape) // max(m * n, 1) if m * n else 0
-    a_parts = _parts_as_a(L, node, m * math.prod(a_batch), n, k, b_batch)
-    a_buf = a_parts.parts if a_parts else L.buf(a_id)
-    b_buf = L.buf(b_id)
+    a_buf, b_buf = L.buf(a_id), L.buf(b_id)
     if math.prod(b_batch) == 1:            # weight-like B: fold A's batch into M
         m, batch, a_bs, b_bs = m * math.prod(a_batch), 1, 0, 0
     elif math.prod(a_batch) == 1:          # A broadcast over B's batch
@@ -52,72 +50,46 @@ def _matmul(L: EmitContext, node: Node) -> Buf | None:
     out = L.temp(out_shape, node.dtype)
     acc_t = "f32" if node.attrs.get("accumulate") == "float32" else L.T(node.dtype)
     value = ep.last if ep else node.id
-    lazy_sum = value if _sums_its_parts(L, value, act, node.dtype) else None
+    lazy_sum = value if act == "none" and _read_by_residual_norm(L, value) else None
     emit_matmul(L, a_buf, b_buf, L.buf(bias_id) if bias_id is not None else None, out,
-                (m, n, k, batch), (a_bs, b_bs), node.dtype, acc_t, act, lazy_sum, a_parts)
-    if value in L.parts_sums:              # K pieces its reader sums (_split_k)
+                (m, n, k, batch), (a_bs, b_bs), node.dtype, acc_t, act, lazy_sum)
+    if value in L.parts_sums:              # K pieces the norm after it sums (_split_k)
         return None
     if ep:
         L.values[ep.last] = out
     return out
 
 
-# The readers that sum a split-K product's pieces themselves: "norm" (a residual norm's
-# register-row kernel), "matmul" (the next f32 matmul's load_a, summing and activating A as its
-# tiles load it); the others run a sum kernel. MiniLM 1x128 on an H200, ms a run back to back,
-# 8 rounds alternating (bench/probes/minilm_submit_probe.py --sum-in-reader
-# norm+matmul,norm,off; bench/device_dawn.sh sumread): native 0.511 / 0.493 / 0.504, Dawn
-# 0.517 / 0.510 / 0.532 (56 / 62 / 74 dispatches). The down projection re-reads its A's 4
-# pieces and GELU for every column tile, which costs more than the sum kernel it saves; so
-# "matmul" is off by default (tests force it).
-SUM_IN_READER: tuple[str, ...] = ("norm",)
+# (probe) False: every split-K product runs its own sum kernel, as before 2026-11-28
+# (bench/probes/minilm_submit_probe.py --sum-in-norm on,off). Tried and taken out: the next
+# f32 matmul summing its A's pieces (and GELU) as its tiles load them, 6 more of MiniLM 1x128's
+# dispatches: slower natively, 0.511 against 0.493 ms a run on an H200 (the down projection
+# re-reads its A's 4 pieces for every column tile; bench/results/
+# 2026-11-28-h200-dawn-split-k-sum-in-reader.json).
+SUM_IN_NORM = True
 
 
-def _sums_its_parts(L: EmitContext, value: int, act: str, dtype: dt.DType) -> bool:
-    """True when the value's one reader can sum a split-K product's partial products itself,
-    so that no sum kernel runs between them: the residual add a norm absorbed (fuse.
-    _residual_norm; no activation, the add's other operand another value), or an f32 matmul
-    reading it as A (its tiles load A through matmul_vec4_io's load_a)."""
+def _read_by_residual_norm(L: EmitContext, value: int) -> bool:
+    """True when the value's one reader is the residual add a norm absorbed (fuse.
+    _residual_norm) and the add's other operand is another value: that norm sums a split-K
+    product's pieces itself (lower_rows._norm), so no sum kernel runs between them."""
     users = L.consumers.get(value, [])
-    if value in L.outputs or len(users) != 1:
+    if not SUM_IN_NORM or value in L.outputs or len(users) != 1 or \
+            users[0] not in L.fusions.absorbed:
         return False
-    u = L.graph.nodes[users[0]]
-    if u.op == "matmul" and u.id not in L.fusions.absorbed:
-        return "matmul" in SUM_IN_READER and dtype == dt.float32 and u.inputs[0] == value \
-            and value not in u.inputs[1:] and ACTIVATIONS[act].code is not None
-    if "norm" not in SUM_IN_READER or act != "none" or u.id not in L.fusions.absorbed:
-        return False
-    norms = L.consumers.get(u.id, [])
-    return len(norms) == 1 and value in L.fusions.residuals.get(norms[0], ()) and \
-        L.fusions.residuals[norms[0]].count(value) == 1
-
-
-def _parts_as_a(L: EmitContext, node: Node, m: int, n: int, k: int, b_batch: tuple[int, ...]
-                ) -> PartsSum | None:
-    """The partial products of a split-K matmul whose value is this matmul's A (still lazy:
-    _sums_its_parts), where this product runs a register-tiled vec4 kernel over whole
-    buffers that sums them in load_a; taken out of L.lazy. None: A materializes as before."""
-    a_id = node.inputs[0]
-    ps = L.parts_sums.get(a_id) if a_id in L.lazy else None
-    if ps is None or node.dtype != dt.float32 or math.prod(b_batch) != 1 or \
-            m <= GEMV_ROWS or k % 4 or n % 4 or \
-            L.over_limit(ps.parts, L.buf(node.inputs[1]), Buf(m * n * 4, "temp")):
-        return None
-    del L.parts_sums[a_id], L.lazy[a_id]
-    return ps
+    norms = L.consumers.get(users[0], [])
+    return len(norms) == 1 and L.fusions.residuals.get(norms[0], ()).count(value) == 1
 
 
 def emit_matmul(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                 mnkb: tuple[int, int, int, int], batch_strides: tuple[int, int],
                 dtype: dt.DType, acc_t: str, act: str = "none",
-                lazy_sum: int | None = None, a_parts: PartsSum | None = None) -> None:
+                lazy_sum: int | None = None) -> None:
     """Emit out[z] = act(a[z] @ b[z] + bias) for z < batch: a [m, k], b [k, n] contiguous,
     batch z at element offsets z * batch_strides.
 
     lazy_sum: the node whose value this is, where a norm reads it and can sum K pieces itself:
     a split-K product then leaves its parts in L.parts_sums (and L.lazy) instead of `out`.
-    a_parts: `a` is a split-K product's partial products, summed as the tiles load them (one
-    register-tiled kernel over whole buffers: _parts_as_a checked that).
 
     Over the binding limit (split.py), an unbatched product runs per range of A's rows, each
     binding windows of A and C; a weight over the limit is cut along K into partial products
@@ -125,9 +97,8 @@ def emit_matmul(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     m, n, k, batch = mnkb
     if batch != 1 or not L.over_limit(a, b, out):
         _emit_kernel(L, a, b, bias, out, mnkb, batch_strides, dtype, acc_t, act, {}, {},
-                     lazy_sum, a_parts)
+                     lazy_sum)
         return
-    assert a_parts is None, "partial products as A over the binding limit (_parts_as_a)"
     if not L.over_limit(b):
         _row_pieces(L, a, b, bias, out, (m, n, k), dtype, acc_t, act, 0, None)
         return
@@ -206,18 +177,14 @@ def sum_parts(L: EmitContext, parts: list[tuple[Buf, int]], bias: Buf | None, ou
 def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                  mnkb: tuple[int, int, int, int], batch_strides: tuple[int, int],
                  dtype: dt.DType, acc_t: str, act: str, offsets: dict[str, int],
-                 windows: dict[str, split.Window], lazy_sum: int | None = None,
-                 a_parts: PartsSum | None = None) -> None:
+                 windows: dict[str, split.Window], lazy_sum: int | None = None) -> None:
     """One matmul dispatch (GEMV, register-tiled or scalar tiled, by shape); K pieces and
-    their sum where split_k* pick them (lazy_sum, a_parts: see emit_matmul)."""
+    their sum where split_k* pick them (lazy_sum: see emit_matmul)."""
     m, n, k, batch = mnkb
     if smat.MODE not in (None, "off") and dtype == dt.float16:
         smat.check_forced(L.info, smat.MODE)   # a forced tensor-core kernel it cannot run
     t = L.T(dtype)
-    # load_a's sum of A's partial products (common/matmul_vec4_io.wgsl)
-    a_over = {"A_PARTS": a_parts.pieces, "A_PART": a_parts.stride // 4,
-              "A_ACT": ACTIVATIONS[a_parts.act].code} if a_parts else {}
-    overrides = {"HAS_BIAS": bias is not None, "ACT": ACTIVATIONS[act].code, **a_over}
+    overrides = {"HAS_BIAS": bias is not None, "ACT": ACTIVATIONS[act].code}
     params = {"M": m, "N": n, "K": k, "a_off": 0, "b_off": 0, "a_bs": batch_strides[0],
               "b_bs": batch_strides[1], "c_off": 0, "bias_off": 0, **offsets}
     bindings = {"A": a, "B": b, "bias": bias if bias is not None else L.dummy(0), "C": out}
@@ -239,10 +206,10 @@ def _emit_kernel(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
                 pieces, r = split_k_batched(m, n, k, batch, L.limit), 1
         if pieces > 1:
             _split_k(L, a, b, bias, out, (m, n, k, batch), batch_strides, pieces, dtype, acc_t,
-                     act, r, lazy_sum, a_over)
+                     act, r, lazy_sum)
             return
         if L.info.software:              # one pipeline per tile size (matmul_vec4_io.wgsl)
-            overrides = {"RUNTIME_EPILOGUE": True, **a_over}
+            overrides = {"RUNTIME_EPILOGUE": True}
         tiles = {r: Variant.of(*tile_kernel(t, acc_t, r, L.info.software),
                                (-(-n // (64 * r)), -(-m // (64 * r)), batch), overrides)
                  for r in (2, 1)}
@@ -424,15 +391,15 @@ def split_k_batched(m: int, n: int, k: int, batch: int, max_binding: int) -> int
 def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
              mnkb: tuple[int, int, int, int], batch_strides: tuple[int, int], pieces: int,
              dtype: dt.DType, acc_t: str, act: str, r: int = 1,
-             lazy_sum: int | None = None, a_over: dict[str, int] | None = None) -> None:
+             lazy_sum: int | None = None) -> None:
     """out[z] = act(sum_p A[z][:, p kc:(p+1) kc] @ B[z][p kc:(p+1) kc] + bias): one tiled
     dispatch over batch x pieces (grid z = batch * pieces + p: the kernel's ZS), partial
     products stacked in a temp, then sum_parts adding them, the bias and the activation in
-    one elementwise kernel (batched: neither bias nor activation). With lazy_sum (unbatched)
-    the bias goes into piece 0 and the sum and activation are left to the one reader of the
-    value (_sums_its_parts): L.parts_sums[lazy_sum] holds the parts, and L.lazy the same sum
-    for any other reader. a_over: load_a's overrides where A is itself partial products."""
-    lazy = lazy_sum is not None and mnkb[3] == 1
+    one elementwise kernel (batched: neither bias nor activation). With lazy_sum (unbatched,
+    no activation) the bias goes into piece 0 and the sum is left to the norm that reads the
+    value (_read_by_residual_norm): L.parts_sums[lazy_sum] holds the parts, and L.lazy the
+    same sum for any other reader."""
+    lazy_at = lazy_sum if mnkb[3] == 1 and act == "none" else None
     m, n, k, batch = mnkb
     kc = k // pieces
     t = L.T(dtype)
@@ -447,23 +414,19 @@ def _split_k(L: EmitContext, a: Buf, b: Buf, bias: Buf | None, out: Buf,
     else:
         name, k_tiled = tile_kernel(t, acc_t, r, L.info.software)
         grid = (-(-n // (64 * r)), -(-m // (64 * r)), batch * pieces)
-    L.emit(k_tiled, {"A": a, "B": b, "bias": bias if lazy and bias else L.dummy(0),
-                     "C": parts}, params, grid,
-           {"HAS_BIAS": lazy and bias is not None, "ACT": 0, **(a_over or {})},
+    piece0_bias = bias if lazy_at is not None else None
+    L.emit(k_tiled, {"A": a, "B": b, "bias": piece0_bias or L.dummy(0), "C": parts}, params,
+           grid, {"HAS_BIAS": piece0_bias is not None, "ACT": 0},
            name=f"{name}[split-k {pieces}]")
-    if lazy and lazy_sum is not None:
-        shape = L.shape(lazy_sum)
+    if lazy_at is not None:
+        shape = L.shape(lazy_at)
         leaves: list[Leaf] = [(parts, dtype, z * m * n, strides_of(shape))
                               for z in range(pieces)]
         expr = Expr("load", (0,), dtype)
         for i in range(1, len(leaves)):
             expr = Expr("add", (expr, Expr("load", (i,), dtype)), dtype)
-        if act != "none":
-            fn = ACTIVATIONS[act]
-            assert fn.op is not None
-            expr = Expr(fn.op, (expr,), dtype, fn.attrs)
-        L.lazy[lazy_sum] = Lazy(expr, leaves, shape, dtype)
-        L.parts_sums[lazy_sum] = PartsSum(parts, pieces, m * n, act)
+        L.lazy[lazy_at] = Lazy(expr, leaves, shape, dtype)
+        L.parts_sums[lazy_at] = PartsSum(parts, pieces, m * n)
     elif batch == 1:
         sum_parts(L, [(parts, z * m * n) for z in range(pieces)], bias, out, (m, n), dtype,
                    act, "matmul split-K sum")

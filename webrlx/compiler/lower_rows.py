@@ -384,8 +384,6 @@ def _summed_parts(L: EmitContext, node: Node, residual: tuple[int, int] | None, 
     if at is None or n % 4 or regs_row_shape(L, n) is None or split_long_rows(rows, n):
         return None
     ps = L.parts_sums[ids[at]]
-    if ps.act != "none":
-        return None
     other = ids[1 - at] if residual else None
     if L.over_limit(ps.parts, *([L.buf(other)] if other is not None else [])):
         return None

@@ -38,13 +38,11 @@ class SmatShape:
     tm: int
     tn: int
     bk: int = 32
-    bp: bool = False     # matmul_smat: B's tile in 16-column panels (constant-offset loads)
-    cl: bool = False     # matmul_smat: global loads clamped, then zeroed (no branches)
     pf1: bool = False    # matmul_smat: the tiles' loads one step ahead (before 2026-11-28), not two
 
     @property
     def name(self) -> str:
-        extra = "_bp" * self.bp + "_cl" * self.cl + "_pf1" * self.pf1
+        extra = "_pf1" * self.pf1
         return f"matmul_smat_{self.bm}x{self.bn}_s{self.sgm}x{self.sgn}_k{self.bk}{extra}"
 
     @property
@@ -62,8 +60,7 @@ class SmatShape:
     def workgroup_bytes(self, b_by_n: bool = False) -> int:
         """Two A and B tile buffers (rows padded by 8 halves; B's rows along k, or along n
         with b_by_n) and 1 KB of f32 staging a subgroup."""
-        b = self.bn * (self.bk + 8) if b_by_n else \
-            self.bn // 16 * self.bk * B_PANEL_STRIDE if self.bp else self.bk * (self.bn + 8)
+        b = self.bn * (self.bk + 8) if b_by_n else self.bk * (self.bn + 8)
         tiles = 2 * (self.bm * (self.bk + 8) + b) * 2
         return tiles + self.sgm * self.sgn * 1024
 
@@ -71,7 +68,6 @@ class SmatShape:
 # (H100 under Dawn: see shaders/matmul/matmul_smat.wgsl's header for what each measured)
 SHAPES = (SmatShape(2, 4, 4, 2), SmatShape(2, 2, 4, 4), SmatShape(4, 2, 2, 4),
           SmatShape(2, 4, 4, 4, 16), SmatShape(2, 2, 2, 2))
-# (bp, cl: probe shapes, slower at 4096^3: see shaders/matmul/matmul_smat.wgsl's header)
 
 
 # quant/qmatmul_smat_fused.wgsl's and quant/qmatmul_smat_qkv.wgsl's tile shapes: small tiles,
@@ -128,7 +124,6 @@ def fits(info: DeviceInfo, shape: SmatShape, b_by_n: bool = False) -> bool:
 
 
 LEFT, RIGHT = "subgroup_matrix_left<f16, 16, 16>", "subgroup_matrix_right<f16, 16, 16>"
-B_PANEL_STRIDE = 24       # halves a row of a 16-column B panel (16 + 8: conflict-free loads)
 
 
 # Tint's current forms of the loads and stores: the layout is a template argument (row_major /
@@ -169,8 +164,6 @@ def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, produc
                 for i in range(shape.tm)]
         mma += [f"            let b{j} = "
                 + (mload(RIGHT, f"&Bs[pb + {j}u]", f"{16 * kk}u", True, "SB") if b_by_n else
-                   mload(RIGHT, f"&Bs[pb + {j}u]", f"{16 * kk * B_PANEL_STRIDE}u", False,
-                         "SBP") if shape.bp else
                    mload(RIGHT, "&Bs", f"cb + {16 * kk}u * SB + {16 * j}u", False, "SB")) + ";"
                 for j in range(shape.tn)]
         mma += [f"            acc{i}_{j} = subgroupMatrixMultiplyAccumulate(a{i}, b{j}, "
@@ -191,30 +184,17 @@ def slots(shape: SmatShape, sgid_builtin: bool = True, copy: bool = True, produc
             "St[sg][s + 6u], St[sg][s + 7u]));",
             "    }",
             "    workgroupBarrier();"]
-    if shape.bp:        # matmul_smat's B tile as 16-column panels, rows SBP halves apart
-        bs_decl = ("var<workgroup> Bs: array<array<f16, PB>, 2u * BN / 16u>;"
-                   "  // [buffer][n / 16][k][n % 16]")
-        put_b = ["    let t = &Bs[buf * (BN / 16u) + n / 16u];",
-                 "    let at = min((k * SBP + n % 16u) / 8u, PB / 8u - 1u) * 8u;"]
-        put_b += [f"    (*t)[at + {2 * h + e}u] = h{h}.{'xy'[e]};" for h in range(4)
-                  for e in range(2)]
-    else:
-        bs_decl = "var<workgroup> Bs: array<f16, 2u * TILE_B>;              // [buffer][k][n]"
-        put_b = ["    let at = min((buf * TILE_B + k * SB + n) / 8u, 2u * TILE_B / 8u - 1u) * 8u;"]
-        put_b += [f"    Bs[at + {2 * h + e}u] = h{h}.{'xy'[e]};" for h in range(4)
-                  for e in range(2)]
     return {"SGM": str(shape.sgm), "SGN": str(shape.sgn), "TM": str(shape.tm),
             "TN": str(shape.tn), "BK": str(shape.bk), "COPY": "true" if copy else "false",
-            "CLAMP": "true" if shape.cl else "false", "BS_DECL": bs_decl,
-            "PUT_B": "\n".join(put_b), "KLOOP": _k_loop(shape, "\n".join(mma)),
+            "KLOOP": _k_loop(shape, "\n".join(mma)),
             "SGID": "@builtin(subgroup_id) sg: u32" if sgid_builtin else "",
             "SGID_LET": "" if sgid_builtin else "let sg = tid / 32u;",
             "ACC_DECL": acc, "MMA": "\n".join(mma), "STORES": "\n".join(stores)}
 
 
 def _k_loop(shape: SmatShape, mma: str) -> str:
-    """matmul_smat's K loop around the products `mma` (which read the panels pa / pb and the
-    column cb of their step's tile buffer): each step fetches a later step's tiles into
+    """matmul_smat's K loop around the products `mma` (which read the A panels from pa and the
+    B columns from cb of their step's tile buffer): each step fetches a later step's tiles into
     registers (fetch), multiplies, stashes the registers into the other buffer and waits at
     one barrier. Two steps ahead (ra, rb and ra2, rb2, the loop taking two steps a turn, the
     second under a uniform `if` where K ends); with shape.pf1 one (ra, rb), as before.
@@ -224,7 +204,6 @@ def _k_loop(shape: SmatShape, mma: str) -> str:
     def step(buf: int, ahead: str, regs: str, other: str) -> list[str]:
         return [f"        let pa = {buf}u * (BM / 16u) + sm * TM;",
                 f"        let cb = {buf}u * TILE_B + sn * TN * 16u;",
-                f"        let pb = {buf}u * (BN / 16u) + sn * TN;",
                 f"        if (COPY) {{ fetch(tid, a_base, b_base, row0, col0, {ahead}, {regs}); }}",
                 mma,
                 f"        if (COPY) {{ stash(tid, {1 - buf}u, {other}); }}",
@@ -234,8 +213,7 @@ def _k_loop(shape: SmatShape, mma: str) -> str:
             ["    for (var k0 = 0u; k0 < p.K; k0 += BK) {",
              "        let odd = (k0 / BK) & 1u;",
              "        let pa = odd * (BM / 16u) + sm * TM;     // the subgroup's first A panel",
-             "        let cb = odd * TILE_B + sn * TN * 16u;   // its first B column (flat B)",
-             "        let pb = odd * (BN / 16u) + sn * TN;     // its first B panel (B panels)",
+             "        let cb = odd * TILE_B + sn * TN * 16u;   // its first B column",
              "        if (COPY) {",
              "            fetch(tid, a_base, b_base, row0, col0, k0 + BK, &ra, &rb);",
              "        }",
