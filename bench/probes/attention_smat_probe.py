@@ -3,8 +3,11 @@ parts, against float64 numpy; under the Dawn runner on an adapter with subgroup 
   zero_q:   q = 0, so P is uniform over the keys: out = the mean of V's rows (P V, the sums)
   eye_v:    V the identity (64 keys, d 64): out = P itself (S = Q K^T and the softmax)
   random:   the test's inputs (rand * 2, a mask)
+  rising:   scores rising along the keys by ~45 (the lazy rescale of O runs several times)
 Prints JSON: per case the max error, max |ref|, and the first rows of got / want.
-    python -m webrlx dawn -- python bench/probes/attention_smat_probe.py"""
+--forms rows,lazy [--minilm]: each of smat.ATTENTION_FORM's forms (A/B of a kernel change), the cases of
+each, then bench's f16 attention cases (and MiniLM f16) timed for each form in turn, --rounds times (default 3).
+    python -m webrlx dawn -- python bench/probes/attention_smat_probe.py [--forms a,b]"""
 from __future__ import annotations
 
 import json
@@ -37,11 +40,8 @@ def run(q, k, v, mask):
     return got, list(USED)
 
 
-def main() -> None:
+def cases_out() -> dict:
     rng = np.random.default_rng(0)
-    from webrlx.compiler import smat
-    if smat.available(wr.device().info):
-        lower_attention.FORCE_PATH = "smat"
     cases = {}
     d, n = 64, 64
     k = rng.standard_normal((1, 1, n, d)).astype(np.float16)
@@ -56,6 +56,11 @@ def main() -> None:
     mr = np.ones((2, 200), np.int32)
     mr[-1, 66:] = 0
     cases["random"] = (qr, kr, vr, mr)
+    qs = (0.5 + rng.random((1, 2, 300, 64))).astype(np.float16)
+    ks = (np.linspace(0.0, 5.0, 300)[None, None, :, None] *
+          (0.5 + rng.random((1, 2, 300, 64)))).astype(np.float16)
+    cases["rising"] = (qs, ks, rng.standard_normal((1, 2, 300, 64)).astype(np.float16),
+                       np.ones((1, 300), np.int32))
     out = {}
     for name, (q, k, v, mask) in cases.items():
         got, names = run(q, k, v, mask)
@@ -67,6 +72,33 @@ def main() -> None:
                      "want_row0": np.round(want[0, 0, 0, :8], 4).tolist(),
                      "got_row17": np.round(got[0, 0, 17, :8], 4).tolist(),
                      "want_row17": np.round(want[0, 0, 17, :8], 4).tolist()}
+    return out
+
+
+def main() -> None:
+    import sys
+    from webrlx.cli import bench
+    from webrlx.compiler import smat
+    if smat.available(wr.device().info):
+        lower_attention.FORCE_PATH = "smat"
+    args = sys.argv[1:]
+    forms = args[args.index("--forms") + 1].split(",") if "--forms" in args else [None]
+    rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 3
+    out: dict = {}
+    for f in forms:
+        if f is not None:
+            smat.ATTENTION_FORM = f
+        out[f"cases {f}"] = cases_out()
+    if forms != [None]:
+        bench.NO_REF = True
+        for r in range(rounds):
+            for f in forms:
+                smat.ATTENTION_FORM = f
+                cs = bench.attention_cases([512, 2048], 10, 5, "float16")
+                if "--minilm" in args:          # (MiniLM's heads: d 32, 128 rows)
+                    cs += bench.minilm_cases(10, 5, [(1, 128), (32, 128)], "float16")
+                out[f"time {f} round {r}"] = {c["case"]: round(c.get("webrlx_ms", -1), 4)
+                                              for c in cs}
     print(json.dumps(out, indent=1))
 
 

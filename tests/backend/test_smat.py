@@ -216,6 +216,29 @@ def test_attention_on_subgroup_matrices(backend, b, h, lq, lk, d, causal, monkey
     assert np.abs(got - want).max() <= 3e-3 * np.abs(want).max(), np.abs(got - want).max()
 
 
+def test_attention_smat_rescales_rising_scores(backend, monkeypatch):
+    """Scores that rise along the keys by ~30 (past attention_smat's lazy-rescale margin TAU =
+    8 several times, across 5 key tiles, causal rows among them): O is rescaled through
+    workgroup memory when a row's max moves; the result stays within 3e-3 x max|ref|."""
+    from webrlx.compiler import lower_attention
+    if backend.name == "reference" or not _available(backend):
+        return
+    monkeypatch.setattr(lower_attention, "FORCE_PATH", "smat")
+    rng = np.random.default_rng(3)
+    lq = lk = 300
+    d = 64
+    q = (0.5 + rng.random((1, 2, lq, d))).astype(np.float16)
+    ramp = np.linspace(0.0, 5.0, lk)[None, None, :, None]
+    k = (ramp * (0.5 + rng.random((1, 2, lk, d)))).astype(np.float16)
+    v = rng.standard_normal((1, 2, lk, d)).astype(np.float16)
+    mask = np.ones((1, lk), np.int32)
+    for causal in (False, True):
+        want = _attention_ref(q, k, v, mask, causal)
+        got = run_graph(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
+                        [q, k, v, mask])[0].astype(np.float64)
+        assert np.abs(got - want).max() <= 3e-3 * np.abs(want).max(), np.abs(got - want).max()
+
+
 def test_attention_smat_forced_on_float32_names_the_dtype(backend, monkeypatch):
     from webrlx.compiler import lower_attention
     if backend.name == "reference":
