@@ -21,6 +21,5 @@ def render_slots(name: str) -> dict[str, str]:
                  else smat.fused_slots(smat.SHAPES[-1], False)
                  if name == "quant/qmatmul_smat_qkv"
                  else smat.attention_slots(32) if name == "attention/attention_smat" else
-                 smat.attention_slots_rows(32) if name == "attention/attention_smat_rows" else
                  tiled_slots(1))
     return slots

@@ -227,11 +227,8 @@ def _attention(L: EmitContext, node: Node) -> Buf:
                              f"{node.dtype.name})")
         if node.dtype == dt.float16 and smat.MODE != "off" and smat.attention_ok(L.info, d):
             # tensor cores (attention_smat.wgsl): f16 q, k, v with f32 products and softmax
-            rows = smat.ATTENTION_FORM == "rows"
-            L.emit(kernel("attention/attention_smat_rows" if rows else "attention/attention_smat",
-                          T="f16", QKV="vec4<f16>",
-                          **(smat.attention_slots_rows if rows else smat.attention_slots)(
-                              d, smat.SGID_BUILTIN)),
+            L.emit(kernel("attention/attention_smat", T="f16", QKV="vec4<f16>",
+                          **smat.attention_slots(d, smat.SGID_BUILTIN)),
                    {**qkv, "out": out}, args, (-(-lq // 64), h, b), masking,
                    name="attention_smat", read_only=("q", "k", "v"))
             return out

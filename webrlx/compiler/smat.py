@@ -309,80 +309,13 @@ def attention_ok(info: DeviceInfo, d: int) -> bool:
         attention_workgroup_bytes(d) <= info.limit("max-compute-workgroup-storage-size", 16384)
 
 
-def attention_geometry(d: int) -> tuple[int, int]:
-    """attention_smat's O ownership at head dim d: (OR, OC), the rows and dims of O each of
-    its 4 subgroups keeps in result matrices (32 x d/2, or 16 x 16 at d 16)."""
-    return (16, 16) if d == 16 else (32, d // 2)
-
-
 def attention_workgroup_bytes(d: int) -> int:
-    """Ks (2 x 32 keys x (d + 8) halves), Vs (64 keys x (OC + 8) halves a dims panel), the key
-    flags, Ps (64 x 72 halves), Ss (4 panels of 32 x 36 floats) and the rescale flag."""
-    oc = attention_geometry(d)[1]
-    return 2 * 32 * (d + 8) * 2 + (d // oc) * 64 * (oc + 8) * 2 + 64 * 4 + 64 * 72 * 2 + \
-        4 * 32 * 36 * 4 + 4
+    """Ks and Vs (64 keys x (d + 8) halves), the key flags, Ps (64 x 72 halves) and Ss
+    (64 x 68 floats)."""
+    return 2 * 64 * (d + 8) * 2 + 64 * 4 + 64 * 72 * 2 + 64 * 68 * 4
 
 
 def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
-    """attention_smat's slots for head dim d: its subgroup index, the Q tiles' loads, one key
-    tile's two products written out, and O's result matrices (declared, saved to and loaded
-    from Ss). Subgroup s computes S's rows 32 (s / 2) .. x keys 32 (s % 2) .. (2 x 2 tiles, each
-    Q and K tile used twice) and owns O's rows OR (s / NV) .. x dims OC (s % NV) ..; every
-    load and store is at a constant offset into one panel (see slots()).
-    Measured (H200 under Dawn, bench/device_dawn.sh asmat): see attention_smat.wgsl."""
-    dc = d // 16
-    orows, oc = attention_geometry(d)
-    nv, ri, dj = d // oc, orows // 16, oc // 16
-    result = "subgroup_matrix_result<f32, 16, 16>"
-    q_load = [f"    let q{i}{c} = {mload(LEFT, f'&Ps[2u * (sg / 2u) + {i}u]', f'{16 * c}u', False, 'SP')};"
-              for i in range(2) for c in range(dc)]
-
-    # a tile's first product is subgroupMatrixMultiply and the rest chain through `let`s, not
-    # accumulates into a zeroed `var` declared in the key loop: that form kept the last tile's
-    # sums under Dawn on an H100 (outputs wrong past the first key tile). O's accumulators are
-    # `var`s declared before the loop.
-    s_mma = []
-    for j in range(2):                       # keys 16 j .. of the subgroup's 32
-        s_mma += [f"        let k{j}{c} = "
-                  f"{mload(RIGHT, '&Ks[sg % 2u]', f'{16 * j}u * SK + {16 * c}u', True, 'SK')};"
-                  for c in range(dc)]
-        for i in range(2):                   # rows 16 i .. of its 32
-            s_mma.append(f"        let s{i}{j}_0 = subgroupMatrixMultiply<f32>(q{i}0, k{j}0);")
-            s_mma += [f"        let s{i}{j}_{c} = subgroupMatrixMultiplyAccumulate(q{i}{c}, "
-                      f"k{j}{c}, s{i}{j}_{c - 1});" for c in range(1, dc)]
-            s_mma.append(f"        {mstore('&Ss[sg]', f'{16 * i}u * SS + {16 * j}u', f's{i}{j}_{dc - 1}', 'SS')};")
-    pv = [f"        let p{i}{c} = {mload(LEFT, f'&Ps[(sg / {nv}u) * {ri}u + {i}u]', f'{16 * c}u', False, 'SP')};"
-          for i in range(ri) for c in range(4)]
-    for j in range(dj):                      # dims 16 j .. of the subgroup's OC
-        vs = [mload(RIGHT, f"&Vs[sg % {nv}u]", f"{16 * c}u * SV + {16 * j}u", False, "SV")
-              for c in range(4)]
-        for c in range(4):
-            pv.append(f"        let v{c}{j} = {vs[c]};")
-        for i in range(ri):
-            for c in range(4):
-                pv.append(f"        o{i}{j} = subgroupMatrixMultiplyAccumulate(p{i}{c}, v{c}{j}, "
-                          f"o{i}{j});")
-    tiles = [(i, j) for i in range(ri) for j in range(dj)]
-    at = {t: f"{16 * t[0]}u * SS + {16 * t[1]}u" for t in tiles}
-    o_decl = [f"    var o{i}{j}: {result};" for i, j in tiles]
-    o_save = [f"        {mstore('&Ss[sg]', at[t], f'o{t[0]}{t[1]}', 'SS')};" for t in tiles]
-    o_load = [f"            o{i}{j} = {mload(result, '&Ss[sg]', at[(i, j)], False, 'SS')};"
-              for i, j in tiles]
-    return {"D": str(d), "OR": str(orows), "OC": str(oc),
-            "SGID": "@builtin(subgroup_id) sg: u32, "
-            "@builtin(subgroup_invocation_id) lane: u32" if sgid_builtin else "",
-            "SGID_LET": "" if sgid_builtin else "let sg = lid / 32u;\n    let lane = lid % 32u;",
-            "Q_LOAD": "\n".join(q_load), "S_MMA": "\n".join(s_mma), "PV_MMA": "\n".join(pv),
-            "O_DECL": "\n".join(o_decl), "O_SAVE": "\n".join(o_save),
-            "O_LOAD": "\n".join(o_load)}
-
-
-# A/B probe only (to go once measured): "lazy" (attention_smat.wgsl) or "rows", the form before
-# 2026-11-28's (attention_smat_rows.wgsl: 16 query rows a subgroup, O in the lanes' registers)
-ATTENTION_FORM = "lazy"
-
-
-def attention_slots_rows(d: int, sgid_builtin: bool = True) -> dict[str, str]:
     """attention_smat's slots for head dim d: its subgroup index, the Q tiles' loads, and one
     key tile's two products written out (d / 16 Q tiles; 4 key tiles of 16; constant
     offsets into the tiles and the subgroup's panels, see slots())."""
