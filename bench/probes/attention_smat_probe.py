@@ -5,6 +5,8 @@ parts, against float64 numpy; under the Dawn runner on an adapter with subgroup 
   random:   the test's inputs (rand * 2, a mask)
   rising:   scores rising along 300 keys by ~45 (each key tile moves the rows' max)
 Prints JSON: per case the max error, max |ref|, and the first rows of got / want.
+--split on,off: the cases with smat.ATTENTION_SPLIT each way, then bench's f16 attention and
+MiniLM f16 cases timed each way in turn, --rounds times (default 3): an A/B in one process.
     python -m webrlx dawn -- python bench/probes/attention_smat_probe.py"""
 from __future__ import annotations
 
@@ -38,11 +40,8 @@ def run(q, k, v, mask):
     return got, list(USED)
 
 
-def main() -> None:
+def cases_out() -> dict:
     rng = np.random.default_rng(0)
-    from webrlx.compiler import smat
-    if smat.available(wr.device().info):
-        lower_attention.FORCE_PATH = "smat"
     cases = {}
     d, n = 64, 64
     k = rng.standard_normal((1, 1, n, d)).astype(np.float16)
@@ -73,6 +72,34 @@ def main() -> None:
                      "want_row0": np.round(want[0, 0, 0, :8], 4).tolist(),
                      "got_row17": np.round(got[0, 0, 17, :8], 4).tolist(),
                      "want_row17": np.round(want[0, 0, 17, :8], 4).tolist()}
+    return out
+
+
+def main() -> None:
+    import sys
+
+    from webrlx.cli import bench
+    from webrlx.compiler import smat
+    if smat.available(wr.device().info):
+        lower_attention.FORCE_PATH = "smat"
+    args = sys.argv[1:]
+    if "--split" not in args:
+        print(json.dumps(cases_out(), indent=1))
+        return
+    forms = args[args.index("--split") + 1].split(",")
+    out: dict = {}
+    for f in forms:
+        smat.ATTENTION_SPLIT = f == "on"
+        out[f"cases split {f}"] = cases_out()
+    lower_attention.FORCE_PATH = None
+    bench.NO_REF = True
+    for r in range(int(args[args.index("--rounds") + 1]) if "--rounds" in args else 3):
+        for f in forms:
+            smat.ATTENTION_SPLIT = f == "on"
+            cs = bench.attention_cases([512, 2048], 10, 5, "float16") + \
+                bench.minilm_cases(10, 5, [(1, 128), (32, 128)], "float16")
+            out[f"time split {f} round {r}"] = {c["case"]: round(c.get("webrlx_ms", -1), 4)
+                                                for c in cs}
     print(json.dumps(out, indent=1))
 
 

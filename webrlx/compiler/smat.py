@@ -315,6 +315,48 @@ def attention_workgroup_bytes(d: int) -> int:
     return 2 * 64 * (d + 8) * 2 + 64 * 4 + 64 * 72 * 2 + 64 * 68 * 4
 
 
+# attention_smat's products split 2 x 2 across the 4 subgroups (each loaded Q, K, P and V tile
+# feeds two products; S and P V stored into the panels of the rows they belong to) or, False,
+# each subgroup its own 16 rows (the form before 2026-11-28). A probe switch for the A/B.
+ATTENTION_SPLIT = True
+
+
+def _attention_split_slots(d: int) -> dict[str, str]:
+    """The split form's Q loads and products: subgroup s computes S's rows 32 (s / 2) .. x keys
+    32 (s % 2) .. (2 x 2 tiles: 2 x d/16 Q tiles kept, 2 x d/16 K tiles a key tile), and O's
+    tiles of rows `rt` x dims `dt` (d 64: 2 x 2, d 32: 2 x 1, d 16: 1 x 1), each into the Ss
+    panel of its 16 rows, where the lanes read them as before."""
+    dc = d // 16
+    rows = [f"2u * (sg / 2u) + {i}u" for i in range(2)]
+    q_load = [f"    let q{i}{c} = {mload(LEFT, f'&Ps[{rows[i]}]', f'{16 * c}u', False, 'SP')};"
+              for i in range(2) for c in range(dc)]
+    s_mma = []
+    for j in range(2):                       # keys 32 (s % 2) + 16 j .. of the tile
+        at = f"(32u * (sg % 2u) + {16 * j}u) * SK"
+        s_mma += [f"        let k{j}{c} = {mload(RIGHT, '&Ks', f'{at} + {16 * c}u', True, 'SK')};"
+                  for c in range(dc)]
+        for i in range(2):
+            s_mma.append(f"        var s{i}{j} = subgroupMatrixMultiply<f32>(q{i}0, k{j}0);")
+            s_mma += [f"        s{i}{j} = subgroupMatrixMultiplyAccumulate(q{i}{c}, k{j}{c}, "
+                      f"s{i}{j});" for c in range(1, dc)]
+            col = f"32u * (sg % 2u) + {16 * j}u"
+            s_mma.append(f"        {mstore(f'&Ss[{rows[i]}]', col, f's{i}{j}', 'SS')};")
+    rt = rows if d >= 32 else ["sg"]
+    dt = {64: ["2u * (sg % 2u)", "2u * (sg % 2u) + 1u"], 32: ["sg % 2u"], 16: ["0u"]}[d]
+    pv = [f"        let p{i}{c} = {mload(LEFT, f'&Ps[{r}]', f'{16 * c}u', False, 'SP')};"
+          for i, r in enumerate(rt) for c in range(4)]
+    for j, t in enumerate(dt):               # dims 16 dt .. of O
+        pv += [f"        let v{c}{j} = "
+               f"{mload(RIGHT, '&Vs', f'{16 * c}u * SK + 16u * ({t})', False, 'SK')};"
+               for c in range(4)]
+        for i, r in enumerate(rt):
+            pv.append(f"        var o{i}{j} = subgroupMatrixMultiply<f32>(p{i}0, v0{j});")
+            pv += [f"        o{i}{j} = subgroupMatrixMultiplyAccumulate(p{i}{c}, v{c}{j}, o{i}{j});"
+                   for c in range(1, 4)]
+            pv.append(f"        {mstore(f'&Ss[{r}]', f'16u * ({t})', f'o{i}{j}', 'SS')};")
+    return {"Q_LOAD": "\n".join(q_load), "S_MMA": "\n".join(s_mma), "PV_MMA": "\n".join(pv)}
+
+
 def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
     """attention_smat's slots for head dim d: its subgroup index, the Q tiles' loads, and one
     key tile's two products written out (d / 16 Q tiles; 4 key tiles of 16; constant
@@ -343,7 +385,10 @@ def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
                        [mload(RIGHT, "&Vs", f"{16 * c}u * SK + {16 * n}u", False, "SK")
                         for c in range(4)])
         pv.append(f"        {mstore('&Ss[sg]', f'{16 * n}u', f'o{n}', 'SS')};")
+    code = {"Q_LOAD": "\n".join(q_load), "S_MMA": "\n".join(s_mma), "PV_MMA": "\n".join(pv)}
+    if ATTENTION_SPLIT:
+        code = _attention_split_slots(d)
     return {"D": str(d), "SGID": "@builtin(subgroup_id) sg: u32, "
             "@builtin(subgroup_invocation_id) lane: u32" if sgid_builtin else "",
             "SGID_LET": "" if sgid_builtin else "let sg = lid / 32u;\n    let lane = lid % 32u;",
-            "Q_LOAD": "\n".join(q_load), "S_MMA": "\n".join(s_mma), "PV_MMA": "\n".join(pv)}
+            **code}
