@@ -235,8 +235,8 @@ def test_attention_smat_rescales_rising_scores(backend, monkeypatch):
     mask = np.ones((1, lk), np.int32)
     for causal in (False, True):
         want = _attention_ref(q, k, v, mask, causal)
-        got = run_graph(backend, lambda q, k, v, m: wr.nn.attention(q, k, v, mask=m, causal=causal),
-                        [q, k, v, mask])[0].astype(np.float64)
+        got = run_graph(backend, lambda q, k, v, m, c=causal: wr.nn.attention(
+            q, k, v, mask=m, causal=c), [q, k, v, mask])[0].astype(np.float64)
         assert np.abs(got - want).max() <= 3e-3 * np.abs(want).max(), np.abs(got - want).max()
 
 
