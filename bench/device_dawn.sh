@@ -100,8 +100,6 @@
 #   smatpf  matmul_smat with loads two steps ahead (the default since) against one (_pf1), with
 #           the diagnostics
 #   smatdiag  matmul_smat's best shape at 4096^3 without its tile copies / its products
-#   asplit  attention_smat's products split 2 x 2 across its subgroups against each subgroup its
-#           own rows (the A/B in one process), its tests under Dawn, torch SDPA natively
 #   sumread split-K products summed by the residual norm after them: the split-K tests
 #           natively and under Dawn, then `mlhost` with and without alternating in one process
 #           (--sum-in-norm on,off; run 2026-11-28 as --sum-in-reader with the next matmul's A
@@ -975,29 +973,6 @@ smatpf)
     -- pytest tests/backend/test_smat.py tests/backend/test_matmul.py -q \
     > $OUT/smat-tests.txt 2>&1
   tail -3 $OUT/smat-tests.txt
-  ;;
-asplit)
-  # attention_smat with its products split 2 x 2 across the subgroups (smat.ATTENTION_SPLIT,
-  # the default) against each subgroup its own rows, alternating in one process
-  # (attention_smat_probe.py --split on,off: the cases, then bench's f16 attention and MiniLM
-  # f16 timed $ROUNDS rounds); the attention and f16 tests under Dawn; torch SDPA natively
-  O=$D/out-asplit && mkdir -p $O && minilm_random $O/err.txt
-  dawn_limit 300 python bench/probes/attention_smat_probe.py --split on,off \
-    --rounds ${ROUNDS:-3} > $O/probe-dawn.json 2>> $O/err.txt
-  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); [print(k, v) if k.startswith('time') \
-else print(k, {c: (x['kernels'], round(x['max_err'], 5), round(x['max_ref'], 3)) for c, x in v.items()}) \
-for k, v in d.items()]" $O/probe-dawn.json || tail -c 1500 $O/err.txt
-  (cd $S && timeout 120 python3 -c "from webrlx.cli import bench; import json; \
-print(json.dumps(bench.attention_cases([512, 2048], 10, 5, 'float16')))" > $O/native-torch.json \
-    2>> $O/err.txt)
-  python3 -c "import json, sys; [print('native', c['case'], round(c['webrlx_ms'], 4), \
-c['reference'], round(c['ref_ms'], 4)) for c in json.load(open(sys.argv[1]))]" $O/native-torch.json
-  dawn_limit 200 pytest -q tests/backend/test_smat.py -k attention > $O/test-asmat-dawn.txt 2>&1
-  grep -E "passed|failed|^FAILED" $O/test-asmat-dawn.txt | cut -c 1-300 | tail -8
-  dawn_limit 150 pytest -q tests/backend/test_nn.py -k "float16 or attention" \
-    > $O/test-nn-dawn.txt 2>&1
-  tail -2 $O/test-nn-dawn.txt; grep -i "error" $O/err.txt | tail -5
-  tar czf $OUT/asplit.tgz -C $O .
   ;;
 sumread)
   (cd $S && timeout 200 python3 -m pytest -q tests/backend/test_matmul.py -p no:cacheprovider \

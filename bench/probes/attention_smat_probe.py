@@ -5,8 +5,6 @@ parts, against float64 numpy; under the Dawn runner on an adapter with subgroup 
   random:   the test's inputs (rand * 2, a mask)
   rising:   scores rising along 300 keys by ~45 (each key tile moves the rows' max)
 Prints JSON: per case the max error, max |ref|, and the first rows of got / want.
---split on,off: the cases with smat.ATTENTION_SPLIT each way, then bench's f16 attention and
-MiniLM f16 cases timed each way in turn, --rounds times (default 3): an A/B in one process.
     python -m webrlx dawn -- python bench/probes/attention_smat_probe.py"""
 from __future__ import annotations
 
@@ -76,32 +74,10 @@ def cases_out() -> dict:
 
 
 def main() -> None:
-    import sys
-
-    from webrlx.cli import bench
     from webrlx.compiler import smat
     if smat.available(wr.device().info):
         lower_attention.FORCE_PATH = "smat"
-    args = sys.argv[1:]
-    if "--split" not in args:
-        print(json.dumps(cases_out(), indent=1))
-        return
-    forms = args[args.index("--split") + 1].split(",")
-    out: dict = {}
-    for f in forms:
-        smat.ATTENTION_SPLIT = f == "on"
-        out[f"cases split {f}"] = cases_out()
-    lower_attention.FORCE_PATH = None
-    bench.NO_REF = True
-    for r in range(int(args[args.index("--rounds") + 1]) if "--rounds" in args else 3):
-        for f in forms:
-            smat.ATTENTION_SPLIT = f == "on"
-            cs = bench.attention_cases([512, 2048], 10, 5, "float16") + \
-                bench.minilm_cases(10, 5, [(1, 128), (32, 128)], "float16")
-            out[f"time split {f} round {r}"] = {c["case"]: round(c.get("webrlx_ms", -1), 4)
-                                                for c in cs}
-    print(json.dumps(out, indent=1))
-
+    print(json.dumps(cases_out(), indent=1))
 
 if __name__ == "__main__":
     main()

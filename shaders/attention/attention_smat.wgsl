@@ -6,17 +6,21 @@
 // the adapter offers f16 -> f32 16x16x16 subgroup matrices with 32-lane subgroups
 // (lower_attention: the "flash" path of an f16 attention), every other adapter keeps
 // attention_flash.
-// A workgroup of 4 subgroups (128 threads) owns BQ = 64 query rows of one (batch, head), a
-// subgroup 16 of them, and walks the keys in tiles of BKV = 64:
-//   S = Q K^T   per subgroup 4 result tiles (16 rows x 16 keys), each D / 16 products of its
-//               Q tiles (loaded once, kept as left matrices; scaled) and the K tile read
-//               column-major from Ks [key][d]; stored (f32) into its Ss panel
-//   softmax     each lane takes half a row (lane % 16: row, lane / 16: keys 0..31 or 32..63):
-//               masks, the tile's max (its partner lane through subgroupShuffleXor), the
-//               running max and sum, P = exp(S - m) as f16 into its Ps panel; its half-row
-//               of O (D / 2 f32 in registers) rescaled by exp(m_old - m_new)
-//   O += P V    per subgroup D / 16 result tiles (16 rows x 16 dims), each 4 products of P's
-//               key tiles and the V tile [key][d]; stored into Ss and added to the lanes' O
+// A workgroup of 4 subgroups (128 threads) owns BQ = 64 query rows of one (batch, head) and
+// walks the keys in tiles of BKV = 64. The products are split 2 x 2 across the subgroups, so that
+// each loaded tile feeds two products (compiler/smat._attention_split_slots writes them out):
+//   S = Q K^T   subgroup s: rows 32 (s / 2) .. x keys 32 (s % 2) .., 4 result tiles from its
+//               2 x D/16 Q tiles (loaded once, kept as left matrices; scaled) and 2 x D/16 K
+//               tiles read column-major from Ks [key][d]; stored (f32) into the Ss panels of
+//               their 16 rows
+//   softmax     each lane takes half a row of its subgroup's 16 (lane % 16: row, lane / 16:
+//               keys 0..31 or 32..63): masks, the tile's max (its partner lane through
+//               subgroupShuffleXor), the running max and sum, P = exp(S - m) as f16 into its
+//               Ps panel; its half-row of O (D / 2 f32 in registers) rescaled by
+//               exp(m_old - m_new)
+//   O += P V    subgroup s: O's rows 32 (s / 2) .. (16 (s) .. at D 16) x dims 32 (s % 2) ..
+//               (16 (s % 2) .. at D 32, all 16 at D 16), each tile 4 products of P's key tiles
+//               and V's [key][d]; stored into the Ss panels of their rows, added to the lanes' O
 // Subgroup matrices have no per-row scale, so O lives in the lanes' registers, and each tile's
 // P V goes through workgroup memory. The next tile's K and V are loaded into registers while
 // this tile computes. Rows of the tiles are padded (K/V/P by 8 halves, S by 4 floats) so that
@@ -26,7 +30,9 @@
 // Measured (H100 under Dawn, bench/device_dawn.sh asmat, bench/results/
 // 2026-11-28-h100-dawn-attention-smat.json): 1x12x2048x64 0.283 ms (attention_flash in f16
 // 0.511, in f32 0.49; torch SDPA f16 0.040: 0.14x), 1x12x512x64 0.043 (0.079), 1x12x128x64
-// 0.031 (0.034). What limits it: every tile's S, P and P V go through workgroup memory
+// 0.031 (0.034). Split 2 x 2 (H200, bench/results/2026-11-28-h200-dawn-attention-smat-split.json):
+// 1x12x2048x64 0.272-0.277 ms against 0.299-0.300 for each subgroup its own 16 rows (SDPA
+// 0.041: 0.15x). What limits it: every tile's S, P and P V go through workgroup memory
 // (WGSL's subgroup matrices have an opaque lane layout, so a row's max and sum and O's per-row
 // rescale need the values in memory), about 160 KB of traffic a key tile a workgroup, with 4
 // barriers; 44 KB a workgroup leaves few warps an SM to hide them. Tried (2026-11-28, H200,

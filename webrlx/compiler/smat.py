@@ -315,17 +315,18 @@ def attention_workgroup_bytes(d: int) -> int:
     return 2 * 64 * (d + 8) * 2 + 64 * 4 + 64 * 72 * 2 + 64 * 68 * 4
 
 
-# attention_smat's products split 2 x 2 across the 4 subgroups (each loaded Q, K, P and V tile
-# feeds two products; S and P V stored into the panels of the rows they belong to) or, False,
-# each subgroup its own 16 rows (the form before 2026-11-28). A probe switch for the A/B.
-ATTENTION_SPLIT = True
-
-
 def _attention_split_slots(d: int) -> dict[str, str]:
-    """The split form's Q loads and products: subgroup s computes S's rows 32 (s / 2) .. x keys
+    """attention_smat's Q loads and products, split 2 x 2 across its 4 subgroups so that each
+    loaded Q, K, P and V tile feeds two products: subgroup s computes S's rows 32 (s / 2) .. x keys
     32 (s % 2) .. (2 x 2 tiles: 2 x d/16 Q tiles kept, 2 x d/16 K tiles a key tile), and O's
     tiles of rows `rt` x dims `dt` (d 64: 2 x 2, d 32: 2 x 1, d 16: 1 x 1), each into the Ss
-    panel of its 16 rows, where the lanes read them as before."""
+    panel of its 16 rows, where the lanes read them. At head dim 64 that is 24 matrix loads a
+    subgroup a key tile, against 36 when each subgroup took its own 16 rows: 1x12x2048x64
+    0.272-0.277 ms against 0.299-0.300 under Dawn on an H200
+    (bench/results/2026-11-28-h200-dawn-attention-smat-split.json).
+    A tile's first product is subgroupMatrixMultiply, then accumulates into that `var`, not an
+    accumulate into a zeroed `var` declared in the key loop: that form kept the last tile's sums
+    under Dawn on an H100 (outputs wrong past the first key tile)."""
     dc = d // 16
     rows = [f"2u * (sg / 2u) + {i}u" for i in range(2)]
     q_load = [f"    let q{i}{c} = {mload(LEFT, f'&Ps[{rows[i]}]', f'{16 * c}u', False, 'SP')};"
@@ -359,36 +360,8 @@ def _attention_split_slots(d: int) -> dict[str, str]:
 
 def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
     """attention_smat's slots for head dim d: its subgroup index, the Q tiles' loads, and one
-    key tile's two products written out (d / 16 Q tiles; 4 key tiles of 16; constant
-    offsets into the tiles and the subgroup's panels, see slots())."""
-    dc = d // 16
-    q_load = [f"    let q{c} = {mload(LEFT, '&Ps[sg]', f'{16 * c}u', False, 'SP')};"
-              for c in range(dc)]
-    def products(acc: str, lefts: list[str], rights: list[str]) -> list[str]:
-        # the first product starts the tile (subgroupMatrixMultiply), not an accumulate into
-        # a zeroed `var` declared in the key loop: that form kept the last tile's sums under
-        # Dawn on an H100 (outputs wrong past the first key tile)
-        lines = [f"        var {acc} = subgroupMatrixMultiply<f32>({lefts[0]}, {rights[0]});"]
-        lines += [f"        {acc} = subgroupMatrixMultiplyAccumulate({a}, {b}, {acc});"
-                  for a, b in zip(lefts[1:], rights[1:])]
-        return lines
-    s_mma = []
-    for n in range(4):                       # keys 16 n .. of the tile
-        s_mma += products(f"s{n}", [f"q{c}" for c in range(dc)],
-                          [mload(RIGHT, "&Ks", f"{16 * n}u * SK + {16 * c}u", True, "SK")
-                           for c in range(dc)])
-        s_mma.append(f"        {mstore('&Ss[sg]', f'{16 * n}u', f's{n}', 'SS')};")
-    pv = [f"        let p{c} = {mload(LEFT, '&Ps[sg]', f'{16 * c}u', False, 'SP')};"
-          for c in range(4)]
-    for n in range(dc):                      # dims 16 n .. of O
-        pv += products(f"o{n}", [f"p{c}" for c in range(4)],
-                       [mload(RIGHT, "&Vs", f"{16 * c}u * SK + {16 * n}u", False, "SK")
-                        for c in range(4)])
-        pv.append(f"        {mstore('&Ss[sg]', f'{16 * n}u', f'o{n}', 'SS')};")
-    code = {"Q_LOAD": "\n".join(q_load), "S_MMA": "\n".join(s_mma), "PV_MMA": "\n".join(pv)}
-    if ATTENTION_SPLIT:
-        code = _attention_split_slots(d)
+    key tile's two products written out (_attention_split_slots)."""
     return {"D": str(d), "SGID": "@builtin(subgroup_id) sg: u32, "
             "@builtin(subgroup_invocation_id) lane: u32" if sgid_builtin else "",
             "SGID_LET": "" if sgid_builtin else "let sg = lid / 32u;\n    let lane = lid % 32u;",
-            **code}
+            **_attention_split_slots(d)}
