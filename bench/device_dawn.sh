@@ -100,6 +100,8 @@
 #   smatpf  matmul_smat with loads two steps ahead (the default since) against one (_pf1), with
 #           the diagnostics
 #   smatdiag  matmul_smat's best shape at 4096^3 without its tile copies / its products
+#   smatab  an A/B of an attention_smat change (new wheel against .ab/old, alternating), its
+#           probe cases and tests under Dawn with the new one
 #   sumread split-K products summed by the residual norm after them: the split-K tests
 #           natively and under Dawn, then `mlhost` with and without alternating in one process
 #           (--sum-in-norm on,off; run 2026-11-28 as --sum-in-reader with the next matmul's A
@@ -973,6 +975,28 @@ smatpf)
     -- pytest tests/backend/test_smat.py tests/backend/test_matmul.py -q \
     > $OUT/smat-tests.txt 2>&1
   tail -3 $OUT/smat-tests.txt
+  ;;
+smatab)
+  # an A/B of an attention_smat change: the new wheel (setup) against the old in .ab/old,
+  # alternating $ROUNDS rounds (bench's f16 attention and MiniLM f16 cases, --no-ref); the
+  # attention_smat probe's cases and the attention tests under Dawn with the new wheel
+  old_wheel; O=$D/out-smatab && mkdir -p $O && minilm_random $O/err.txt
+  C="from webrlx.cli import bench; import json; bench.NO_REF = True; print(json.dumps( \
+bench.attention_cases([512, 2048], 10, 5, 'float16') + \
+bench.minilm_cases(10, 5, [(1, 128), (32, 128)], 'float16')))"
+  for r in $(seq ${ROUNDS:-3}); do
+    dawn --dawn-flag $DF -- python -c "$C" >> $O/new.jsonl 2>> $O/err.txt
+    old --dawn-flag $DF -- python -c "$C" >> $O/old.jsonl 2>> $O/err.txt
+  done
+  for f in $O/new.jsonl $O/old.jsonl; do python3 -c "import json, sys; [print(sys.argv[1] \
+.split('/')[-1], {c['case']: round(c.get('webrlx_ms', -1), 4) for c in json.loads(l)}) \
+for l in open(sys.argv[1]) if l.startswith('[')]" $f; done
+  dawn_limit 100 python bench/probes/attention_smat_probe.py > $O/probe-dawn.json 2>> $O/err.txt
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print({c: (x['kernels'], \
+round(x['max_err'], 5), round(x['max_ref'], 3)) for c, x in d.items()})" $O/probe-dawn.json
+  dawn_limit 200 pytest -q tests/backend/test_smat.py -k attention > $O/tests-dawn.txt 2>&1
+  grep -E "passed|failed|^FAILED" $O/tests-dawn.txt | cut -c 1-300 | tail -4
+  grep -i "error" $O/err.txt | tail -5; tar czf $OUT/smatab.tgz -C $O .
   ;;
 sumread)
   (cd $S && timeout 200 python3 -m pytest -q tests/backend/test_matmul.py -p no:cacheprovider \

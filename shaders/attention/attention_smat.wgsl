@@ -142,7 +142,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var m = NEG;                            // the row's running max
     var l = 0.0;                            // this lane's part of the row's running sum
     var o: array<f32, DH>;                  // O of the row, columns half * DH + (i + rot) % DH
-    var sv: array<f32, 32>;                 // the tile's scores of this lane's keys
     for (var t0 = 0u; t0 < kv_end; t0 += BKV) {
         let more = t0 + BKV < kv_end;
         if (more) {                         // the next tile, into registers
@@ -160,23 +159,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var i = 0u; i < 32u; i++) {
             let c = half * 32u + (i + rot) % 32u;
             let ok = Mk[c] != 0u && t0 + c < end;
-            sv[i] = select(NEG, Ss[sg][rl * SS + c], ok);
-            mx = max(mx, sv[i]);
+            mx = max(mx, select(NEG, Ss[sg][rl * SS + c], ok));
         }
         mx = max(mx, subgroupShuffleXor(mx, 16u));
         let m_new = max(m, mx);
         let corr = exp(m - m_new);
         m = m_new;
         l *= corr;
+        // (S read again rather than kept: 32 registers a lane fewer)
         // @unroll
         for (var i = 0u; i < 32u; i++) {
             let c = half * 32u + (i + rot) % 32u;
-            let pr = select(0.0, exp(sv[i] - m_new), sv[i] > NEG);
+            let ok = Mk[c] != 0u && t0 + c < end;
+            let pr = select(0.0, exp(Ss[sg][rl * SS + c] - m_new), ok);
             l += pr;
             Ps[sg][rl * SP + c] = f16(pr);
         }
-        // @unroll
-        for (var i = 0u; i < DH; i++) { o[i] *= corr; }
+        if (corr != 1.0) {                  // (the row's max moved: most tiles it does not)
+            // @unroll
+            for (var i = 0u; i < DH; i++) { o[i] *= corr; }
+        }
         workgroupBarrier();
 {{PV_MMA}}
         workgroupBarrier();
