@@ -41,7 +41,9 @@
 // matrices across the key tiles and rescaled through memory only when a row's max moved by
 // more than 8: 0.38 ms against 0.30 at 1x12x2048x64, and wrong from the first tile (its
 // result-matrix loads and stores of O); its 47 KB left 4 workgroups an SM against 5. Not
-// tried yet: S kept in f16.
+// Also tried (same day, bench/results/2026-11-28-h200-dawn-attention-smat-reread-tried.json):
+// S read twice from Ss instead of kept in sv (32 registers a lane fewer) with O's rescale
+// skipped where the max did not move: 0.42 ms against 0.27. Not tried yet: S kept in f16.
 // The first product of each tile is subgroupMatrixMultiply, not an accumulate into a zeroed
 // `var` declared in the loop: that form kept the previous tile's sums under Dawn on the H100
 // (outputs wrong past the first key tile; bench/probes/attention_smat_probe.py found it).
@@ -142,6 +144,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var m = NEG;                            // the row's running max
     var l = 0.0;                            // this lane's part of the row's running sum
     var o: array<f32, DH>;                  // O of the row, columns half * DH + (i + rot) % DH
+    var sv: array<f32, 32>;                 // the tile's scores of this lane's keys
     for (var t0 = 0u; t0 < kv_end; t0 += BKV) {
         let more = t0 + BKV < kv_end;
         if (more) {                         // the next tile, into registers
@@ -159,26 +162,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var i = 0u; i < 32u; i++) {
             let c = half * 32u + (i + rot) % 32u;
             let ok = Mk[c] != 0u && t0 + c < end;
-            mx = max(mx, select(NEG, Ss[sg][rl * SS + c], ok));
+            sv[i] = select(NEG, Ss[sg][rl * SS + c], ok);
+            mx = max(mx, sv[i]);
         }
         mx = max(mx, subgroupShuffleXor(mx, 16u));
         let m_new = max(m, mx);
         let corr = exp(m - m_new);
         m = m_new;
         l *= corr;
-        // (S read again rather than kept: 32 registers a lane fewer)
         // @unroll
         for (var i = 0u; i < 32u; i++) {
             let c = half * 32u + (i + rot) % 32u;
-            let ok = Mk[c] != 0u && t0 + c < end;
-            let pr = select(0.0, exp(Ss[sg][rl * SS + c] - m_new), ok);
+            let pr = select(0.0, exp(sv[i] - m_new), sv[i] > NEG);
             l += pr;
             Ps[sg][rl * SP + c] = f16(pr);
         }
-        if (corr != 1.0) {                  // (the row's max moved: most tiles it does not)
-            // @unroll
-            for (var i = 0u; i < DH; i++) { o[i] *= corr; }
-        }
+        // @unroll
+        for (var i = 0u; i < DH; i++) { o[i] *= corr; }
         workgroupBarrier();
 {{PV_MMA}}
         workgroupBarrier();
