@@ -40,7 +40,7 @@
 // across the subgroups (each loaded Q, K, P, V tile feeding two products) with O kept in result
 // matrices across the key tiles and rescaled through memory only when a row's max moved by
 // more than 8: 0.38 ms against 0.30 at 1x12x2048x64, and wrong from the first tile (its
-// result-matrix loads and stores of O); its 47 KB left 4 workgroups an SM against 5. Not
+// result-matrix loads and stores of O); its 47 KB left 4 workgroups an SM against 5.
 // Also tried (same day, bench/results/2026-11-28-h200-dawn-attention-smat-reread-tried.json):
 // S read twice from Ss instead of kept in sv (32 registers a lane fewer) with O's rescale
 // skipped where the max did not move: 0.42 ms against 0.27. Not tried yet: S kept in f16.
