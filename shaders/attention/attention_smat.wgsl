@@ -43,7 +43,9 @@
 // result-matrix loads and stores of O); its 47 KB left 4 workgroups an SM against 5.
 // Also tried (same day, bench/results/2026-11-28-h200-dawn-attention-smat-reread-tried.json):
 // S read twice from Ss instead of kept in sv (32 registers a lane fewer) with O's rescale
-// skipped where the max did not move: 0.42 ms against 0.27. Not tried yet: S kept in f16.
+// skipped where the max did not move: 0.42 ms against 0.27. The key flags as two ballot words
+// (one load a lane a tile, not 32) with scores in log2 units: 3% faster but NaN (not debugged;
+// -ballot-tried.json). Not tried yet: S kept in f16.
 // The first product of each tile is subgroupMatrixMultiply, not an accumulate into a zeroed
 // `var` declared in the loop: that form kept the previous tile's sums under Dawn on the H100
 // (outputs wrong past the first key tile; bench/probes/attention_smat_probe.py found it).
@@ -69,10 +71,9 @@ const SP: u32 = BKV + 8u;         // Ps row stride, halves (Q's too: D <= BKV)
 const SS: u32 = BKV + 4u;         // Ss row stride, floats
 const NL: u32 = BKV * DQ / NT;    // vec4s of K (and of V) a thread loads a tile
 const NEG: f32 = -3.4028234663852886e38;
-const LOG2E: f32 = 1.4426950408889634;  // Q is scaled by it: scores in log2 units, exp2
 var<workgroup> Ks: array<f16, BKV * SK>;               // K tile [key][d]
 var<workgroup> Vs: array<f16, BKV * SK>;               // V tile [key][d]
-var<workgroup> Mk: array<u32, 2>;    // bit j of word w: key t0 + 32 w + j is in range, not masked
+var<workgroup> Mk: array<u32, BKV>;                    // 1: key t0 + j is in range, not masked
 var<workgroup> Ps: array<array<f16, 16u * SP>, 4>;     // [subgroup][row][key] P (first: Q [row][d])
 var<workgroup> Ss: array<array<f32, 16u * SS>, 4>;     // [subgroup][row][key] S, then [row][d] P V
 
@@ -95,13 +96,13 @@ fn put_kv(e: u32, kq: vec4<f16>, vq: vec4<f16>) {
     Vs[at] = vq.x; Vs[at + 1u] = vq.y; Vs[at + 2u] = vq.z; Vs[at + 3u] = vq.w;
 }
 
-// the tile's key flags as two bit words (a lane reads its 32 keys' flags in one load, not 32):
-// subgroup s's ballot over keys t0 + 32 (s % 2) + lane, written by subgroups 0 and 1
-fn put_keys(b: u32, t0: u32, sg: u32, lane: u32) {
-    let key = t0 + (sg % 2u) * 32u + lane;
-    let ok = key < p.Lk && (!HAS_MASK || mask[b * p.Lk + min(key, p.Lk - 1u)] != 0);
-    let bits = subgroupBallot(ok).x;
-    if (sg < 2u && lane == 0u) { Mk[sg] = bits; }
+// the tile's key flags: in range and not masked (threads 0..63)
+fn put_keys(b: u32, t0: u32, lid: u32) {
+    if (lid < BKV) {
+        let key = t0 + lid;
+        let ok = key < p.Lk && (!HAS_MASK || mask[b * p.Lk + min(key, p.Lk - 1u)] != 0);
+        Mk[lid] = select(0u, 1u, ok);
+    }
 }
 
 @compute @workgroup_size(NT)
@@ -124,7 +125,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let c = e % DQ;
         var x = vec4<f16>(0.0);
         if (r0 + r < p.Lq) {
-            x = vec4<f16>(vec4<f32>(q[(qb + (r0 + r) * p.q_i) / 4u + c]) * (p.scale * LOG2E));
+            x = vec4<f16>(vec4<f32>(q[(qb + (r0 + r) * p.q_i) / 4u + c]) * p.scale);
         }
         let at = (r % 16u) * SP + c * 4u;
         Ps[r / 16u][at] = x.x; Ps[r / 16u][at + 1u] = x.y;
@@ -136,7 +137,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var u = 0u; u < NL; u++) {
         put_kv(lid + NT * u, k_quad(kb, 0u, lid + NT * u), v_quad(vb, 0u, lid + NT * u));
     }
-    put_keys(b, 0u, sg, lane);
+    put_keys(b, 0u, lid);
     workgroupBarrier();
 {{Q_LOAD}}
     let end = key_end(min(row, p.Lq - 1u));  // keys this lane's row sees
@@ -159,23 +160,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 {{S_MMA}}
         workgroupBarrier();
         var mx = NEG;
-        let mb = Mk[half];                  // its 32 keys' flags
         // @unroll
         for (var i = 0u; i < 32u; i++) {
             let c = half * 32u + (i + rot) % 32u;
-            let ok = ((mb >> ((i + rot) % 32u)) & 1u) != 0u && t0 + c < end;
+            let ok = Mk[c] != 0u && t0 + c < end;
             sv[i] = select(NEG, Ss[sg][rl * SS + c], ok);
             mx = max(mx, sv[i]);
         }
         mx = max(mx, subgroupShuffleXor(mx, 16u));
         let m_new = max(m, mx);
-        let corr = exp2(m - m_new);
+        let corr = exp(m - m_new);
         m = m_new;
         l *= corr;
         // @unroll
         for (var i = 0u; i < 32u; i++) {
             let c = half * 32u + (i + rot) % 32u;
-            let pr = select(0.0, exp2(sv[i] - m_new), sv[i] > NEG);
+            let pr = select(0.0, exp(sv[i] - m_new), sv[i] > NEG);
             l += pr;
             Ps[sg][rl * SP + c] = f16(pr);
         }
@@ -189,7 +189,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (more) {
             // @unroll
             for (var u = 0u; u < NL; u++) { put_kv(lid + NT * u, kr[u], vr[u]); }
-            put_keys(b, t0 + BKV, sg, lane);
+            put_keys(b, t0 + BKV, lid);
         }
         workgroupBarrier();
     }
