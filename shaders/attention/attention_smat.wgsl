@@ -60,12 +60,16 @@ enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
 {{ATTENTION_IO}}
-const BQ: u32 = 64u;              // query rows a workgroup (16 a subgroup)
+const BQ: u32 = 64u;              // query rows a workgroup
 const BKV: u32 = 64u;             // keys a tile
-const NT: u32 = 128u;             // threads: 4 subgroups of 32
+const NSG: u32 = {{NSG}}u;          // subgroups of 32: 8 (D 32, 64) or 4 (D 16)
+const NT: u32 = NSG * 32u;        // threads
+const LPR: u32 = NT / BQ;         // lanes a row: 4 (quarters) or 2 (halves)
+const RPS: u32 = 32u / LPR;       // rows a subgroup's lanes take: 8 or 16
+const KPL: u32 = BKV / LPR;       // a lane's keys of a tile
 const D: u32 = {{D}}u;            // head dim: 16, 32 or 64
 const DQ: u32 = D / 4u;           // vec4s of a row
-const DH: u32 = D / 2u;           // a lane's columns of O (half a row)
+const DPL: u32 = D / LPR;         // a lane's columns of O
 const SK: u32 = D + 8u;           // Ks / Vs row stride, halves
 const SP: u32 = BKV + 8u;         // Ps row stride, halves (Q's too: D <= BKV)
 const SS: u32 = BKV + 4u;         // Ss row stride, floats
@@ -109,13 +113,16 @@ fn put_keys(b: u32, t0: u32, lid: u32) {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         {{SGID}}) {
     {{SGID_LET}}
-    let rl = lane % 16u;                    // this lane's row of its subgroup's 16
-    let half = lane / 16u;                  // ... and which half of the keys / dims
-    let rot = (rl / 8u) * 2u + half;        // where its reads start (distinct banks)
+    let rl = lane % RPS;                    // this lane's row of its subgroup's RPS
+    let part = lane / RPS;                  // ... and which part of the keys / dims
+    let rot = {{ROT}};        // where its reads start (32 banks at once)
+    let rw = sg * RPS + rl;                 // its row of the workgroup's 64
+    let pn = rw / 16u;                      // ... its 16-row panel of Ps and Ss
+    let ri = rw % 16u;                      // ... and its row there
     let b = wid.z;
     let h = wid.y;
     let r0 = wid.x * BQ;
-    let row = r0 + sg * 16u + rl;
+    let row = r0 + rw;
     let qb = p.q_o + b * p.q_b + h * p.q_h;
     let kb = p.k_o + b * p.k_b + h * p.k_h;
     let vb = p.v_o + b * p.v_b + h * p.v_h;
@@ -145,8 +152,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var vr: array<vec4<f16>, NL>;
     var m = NEG;                            // the row's running max
     var l = 0.0;                            // this lane's part of the row's running sum
-    var o: array<f32, DH>;                  // O of the row, columns half * DH + (i + rot) % DH
-    var sv: array<f32, 32>;                 // the tile's scores of this lane's keys
+    var o: array<f32, DPL>;                 // O of the row, columns part * DPL + (i + rot) % DPL
+    var sv: array<f32, KPL>;                // the tile's scores of this lane's keys
     for (var t0 = 0u; t0 < kv_end; t0 += BKV) {
         let more = t0 + BKV < kv_end;
         if (more) {                         // the next tile, into registers
@@ -161,31 +168,32 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
         var mx = NEG;
         // @unroll
-        for (var i = 0u; i < 32u; i++) {
-            let c = half * 32u + (i + rot) % 32u;
+        for (var i = 0u; i < KPL; i++) {
+            let c = part * KPL + (i + rot) % KPL;
             let ok = Mk[c] != 0u && t0 + c < end;
-            sv[i] = select(NEG, Ss[sg][rl * SS + c], ok);
+            sv[i] = select(NEG, Ss[pn][ri * SS + c], ok);
             mx = max(mx, sv[i]);
         }
-        mx = max(mx, subgroupShuffleXor(mx, 16u));
+        mx = max(mx, subgroupShuffleXor(mx, 16u));   // (the row's lanes: xor 16, and 8)
+        if (LPR == 4u) { mx = max(mx, subgroupShuffleXor(mx, 8u)); }
         let m_new = max(m, mx);
         let corr = exp(m - m_new);
         m = m_new;
         l *= corr;
         // @unroll
-        for (var i = 0u; i < 32u; i++) {
-            let c = half * 32u + (i + rot) % 32u;
+        for (var i = 0u; i < KPL; i++) {
+            let c = part * KPL + (i + rot) % KPL;
             let pr = select(0.0, exp(sv[i] - m_new), sv[i] > NEG);
             l += pr;
-            Ps[sg][rl * SP + c] = f16(pr);
+            Ps[pn][ri * SP + c] = f16(pr);
         }
         // @unroll
-        for (var i = 0u; i < DH; i++) { o[i] *= corr; }
+        for (var i = 0u; i < DPL; i++) { o[i] *= corr; }
         workgroupBarrier();
 {{PV_MMA}}
         workgroupBarrier();
         // @unroll
-        for (var i = 0u; i < DH; i++) { o[i] += Ss[sg][rl * SS + half * DH + (i + rot) % DH]; }
+        for (var i = 0u; i < DPL; i++) { o[i] += Ss[pn][ri * SS + part * DPL + (i + rot) % DPL]; }
         if (more) {
             // @unroll
             for (var u = 0u; u < NL; u++) { put_kv(lid + NT * u, kr[u], vr[u]); }
@@ -195,10 +203,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     // normalized rows through Ss (f32 [row][d]), then written as vec4s, a row's quads by
     // consecutive threads
-    let lt = l + subgroupShuffleXor(l, 16u);
+    var lt = l + subgroupShuffleXor(l, 16u);
+    if (LPR == 4u) { lt += subgroupShuffleXor(lt, 8u); }
     let inv = select(1.0 / lt, 0.0, lt == 0.0);
     // @unroll
-    for (var i = 0u; i < DH; i++) { Ss[sg][rl * SS + half * DH + (i + rot) % DH] = o[i] * inv; }
+    for (var i = 0u; i < DPL; i++) { Ss[pn][ri * SS + part * DPL + (i + rot) % DPL] = o[i] * inv; }
     workgroupBarrier();
     for (var e = lid; e < BQ * DQ; e += NT) {
         let r = e / DQ;

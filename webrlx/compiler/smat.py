@@ -302,10 +302,11 @@ ATTENTION_DIMS = (16, 32, 64)
 
 def attention_ok(info: DeviceInfo, d: int) -> bool:
     """Whether attention_smat runs an f16 attention of head dim d here: f16 -> f32 16x16x16
-    subgroup matrices, 32-lane subgroups (its lanes split rows in halves), 128 threads and
-    its workgroup memory (44 KB at d 64)."""
+    subgroup matrices, 32-lane subgroups (its lanes split rows in halves or quarters), its
+    threads (attention_subgroups(d) x 32) and its workgroup memory (44 KB at d 64)."""
     return available(info) and d in ATTENTION_DIMS and \
         (info.subgroup_size == 32 or info.subgroup_sizes == (32, 32)) and \
+        attention_subgroups(d) * 32 <= info.max_workgroup_invocations and \
         attention_workgroup_bytes(d) <= info.limit("max-compute-workgroup-storage-size", 16384)
 
 
@@ -315,35 +316,52 @@ def attention_workgroup_bytes(d: int) -> int:
     return 2 * 64 * (d + 8) * 2 + 64 * 4 + 64 * 72 * 2 + 64 * 68 * 4
 
 
+# attention_smat's subgroups at head dims 32 and 64: 8 (256 threads, a row's softmax over 4
+# lanes) or 4 (128, over 2 lanes: what d 16 keeps). A probe switch for the A/B.
+ATTENTION_WIDE = True
+
+
+def attention_subgroups(d: int) -> int:
+    """attention_smat's subgroups of 32 lanes at head dim d (its workgroup is 32x that)."""
+    return 8 if ATTENTION_WIDE and d >= 32 else 4
+
+
 def _attention_split_slots(d: int) -> dict[str, str]:
-    """attention_smat's Q loads and products, split 2 x 2 across its 4 subgroups so that each
-    loaded Q, K, P and V tile feeds two products: subgroup s computes S's rows 32 (s / 2) .. x keys
-    32 (s % 2) .. (2 x 2 tiles: 2 x d/16 Q tiles kept, 2 x d/16 K tiles a key tile), and O's
-    tiles of rows `rt` x dims `dt` (d 64: 2 x 2, d 32: 2 x 1, d 16: 1 x 1), each into the Ss
-    panel of its 16 rows, where the lanes read them. At head dim 64 that is 24 matrix loads a
-    subgroup a key tile, against 36 when each subgroup took its own 16 rows: 1x12x2048x64
-    0.272-0.277 ms against 0.299-0.300 under Dawn on an H200
-    (bench/results/2026-11-28-h200-dawn-attention-smat-split.json).
+    """attention_smat's Q loads and products, split across its subgroups so that each loaded
+    Q, K (and at 4 subgroups P and V) tile feeds two products. With 4 subgroups, s computes S's
+    rows 32 (s / 2) .. x keys 32 (s % 2) .. (2 x 2 tiles: 2 x d/16 Q tiles kept, 2 x d/16 K
+    tiles a key tile) and O's tiles of rows `rt` x dims `dt` (d 64: 2 x 2, d 32: 2 x 1, d 16:
+    1 x 1); with 8, S's rows 32 (s / 4) .. x keys 16 (s % 4) .. (2 x 1) and O's d 64: 2 x 1,
+    d 32: 1 x 1. Each tile goes into the Ss panel of its 16 rows, where the lanes read them.
+    At head dim 64 and 4 subgroups that is 24 matrix loads a subgroup a key tile, against 36
+    when each subgroup took its own 16 rows: 1x12x2048x64 0.272-0.277 ms against 0.299-0.300
+    under Dawn on an H200 (bench/results/2026-11-28-h200-dawn-attention-smat-split.json).
     A tile's first product is subgroupMatrixMultiply, then accumulates into that `var`, not an
     accumulate into a zeroed `var` declared in the key loop: that form kept the last tile's sums
     under Dawn on an H100 (outputs wrong past the first key tile)."""
     dc = d // 16
-    rows = [f"2u * (sg / 2u) + {i}u" for i in range(2)]
+    nsg = attention_subgroups(d)
+    if nsg == 4:
+        rows = [f"2u * (sg / 2u) + {i}u" for i in range(2)]
+        keys = [f"32u * (sg % 2u) + {16 * j}u" for j in range(2)]
+        rt = rows if d >= 32 else ["sg"]
+        dt = {64: ["2u * (sg % 2u)", "2u * (sg % 2u) + 1u"], 32: ["sg % 2u"], 16: ["0u"]}[d]
+    else:
+        rows = [f"2u * (sg / 4u) + {i}u" for i in range(2)]
+        keys = ["16u * (sg % 4u)"]
+        rt, dt = (rows, ["sg % 4u"]) if d == 64 else (["sg / 2u"], ["sg % 2u"])
     q_load = [f"    let q{i}{c} = {mload(LEFT, f'&Ps[{rows[i]}]', f'{16 * c}u', False, 'SP')};"
               for i in range(2) for c in range(dc)]
     s_mma = []
-    for j in range(2):                       # keys 32 (s % 2) + 16 j .. of the tile
-        at = f"(32u * (sg % 2u) + {16 * j}u) * SK"
+    for j, key in enumerate(keys):           # keys `key` .. + 16 of the tile
+        at = f"({key}) * SK"
         s_mma += [f"        let k{j}{c} = {mload(RIGHT, '&Ks', f'{at} + {16 * c}u', True, 'SK')};"
                   for c in range(dc)]
         for i in range(2):
             s_mma.append(f"        var s{i}{j} = subgroupMatrixMultiply<f32>(q{i}0, k{j}0);")
             s_mma += [f"        s{i}{j} = subgroupMatrixMultiplyAccumulate(q{i}{c}, k{j}{c}, "
                       f"s{i}{j});" for c in range(1, dc)]
-            col = f"32u * (sg % 2u) + {16 * j}u"
-            s_mma.append(f"        {mstore(f'&Ss[{rows[i]}]', col, f's{i}{j}', 'SS')};")
-    rt = rows if d >= 32 else ["sg"]
-    dt = {64: ["2u * (sg % 2u)", "2u * (sg % 2u) + 1u"], 32: ["sg % 2u"], 16: ["0u"]}[d]
+            s_mma.append(f"        {mstore(f'&Ss[{rows[i]}]', key, f's{i}{j}', 'SS')};")
     pv = [f"        let p{i}{c} = {mload(LEFT, f'&Ps[{r}]', f'{16 * c}u', False, 'SP')};"
           for i, r in enumerate(rt) for c in range(4)]
     for j, t in enumerate(dt):               # dims 16 dt .. of O
@@ -355,7 +373,11 @@ def _attention_split_slots(d: int) -> dict[str, str]:
             pv += [f"        o{i}{j} = subgroupMatrixMultiplyAccumulate(p{i}{c}, v{c}{j}, o{i}{j});"
                    for c in range(1, 4)]
             pv.append(f"        {mstore(f'&Ss[{r}]', f'16u * ({t})', f'o{i}{j}', 'SS')};")
-    return {"Q_LOAD": "\n".join(q_load), "S_MMA": "\n".join(s_mma), "PV_MMA": "\n".join(pv)}
+    # where a lane starts its reads of S and O: the 32 lanes on 32 banks (row stride 68 floats;
+    # halves: rows rl, rl + 8 apart by 2; quarters: parts 0..3 at 0, 2, 1, 3)
+    rot = "(rl / 8u) * 2u + part" if nsg == 4 else "part / 2u + 2u * (part % 2u)"
+    return {"NSG": str(nsg), "ROT": rot, "Q_LOAD": "\n".join(q_load),
+            "S_MMA": "\n".join(s_mma), "PV_MMA": "\n".join(pv)}
 
 
 def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
