@@ -6,35 +6,39 @@
 // the adapter offers f16 -> f32 16x16x16 subgroup matrices with 32-lane subgroups
 // (lower_attention: the "flash" path of an f16 attention), every other adapter keeps
 // attention_flash.
-// A workgroup of 4 subgroups (128 threads) owns BQ = 64 query rows of one (batch, head) and
-// walks the keys in tiles of BKV = 64. The products are split 2 x 2 across the subgroups, so that
-// each loaded tile feeds two products (compiler/smat._attention_split_slots writes them out):
-//   S = Q K^T   subgroup s: rows 32 (s / 2) .. x keys 32 (s % 2) .., 4 result tiles from its
-//               2 x D/16 Q tiles (loaded once, kept as left matrices; scaled) and 2 x D/16 K
-//               tiles read column-major from Ks [key][d]; stored (f32) into the Ss panels of
-//               their 16 rows
-//   softmax     each lane takes half a row of its subgroup's 16 (lane % 16: row, lane / 16:
-//               keys 0..31 or 32..63): masks, the tile's max (its partner lane through
-//               subgroupShuffleXor), the running max and sum, P = exp(S - m) as f16 into its
-//               Ps panel; its half-row of O (D / 2 f32 in registers) rescaled by
-//               exp(m_old - m_new)
-//   O += P V    subgroup s: O's rows 32 (s / 2) .. (16 (s) .. at D 16) x dims 32 (s % 2) ..
-//               (16 (s % 2) .. at D 32, all 16 at D 16), each tile 4 products of P's key tiles
-//               and V's [key][d]; stored into the Ss panels of their rows, added to the lanes' O
+// A workgroup of NSG subgroups owns BQ = 64 query rows of one (batch, head) and walks the keys
+// in tiles of BKV = 64: NSG = 8 (256 threads) at head dims 32 and 64, 4 (128) at 16. The
+// products are split across the subgroups so that each loaded Q and K tile feeds two products
+// (compiler/smat._attention_split_slots writes them out; at 8 subgroups):
+//   S = Q K^T   subgroup s: rows 32 (s / 4) .. x keys 16 (s % 4) .., 2 result tiles from its
+//               2 x D/16 Q tiles (loaded once, kept as left matrices; scaled) and D/16 K tiles
+//               read column-major from Ks [key][d]; stored (f32) into the Ss panels of their
+//               16 rows
+//   softmax     each lane takes a quarter of a row (8 rows a subgroup; 2 lanes a row, halves,
+//               at 4 subgroups): masks, the tile's max (the row's lanes through
+//               subgroupShuffleXor), the running max and sum, P = exp(S - m) as f16 into the
+//               Ps panel of its row; its part of the row of O (D / LPR f32 in registers)
+//               rescaled by exp(m_old - m_new)
+//   O += P V    subgroup s: O's rows 32 (s / 4) .. x dims 16 (s % 4) .. at D 64 (rows 16 (s / 2)
+//               .. x dims 16 (s % 2) .. at D 32), each tile 4 products of P's key tiles and
+//               V's [key][d]; stored into the Ss panels of their rows, added to the lanes' O
 // Subgroup matrices have no per-row scale, so O lives in the lanes' registers, and each tile's
 // P V goes through workgroup memory. The next tile's K and V are loaded into registers while
 // this tile computes. Rows of the tiles are padded (K/V/P by 8 halves, S by 4 floats) so that
-// 16-element loads and the lanes' reads touch distinct banks; a lane reads its half row of S
-// and O starting at column `rot`, so the 32 lanes read 32 banks at once.
+// 16-element loads and the lanes' reads touch distinct banks; a lane reads its part of a row
+// of S and O starting at column `rot` (ROT), so the 32 lanes read 32 banks at once.
 // Workgroup memory at D 64: Ks, Vs 9 KB each, Ps 9 KB, Ss 17 KB: 44 KB (48 KB on the H100).
 // Measured (H100 under Dawn, bench/device_dawn.sh asmat, bench/results/
-// 2026-11-28-h100-dawn-attention-smat.json): 1x12x2048x64 0.283 ms (attention_flash in f16
-// 0.511, in f32 0.49; torch SDPA f16 0.040: 0.14x), 1x12x512x64 0.043 (0.079), 1x12x128x64
-// 0.031 (0.034). Split 2 x 2 (H200, bench/results/2026-11-28-h200-dawn-attention-smat-split.json):
-// 1x12x2048x64 0.272-0.277 ms against 0.299-0.300 for each subgroup its own 16 rows (SDPA
-// 0.041: 0.15x). What limits it: every tile's S, P and P V go through workgroup memory
-// (WGSL's subgroup matrices have an opaque lane layout, so a row's max and sum and O's per-row
-// rescale need the values in memory), about 160 KB of traffic a key tile a workgroup, with 4
+// 2026-11-28-h100-dawn-attention-smat.json), the first form (4 subgroups, each its own 16
+// rows): 1x12x2048x64 0.283 ms (attention_flash in f16 0.511, in f32 0.49; torch SDPA f16
+// 0.040: 0.14x), 1x12x512x64 0.043 (0.079), 1x12x128x64 0.031 (0.034). On an H200, A/Bs in
+// one process or call (bench/results/2026-11-28-h200-dawn-attention-smat-split.json, -8-
+// subgroups.json): products split 2 x 2, 0.30 -> 0.27 ms; 8 subgroups, 0.27 -> 0.22 (SDPA
+// 0.041: 0.19x; MiniLM f16 32x128 1.43 -> 1.35 ms). What limits it: the lanes' phases more
+// than the matrix loads (halving each lane's share gained 19%, adding 32 reads a lane cost
+// 55%); and every tile's S, P and P V go through workgroup memory (WGSL's subgroup matrices
+// have an opaque lane layout, so a row's max and sum and O's per-row rescale need the values
+// in memory), about 160 KB of traffic a key tile a workgroup, with 4
 // barriers; 44 KB a workgroup leaves few warps an SM to hide them. Tried (2026-11-28, H200,
 // bench/results/2026-11-28-h200-dawn-attention-smat-lazy-tried.json): both products split 2x2
 // across the subgroups (each loaded Q, K, P, V tile feeding two products) with O kept in result
@@ -49,9 +53,9 @@
 // The first product of each tile is subgroupMatrixMultiply, not an accumulate into a zeroed
 // `var` declared in the loop: that form kept the previous tile's sums under Dawn on the H100
 // (outputs wrong past the first key tile; bench/probes/attention_smat_probe.py found it).
-// Head dims 16, 32, 64 (the lowering checks). Robustness (Tint, in Chrome): every matrix load
-// and store is at a constant offset into a fixed-size array or a subgroup's panel, so it needs
-// no bounds check (compiler/smat.py); loops over the lanes' private arrays are `// @unroll`.
+// Head dims 16, 32, 64 (the lowering checks). Robustness (Tint, in Chrome): the matrix loads
+// and stores sit in fixed-size arrays or panels at offsets that depend on the subgroup only;
+// loops over the lanes' private arrays are `// @unroll`.
 // SGID gives the subgroup and the lane (`subgroup_id`, `subgroup_invocation_id`) where Tint has
 // them, else SGID_LET from the thread index (runs of 32 consecutive threads).
 // bindings: 0 q, 1 k, 2 v, 3 mask [B, Lk] i32 (0 = masked; a dummy when HAS_MASK is false),

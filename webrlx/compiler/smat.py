@@ -316,14 +316,13 @@ def attention_workgroup_bytes(d: int) -> int:
     return 2 * 64 * (d + 8) * 2 + 64 * 4 + 64 * 72 * 2 + 64 * 68 * 4
 
 
-# attention_smat's subgroups at head dims 32 and 64: 8 (256 threads, a row's softmax over 4
-# lanes) or 4 (128, over 2 lanes: what d 16 keeps). A probe switch for the A/B.
-ATTENTION_WIDE = True
-
-
 def attention_subgroups(d: int) -> int:
-    """attention_smat's subgroups of 32 lanes at head dim d (its workgroup is 32x that)."""
-    return 8 if ATTENTION_WIDE and d >= 32 else 4
+    """attention_smat's subgroups of 32 lanes at head dim d (its workgroup is 32x that): 8 at
+    head dims 32 and 64 (a row's softmax over 4 lanes), 4 at 16 (its O has 4 tiles, one a
+    subgroup). 8 against 4 at 1x12x2048x64 under Dawn on an H200: 0.220-0.222 ms against
+    0.269-0.272, MiniLM f16 32x128 1.35 against 1.43
+    (bench/results/2026-11-28-h200-dawn-attention-smat-8-subgroups.json)."""
+    return 8 if d >= 32 else 4
 
 
 def _attention_split_slots(d: int) -> dict[str, str]:
