@@ -49,7 +49,8 @@
 // S read twice from Ss instead of kept in sv (32 registers a lane fewer) with O's rescale
 // skipped where the max did not move: 0.42 ms against 0.27. The key flags as two ballot words
 // (one load a lane a tile, not 32) with scores in log2 units: 3% faster but NaN (not debugged;
-// -ballot-tried.json). Not tried yet: S kept in f16.
+// -ballot-tried.json). 16 subgroups at D 64 (a row over 8 lanes, no tile reused): 0.24-0.25
+// ms against 0.22 (-16-subgroups-tried.json). Not tried yet: S kept in f16.
 // The first product of each tile is subgroupMatrixMultiply, not an accumulate into a zeroed
 // `var` declared in the loop: that form kept the previous tile's sums under Dawn on the H100
 // (outputs wrong past the first key tile; bench/probes/attention_smat_probe.py found it).
@@ -66,10 +67,10 @@ enable chromium_experimental_subgroup_matrix;
 {{ATTENTION_IO}}
 const BQ: u32 = 64u;              // query rows a workgroup
 const BKV: u32 = 64u;             // keys a tile
-const NSG: u32 = {{NSG}}u;          // subgroups of 32: 16 (D 64), 8 (D 32) or 4 (D 16)
+const NSG: u32 = {{NSG}}u;          // subgroups of 32: 8 (D 32, 64) or 4 (D 16)
 const NT: u32 = NSG * 32u;        // threads
-const LPR: u32 = NT / BQ;         // lanes a row: 8, 4 or 2
-const RPS: u32 = 32u / LPR;       // rows a subgroup's lanes take: 4, 8 or 16
+const LPR: u32 = NT / BQ;         // lanes a row: 4 (quarters) or 2 (halves)
+const RPS: u32 = 32u / LPR;       // rows a subgroup's lanes take: 8 or 16
 const KPL: u32 = BKV / LPR;       // a lane's keys of a tile
 const D: u32 = {{D}}u;            // head dim: 16, 32 or 64
 const DQ: u32 = D / 4u;           // vec4s of a row
@@ -179,8 +180,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             mx = max(mx, sv[i]);
         }
         mx = max(mx, subgroupShuffleXor(mx, 16u));   // (the row's lanes: xor 16, and 8)
-        if (LPR >= 4u) { mx = max(mx, subgroupShuffleXor(mx, 8u)); }
-        if (LPR == 8u) { mx = max(mx, subgroupShuffleXor(mx, 4u)); }
+        if (LPR == 4u) { mx = max(mx, subgroupShuffleXor(mx, 8u)); }
         let m_new = max(m, mx);
         let corr = exp(m - m_new);
         m = m_new;
@@ -209,8 +209,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // normalized rows through Ss (f32 [row][d]), then written as vec4s, a row's quads by
     // consecutive threads
     var lt = l + subgroupShuffleXor(l, 16u);
-    if (LPR >= 4u) { lt += subgroupShuffleXor(lt, 8u); }
-    if (LPR == 8u) { lt += subgroupShuffleXor(lt, 4u); }
+    if (LPR == 4u) { lt += subgroupShuffleXor(lt, 8u); }
     let inv = select(1.0 / lt, 0.0, lt == 0.0);
     // @unroll
     for (var i = 0u; i < DPL; i++) { Ss[pn][ri * SS + part * DPL + (i + rot) % DPL] = o[i] * inv; }

@@ -322,11 +322,7 @@ def attention_subgroups(d: int) -> int:
     subgroup). 8 against 4 at 1x12x2048x64 under Dawn on an H200: 0.220-0.222 ms against
     0.269-0.272, MiniLM f16 32x128 1.35 against 1.43
     (bench/results/2026-11-28-h200-dawn-attention-smat-8-subgroups.json)."""
-    return 16 if ATTENTION_16 and d == 64 else 8 if d >= 32 else 4
-
-
-# A/B switch (pending): 16 subgroups (512 threads, a row over 8 lanes) at head dim 64
-ATTENTION_16 = True
+    return 8 if d >= 32 else 4
 
 
 def _attention_split_slots(d: int) -> dict[str, str]:
@@ -349,20 +345,18 @@ def _attention_split_slots(d: int) -> dict[str, str]:
         keys = [f"32u * (sg % 2u) + {16 * j}u" for j in range(2)]
         rt = rows if d >= 32 else ["sg"]
         dt = {64: ["2u * (sg % 2u)", "2u * (sg % 2u) + 1u"], 32: ["sg % 2u"], 16: ["0u"]}[d]
-    elif nsg == 8:
+    else:
         rows = [f"2u * (sg / 4u) + {i}u" for i in range(2)]
         keys = ["16u * (sg % 4u)"]
         rt, dt = (rows, ["sg % 4u"]) if d == 64 else (["sg / 2u"], ["sg % 2u"])
-    else:                                    # 16 subgroups (d 64): one tile each
-        rows, keys, rt, dt = ["sg / 4u"], ["16u * (sg % 4u)"], ["sg / 4u"], ["sg % 4u"]
     q_load = [f"    let q{i}{c} = {mload(LEFT, f'&Ps[{rows[i]}]', f'{16 * c}u', False, 'SP')};"
-              for i in range(len(rows)) for c in range(dc)]
+              for i in range(2) for c in range(dc)]
     s_mma = []
     for j, key in enumerate(keys):           # keys `key` .. + 16 of the tile
         at = f"({key}) * SK"
         s_mma += [f"        let k{j}{c} = {mload(RIGHT, '&Ks', f'{at} + {16 * c}u', True, 'SK')};"
                   for c in range(dc)]
-        for i in range(len(rows)):
+        for i in range(2):
             s_mma.append(f"        var s{i}{j} = subgroupMatrixMultiply<f32>(q{i}0, k{j}0);")
             s_mma += [f"        s{i}{j} = subgroupMatrixMultiplyAccumulate(q{i}{c}, k{j}{c}, "
                       f"s{i}{j});" for c in range(1, dc)]
@@ -380,8 +374,7 @@ def _attention_split_slots(d: int) -> dict[str, str]:
             pv.append(f"        {mstore(f'&Ss[{r}]', f'16u * ({t})', f'o{i}{j}', 'SS')};")
     # where a lane starts its reads of S and O: the 32 lanes on 32 banks (row stride 68 floats;
     # halves: rows rl, rl + 8 apart by 2; quarters: parts 0..3 at 0, 2, 1, 3)
-    rot = {4: "(rl / 8u) * 2u + part", 8: "part / 2u + 2u * (part % 2u)",
-           16: "rl / 2u + 2u * (part / 4u)"}[nsg]
+    rot = "(rl / 8u) * 2u + part" if nsg == 4 else "part / 2u + 2u * (part % 2u)"
     return {"NSG": str(nsg), "ROT": rot, "Q_LOAD": "\n".join(q_load),
             "S_MMA": "\n".join(s_mma), "PV_MMA": "\n".join(pv)}
 
