@@ -172,8 +172,8 @@ def test_quantized_smat_split_lowers_to_pieces_and_a_sum(monkeypatch):
 
 def test_attention_smat_needs_32_lane_subgroups_and_its_head_dims():
     """attention_smat: the f16 subgroup matrices, head dims 16 / 32 / 64, subgroups of exactly
-    32 lanes (checked natively, or the browser's subgroupMinSize == subgroupMaxSize == 32), and
-    its workgroup memory."""
+    32 lanes (checked natively, or the browser's subgroupMinSize == subgroupMaxSize == 32), its
+    threads, and its workgroup memory."""
     from dataclasses import replace
     info = replace(_info(), subgroup_sizes=(32, 32))
     assert all(smat.attention_ok(info, d) for d in (16, 32, 64))
@@ -185,6 +185,12 @@ def test_attention_smat_needs_32_lane_subgroups_and_its_head_dims():
     assert smat.attention_workgroup_bytes(64) > 40960 and not smat.attention_ok(small, 64)
     assert smat.attention_ok(small, 16)
     assert not smat.attention_ok(replace(info, features=frozenset({"shader-f16"})), 64)
+    # 8 subgroups (256 threads) at head dims 32 and 64, 4 at 16: an adapter allowing 128
+    # threads a workgroup keeps attention_flash there
+    assert [smat.attention_subgroups(d) for d in (16, 32, 64)] == [4, 8, 8]
+    few = replace(info, limits={**LIMITS, "max-compute-invocations-per-workgroup": 128})
+    assert smat.attention_ok(few, 16) and not smat.attention_ok(few, 32)
+    assert not smat.attention_ok(few, 64)
 
 
 @pytest.mark.parametrize("rows,lead", [(128, "smat"), (16, "smat"), (8, "gemv"), (300, None)])
