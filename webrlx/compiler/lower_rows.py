@@ -339,8 +339,8 @@ def _norm(L: EmitContext, node: Node) -> Buf:
     w = wb[0] if len(wb) > 0 else L.dummy(1)
     b = wb[1] if len(wb) > 1 else L.dummy(2)
     out = L.temp(shape, node.dtype)
-    overrides = {"RMS": node.op == "rms_norm", "HAS_W": len(wb) > 0, "HAS_B": len(wb) > 1,
-                 "HAS_RES": residual is not None}
+    overrides: dict[str, bool | int] = {"RMS": node.op == "rms_norm", "HAS_W": len(wb) > 0,
+                                        "HAS_B": len(wb) > 1, "HAS_RES": residual is not None}
     if split_long_rows(rows, n) and not L.over_limit(x, r, out):
         # few long rows: chunks of a row over workgroups (norm/norm_parts + norm_finish)
         _emit_split_rows(L, node, "norm/norm", rows, n, {"x": x, "r": r}, {"w": w, "b": b},
@@ -353,15 +353,9 @@ def _norm(L: EmitContext, node: Node) -> Buf:
         rpw, vpt = regs
         k = kernel("norm/layer_norm_regs", T=L.T(node.dtype), VPT=str(vpt),
                    **row_reduce_slots(L, rpw))
-        ps = summed[0] if summed else None
-        params["part"] = ps.stride // 4 if ps else 0
-        emit_rows(L, k, {"x": x, "r": r, "w": w, "b": b, "out": out},
-                  ("x", "r", "out") if residual else ("x", "out"), rows, n, params,
-                  lambda nr: L.grid(-(-nr // rpw), 1),
-                  {**overrides, "RPW": rpw, "PARTS": ps.pieces if ps else 1},
-                  f"{'split-K sum+' if ps else ''}{'add+' if residual else ''}{node.op}")
-        return out
-    else:
+        params["part"] = summed[0].stride // 4 if summed else 0
+        overrides["PARTS"] = summed[0].pieces if summed else 1
+    else:                               # (_summed_parts only where the regs kernel runs)
         rpw = rows_per_workgroup(n)
         L.check_loop(node, -(-n // (256 // rpw)))
         k = kernel("norm/layer_norm", T=L.T(node.dtype), **row_reduce_slots(L, rpw))
@@ -369,7 +363,8 @@ def _norm(L: EmitContext, node: Node) -> Buf:
               {"x": x, "r": r, "w": w, "b": b, "out": out},
               ("x", "r", "out") if residual else ("x", "out"), rows, n,
               params, lambda nr: L.grid(-(-nr // rpw), 1),
-              {**overrides, "RPW": rpw}, f"{'add+' if residual else ''}{node.op}")
+              {**overrides, "RPW": rpw},
+              f"{'split-K sum+' if summed else ''}{'add+' if residual else ''}{node.op}")
     return out
 
 
