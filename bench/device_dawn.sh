@@ -112,6 +112,11 @@
 #           128-token prompt to its first token (setup carrying .big/llvk.so.xz); NATIVE=1:
 #           the same natively (wgpu_native.SUBMIT_FIRST) after it
 #   batchratio  natively, bench/llm_batch.py on the 1B-shaped Q4_K_M (1 and 8 sequences)
+#   dqab    natively and alone (no `setup`: carry .gl .whl .big/llvk.so.xz): tall prefills'
+#           quantized matmuls decoded once into f32 and run on the f32 matmul
+#           (lower_quant.DEQUANT_FIRST) against the tiled kernels, $ROUNDS rounds alternating,
+#           on the 1B-shaped Q4_K_M's 512-token prefill (llm_1b_profile_probe); then
+#           bench/llm_1b.py (llama.cpp Vulkan beside) and prefill_dequant_probe.py
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
 #   confirm the 1B prefill under Dawn beside llama.cpp (one call), the f16 smat matmul's
@@ -1020,6 +1025,26 @@ pieces)
     "import json, sys; print(sys.argv[1], json.dumps(json.loads(sys.stdin.read())['median']))" $f \
     || tail -5 $O/err.txt); done
   tar czf $OUT/pieces.tgz -C $O .
+  ;;
+dqab)
+  for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$HOME/site" \
+    .whl/*.whl
+  mkdir -p $S && tar cf - --exclude=./.dawn --exclude=./.gl --exclude=./.whl --exclude=./.big \
+    --exclude=./.ab --exclude=./.chr . | tar xf - -C $S
+  xz -dc .big/llvk.so.xz > $LL
+  llama_1b $OUT/err.txt
+  for r in $(seq ${ROUNDS:-2}); do for m in off on; do
+    (cd $S && timeout 150 python3 bench/probes/llm_1b_profile_probe.py --model $LLAMA_1B \
+      --sizes= --prefill 512 --top 12 --dequant-first $m >> $OUT/dq-prefill-$m.json \
+      2>> $OUT/err.txt)
+  done; done
+  for m in off on; do prefill_summary $OUT/dq-prefill-$m.json; done
+  (cd $S && timeout ${LLM_LIMIT:-240} python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b \
+    --sizes 1 > $OUT/llm-1b.json 2>> $OUT/err.txt)
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print({k: d.get(k) for k in \
+('decode_vs_llamacpp', 'prefill_llamacpp_over_webrlx')}, d['webrlx'].get('prefill_ms'), \
+d['llamacpp'])" $OUT/llm-1b.json || tail -5 $OUT/err.txt
   ;;
 batchratio)
   # issue 31's batched figure natively: bench/llm_batch.py on the 1B-shaped Q4_K_M (Engine at 1

@@ -107,6 +107,40 @@ def test_each_tiled_kernel(backend, kernel, fmt, m, n, monkeypatch):
     check_qlinear(backend, fmt, rand(m, 96), n, bias=rand(n, seed=5))
 
 
+@pytest.mark.parametrize("fmt", ["q4_1", "q8_0", "q4_k", "q6_k", "q5_k", "q3_k"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_tall_prefill_decodes_the_weight_first(backend, fmt, bias, monkeypatch):
+    """Past fuse.GEMV_MAX_M rows on a GPU (pretended here) a qmatmul decodes its weight once,
+    transposed (quant/qdequant_t.wgsl), and runs the f32 matmul on it: N = 100 leaves the
+    last 64-row tile part-filled; against numpy on the dequantized weight. A weight whose
+    floats pass DEQUANT_MAX_BYTES keeps the tiled kernels."""
+    from webrlx.compiler import lower_quant
+    monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
+    m, n, k = 300, 100, 256
+    raw = quant.random_blocks(fmt, n, k, seed=4, scale=0.05)
+    w, x, b = quant.words(raw), rand(m, k), rand(n, seed=6)
+    params = {"w": w} | ({"b": b} if bias else {})
+    (got,) = run_graph(backend, lambda x, **p: nn.qlinear(x, p["w"], fmt, n, k, bias=p.get("b")),
+                       [x], params)
+    want = x.astype(np.float64) @ quant.dequantize(raw, fmt, (n, k)).astype(np.float64).T
+    want += b if bias else 0
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+    if backend.name == "reference":
+        return
+    g = wr.Graph()
+    wp = g.param("w", (w.size,), "uint32")
+    exe = wr.compile(g, outputs=[nn.qlinear(g.input("x", (m, k)), wp, fmt, n, k)],
+                     device=backend)
+    exe.set_params({"w": w})
+    ran = exe.plan({}).ran
+    assert ran[0] == f"qdequant_t[{fmt}]" and ran[1].startswith("matmul"), ran
+    monkeypatch.setattr(lower_quant, "DEQUANT_MAX_BYTES", 4 * n * k - 4)
+    exe = wr.compile(g, outputs=[nn.qlinear(g.input("x2", (m, k)), wp, fmt, n, k)],
+                     device=backend)
+    exe.set_params({"w": w})
+    assert not any(r.startswith("qdequant_t") for r in exe.plan({}).ran)
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_qlinear_float16_input(backend, fmt):
     x = rand(3, 64).astype(np.float16)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .. import dtype as dt
 from .. import quant
 from ..graph import Node
 from ..kernels import Kernel, kernel, raw_shader
@@ -13,7 +14,7 @@ from . import fuse, smat
 from .emit import EmitContext
 from .fuse import QGemv
 from .lower_decoder import cpu_adapter, rope_freq
-from .lower_matmul import BIG_GRID, sum_parts
+from .lower_matmul import BIG_GRID, emit_matmul, sum_parts
 from .program import Buf, Variant
 from .registry import lowering
 
@@ -88,6 +89,25 @@ def qsmat_pieces(m: int, n: int, k: int, sh: smat.SmatShape) -> int:
     return pieces
 
 
+# Tall unfused prefills on GPUs (past fuse.GEMV_MAX_M rows, no subgroup matrices): the weight
+# dequantized once into an f32 temp (quant/qdequant_t.wgsl, K x N), then lower_matmul's f32
+# kernels (double-buffered tiles, split-K, autotuned) instead of quant/qmatmul_tiled.wgsl.
+# H200, natively, 512 rows (bench/probes/prefill_dequant_probe.py): gate 8192x2048 Q4_K
+# 0.646 -> 0.448 ms for the matmul alone, down 2048x8192 Q6_K 0.80 -> 0.46, o 0.200 -> 0.134,
+# k 0.120 -> 0.050. The temp holds K x N floats (the memory plan reuses it across layers);
+# a weight whose floats would pass DEQUANT_MAX_BYTES or the binding limit keeps the tiles.
+DEQUANT_FIRST = True
+DEQUANT_MIN_M = 257
+DEQUANT_MAX_BYTES = 1 << 28
+
+
+def dequant_first(L: EmitContext, m: int, n: int, k: int, t: str) -> bool:
+    """Whether an m x n x k qmatmul (x in WGSL type t) decodes its weight once first."""
+    floats = 4 * n * k
+    return (DEQUANT_FIRST and not cpu_adapter(L) and t == "f32" and m >= DEQUANT_MIN_M
+            and k % 32 == 0 and floats <= min(DEQUANT_MAX_BYTES, L.limit))
+
+
 @lowering("qmatmul")
 def _qmatmul(L: EmitContext, node: Node) -> Buf:
     x_id, w_id = node.inputs[0], node.inputs[1]
@@ -132,6 +152,13 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
             L.emit(lead_kernel, bindings, params, lead.grid, lead.overrides, name=lead.name,
                    variants=[*rest, tiles[1], tiles[2]],
                    tune_key=f"qmatmul {fmt}/{t} {m}x{n}x{k}")
+    elif dequant_first(L, m, n, k, t):   # the weight decoded once, then the f32 matmul
+        wt = L.temp((k, n), dt.float32)
+        L.emit(kernel("quant/qdequant_t"), {"w": bindings["w"], "out": wt},
+               {"N": n, "K": k, "nw": params["nw"]}, (-(-n // 64), k // 32, 1),
+               format_overrides(fmt), name=f"qdequant_t[{fmt}]")
+        emit_matmul(L, bindings["x"], wt, bindings["bias"] if has_bias else None, out,
+                    (m, n, k, 1), (0, 0), dt.float32, "f32")
     else:
         first = 2 if -(-m // 128) * -(-n // 128) >= BIG_GRID else 1
         pick, other = tiles[first], tiles[3 - first]
