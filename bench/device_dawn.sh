@@ -117,6 +117,20 @@
 #           (lower_quant.DEQUANT_FIRST) against the tiled kernels, $ROUNDS rounds alternating,
 #           on the 1B-shaped Q4_K_M's 512-token prefill (llm_1b_profile_probe); then
 #           bench/llm_1b.py (llama.cpp Vulkan beside) and prefill_dequant_probe.py
+#   dqrows  natively, after `dqab` in the same machine session: shorter prompts ($PREFILLS) of
+#           the 1B-shaped Q4_K_M ($MODELS: also the SmolLM2-shaped Q4_1 file) with big weights
+#           decoded first (the default, lower_quant.dequant_first) against the fused GEMVs
+#           and tiles (--dequant-first off), alternating
+#   batchratio  natively, bench/llm_batch.py on the 1B-shaped Q4_K_M (1 and 8 sequences)
+#   dqab    natively and alone (no `setup`: carry .gl .whl .big/llvk.so.xz): tall prefills'
+#           quantized matmuls decoded once into f32 and run on the f32 matmul
+#           (lower_quant.DEQUANT_FIRST) against the tiled kernels, $ROUNDS rounds alternating,
+#           on the 1B-shaped Q4_K_M's 512-token prefill (llm_1b_profile_probe); then
+#           bench/llm_1b.py (llama.cpp Vulkan beside) and prefill_dequant_probe.py
+#   dqrows  natively, after `dqab` in the same machine session: shorter prompts ($PREFILLS) of
+#           the 1B-shaped Q4_K_M and SmolLM2-shaped Q4_1 files through the fused GEMVs (the
+#           default up to 256 rows) against decoded weights and f32 matmuls past 64 rows
+#           (--gemv-max-m 64), alternating
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
 #   confirm the 1B prefill under Dawn beside llama.cpp (one call), the f16 smat matmul's
@@ -1045,6 +1059,18 @@ dqab)
   python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print({k: d.get(k) for k in \
 ('decode_vs_llamacpp', 'prefill_llamacpp_over_webrlx')}, d['webrlx'].get('prefill_ms'), \
 d['llamacpp'])" $OUT/llm-1b.json || tail -5 $OUT/err.txt
+  ;;
+dqrows)
+  case " ${MODELS:-1b} " in *smollm2*) smollm2_q41 $OUT/err.txt;; esac
+  for m in ${MODELS:-1b}; do
+    model=$([ $m = 1b ] && echo $LLAMA_1B || echo $SMOLLM2_Q41)
+    for n in ${PREFILLS:-16 32 64 128 256}; do for r in $(seq ${ROUNDS:-2}); do for d in on off; do
+      (cd $S && timeout 150 python3 bench/probes/llm_1b_profile_probe.py --model $model \
+        --sizes= --prefill $n --top 8 --dequant-first $d \
+        >> $OUT/dqrows-$m-$(printf %03d $n)-$d.json 2>> $OUT/err.txt)
+    done; done; done
+  done
+  prefill_summary $OUT/dqrows-*.json
   ;;
 batchratio)
   # issue 31's batched figure natively: bench/llm_batch.py on the 1B-shaped Q4_K_M (Engine at 1

@@ -6,7 +6,7 @@ the file bench/llm_1b.py makes (`--make-only`), on the GPU machine. Prints JSON.
 
     python bench/probes/llm_1b_profile_probe.py --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf \
         [--sizes 1,8] [--prefill 512] [--top 14] [--smat off] [--decode 128] [--read-only off]
-        [--rpt-rq on] [--dequant-first off]
+        [--rpt-rq on] [--dequant-first off] [--dequant-min-m 32]
 (--sizes '': prefill only; --decode N: also lm.generate's greedy decode tokens/s over N new
 tokens, best of 3; --read-only off: every storage binding read_write, as before
 kernels.read_only_storage, for the A/B)
@@ -93,6 +93,9 @@ def main() -> None:
     ap.add_argument("--dequant-first", default="on", choices=("on", "off"),
                     help="off: tall prefills' quantized matmuls on the tiled kernels, not "
                     "decoded once and run as f32 matmuls (lower_quant.DEQUANT_FIRST)")
+    ap.add_argument("--dequant-min-m", type=int, default=None,
+                    help="rows from which a big weight is decoded first "
+                    "(lower_quant.DEQUANT_MIN_M)")
     ap.add_argument("--picks", default=None, help="a `tools/make_tune_tables.py --here` run's "
                     "JSON: its table as this adapter's own (the A/B of a table before it ships)")
     ap.add_argument("--warm", type=float, default=WARM_S,
@@ -110,6 +113,9 @@ def main() -> None:
     if a.dequant_first == "off":
         from webrlx.compiler import lower_quant
         lower_quant.DEQUANT_FIRST = False
+    if a.dequant_min_m is not None:
+        from webrlx.compiler import lower_quant
+        lower_quant.DEQUANT_MIN_M = a.dequant_min_m
     if a.qsplit is not None:
         from webrlx.compiler import lower_quant
         lower_quant.QSMAT_SPLIT = a.qsplit
@@ -125,7 +131,7 @@ def main() -> None:
                            "smat": a.smat, "smat_available": smat.available(lm.device.info),
                            "read_only": a.read_only, "device_first": a.device,
                            "picks": a.picks, "qsplit": a.qsplit, "rpt_rq": a.rpt_rq,
-                           "dequant_first": a.dequant_first}
+                           "dequant_first": a.dequant_first, "dequant_min_m": a.dequant_min_m}
     ids = [int(t) for t in np.random.default_rng(0).integers(0, 256, a.prefill)]
     walls = []
     for i in range(4):                      # the first compiles

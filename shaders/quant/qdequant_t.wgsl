@@ -1,14 +1,13 @@
 // a quantized weight dequantized once, transposed: out[k, n] = dequant(w)[n, k], f32, for the
 // f32 matmul of a tall prefill (lower_quant.dequant_first: x [M, K] @ out [K, N]).
 // w: an (N, K) weight of raw GGUF blocks as u32 words, any format of common/qformats.wgsl
-// (FMT, QK, QBYTES; K % 32 == 0, as every format's QK divides or is 32..256).
-// bindings: 0 w, 1 out [K, N] f32, 2 params.
+// (FMT, QK, QBYTES; K % 32 == 0, as every format's QK divides or is 32..256); N % 4 == 0.
+// bindings: 0 w, 1 out [K, N] f32 (as vec4), 2 params.
 // grid: (ceil(N / 64), K / 32, 1); 256 threads. A workgroup owns 64 weight rows x 32 weights
 // of K: thread t decodes 8 weights (unit t % 4, deq8) of row n0 + t / 4 into the tile [k][n]
 // in workgroup memory (rows padded to 65 floats: the 4 units of a row land on distinct
-// banks), then the workgroup writes the tile as 32 rows of 64 neighbouring floats (n is
-// out's fast axis), so the stores coalesce; a warp reads 8 weight rows, 32 neighbouring
-// weights of each. (With t % 64 as the row, a warp read 32 rows a unit each: the 1B-shaped
+// banks), then the workgroup writes the tile as 32 rows of 16 vec4 (n is out's fast axis),
+// so the stores coalesce; a warp reads 8 weight rows, 32 neighbouring weights of each. (With t % 64 as the row, a warp read 32 rows a unit each: the 1B-shaped
 // prefill's Q4_K decodes took 3.29 ms.)
 // Why (H200, natively, bench/probes/prefill_dequant_probe.py, 1B-shaped projections at 512
 // rows): the tiled kernels that dequantize inside each tile (quant/qmatmul_tiled.wgsl) ran
@@ -17,7 +16,7 @@
 // buffer of x and the decoded weights.
 struct Params { N: u32, K: u32, nw: u32 }
 @group(0) @binding(0) var<storage, read_write> w: array<u32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
 @group(0) @binding(2) var<uniform> p: Params;
 
 const PAD: u32 = 65u;
@@ -41,11 +40,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
     workgroupBarrier();
-    let nl = lid % 64u;                                // store: column nl, rows lid / 64 + 4 r
-    if (n0 + nl < p.N) {
-        for (var r = 0u; r < 8u; r++) {
-            let kl = r * 4u + lid / 64u;
-            out[(k0 + kl) * p.N + n0 + nl] = tile[kl * PAD + nl];
+    let c = 4u * (lid % 16u);                          // store: columns c..c + 3,
+    if (n0 + c < p.N) {                                // rows lid / 16 and 16 more
+        for (var r = 0u; r < 2u; r++) {
+            let kl = lid / 16u + 16u * r;
+            let t = kl * PAD + c;
+            out[((k0 + kl) * p.N + n0 + c) / 4u] =
+                vec4<f32>(tile[t], tile[t + 1u], tile[t + 2u], tile[t + 3u]);
         }
     }
 }

@@ -323,3 +323,33 @@ def test_steps_per_submit_async_and_fewer_submits(llama_lm, monkeypatch):
     assert run_coroutine(llama_lm.generate_async(PROMPTS[0], STEPS_K, ignore_eos=True)) == one
     if llama_lm.device.name != "reference":   # 10 decode runs of one step against 3 (4, 4, 2)
         assert _submits(llama_lm, monkeypatch, 1) - _submits(llama_lm, monkeypatch, 4) == 7
+
+
+def test_prefill_of_decoded_weights_matches_transformers(monkeypatch):
+    """Prefills on a GPU (pretended) past lower_quant.DEQUANT_MIN_WORK and DEQUANT_MIN_M (here
+    every weight, from 2 rows) decode each weight once and run the f32 matmul, unfused
+    (lower_quant.dequant_first): the llama Q4_K fixture's last logits within 1e-3 x
+    max|logit| of transformers' and 32 greedy tokens equal on every prompt, and the prefill
+    ran the decodes (decode steps, 1 row, keep the fused GEMVs)."""
+    import webrlx as wr
+    from webrlx.compiler import lower_quant
+    from webrlx.device_info import DeviceInfo
+    backend = wr.device("gpu")          # (a lowering rule: the reference lowers nothing)
+    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
+    monkeypatch.setattr(lower_quant, "DEQUANT_MIN_WORK", 0)
+    monkeypatch.setattr(lower_quant, "DEQUANT_MIN_M", 2)
+    path, want = _reference("llama", "Q4_K")
+    lm = llm.load(path, device=backend, max_context=128)
+    for prompt, (ids, logits, greedy) in zip(PROMPTS, want, strict=True):
+        lm.generate_ids(ids, 1)
+        err = np.abs(lm.last_logits.numpy().reshape(-1) - logits).max()
+        assert err <= 1e-3 * np.abs(logits).max(), (prompt, err)
+        assert lm.generate_ids(ids, STEPS, ignore_eos=True) == greedy, prompt
+    ids = want[0][0]
+    _, env = lm.executable.check_feeds({"ids": np.array([ids], np.int32),
+                                        "pos": np.zeros(1, np.int32),
+                                        "last": np.array([len(ids) - 1], np.int32),
+                                        "fparams": llm.Sampling().fparams(),
+                                        "iparams": llm.Sampling().iparams()})
+    ran = lm.executable.plan(env).ran
+    assert any(r.startswith("qdequant_t[") for r in ran), ran

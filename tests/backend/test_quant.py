@@ -109,14 +109,17 @@ def test_each_tiled_kernel(backend, kernel, fmt, m, n, monkeypatch):
 
 @pytest.mark.parametrize("fmt", ["q4_1", "q8_0", "q4_k", "q6_k", "q5_k", "q3_k"])
 @pytest.mark.parametrize("bias", [False, True])
-def test_tall_prefill_decodes_the_weight_first(backend, fmt, bias, monkeypatch):
-    """Past fuse.GEMV_MAX_M rows on a GPU (pretended here) a qmatmul decodes its weight once,
-    transposed (quant/qdequant_t.wgsl), and runs the f32 matmul on it: N = 100 leaves the
-    last 64-row tile part-filled; against numpy on the dequantized weight. A weight whose
-    floats pass DEQUANT_MAX_BYTES keeps the tiled kernels."""
+def test_prefill_decodes_a_big_weight_first(backend, fmt, bias, monkeypatch):
+    """From DEQUANT_MIN_M rows on a GPU (pretended here), a product past DEQUANT_MIN_WORK
+    (here any) decodes its weight once, transposed (quant/qdequant_t.wgsl), and runs the f32
+    matmul on it: N = 100 leaves the last 64-row tile part-filled; against numpy on the
+    dequantized weight. A weight whose floats pass DEQUANT_MAX_BYTES, or of N % 4 != 0 rows,
+    keeps the tiled kernels."""
     from webrlx.compiler import lower_quant
-    monkeypatch.setattr(lower_quant, "cpu_adapter", lambda L: False)
-    m, n, k = 300, 100, 256
+    from webrlx.device_info import DeviceInfo
+    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
+    monkeypatch.setattr(lower_quant, "DEQUANT_MIN_WORK", 0)
+    m, n, k = 40, 100, 256
     raw = quant.random_blocks(fmt, n, k, seed=4, scale=0.05)
     w, x, b = quant.words(raw), rand(m, k), rand(n, seed=6)
     params = {"w": w} | ({"b": b} if bias else {})
@@ -138,6 +141,14 @@ def test_tall_prefill_decodes_the_weight_first(backend, fmt, bias, monkeypatch):
     exe = wr.compile(g, outputs=[nn.qlinear(g.input("x2", (m, k)), wp, fmt, n, k)],
                      device=backend)
     exe.set_params({"w": w})
+    assert not any(r.startswith("qdequant_t") for r in exe.plan({}).ran)
+    monkeypatch.setattr(lower_quant, "DEQUANT_MAX_BYTES", 1 << 28)     # N % 4 != 0: tiles too
+    g = wr.Graph()
+    w98 = quant.words(quant.random_blocks(fmt, 98, k, seed=4))
+    exe = wr.compile(g, outputs=[nn.qlinear(g.input("x", (m, k)), g.param("w", (w98.size,),
+                                                                           "uint32"),
+                                            fmt, 98, k)], device=backend)
+    exe.set_params({"w": w98})
     assert not any(r.startswith("qdequant_t") for r in exe.plan({}).ran)
 
 

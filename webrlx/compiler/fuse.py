@@ -93,6 +93,9 @@ class _Scan:
     storage_buffers: int = 8          # the device's storage bindings per shader stage
     workgroup_bytes: int = 16384      # and its workgroup memory
     qkv_max_m: int = QKV_MAX_M        # rows up to which q, k and v group (find_fusions)
+    # (m, n, k, x dtype) -> whether that qmatmul decodes its weight first and runs the f32
+    # matmul (lower_quant.dequant_first): then it is no GEMV and fuses nothing
+    dequant_first: Callable[[int, int, int, str], bool] = lambda m, n, k, t: False
 
     def only_user(self, i: int) -> int | None:
         u = self.users.get(i, [])
@@ -151,6 +154,8 @@ def _gemv_rows(s: _Scan, n: Node) -> int | None:
     m = 1
     for d in s.shapes[n.inputs[0]][:-1]:
         m *= d
+    if s.dequant_first(m, n.attrs["n"], n.attrs["k"], s.nodes[n.inputs[0]].dtype.name):
+        return None
     return m if m <= GEMV_MAX_M else None
 
 
@@ -296,12 +301,15 @@ PATTERNS: tuple[Callable[[_Scan, Node], None], ...] = (_matmul_epilogue, _residu
 
 def find_fusions(graph: Graph, live: set[int], users: dict[int, list[int]], outputs: set[int],
                  shapes: dict[int, tuple[int, ...]], storage_buffers: int = 8,
-                 workgroup_bytes: int = 16384, qkv_max_m: int = QKV_MAX_M) -> Fusions:
+                 workgroup_bytes: int = 16384, qkv_max_m: int = QKV_MAX_M,
+                 dequant_first: Callable[[int, int, int, str], bool] | None = None) -> Fusions:
     """Run every pattern over the live nodes, in graph order, then group q/k/v GEMVs (their
     epilogues must be known first) of up to qkv_max_m rows (GEMV_MAX_M where prefills' q, k
     and v run on tensor cores in one dispatch: quant/qmatmul_smat_qkv.wgsl)."""
     scan = _Scan(graph.nodes, users, outputs, shapes, Fusions(), storage_buffers,
                  workgroup_bytes, qkv_max_m)
+    if dequant_first is not None:
+        scan.dequant_first = dequant_first
     for n in graph.nodes:
         if n.id in live:
             for pattern in PATTERNS:

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import dtype as dt
 from .. import quant
+from ..device_info import DeviceInfo
 from ..graph import Node
 from ..kernels import Kernel, kernel, raw_shader
 from . import fuse, smat
@@ -89,23 +90,37 @@ def qsmat_pieces(m: int, n: int, k: int, sh: smat.SmatShape) -> int:
     return pieces
 
 
-# Tall unfused prefills on GPUs (past fuse.GEMV_MAX_M rows, no subgroup matrices): the weight
-# dequantized once into an f32 temp (quant/qdequant_t.wgsl, K x N), then lower_matmul's f32
-# kernels (double-buffered tiles, split-K, autotuned) instead of quant/qmatmul_tiled.wgsl.
-# H200, natively, 512 rows (bench/probes/prefill_dequant_probe.py): gate 8192x2048 Q4_K
-# 0.646 -> 0.448 ms for the matmul alone, down 2048x8192 Q6_K 0.80 -> 0.46, o 0.200 -> 0.134,
-# k 0.120 -> 0.050. The temp holds K x N floats (the memory plan reuses it across layers);
-# a weight whose floats would pass DEQUANT_MAX_BYTES or the binding limit keeps the tiles.
+# Prefills of big products on GPUs without subgroup matrices: the weight dequantized once into
+# an f32 temp (quant/qdequant_t.wgsl, K x N), then lower_matmul's f32 kernels (double-buffered
+# tiles, split-K, autotuned) instead of the fused GEMVs / row tiles (up to fuse.GEMV_MAX_M
+# rows) or quant/qmatmul_tiled.wgsl (past them); such a qmatmul fuses nothing (fuse.py asks
+# this rule). H200, natively, the 1B-shaped Q4_K_M file, prompt to first token, wall ms, fused
+# / tiled against every weight decoded first (bench/device_dawn.sh dqab / dqrows, 2026-11-28):
+# 128 tokens 40.1 -> 13.1, 256 77.4 -> 17.7, 512 46.2 -> 31.5; with the k / v projections
+# (1M weights) left fused: 14.3, 20.1, 33.9. At 16 rows decoding first lost (8.6 -> 11.1: the
+# decodes alone take 1.85 ms), at 32 it won (13.1 -> 11.1), at 64 22.1 -> 11.3. The
+# SmolLM2-shaped file (weights of <= 0.9M values, 30 layers) gained nothing with every weight
+# decoded first at 256 rows and lost at 128 (6.85 -> 7.91 GPU ms): its calls are
+# latency-bound and the unfused norms, ropes and cache writes add dispatches. Hence both
+# bounds: DEQUANT_MIN_M rows, and DEQUANT_MIN_WORK multiply-adds (m x n x k) a call: the 1B's
+# q / o from 32 rows, its k / v from 128, SmolLM2's biggest from 256.
+# The temp holds K x N floats (the memory plan reuses it across layers); a weight whose floats
+# would pass DEQUANT_MAX_BYTES or the binding limit keeps the tiles.
 DEQUANT_FIRST = True
-DEQUANT_MIN_M = 257
+DEQUANT_MIN_M = 32
+DEQUANT_MIN_WORK = 1 << 27
 DEQUANT_MAX_BYTES = 1 << 28
 
 
-def dequant_first(L: EmitContext, m: int, n: int, k: int, t: str) -> bool:
-    """Whether an m x n x k qmatmul (x in WGSL type t) decodes its weight once first."""
+def dequant_first(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:
+    """Whether an m x n x k qmatmul with x of dtype x_dtype decodes its weight once first:
+    f32 x, a GPU (not a software adapter) without subgroup matrices in use, enough rows and
+    work, and a weight whose floats fit one binding."""
     floats = 4 * n * k
-    return (DEQUANT_FIRST and not cpu_adapter(L) and t == "f32" and m >= DEQUANT_MIN_M
-            and k % 32 == 0 and floats <= min(DEQUANT_MAX_BYTES, L.limit))
+    return (DEQUANT_FIRST and x_dtype == "float32" and not info.software
+            and not (smat.available(info) and smat.MODE != "off")
+            and m >= DEQUANT_MIN_M and m * n * k >= DEQUANT_MIN_WORK and k % 32 == 0
+            and n % 4 == 0 and floats <= min(DEQUANT_MAX_BYTES, info.max_binding_size))
 
 
 @lowering("qmatmul")
@@ -130,6 +145,14 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     tiles = {r: Variant.of(f"qmatmul_{64 * r}", kernel("quant/qmatmul_tiled", T=t, R=str(r)),
                            (-(-n // (64 * r)), -(-m // (64 * r)), 1), overrides)
              for r in (2, 1)}
+    if dequant_first(L.info, m, n, k, L.dtype(x_id).name):   # decoded once, the f32 matmul
+        wt = L.temp((k, n), dt.float32)
+        L.emit(kernel("quant/qdequant_t"), {"w": bindings["w"], "out": wt},
+               {"N": n, "K": k, "nw": params["nw"]}, (-(-n // 64), k // 32, 1),
+               format_overrides(fmt), name=f"qdequant_t[{fmt}]")
+        emit_matmul(L, bindings["x"], wt, bindings["bias"] if has_bias else None, out,
+                    (m, n, k, 1), (0, 0), dt.float32, "f32")
+        return out
     smats = qsmat_variants(L, m, n, t, overrides) if m > GEMV_ROWS else []
     forced = smat.MODE not in (None, "off")
     if m <= fuse.GEMV_MAX_M and not (forced and smats):   # GEMVs, 4 rows a group
@@ -152,13 +175,6 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
             L.emit(lead_kernel, bindings, params, lead.grid, lead.overrides, name=lead.name,
                    variants=[*rest, tiles[1], tiles[2]],
                    tune_key=f"qmatmul {fmt}/{t} {m}x{n}x{k}")
-    elif dequant_first(L, m, n, k, t):   # the weight decoded once, then the f32 matmul
-        wt = L.temp((k, n), dt.float32)
-        L.emit(kernel("quant/qdequant_t"), {"w": bindings["w"], "out": wt},
-               {"N": n, "K": k, "nw": params["nw"]}, (-(-n // 64), k // 32, 1),
-               format_overrides(fmt), name=f"qdequant_t[{fmt}]")
-        emit_matmul(L, bindings["x"], wt, bindings["bias"] if has_bias else None, out,
-                    (m, n, k, 1), (0, 0), dt.float32, "f32")
     else:
         first = 2 if -(-m // 128) * -(-n // 128) >= BIG_GRID else 1
         pick, other = tiles[first], tiles[3 - first]
