@@ -1,5 +1,5 @@
 // a quantized weight dequantized once, transposed: out[k, n] = dequant(w)[n, k], f32, for the
-// f32 matmul of a tall prefill (lower_quant.dequant_first: x [M, K] @ out [K, N]).
+// f32 matmul of a big prefill product (lower_quant.dequant_first: x [M, K] @ out [K, N]).
 // w: an (N, K) weight of raw GGUF blocks as u32 words, any format of common/qformats.wgsl
 // (FMT, QK, QBYTES; K % 32 == 0, as every format's QK divides or is 32..256); N % 4 == 0.
 // bindings: 0 w, 1 out [K, N] f32 (as vec4), 2 params.
@@ -7,13 +7,15 @@
 // of K: thread t decodes 8 weights (unit t % 4, deq8) of row n0 + t / 4 into the tile [k][n]
 // in workgroup memory (rows padded to 65 floats: the 4 units of a row land on distinct
 // banks), then the workgroup writes the tile as 32 rows of 16 vec4 (n is out's fast axis),
-// so the stores coalesce; a warp reads 8 weight rows, 32 neighbouring weights of each. (With t % 64 as the row, a warp read 32 rows a unit each: the 1B-shaped
-// prefill's Q4_K decodes took 3.29 ms.)
+// so the stores coalesce; a warp reads 8 weight rows, 32 neighbouring weights of each.
 // Why (H200, natively, bench/probes/prefill_dequant_probe.py, 1B-shaped projections at 512
-// rows): the tiled kernels that dequantize inside each tile (quant/qmatmul_tiled.wgsl) ran
+// rows): the tiled kernel that dequantizes inside each tile (quant/qmatmul_tiled.wgsl) ran
 // at 21-26 TFLOP/s where the f32 matmul's double-buffered tiles reach 34-39 on the same
-// products; their 16 KiB of tiles (WebGPU's default ceiling) leave no room for a second
-// buffer of x and the decoded weights.
+// products; its 16 KiB of tiles (WebGPU's default ceiling) leave no room for a second buffer
+// of x and the decoded weights. The fused GEMVs ran at ~7 TFLOP/s at 128-256 rows.
+// Limits: bytes written (4 a weight): the 1B-shaped prefill's decodes take 1.85-2.05 ms of
+// GPU time (~2 TB/s). Tried: a warp reading 32 rows a unit each (t % 64 as the row): 3.29 ms;
+// scalar stores against vec4: 1.98 against 1.92 ms.
 struct Params { N: u32, K: u32, nw: u32 }
 @group(0) @binding(0) var<storage, read_write> w: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
