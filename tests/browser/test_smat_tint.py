@@ -6,7 +6,8 @@ checks their results), so without this CI would never compile them. The graphs a
 an H200-like DeviceInfo; every call's default kernel and every autotuner variant that enables
 subgroup matrices is compiled with its overrides. Sizes the null adapter's default limits
 refuse (48 KB of workgroup memory, 256+ threads: attention_smat's 512 at head dim 64) are
-checked against the H200's instead."""
+checked against the H200's instead. So does a quantized prefill lowered for a GPU without
+them, whose weights are decoded first (quant/qdequant_t.wgsl), a path SwiftShader never takes."""
 from __future__ import annotations
 
 import json
@@ -171,3 +172,40 @@ def test_a_wrong_subgroup_matrix_kernel_is_rejected(tmp_path: Path) -> None:
     assert run.returncode == 1, run.stderr[-2000:]
     res = json.loads(out.read_text())["results"][0]
     assert not res["ok"] and "mismatch:" in res["errors"][0], res
+
+
+def test_a_prefill_that_decodes_its_weights_first_compiles_under_tint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chrome on a GPU without subgroup matrices runs a quantized prefill through
+    quant/qdequant_t.wgsl and the f32 matmuls (lower_quant.dequant_first), which the browser
+    suite's SwiftShader (a software adapter) never takes: the decoder layer's every kernel and
+    variant, lowered for an H200-like DeviceInfo as the browser reports it without the feature
+    (every product decoded first), compiles under Tint."""
+    from webrlx.compiler import lower_quant
+    node = shutil.which("node")
+    assert node, "node is not installed (tools/setup.sh installs it)"
+    monkeypatch.setattr(lower_quant, "DEQUANT_MIN_WORK", 0)
+    plain = DeviceInfo(H200.name, H200.backend, dict(H200.limits),    # (subgroup_size 0: the
+                       frozenset({"shader-f16", "subgroups"}),         # browser's row kernels,
+                       subgroup_sizes=(32, 32))                         # js_webgpu)
+    g, outs = _decoder_layer("q4_k")
+    program = lower(g, [t.id for t in outs], {}, plain)
+    found: dict[str, dict[str, Any]] = {}
+    for call in program.calls:
+        for name, code, over in [(call.name, call.source, call.overrides)] + \
+                [(v.name, v.source, v.overrides) for v in call.variants]:
+            constants = {k: float(v) for k, v in over.items()}
+            key = f"{name} {json.dumps(constants, sort_keys=True)}"
+            found.setdefault(key, {"name": key, "code": code, "constants": constants})
+    assert sum(k.startswith("qdequant_t[q4_k]") for k in found) == 1, sorted(found)
+    shaders = tmp_path / "shaders.json"
+    shaders.write_text(json.dumps(list(found.values())))
+    out = tmp_path / "out.json"
+    run = subprocess.run([node, str(ROOT / "tools" / "tint_check.mjs"), str(shaders), str(out),
+                          "--dawn", str(dawn_package(WebAssets(ROOT)))],
+                         capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert out.exists(), run.stderr[-3000:]
+    report = json.loads(out.read_text())
+    bad = [r for r in report["results"] if not r["ok"]]
+    assert not bad and run.returncode == 0, json.dumps(bad[:3], indent=1)[-4000:]
+    assert len(report["results"]) == len(found), len(report["results"])
