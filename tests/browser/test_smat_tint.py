@@ -115,6 +115,21 @@ def _smat_kernels(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _tint_check(node: str, tmp_path: Path, shaders: list[dict[str, Any]]) -> dict[str, Any]:
+    """tools/tint_check.mjs's report on shaders ({name, code, constants}), asserting that
+    Tint accepted every one."""
+    src, out = tmp_path / "shaders.json", tmp_path / "out.json"
+    src.write_text(json.dumps(shaders))
+    run = subprocess.run([node, str(ROOT / "tools" / "tint_check.mjs"), str(src), str(out),
+                          "--dawn", str(dawn_package(WebAssets(ROOT)))],
+                         capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert out.exists(), run.stderr[-3000:]
+    report = json.loads(out.read_text())
+    bad = [r for r in report["results"] if not r["ok"]]
+    assert not bad and run.returncode == 0, json.dumps(bad[:3], indent=1)[-4000:]
+    return report
+
+
 def test_every_subgroup_matrix_kernel_compiles_under_tint(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     node = shutil.which("node")
@@ -126,17 +141,8 @@ def test_every_subgroup_matrix_kernel_compiles_under_tint(tmp_path: Path,
     for family in (": matmul_smat_", "qmatmul_smat_", "qgemv[res]_smat", "qgemv[q+k+v]_smat",
                    "qgemv[rms_norm+swiglu]_smat", "attention_smat"):
         assert family in names, family
-    shaders = tmp_path / "shaders.json"
-    shaders.write_text(json.dumps(list(kernels.values())))
-    out = tmp_path / "out.json"
-    run = subprocess.run([node, str(ROOT / "tools" / "tint_check.mjs"), str(shaders), str(out),
-                          "--dawn", str(dawn_package(WebAssets(ROOT)))],
-                         capture_output=True, text=True, timeout=600, env=dict(os.environ))
-    assert out.exists(), run.stderr[-3000:]
-    report = json.loads(out.read_text())
+    report = _tint_check(node, tmp_path, list(kernels.values()))
     assert smat.FEATURE in report["adapter"]["features"], report["adapter"]
-    bad = [r for r in report["results"] if not r["ok"]]
-    assert not bad and run.returncode == 0, json.dumps(bad[:3], indent=1)[-4000:]
     assert len(report["results"]) == len(kernels) >= 20, len(report["results"])
     # what the null adapter's default limits refused: within the H200's under Dawn (48 KB of
     # workgroup memory, 10 storage buffers a stage)
@@ -198,14 +204,5 @@ def test_a_prefill_that_decodes_its_weights_first_compiles_under_tint(
             key = f"{name} {json.dumps(constants, sort_keys=True)}"
             found.setdefault(key, {"name": key, "code": code, "constants": constants})
     assert sum(k.startswith("qdequant_t[q4_k]") for k in found) == 1, sorted(found)
-    shaders = tmp_path / "shaders.json"
-    shaders.write_text(json.dumps(list(found.values())))
-    out = tmp_path / "out.json"
-    run = subprocess.run([node, str(ROOT / "tools" / "tint_check.mjs"), str(shaders), str(out),
-                          "--dawn", str(dawn_package(WebAssets(ROOT)))],
-                         capture_output=True, text=True, timeout=600, env=dict(os.environ))
-    assert out.exists(), run.stderr[-3000:]
-    report = json.loads(out.read_text())
-    bad = [r for r in report["results"] if not r["ok"]]
-    assert not bad and run.returncode == 0, json.dumps(bad[:3], indent=1)[-4000:]
+    report = _tint_check(node, tmp_path, list(found.values()))
     assert len(report["results"]) == len(found), len(report["results"])
