@@ -116,21 +116,11 @@
 #           quantized matmuls decoded once into f32 and run on the f32 matmul
 #           (lower_quant.DEQUANT_FIRST) against the tiled kernels, $ROUNDS rounds alternating,
 #           on the 1B-shaped Q4_K_M's 512-token prefill (llm_1b_profile_probe); then
-#           bench/llm_1b.py (llama.cpp Vulkan beside) and prefill_dequant_probe.py
+#           bench/llm_1b.py (llama.cpp Vulkan beside; Engine sizes $LLM_SIZES, default 1)
 #   dqrows  natively, after `dqab` in the same machine session: shorter prompts ($PREFILLS) of
 #           the 1B-shaped Q4_K_M ($MODELS: also the SmolLM2-shaped Q4_1 file) with big weights
 #           decoded first (the default, lower_quant.dequant_first) against the fused GEMVs
 #           and tiles (--dequant-first off), alternating
-#   batchratio  natively, bench/llm_batch.py on the 1B-shaped Q4_K_M (1 and 8 sequences)
-#   dqab    natively and alone (no `setup`: carry .gl .whl .big/llvk.so.xz): tall prefills'
-#           quantized matmuls decoded once into f32 and run on the f32 matmul
-#           (lower_quant.DEQUANT_FIRST) against the tiled kernels, $ROUNDS rounds alternating,
-#           on the 1B-shaped Q4_K_M's 512-token prefill (llm_1b_profile_probe); then
-#           bench/llm_1b.py (llama.cpp Vulkan beside) and prefill_dequant_probe.py
-#   dqrows  natively, after `dqab` in the same machine session: shorter prompts ($PREFILLS) of
-#           the 1B-shaped Q4_K_M and SmolLM2-shaped Q4_1 files through the fused GEMVs (the
-#           default up to 256 rows) against decoded weights and f32 matmuls past 64 rows
-#           (--gemv-max-m 64), alternating
 #   tune1b  the autotuner's picks for the 1B-shaped Q4_K_M under Dawn (the shipped table)
 #   picksab the 1B under Dawn without and with those picks (PICKS=file), natively beside
 #   confirm the 1B prefill under Dawn beside llama.cpp (one call), the f16 smat matmul's
@@ -1055,7 +1045,7 @@ dqab)
   done; done
   for m in off on; do prefill_summary $OUT/dq-prefill-$m.json; done
   (cd $S && timeout ${LLM_LIMIT:-240} python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b \
-    --sizes 1 > $OUT/llm-1b.json 2>> $OUT/err.txt)
+    --sizes ${LLM_SIZES:-1} > $OUT/llm-1b.json 2>> $OUT/err.txt)
   python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print({k: d.get(k) for k in \
 ('decode_vs_llamacpp', 'prefill_llamacpp_over_webrlx')}, d['webrlx'].get('prefill_ms'), \
 d['llamacpp'])" $OUT/llm-1b.json || tail -5 $OUT/err.txt
