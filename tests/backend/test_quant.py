@@ -130,18 +130,10 @@ def test_prefill_decodes_a_big_weight_first(backend, fmt, bias, monkeypatch):
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
     if backend.name == "reference":
         return
-    g = wr.Graph()
-    wp = g.param("w", (w.size,), "uint32")
-    exe = wr.compile(g, outputs=[nn.qlinear(g.input("x", (m, k)), wp, fmt, n, k)],
-                     device=backend)
-    exe.set_params({"w": w})
-    ran = exe.plan({}).ran
+    ran = _qlinear_plan(backend, fmt, m, k, w).ran             # (_qlinear_plan: N = 100)
     assert ran[0] == f"qdequant_t[{fmt}]" and ran[1].startswith("matmul"), ran
     monkeypatch.setattr(lower_quant, "DEQUANT_MAX_BYTES", 4 * n * k - 4)
-    exe = wr.compile(g, outputs=[nn.qlinear(g.input("x2", (m, k)), wp, fmt, n, k)],
-                     device=backend)
-    exe.set_params({"w": w})
-    assert not any(r.startswith("qdequant_t") for r in exe.plan({}).ran)
+    assert not any(r.startswith("qdequant_t") for r in _qlinear_plan(backend, fmt, m, k, w).ran)
     monkeypatch.setattr(lower_quant, "DEQUANT_MAX_BYTES", 1 << 28)     # N % 4 != 0: tiles too
     g = wr.Graph()
     w98 = quant.words(quant.random_blocks(fmt, 98, k, seed=4))

@@ -139,12 +139,6 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     bindings = {"x": L.buf(x_id), "w": L.buf(w_id),
                 "bias": L.buf(node.inputs[2]) if has_bias else L.dummy(0), "out": out}
     params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k)}
-    overrides = {**format_overrides(fmt), "HAS_BIAS": has_bias}
-    t = L.T(L.dtype(x_id))
-    # 128x128 or 64x64 tiles (quant/qmatmul_tiled.wgsl's R = 2 or 1)
-    tiles = {r: Variant.of(f"qmatmul_{64 * r}", kernel("quant/qmatmul_tiled", T=t, R=str(r)),
-                           (-(-n // (64 * r)), -(-m // (64 * r)), 1), overrides)
-             for r in (2, 1)}
     if dequant_first(L.info, m, n, k, L.dtype(x_id).name):   # decoded once, the f32 matmul
         wt = L.temp((k, n), dt.float32)
         L.emit(kernel("quant/qdequant_t"), {"w": bindings["w"], "out": wt},
@@ -153,6 +147,12 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
         emit_matmul(L, bindings["x"], wt, bindings["bias"] if has_bias else None, out,
                     (m, n, k, 1), (0, 0), dt.float32, "f32")
         return out
+    overrides = {**format_overrides(fmt), "HAS_BIAS": has_bias}
+    t = L.T(L.dtype(x_id))
+    # 128x128 or 64x64 tiles (quant/qmatmul_tiled.wgsl's R = 2 or 1)
+    tiles = {r: Variant.of(f"qmatmul_{64 * r}", kernel("quant/qmatmul_tiled", T=t, R=str(r)),
+                           (-(-n // (64 * r)), -(-m // (64 * r)), 1), overrides)
+             for r in (2, 1)}
     smats = qsmat_variants(L, m, n, t, overrides) if m > GEMV_ROWS else []
     forced = smat.MODE not in (None, "off")
     if m <= fuse.GEMV_MAX_M and not (forced and smats):   # GEMVs, 4 rows a group
