@@ -93,3 +93,10 @@ class DeviceInfo:
         feature, shader-f16, and f16 -> f32 16x16x16 matrices."""
         return ("chromium-experimental-subgroup-matrix" in self.features and self.has_f16
                 and ("f16", "f32", 16, 16, 16) in self.subgroup_matrix_configs)
+
+    @property
+    def subgroup_matrix_i8(self) -> bool:
+        """Whether int8 tensor-core prefills (quant/qmatmul_mmq.wgsl) can run here: the
+        subgroup-matrix feature with i8 -> i32 16x16x32 matrices."""
+        return ("chromium-experimental-subgroup-matrix" in self.features
+                and ("i8", "i32", 16, 16, 32) in self.subgroup_matrix_configs)

@@ -302,3 +302,35 @@ def quantize(x: np.ndarray, fmt: str) -> np.ndarray:
             head = np.concatenate([d.astype("<f2").view(np.uint8),
                                    lo.astype("<f2").view(np.uint8)], axis=1)
     return np.concatenate([head, q], axis=1).reshape(-1)
+
+
+def quantize_rows_i8(v: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of a float32 (r, k) array as int8 in groups of `group` along k (the int8 prefill's
+    rule, shaders/quant/qrows_i8.wgsl): q = round(v * (127 / amax)) per group, halfway cases to
+    even as WGSL's round, with scale amax / 127 (0 for an all-zero group, q then 0). Returns
+    (q int8 (r, k), scales float32 (k / group, r)): a group's scales of neighbouring rows are
+    neighbours, as the shader stores them."""
+    v = np.asarray(v, np.float32)
+    r, k = v.shape
+    if k % group:
+        raise ValueError(f"quant: quantize_rows_i8 needs k ({k}) a multiple of group ({group})")
+    g = v.reshape(r, k // group, group)
+    amax = np.abs(g).max(axis=2, keepdims=True)
+    with np.errstate(divide="ignore"):
+        inv = np.where(amax == 0, np.float32(0), np.float32(127) / amax).astype(np.float32)
+    q = np.round(g * inv).astype(np.int8).reshape(r, k)
+    return q, (amax[:, :, 0] / np.float32(127)).astype(np.float32).T.copy()
+
+
+def mmq_reference(x: np.ndarray, w: np.ndarray, group: int) -> np.ndarray:
+    """What the int8 prefill computes for x (m, k) @ w (n, k)^T, float64: both quantized by
+    quantize_rows_i8, each group's integer products exact, scaled by the two rows' scales."""
+    xq, xs = quantize_rows_i8(x, group)
+    wq, ws = quantize_rows_i8(w, group)
+    m, k = xq.shape
+    out = np.zeros((m, wq.shape[0]))
+    for g in range(k // group):
+        part = slice(g * group, (g + 1) * group)
+        ints = xq[:, part].astype(np.int64) @ wq[:, part].astype(np.int64).T
+        out += xs[g][:, None].astype(np.float64) * ws[g][None, :].astype(np.float64) * ints
+    return out

@@ -96,6 +96,11 @@ def main() -> None:
     ap.add_argument("--dequant-min-m", type=int, default=None,
                     help="rows from which a big weight is decoded first "
                     "(lower_quant.DEQUANT_MIN_M)")
+    ap.add_argument("--int8", default="off", choices=("on", "off"),
+                    help="on: prefills on the int8 tensor-core kernels where the adapter has "
+                    "them (compiler/smat.INT8, quant/qmatmul_mmq.wgsl)")
+    ap.add_argument("--mmq-group", type=int, default=None,
+                    help="k a group of the int8 prefill (lower_quant.MMQ_GROUP)")
     ap.add_argument("--picks", default=None, help="a `tools/make_tune_tables.py --here` run's "
                     "JSON: its table as this adapter's own (the A/B of a table before it ships)")
     ap.add_argument("--warm", type=float, default=WARM_S,
@@ -116,6 +121,11 @@ def main() -> None:
     if a.dequant_min_m is not None:
         from webrlx.compiler import lower_quant
         lower_quant.DEQUANT_MIN_M = a.dequant_min_m
+    if a.int8 == "on":
+        smat.INT8 = True
+    if a.mmq_group is not None:
+        from webrlx.compiler import lower_quant
+        lower_quant.MMQ_GROUP = a.mmq_group
     if a.qsplit is not None:
         from webrlx.compiler import lower_quant
         lower_quant.QSMAT_SPLIT = a.qsplit
@@ -131,7 +141,9 @@ def main() -> None:
                            "smat": a.smat, "smat_available": smat.available(lm.device.info),
                            "read_only": a.read_only, "device_first": a.device,
                            "picks": a.picks, "qsplit": a.qsplit, "rpt_rq": a.rpt_rq,
-                           "dequant_first": a.dequant_first, "dequant_min_m": a.dequant_min_m}
+                           "dequant_first": a.dequant_first, "dequant_min_m": a.dequant_min_m,
+                           "int8": a.int8, "mmq_group": a.mmq_group,
+                           "int8_available": smat.available_i8(lm.device.info)}
     ids = [int(t) for t in np.random.default_rng(0).integers(0, 256, a.prefill)]
     walls = []
     for i in range(4):                      # the first compiles

@@ -206,3 +206,40 @@ def test_a_prefill_that_decodes_its_weights_first_compiles_under_tint(
     assert sum(k.startswith("qdequant_t[q4_k]") for k in found) == 1, sorted(found)
     report = _tint_check(node, tmp_path, list(found.values()))
     assert len(report["results"]) == len(found), len(report["results"])
+
+
+def test_the_int8_prefill_compiles_under_tint(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The opt-in int8 prefill (smat.INT8: quant/qrows_i8.wgsl for x and for the weight, then
+    quant/qmatmul_mmq.wgsl on i8 subgroup matrices), lowered for an H200-like DeviceInfo that
+    lists i8 -> i32 16x16x32 matrices: the decoder layer (groups of 256) and products of
+    K 576 (groups of 64, 64-k steps) in three formats, every tile shape as a variant."""
+    import dataclasses
+    node = shutil.which("node")
+    assert node, "node is not installed (tools/setup.sh installs it)"
+    monkeypatch.setattr(smat, "INT8", True)
+    info = dataclasses.replace(H200, subgroup_matrix_configs=(
+        ("f16", "f32", 16, 16, 16), ("i8", "i32", 16, 16, 32)))
+    graphs = [_decoder_layer("q4_k")]
+    for fmt in ("q4_1", "q8_0", "q6_k"):
+        g = wr.Graph()
+        x = g.input("x", (130, 576 if fmt != "q6_k" else 512))
+        k = x.shape[-1]
+        w = g.param("w", quant.words(quant.random_blocks(fmt, 264, k)).shape, "uint32")
+        graphs.append((g, [nn.qlinear(x, w, fmt, 264, k, bias=g.param("b", (264,)))]))
+    found: dict[str, dict[str, Any]] = {}
+    for g, outs in graphs:
+        for call in lower(g, [t.id for t in outs], {}, info).calls:
+            for name, code, over in [(call.name, call.source, call.overrides)] + \
+                    [(v.name, v.source, v.overrides) for v in call.variants]:
+                if "qrows_i8" not in name and "qmatmul_mmq" not in name:
+                    continue
+                constants = {k: float(v) for k, v in over.items()}
+                key = f"{name} {json.dumps(constants, sort_keys=True)}"
+                found.setdefault(key, {"name": key, "code": code, "constants": constants})
+    names = " ".join(found)
+    for shape in smat.MMQ_SHAPES:
+        assert smat.mmq_name(shape) in names, (shape, sorted(found))
+    assert "qrows_i8[x]" in names and "qrows_i8[q6_k]" in names and '"G": 64.0' in names
+    report = _tint_check(node, tmp_path, list(found.values()))
+    assert len(report["results"]) == len(found), len(report["results"])

@@ -71,7 +71,7 @@ def _analyze(graph: Graph, outputs: list[int], env: Mapping[str, int], fuse_ops:
         int(limits.get("max-compute-workgroup-storage-size", 16384)),
         fuse.GEMV_MAX_M if smat.fused_prefills(info) else fuse.QKV_MAX_M,
         None if info is None else
-        lambda m, n, k, t: lower_quant.dequant_first(info, m, n, k, t)) \
+        lambda m, n, k, t: lower_quant.decoded_first(info, m, n, k, t)) \
         if fuse_ops else fuse.Fusions()
     return _Analysis(live, shapes, folded, skip, users, fusions)
 

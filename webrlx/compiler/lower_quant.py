@@ -123,6 +123,85 @@ def dequant_first(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> boo
             and n % 4 == 0 and floats <= min(DEQUANT_MAX_BYTES, info.max_binding_size))
 
 
+# The int8 prefill (opt-in, smat.INT8; quant/qmatmul_mmq.wgsl): x's rows and the weight's
+# rows quantized to int8 in groups of MMQ_GROUP k (or the biggest power-of-two group from 32
+# that divides K), then i8 x i8 -> i32 products on tensor cores, each group's sums scaled in
+# f32. From MMQ_MIN_M rows (fewer stay GEMVs), where the weight's int8 copy fits a binding.
+MMQ_GROUP = 256
+MMQ_MIN_M = 32
+
+
+def mmq_group(k: int) -> int:
+    """The int8 prefill's group along K for a weight of k columns: MMQ_GROUP, halved until it
+    divides k (at least 32; mmq_ok asks k % 32 == 0)."""
+    g = MMQ_GROUP
+    while k % g and g > 32:
+        g //= 2
+    return g
+
+
+def mmq_ok(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:
+    """Whether an m x n x k qmatmul runs as the int8 prefill: smat.INT8 asked for it, the
+    adapter has i8 subgroup matrices, x is f32, m >= MMQ_MIN_M, K % 32 == 0, N % 8 == 0 and
+    the weight's int8 copy fits one binding."""
+    return (smat.INT8 and smat.available_i8(info) and x_dtype == "float32"
+            and m >= MMQ_MIN_M and k % 32 == 0 and n % 8 == 0
+            and n * k <= info.max_binding_size and m * k <= info.max_binding_size)
+
+
+def decoded_first(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:
+    """Whether a qmatmul decodes its weight in a pass of its own (the f32 or the int8 path):
+    then fuse.find_fusions leaves it unfused."""
+    return dequant_first(info, m, n, k, x_dtype) or mmq_ok(info, m, n, k, x_dtype)
+
+
+def _rows_i8(L: EmitContext, src: Buf, weight: bool, rows: int, k: int, group: int,
+             fmt: str, name: str) -> tuple[Buf, Buf]:
+    """quant/qrows_i8.wgsl over `rows` rows of k (x's f32 rows, or a GGUF weight's rows):
+    (the int8 words, the scales K/group x rows)."""
+    q, s = L.temp((rows, k // 4), dt.uint32), L.temp((k // group, rows), dt.float32)
+    wgs = -(-rows * (k // 32) // 256)
+    wx = min(wgs, 65535)
+    L.emit(kernel("quant/qrows_i8"),
+           {"x": L.dummy(0) if weight else src, "w": src if weight else L.dummy(1),
+            "q": q, "s": s},
+           {"R": rows, "K": k, "nw": quant.nwords(fmt, rows, k) if weight else 0, "wx": wx},
+           (wx, -(-wgs // wx), 1),
+           {**(format_overrides(fmt) if weight else format_overrides("q8_0")),
+            "WEIGHT": weight, "G32": group // 32}, name=name)
+    return q, s
+
+
+def _mmq(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt: str,
+         m: int, n: int, k: int) -> None:
+    """The int8 prefill: x's and the weight's rows to int8, then qmatmul_mmq (its tile shapes
+    as autotuned variants, the first leading)."""
+    group = mmq_group(k)
+    xq, xs = _rows_i8(L, bindings["x"], False, m, k, group, fmt, "qrows_i8[x]")
+    wq, ws = _rows_i8(L, bindings["w"], True, n, k, group, fmt, f"qrows_i8[{fmt}]")
+    room = L.info.limit("max-compute-workgroup-storage-size", 16384)
+    shapes = [sh for sh in smat.MMQ_SHAPES if group % sh.bk == 0 and
+              smat.mmq_workgroup_bytes(sh) <= room and
+              sh.threads <= L.info.max_workgroup_invocations]
+    shapes.sort(key=lambda sh: smat.mmq_rank(sh, m, n))
+    if smat.MMQ_FORCE is not None:      # tests and probes: one shape
+        shapes = [sh for sh in shapes if smat.mmq_name(sh) == smat.MMQ_FORCE]
+        if not shapes:
+            raise ValueError(f"smat.MMQ_FORCE: {smat.MMQ_FORCE!r} is not a qmatmul_mmq shape "
+                             f"that fits this call (K group {group}) and adapter; shapes: "
+                             f"{[smat.mmq_name(sh) for sh in smat.MMQ_SHAPES]}")
+    made = [(kernel("quant/qmatmul_mmq", **smat.mmq_slots(sh, smat.SGID_BUILTIN)),
+             Variant.of(smat.mmq_name(sh), kernel("quant/qmatmul_mmq",
+                                                   **smat.mmq_slots(sh, smat.SGID_BUILTIN)),
+                        (-(-n // sh.bn), -(-m // sh.bm), 1),
+                        {"HAS_BIAS": has_bias, "G": group})) for sh in shapes]
+    lead_kernel, lead = made[0]
+    L.emit(lead_kernel, {"xq": xq, "xs": xs, "wq": wq, "ws": ws, "bias": bindings["bias"],
+                         "out": bindings["out"]}, {"M": m, "N": n, "K": k}, lead.grid,
+           lead.overrides, name=lead.name, variants=[v for _, v in made[1:]],
+           tune_key=f"qmatmul_mmq {m}x{n}x{k}")
+
+
 @lowering("qmatmul")
 def _qmatmul(L: EmitContext, node: Node) -> Buf:
     x_id, w_id = node.inputs[0], node.inputs[1]
@@ -146,6 +225,9 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
                format_overrides(fmt), name=f"qdequant_t[{fmt}]")
         emit_matmul(L, bindings["x"], wt, bindings["bias"] if has_bias else None, out,
                     (m, n, k, 1), (0, 0), dt.float32, "f32")
+        return out
+    if mmq_ok(L.info, m, n, k, L.dtype(x_id).name):         # int8 on tensor cores
+        _mmq(L, bindings, has_bias, fmt, m, n, k)
         return out
     overrides = {**format_overrides(fmt), "HAS_BIAS": has_bias}
     t = L.T(L.dtype(x_id))

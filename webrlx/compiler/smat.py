@@ -386,3 +386,97 @@ def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
             "@builtin(subgroup_invocation_id) lane: u32" if sgid_builtin else "",
             "SGID_LET": "" if sgid_builtin else "let sg = lid / 32u;\n    let lane = lid % 32u;",
             **_attention_split_slots(d)}
+
+
+# quant/qmatmul_mmq.wgsl: the int8 prefill on i8 -> i32 16x16x32 subgroup matrices (opt-in:
+# INT8). Its tile shapes, (2, 4, 4, 2) first (128x128, the f16 kernel's lead); BK 32 or 64.
+INT8 = False
+MMQ_FORCE: str | None = None        # a shape's name (mmq_name): only that one (tests, probes)
+MMQ_SHAPES = (SmatShape(2, 4, 4, 2), SmatShape(4, 2, 2, 4), SmatShape(2, 2, 2, 2, 64),
+              SmatShape(2, 2, 2, 2))
+LEFT_I8, RIGHT_I8 = "subgroup_matrix_left<i8, 32, 16>", "subgroup_matrix_right<i8, 16, 32>"
+# the unit of an i8 matrix load's offset and stride from an array<i32>: int8 elements (1, what
+# Dawn's SPIR-V writer assumes, dividing by 4) or the array's words (4, what the Tint of npm
+# webgpu 0.6.2 validates: with elements it refuses a 16-row panel as "too small")
+I8_UNIT = 4
+
+
+def available_i8(info: DeviceInfo) -> bool:
+    """Whether the adapter runs qmatmul_mmq: the feature, i8 -> i32 16x16x32 matrices and
+    32-lane subgroups (quant/qrows_i8.wgsl shares a group's max across neighbouring lanes)."""
+    return info.subgroup_matrix_i8 and \
+        (info.subgroup_size == 32 or info.subgroup_sizes == (32, 32))
+
+
+def mmq_name(shape: SmatShape) -> str:
+    """A qmatmul_mmq shape's variant name (smat.MODE may name it to force it)."""
+    return f"qmatmul_mmq_{shape.bm}x{shape.bn}_s{shape.sgm}x{shape.sgn}_k{shape.bk}"
+
+
+def mmq_rank(shape: SmatShape, m: int, n: int) -> tuple[int, int]:
+    """Sort key of MMQ_SHAPES for an m x n call: 128x128 tiles when their grid has
+    BIG_TILE_WORKGROUPS workgroups, else the 64x64 ones; MMQ_SHAPES' order within a class."""
+    wgs = -(-m // shape.bm) * -(-n // shape.bn)
+    big = shape.bm * shape.bn >= 128 * 128
+    return (0 if big == (wgs >= BIG_TILE_WORKGROUPS) else 1, MMQ_SHAPES.index(shape))
+
+
+def mmq_workgroup_bytes(shape: SmatShape) -> int:
+    """Two buffers of the A and B tiles (int8, rows padded by 16 bytes) and two 1 KB St slots a
+    subgroup."""
+    return 2 * (shape.bm + shape.bn) * (shape.bk + 16) + 2 * shape.sgm * shape.sgn * 1024
+
+
+def mmq_slots(shape: SmatShape, sgid_builtin: bool = True) -> dict[str, str]:
+    """qmatmul_mmq's slots for one shape: the i32 accumulators and f32 sums, a step's products
+    (a group's first step starts each sum with subgroupMatrixMultiply: an accumulate into a
+    reset `var` kept stale sums under Dawn, see _attention_split_slots), the group epilogue
+    (each tile stored to its subgroup's St slot, alternating two so one barrier a tile
+    suffices, and scaled into the lane's floats) and the final stores."""
+    tiles = [(i, j) for i in range(shape.tm) for j in range(shape.tn)]
+    acc = [f"    var acc{i}_{j}: subgroup_matrix_result<i32, 16, 16>;" for i, j in tiles]
+    acc += [f"    var f{i}_{j}a = vec4<f32>(0.0);\n    var f{i}_{j}b = vec4<f32>(0.0);"
+            for i, j in tiles]
+
+    stride = "SW" if I8_UNIT == 4 else "4u * SW"
+
+    def off(kk: int) -> str:
+        return f"{32 * kk // I8_UNIT}u"
+
+    def products(first: bool) -> str:
+        out = []
+        for kk in range(shape.bk // 32):
+            out.append("            {")
+            out += [f"                let a{i} = "
+                    + mload(LEFT_I8, f"&As[pa + {i}u]", off(kk), False, stride) + ";"
+                    for i in range(shape.tm)]
+            out += [f"                let b{j} = "
+                    + mload(RIGHT_I8, f"&Bs[pb + {j}u]", off(kk), True, stride) + ";"
+                    for j in range(shape.tn)]
+            if first and kk == 0:
+                out += [f"                acc{i}_{j} = subgroupMatrixMultiply<i32>(a{i}, b{j});"
+                        for i, j in tiles]
+            else:
+                out += [f"                acc{i}_{j} = subgroupMatrixMultiplyAccumulate(a{i}, "
+                        f"b{j}, acc{i}_{j});" for i, j in tiles]
+            out.append("            }")
+        return "\n".join(out)
+    epi, stores = [], []
+    for t, (i, j) in enumerate(tiles):
+        r = f"row0 + (sm * TM + {i}u) * 16u + er"
+        c = f"col0 + (sn * TN + {j}u) * 16u + ec"
+        slot = f"2u * sg + {t % 2}u"
+        epi += ["            {",
+                f"                {mstore(f'&St[{slot}]', '0u', f'acc{i}_{j}', '16u')};",
+                "                workgroupBarrier();",
+                f"                let v = scaled({slot}, g, {r}, {c}, e);",
+                f"                f{i}_{j}a += v[0];",
+                f"                f{i}_{j}b += v[1];",
+                "            }"]
+        stores += [f"    store({r}, {c}, f{i}_{j}a);", f"    store({r}, {c} + 4u, f{i}_{j}b);"]
+    return {"SGM": str(shape.sgm), "SGN": str(shape.sgn), "TM": str(shape.tm),
+            "TN": str(shape.tn), "BK": str(shape.bk),
+            "SGID": "@builtin(subgroup_id) sg: u32" if sgid_builtin else "",
+            "SGID_LET": "" if sgid_builtin else "let sg = tid / 32u;",
+            "ACC_DECL": "\n".join(acc), "MMA_FIRST": products(True), "MMA": products(False),
+            "EPILOGUE": "\n".join(epi), "STORES": "\n".join(stores)}

@@ -1,0 +1,68 @@
+"""The int8 prefill on tensor cores (opt-in smat.INT8: quant/qrows_i8.wgsl, then
+quant/qmatmul_mmq.wgsl) on every backend: where the adapter offers i8 -> i32 16x16x32
+subgroup matrices (Dawn on NVIDIA, under the Dawn runner) each tile shape is forced and its
+result checked against numpy's emulation of the same int8 rule (quant.mmq_reference) and
+against the float answer; elsewhere INT8 changes nothing (the usual kernels, their accuracy)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import rand
+from test_quant_formats import qweight, run_with_names
+
+from webrlx import nn, quant
+from webrlx.compiler import lower_quant, smat
+from webrlx.runtime import autotune
+
+FORMATS = ["q4_1", "q8_0", "q4_k", "q6_k", "q5_0"]
+
+
+def _i8(backend) -> bool:
+    info = getattr(backend, "info", None)
+    return info is not None and smat.available_i8(info)
+
+
+@pytest.mark.parametrize("shape", [smat.mmq_name(sh) for sh in smat.MMQ_SHAPES])
+def test_int8_prefill_each_shape(backend, shape, monkeypatch):
+    """70 rows x 136 x 512 (group 256) and x 192 (group 64) with a bias, every decoding path:
+    within 2e-3 x max|ref| of the int8 rule's float64 answer (a tile or group placed wrong is
+    off by O(1)), and within 3e-2 x max|ref| of the float answer; without i8 matrices the
+    usual kernels run, within 1e-4 of the float answer."""
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(smat, "INT8", True)
+    monkeypatch.setattr(smat, "MMQ_FORCE", shape)
+    here = _i8(backend)
+    if not here and shape != smat.mmq_name(smat.MMQ_SHAPES[0]):
+        return                          # (one pass of the fallback is enough)
+    n, rows = 136, 70
+    for fmt, k in [(f, 512) for f in FORMATS] + [("q4_1", 192)]:
+        if k % lower_quant.mmq_group(k) or lower_quant.mmq_group(k) % int(shape[-2:]):
+            continue                    # (a 64-k step needs groups of 64)
+        w, wf = qweight(fmt, n, k)
+        bias = rand(n, seed=5)
+        x = rand(rows, k)
+        (got,), ran = run_with_names(
+            backend, lambda x, w, b, fmt=fmt, k=k: nn.qlinear(x, w, fmt, n, k, bias=b),
+            x, {"w": w, "b": bias})
+        want = x.astype(np.float64) @ wf.T + bias
+        scale = np.abs(want).max()
+        if here:
+            rule = quant.mmq_reference(x, wf.astype(np.float32), lower_quant.mmq_group(k)) + bias
+            assert np.abs(got - rule).max() <= 2e-3 * scale, (fmt, k)
+            assert np.abs(got - want).max() <= 3e-2 * scale, (fmt, k)
+            assert shape in ran and any(r.startswith("qrows_i8") for r in ran), ran
+        else:
+            assert np.abs(got - want).max() <= 1e-4 * scale, (fmt, k)
+            assert not any("mmq" in r or "qrows_i8" in r for r in ran), ran
+
+
+def test_int8_prefill_only_when_asked(backend, monkeypatch):
+    """Without smat.INT8 no backend runs the int8 kernels, even where it has them."""
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    w, wf = qweight("q4_k", 136, 512)
+    x = rand(70, 512)
+    (got,), ran = run_with_names(backend, lambda x, w: nn.qlinear(x, w, "q4_k", 136, 512),
+                                 x, {"w": w})
+    want = x.astype(np.float64) @ wf.T
+    assert not any("mmq" in r or "qrows_i8" in r for r in ran), ran
+    assert np.abs(got - want).max() <= 4e-3 * np.abs(want).max()
