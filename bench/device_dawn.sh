@@ -29,6 +29,9 @@
 #           quantizer: setup carrying .big/llvk.so.xz): its 512-token prefill natively, under
 #           Dawn with and without the tensor-core kernels
 #           (bench/probes/llm_1b_profile_probe.py), and llama.cpp Vulkan's on the same file
+#   mmq     the opt-in int8 prefill (quant/qmatmul_mmq.wgsl): its tests under Dawn, the
+#           1B-shaped Q4_K_M prefill with int8 (groups $MMQ_GROUPS) against the f16 tensor-core
+#           kernels and llama.cpp Vulkan, the last logits' distance from native f32's
 #   qprobe  bench/probes/qsmat_probe.py natively and under Dawn (wall time a call): each
 #           qmatmul_smat tile shape against the tiled kernels on 1B and SmolLM2 prefill shapes
 #   readonly the A/B of read-only storage bindings (kernels.read_only_storage): the 1B-shaped
@@ -1110,6 +1113,44 @@ benchpair)
 [print(sys.argv[1].split('/')[-1], c.get('case'), c.get('dtype'), round(c['webrlx_ms'], 4), \
 c.get('ref_ms') and round(c['ref_ms'], 4)) for c in d['cases']]" $f || echo "$f: no JSON"; done
   grep "^\[bench" $OUT/err.txt | tail -3
+  ;;
+mmq)
+  # the int8 prefill (quant/qmatmul_mmq.wgsl, opt-in smat.INT8): its tests and test_smat.py
+  # under Dawn; the 1B-shaped Q4_K_M file's 512-token prefill under Dawn with the f16
+  # tensor-core kernels and with int8 (groups of each of $MMQ_GROUPS), ROUNDS times
+  # alternating, the last logits of each saved for the accuracy; llama.cpp Vulkan on the file
+  # (MMQ_TESTS=0: not the tests; MMQ_BENCH=0: only them)
+  [ "${MMQ_TESTS:-1}" = 1 ] && { dawn --json $OUT/dawn-mmq-tests.json -- pytest \
+    tests/backend/test_mmq.py ${MMQ_MORE_TESTS:-} -q > $OUT/dawn-mmq-tests.txt 2>&1;
+    tail -25 $OUT/dawn-mmq-tests.txt | cut -c 1-400; }
+  [ "${MMQ_BENCH:-1}" = 1 ] || exit 0
+  (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
+    --shape ${LLM_SHAPE:-1b} --type ${LLM_TYPE:-Q4_K_M} 2>/dev/null | tail -2)
+  M=/tmp/llm_1b/llama-${LLM_SHAPE:-1b}.${LLM_TYPE:-Q4_K_M}.gguf
+  P="bench/probes/llm_1b_profile_probe.py --model $M --sizes= --top 6 --prefill ${PREFILL:-512}"
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  for r in $(seq ${ROUNDS:-2}); do
+    dawn $T -- python $P --logits-out /tmp/llm_1b/logits-f16.npy > $OUT/mmq-f16-$r.json \
+      2>> $OUT/mmq.err
+    for g in ${MMQ_GROUPS:-256}; do
+      dawn $T -- python $P --int8 on --mmq-group $g --logits-out /tmp/llm_1b/logits-g$g.npy \
+        > $OUT/mmq-int8-g$g-$r.json 2>> $OUT/mmq.err
+    done
+  done
+  (cd $S && python3 bench/probes/llm_1b_profile_probe.py --model $M --sizes= --top 2 \
+    --prefill ${PREFILL:-512} --logits-out /tmp/llm_1b/logits-native.npy \
+    > $OUT/mmq-native.json 2>> $OUT/mmq.err)
+  (cd $S && python3 bench/peer_llamacpp.py --so $LL --model $M --prefill ${PREFILL:-512} \
+    > $OUT/mmq-llamacpp.json 2>> $OUT/mmq.err)
+  cp /tmp/llm_1b/logits-*.npy $OUT/ 2>/dev/null
+  for f in $OUT/mmq-*.json; do echo "== $f"; python3 -c "import json, sys; \
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); p = d.get('prefill', d); \
+print({k: p[k] for k in ('wall_ms', 'gpu_ms', 'prefill_ms', 'ms') if k in p}, \
+d.get('int8'), d.get('mmq_group'), d.get('int8_available'))" $f || tail -3 $OUT/mmq.err; done
+  python3 -c "import numpy as np, glob; n = np.load('/tmp/llm_1b/logits-native.npy'); \
+[print(f, float(np.abs(np.load(f) - n).max() / np.abs(n).max())) \
+ for f in sorted(glob.glob('/tmp/llm_1b/logits-*.npy'))]"
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)

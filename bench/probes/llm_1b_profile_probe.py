@@ -101,6 +101,8 @@ def main() -> None:
                     "them (compiler/smat.INT8, quant/qmatmul_mmq.wgsl)")
     ap.add_argument("--mmq-group", type=int, default=None,
                     help="k a group of the int8 prefill (lower_quant.MMQ_GROUP)")
+    ap.add_argument("--logits-out", default=None,
+                    help="save the prompt's last logits (one greedy step) as .npy here")
     ap.add_argument("--picks", default=None, help="a `tools/make_tune_tables.py --here` run's "
                     "JSON: its table as this adapter's own (the A/B of a table before it ships)")
     ap.add_argument("--warm", type=float, default=WARM_S,
@@ -151,6 +153,9 @@ def main() -> None:
         walls.append(1e3 * lm.stats.first_token_s)
         if i == 0:
             hold_clocks(lambda: lm.generate_ids(ids, 1, ignore_eos=True), lambda: None, a.warm)
+    if a.logits_out:                        # the prompt's last logits: the A/B's accuracy
+        lm.generate_ids(ids, 1, ignore_eos=True)
+        np.save(a.logits_out, lm.last_logits.numpy().reshape(-1))
     prof = lm.executable.profile({"ids": np.array([ids], np.int32),
                                   "pos": np.zeros(1, np.int32),
                                   "last": np.array([a.prefill - 1], np.int32),
