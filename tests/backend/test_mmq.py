@@ -26,8 +26,9 @@ def _i8(backend) -> bool:
 def test_int8_prefill_each_shape(backend, shape, monkeypatch):
     """70 rows x 136 x 512 (group 256) and x 192 (group 64) with a bias, every decoding path:
     99% of the outputs within 1e-4 x max|ref| of the int8 rule's float64 answer and all within
-    1e-2 (a tile or group placed wrong is off by O(1)), and within 3e-2 x max|ref| of the float answer; without i8 matrices the
-    usual kernels run, within 1e-4 of the float answer. Measured under Dawn on an H200: every
+    1e-2 (a tile or group placed wrong is off by O(1)), and within 3e-2 x max|ref| of the
+    float answer; without i8 matrices the usual kernels run, within 1e-4 of the float answer.
+    Measured under Dawn on an H200: every
     output within 1e-6 x max of the rule but one Q6_K column pair off by 2.2e-3 (a tie)."""
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
     monkeypatch.setattr(smat, "INT8", True)
