@@ -1127,7 +1127,7 @@ mmq)
   (cd $S && python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b --make-only \
     --shape ${LLM_SHAPE:-1b} --type ${LLM_TYPE:-Q4_K_M} 2>/dev/null | tail -2)
   M=/tmp/llm_1b/llama-${LLM_SHAPE:-1b}.${LLM_TYPE:-Q4_K_M}.gguf
-  P="bench/probes/llm_1b_profile_probe.py --model $M --sizes= --top 6 --prefill ${PREFILL:-512}"
+  P="bench/probes/llm_1b_profile_probe.py --model $M --sizes= --top ${TOP:-6} --prefill ${PREFILL:-512}"
   T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
      --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
   for r in $(seq ${ROUNDS:-2}); do
@@ -1143,13 +1143,16 @@ mmq)
     > $OUT/mmq-native.json 2>> $OUT/mmq.err)
   (cd $S && python3 bench/peer_llamacpp.py --so $LL --model $M --prefill ${PREFILL:-512} \
     > $OUT/mmq-llamacpp.json 2>> $OUT/mmq.err)
-  cp /tmp/llm_1b/logits-*.npy $OUT/ 2>/dev/null
+  (cd $OUT && tar czf mmq.tgz mmq-*.json mmq.err logits-*.npy 2>/dev/null; \
+    cp /tmp/llm_1b/logits-*.npy . 2>/dev/null; tar czf mmq.tgz mmq-*.json mmq.err logits-*.npy; \
+    rm -f logits-*.npy)
   for f in $OUT/mmq-*.json; do echo "== $f"; python3 -c "import json, sys; \
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); p = d.get('prefill', d); \
 print({k: p[k] for k in ('wall_ms', 'gpu_ms', 'prefill_ms', 'ms') if k in p}, \
 d.get('int8'), d.get('mmq_group'), d.get('int8_available'))" $f || tail -3 $OUT/mmq.err; done
   python3 -c "import numpy as np, glob; n = np.load('/tmp/llm_1b/logits-native.npy'); \
-[print(f, float(np.abs(np.load(f) - n).max() / np.abs(n).max())) \
+[print(f, float(np.abs(np.load(f) - n).max() / np.abs(n).max()), \
+ int(np.load(f).argmax()), int(n.argmax())) \
  for f in sorted(glob.glob('/tmp/llm_1b/logits-*.npy'))]"
   ;;
 qprobe)
