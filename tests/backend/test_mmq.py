@@ -25,8 +25,9 @@ def _i8(backend) -> bool:
 @pytest.mark.parametrize("shape", [smat.mmq_name(sh) for sh in smat.MMQ_SHAPES])
 def test_int8_prefill_each_shape(backend, shape, monkeypatch):
     """70 rows x 136 x 512 (group 256) and x 192 (group 64) with a bias, every decoding path:
-    on average within 1e-4 x max|ref| of the int8 rule's float64 answer and all within 1e-2 (a tile or group placed wrong is off by O(1)), and within 3e-2 x max|ref| of the
-    float answer; without i8 matrices the usual kernels run, within 1e-4 of the float answer.
+    on average within 1e-4 x max|ref| of the int8 rule's float64 answer and all within 1e-2
+    (a tile or group placed wrong is off by O(1)), and within 3e-2 x max|ref| of the float
+    answer; without i8 matrices the usual kernels run, within 1e-4 of the float answer.
     Measured under Dawn on an H200: Q6_K 1 output of 9520 off by 2.2e-3 x max (a tie), Q8_0
     2.6% of them by more than 1e-4."""
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
