@@ -8,24 +8,29 @@
 // bindings: 0 x f32 (as vec4) or 1 w (raw blocks as u32 words; the other a dummy), 2 q: R x K/4
 // words (4 int8 a word, k's order, the first in the low byte), 3 s: K/G x R f32 (transposed:
 // a group's scales of consecutive rows are neighbours, as the matmul's epilogue reads 8
-// columns), 4 params. K % G == 0, G = 32 G32 with G32 a power of two <= 32.
-// grid: (ceil(R K / 32 / 256), 1, 1) (x wraps into y past 65535 workgroups: wid.y * 65535);
-// 256 threads, thread t owns 32 values (one 32-k block), the G32 threads of a group are
-// neighbouring lanes of one subgroup (32 lanes: lower_quant.mmq_ok asks for it) and share the
-// group's max through subgroupShuffleXor.
+// columns), 4 params. K % G == 0, G = 8 G8 a power of two from 32 to 2048.
+// grid: (ceil(R K / 2048), 1, 1) (x wraps into y past 65535 workgroups: wid.y * wx); 256
+// threads, thread t owns 8 values (a unit: x's two vec4, or deq8's 8 weights), so that
+// neighbouring threads read and write neighbouring bytes. A group's G / 8 threads share its
+// max: within a subgroup by subgroupShuffleXor (32 lanes: lower_quant.mmq_ok asks for it),
+// past 32 (G > 256) through the subgroups' maxima in workgroup memory (a workgroup's 2048
+// values hold whole groups: G <= 2048 and K % G == 0).
 // Cost: one pass over the rows (x: 4 bytes read, 1 written a value; a weight: its blocks read,
-// 1 byte written a weight, the decode by deq8 once).
+// 1 byte written a weight, the decode by deq8 once). Measured under Dawn on an H200 (the
+// 1B-shaped Q4_K_M 512-token prefill, bench/device_dawn.sh mmq): a thread a 32-value block
+// (strided reads, a quarter of the threads) took 1.45 ms for x's and 2.72 for the Q4_K weights.
 enable subgroups;
 
 struct Params { R: u32, K: u32, nw: u32, wx: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> w: array<u32>;
-@group(0) @binding(2) var<storage, read_write> q: array<u32>;
+@group(0) @binding(2) var<storage, read_write> q: array<vec2<u32>>;
 @group(0) @binding(3) var<storage, read_write> s: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
 override WEIGHT: bool = false;
-override G32: u32 = 8u;                           // 32-k blocks a group
+override G8: u32 = 32u;                           // units (8 values) a group: 4 .. 256
+var<workgroup> part: array<f32, 8>;               // the subgroups' maxima (G8 > 32)
 
 fn wword(i: u32, second: bool) -> u32 { return w[i]; }
 {{QFORMATS}}
@@ -39,32 +44,34 @@ fn pack4(v: vec4<f32>, inv: f32) -> u32 {
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let blocks = p.K / 32u;                        // 32-k blocks a row
-    let t = (wid.y * p.wx + wid.x) * 256u + lid;   // this thread's block: row r, block j
-    let live = t < p.R * blocks;
-    let tt = min(t, p.R * blocks - 1u);            // (lanes past the end compute and drop)
-    let r = tt / blocks;
-    let j = tt % blocks;
-    var v: array<vec4<f32>, 8>;
+    let units = p.K / 8u;                          // units a row
+    let t = (wid.y * p.wx + wid.x) * 256u + lid;   // this thread's unit: row r, unit u
+    let live = t < p.R * units;
+    let tt = min(t, p.R * units - 1u);             // (threads past the end compute and drop)
+    let r = tt / units;
+    let u = tt % units;
+    var a: vec4<f32>;
+    var b: vec4<f32>;
     if (WEIGHT) {
-        for (var u = 0u; u < 4u; u++) {            // 4 units of 8 weights
-            let k = 32u * j + 8u * u;
-            let d = deq8(r * (p.K / QK) + k / QK, (k % QK) / 8u, false);
-            v[2u * u] = d[0];
-            v[2u * u + 1u] = d[1];
-        }
+        let k = 8u * u;
+        let d = deq8(r * (p.K / QK) + k / QK, (k % QK) / 8u, false);
+        a = d[0];
+        b = d[1];
     } else {
-        for (var i = 0u; i < 8u; i++) { v[i] = x[(r * p.K + 32u * j) / 4u + i]; }
+        a = x[2u * tt];
+        b = x[2u * tt + 1u];
     }
-    var m = 0.0;
-    for (var i = 0u; i < 8u; i++) {
-        let a = abs(v[i]);
-        m = max(m, max(max(a.x, a.y), max(a.z, a.w)));
+    let e = max(abs(a), abs(b));
+    var m = max(max(e.x, e.y), max(e.z, e.w));
+    for (var o = 1u; o < min(G8, 32u); o <<= 1u) { m = max(m, subgroupShuffleXor(m, o)); }
+    if (G8 > 32u) {                                // (uniform: an override)
+        if (lid % 32u == 0u) { part[lid / 32u] = m; }
+        workgroupBarrier();
+        let first = (lid / G8) * (G8 / 32u);       // this group's subgroups
+        for (var i = 0u; i < G8 / 32u; i++) { m = max(m, part[first + i]); }
     }
-    for (var o = 1u; o < G32; o <<= 1u) { m = max(m, subgroupShuffleXor(m, o)); }
     let inv = select(127.0 / m, 0.0, m == 0.0);
     if (!live) { return; }
-    let base = (r * p.K + 32u * j) / 4u;
-    for (var i = 0u; i < 8u; i++) { q[base + i] = pack4(v[i], inv); }
-    if (j % G32 == 0u) { s[(j / G32) * p.R + r] = m / 127.0; }
+    q[tt] = vec2<u32>(pack4(a, inv), pack4(b, inv));
+    if (u % G8 == 0u) { s[(u / G8) * p.R + r] = m / 127.0; }
 }

@@ -72,3 +72,24 @@ def test_int8_prefill_only_when_asked(backend, monkeypatch):
     want = x.astype(np.float64) @ wf.T
     assert not any("mmq" in r or "qrows_i8" in r for r in ran), ran
     assert np.abs(got - want).max() <= 4e-3 * np.abs(want).max()
+
+
+def test_int8_prefills_of_one_x_quantize_it_once(backend, monkeypatch):
+    """Two products of one x (as q and k of a layer) with groups of 1024 (past a subgroup: the
+    groups' maxima through workgroup memory): x quantized once where the int8 kernels run,
+    both outputs within 3e-2 x max|ref| of the float answer (1e-4 elsewhere)."""
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(smat, "INT8", True)
+    k = 2048
+    (wa, fa), (wb, fb) = qweight("q4_k", 64, k), qweight("q8_0", 32, k, seed=3)
+    x = rand(40, k)
+    outs, ran = run_with_names(
+        backend, lambda x, a, b: (nn.qlinear(x, a, "q4_k", 64, k) * 1.0,
+                                  nn.qlinear(x, b, "q8_0", 32, k) * 1.0), x, {"a": wa, "b": wb})
+    for got, wf in zip(outs, (fa, fb), strict=True):
+        want = x.astype(np.float64) @ wf.T
+        tol = 3e-2 if _i8(backend) else 1e-4
+        assert np.abs(got - want).max() <= tol * np.abs(want).max()
+    if _i8(backend):
+        assert lower_quant.mmq_group(k) == 1024
+        assert sum(r.startswith("qrows_i8[x]") for r in ran) == 1, ran

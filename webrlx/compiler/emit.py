@@ -114,6 +114,9 @@ class EmitContext:
         self.lazy: dict[int, Lazy] = {}
         self.consts: list[Buf] = []
         self.tables: dict[tuple, Buf] = {}       # read-only consts shared by calls (rope)
+        # (x's buffer id, K, group) -> x's rows as int8 and their scales, shared by the int8
+        # prefills that read the same x (q, k, v; gate, up: lower_quant._mmq)
+        self.rows_i8: dict[tuple[int, int, int], tuple[Buf, Buf]] = {}
         # cached_attention id -> (its per-chunk partials, its params) where the consumer GEMV
         # merges them (fuse._attention_combine) instead of an attn_combine dispatch
         self.attn_partials: dict[int, tuple[Buf, dict[str, Any]]] = {}

@@ -127,13 +127,13 @@ def dequant_first(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> boo
 # rows quantized to int8 in groups of MMQ_GROUP k (or the biggest power-of-two group from 32
 # that divides K), then i8 x i8 -> i32 products on tensor cores, each group's sums scaled in
 # f32. From MMQ_MIN_M rows (fewer stay GEMVs), where the weight's int8 copy fits a binding.
-MMQ_GROUP = 256
+MMQ_GROUP = 1024
 MMQ_MIN_M = 32
 
 
 def mmq_group(k: int) -> int:
-    """The int8 prefill's group along K for a weight of k columns: MMQ_GROUP, halved until it
-    divides k (at least 32; mmq_ok asks k % 32 == 0)."""
+    """The int8 prefill's group along K for a weight of k columns: MMQ_GROUP (at most 2048),
+    halved until it divides k (at least 32; mmq_ok asks k % 32 == 0)."""
     g = MMQ_GROUP
     while k % g and g > 32:
         g //= 2
@@ -160,7 +160,7 @@ def _rows_i8(L: EmitContext, src: Buf, weight: bool, rows: int, k: int, group: i
     """quant/qrows_i8.wgsl over `rows` rows of k (x's f32 rows, or a GGUF weight's rows):
     (the int8 words, the scales K/group x rows)."""
     q, s = L.temp((rows, k // 4), dt.uint32), L.temp((k // group, rows), dt.float32)
-    wgs = -(-rows * (k // 32) // 256)
+    wgs = -(-rows * (k // 8) // 256)
     wx = min(wgs, 65535)
     L.emit(kernel("quant/qrows_i8"),
            {"x": L.dummy(0) if weight else src, "w": src if weight else L.dummy(1),
@@ -168,7 +168,7 @@ def _rows_i8(L: EmitContext, src: Buf, weight: bool, rows: int, k: int, group: i
            {"R": rows, "K": k, "nw": quant.nwords(fmt, rows, k) if weight else 0, "wx": wx},
            (wx, -(-wgs // wx), 1),
            {**(format_overrides(fmt) if weight else format_overrides("q8_0")),
-            "WEIGHT": weight, "G32": group // 32}, name=name)
+            "WEIGHT": weight, "G8": group // 8}, name=name)
     return q, s
 
 
@@ -177,7 +177,11 @@ def _mmq(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt: str,
     """The int8 prefill: x's and the weight's rows to int8, then qmatmul_mmq (its tile shapes
     as autotuned variants, the first leading)."""
     group = mmq_group(k)
-    xq, xs = _rows_i8(L, bindings["x"], False, m, k, group, fmt, "qrows_i8[x]")
+    x = bindings["x"]
+    key = (x.id, k, group)
+    if x.kind != "temp" or key not in L.rows_i8:   # (a temp is written once: share it)
+        L.rows_i8[key] = _rows_i8(L, x, False, m, k, group, fmt, "qrows_i8[x]")
+    xq, xs = L.rows_i8[key]
     wq, ws = _rows_i8(L, bindings["w"], True, n, k, group, fmt, f"qrows_i8[{fmt}]")
     room = L.info.limit("max-compute-workgroup-storage-size", 16384)
     shapes = [sh for sh in smat.MMQ_SHAPES if group % sh.bk == 0 and
