@@ -75,8 +75,9 @@ def test_int8_prefill_only_when_asked(backend, monkeypatch):
 
 
 def test_int8_prefills_of_one_x_quantize_it_once(backend, monkeypatch):
-    """Two products of one x (as q and k of a layer) with groups of 1024 (past a subgroup: the
-    groups' maxima through workgroup memory): x quantized once where the int8 kernels run,
+    """Two products of one computed x (as q and k of a layer) with groups of 2048 (past a
+    subgroup: the groups' maxima through workgroup memory): x quantized once where the int8
+    kernels run,
     both outputs within 3e-2 x max|ref| of the float answer (1e-4 elsewhere)."""
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
     monkeypatch.setattr(smat, "INT8", True)
@@ -84,12 +85,13 @@ def test_int8_prefills_of_one_x_quantize_it_once(backend, monkeypatch):
     (wa, fa), (wb, fb) = qweight("q4_k", 64, k), qweight("q8_0", 32, k, seed=3)
     x = rand(40, k)
     outs, ran = run_with_names(
-        backend, lambda x, a, b: (nn.qlinear(x, a, "q4_k", 64, k) * 1.0,
-                                  nn.qlinear(x, b, "q8_0", 32, k) * 1.0), x, {"a": wa, "b": wb})
+        backend, lambda x, a, b: (nn.qlinear(x * 1.0, a, "q4_k", 64, k) * 1.0,
+                                  nn.qlinear(x * 1.0, b, "q8_0", 32, k) * 1.0), x,
+        {"a": wa, "b": wb})
     for got, wf in zip(outs, (fa, fb), strict=True):
         want = x.astype(np.float64) @ wf.T
         tol = 3e-2 if _i8(backend) else 1e-4
         assert np.abs(got - want).max() <= tol * np.abs(want).max()
     if _i8(backend):
-        assert lower_quant.mmq_group(k) == 1024
+        assert lower_quant.mmq_group(k) == 2048
         assert sum(r.startswith("qrows_i8[x]") for r in ran) == 1, ran

@@ -127,7 +127,7 @@ def dequant_first(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> boo
 # rows quantized to int8 in groups of MMQ_GROUP k (or the biggest power-of-two group from 32
 # that divides K), then i8 x i8 -> i32 products on tensor cores, each group's sums scaled in
 # f32. From MMQ_MIN_M rows (fewer stay GEMVs), where the weight's int8 copy fits a binding.
-MMQ_GROUP = 1024
+MMQ_GROUP = 2048
 MMQ_MIN_M = 32
 
 
