@@ -19,6 +19,19 @@
 // Why: the f16 kernel (quant/qmatmul_smat.wgsl) copies tiles as 2-byte workgroup stores of
 // halves decoded in the tile loop; here a 16-byte load carries 16 values, the decode is done
 // once a call (qrows_i8) and the i8 products run at twice the f16 rate.
+// Measured (H200 under Dawn, the 1B-shaped Q4_K_M 512-token prefill, bench/device_dawn.sh mmq,
+// 2026-11-28, bench/results/2026-11-28-h200-dawn-int8-prefill-mmq.json): these products take
+// 9.7 GPU ms where the f16 kernels take 13.1 (with their split-K sums); the int8 decodes of the
+// weights (qrows_i8: Q4_K 2.1, Q6_K 0.4 ms) and of x (0.6) take most of the gain back: the
+// prefill 16.5-16.6 ms wall against 17.3-17.5 with the f16 kernels, llama.cpp Vulkan 23.6.
+// Groups: the epilogue (a store, a barrier and 8 scaled adds a tile a lane) is the cost of a
+// small G: G 32 (llama.cpp's blocks) 53.2 ms, 256 20.4, 1024 17.3, 2048 16.5; the logits'
+// error barely moves with G (3.4e-2 to 4.0e-2 x max|logit| off native f32, against 2.8e-3
+// for the f16 kernels): it is int8's rounding of each value, not the groups' scales.
+// Limits: the decodes (a pass over every weight each prefill: the int8 copy is not kept, to
+// hold GPU memory at the file's size); no K pieces for small grids (64x64 tiles there).
+// Tint (npm webgpu 0.6.2) validates an i8 load's offset and stride in the array's words (its
+// SPIR-V writer agrees: the results match numpy), compiler/smat.I8_UNIT.
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
 

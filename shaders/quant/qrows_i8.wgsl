@@ -17,8 +17,10 @@
 // values hold whole groups: G <= 2048 and K % G == 0).
 // Cost: one pass over the rows (x: 4 bytes read, 1 written a value; a weight: its blocks read,
 // 1 byte written a weight, the decode by deq8 once). Measured under Dawn on an H200 (the
-// 1B-shaped Q4_K_M 512-token prefill, bench/device_dawn.sh mmq): a thread a 32-value block
-// (strided reads, a quarter of the threads) took 1.45 ms for x's and 2.72 for the Q4_K weights.
+// 1B-shaped Q4_K_M 512-token prefill, bench/device_dawn.sh mmq, 2026-11-28): a thread a
+// 32-value block (strided reads, a quarter of the threads) and x quantized for each product:
+// 1.45 ms for x's, 2.72 for the Q4_K weights; a thread a unit and x shared by the products
+// that read it (EmitContext.rows_i8): 0.63 and 2.05-2.09 (~0.9 TB/s: deq8's scale loads).
 enable subgroups;
 
 struct Params { R: u32, K: u32, nw: u32, wx: u32 }

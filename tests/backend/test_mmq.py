@@ -74,6 +74,10 @@ def test_int8_prefill_only_when_asked(backend, monkeypatch):
     assert np.abs(got - want).max() <= 4e-3 * np.abs(want).max()
 
 
+def _two_products(h, a, b, k: int):
+    return nn.qlinear(h, a, "q4_k", 64, k) * 1.0, nn.qlinear(h, b, "q8_0", 32, k) * 1.0
+
+
 def test_int8_prefills_of_one_x_quantize_it_once(backend, monkeypatch):
     """Two products of one computed x (as q and k of a layer) with groups of 2048 (past a
     subgroup: the groups' maxima through workgroup memory): x quantized once where the int8
@@ -85,9 +89,7 @@ def test_int8_prefills_of_one_x_quantize_it_once(backend, monkeypatch):
     (wa, fa), (wb, fb) = qweight("q4_k", 64, k), qweight("q8_0", 32, k, seed=3)
     x = rand(40, k)
     outs, ran = run_with_names(
-        backend, lambda x, a, b: (nn.qlinear(x * 1.0, a, "q4_k", 64, k) * 1.0,
-                                  nn.qlinear(x * 1.0, b, "q8_0", 32, k) * 1.0), x,
-        {"a": wa, "b": wb})
+        backend, lambda x, a, b: _two_products(x * 1.0, a, b, k), x, {"a": wa, "b": wb})
     for got, wf in zip(outs, (fa, fb), strict=True):
         want = x.astype(np.float64) @ wf.T
         tol = 3e-2 if _i8(backend) else 1e-4

@@ -228,8 +228,13 @@ def test_the_int8_prefill_compiles_under_tint(tmp_path: Path,
         w = g.param("w", quant.words(quant.random_blocks(fmt, 264, k)).shape, "uint32")
         graphs.append((g, [nn.qlinear(x, w, fmt, 264, k, bias=g.param("b", (264,)))]))
     found: dict[str, dict[str, Any]] = {}
-    for g, outs in graphs:
-        for call in lower(g, [t.id for t in outs], {}, info).calls:
+    for i, (g, outs) in enumerate(graphs):
+        calls = lower(g, [t.id for t in outs], {}, info).calls
+        if i == 0:      # the layer's 7 products read 4 distinct x (q, k, v one; gate, up one)
+            names_ = [c.name for c in calls]
+            assert sum(n.startswith("qmatmul_mmq") for n in names_) == 7, names_
+            assert names_.count("qrows_i8[x]") == 4, names_
+        for call in calls:
             for name, code, over in [(call.name, call.source, call.overrides)] + \
                     [(v.name, v.source, v.overrides) for v in call.variants]:
                 if "qrows_i8" not in name and "qmatmul_mmq" not in name:
