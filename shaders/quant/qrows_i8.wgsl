@@ -10,9 +10,7 @@
 // a group's scales of consecutive rows are neighbours, as the matmul's epilogue reads 8
 // columns), 4 params. K % G == 0, G = 8 G8 a power of two from 32 to 2048.
 // grid: (ceil(R K / 2048), 1, 1) (x wraps into y past 65535 workgroups: wid.y * wx); 256
-// threads, thread t owns 8 values (a unit: x's two vec4, or deq8's 8 weights; for Q4_K and
-// Q6_K the GEMVs' kunit, a word of quants whose 8 weights sit at two 4-aligned k, within one
-// 256-block: a group of G >= 256, as every K-quant's, still holds whole units), so that
+// threads, thread t owns 8 values (a unit: x's two vec4, or deq8's 8 weights), so that
 // neighbouring threads read and write neighbouring bytes. A group's G / 8 threads share its
 // max: within a subgroup by subgroupShuffleXor (32 lanes: lower_quant.mmq_ok asks for it),
 // past 32 (G > 256) through the subgroups' maxima in workgroup memory (a workgroup's 2048
@@ -28,7 +26,7 @@ enable subgroups;
 struct Params { R: u32, K: u32, nw: u32, wx: u32 }
 @group(0) @binding(0) var<storage, read_write> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> w: array<u32>;
-@group(0) @binding(2) var<storage, read_write> q: array<u32>;
+@group(0) @binding(2) var<storage, read_write> q: array<vec2<u32>>;
 @group(0) @binding(3) var<storage, read_write> s: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
@@ -56,12 +54,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let u = tt % units;
     var a: vec4<f32>;
     var b: vec4<f32>;
-    let words = WEIGHT && WORD_UNITS && G8 >= 32u; // (groups of whole 256-blocks)
-    if (words) {                                   // Q4_K, Q6_K: kunit w of block u / 32
-        let d = kunit(r * (p.K / QK) + u / 32u, u % 32u, false);
-        a = d[0];
-        b = d[1];
-    } else if (WEIGHT) {
+    if (WEIGHT) {
         let k = 8u * u;
         let d = deq8(r * (p.K / QK) + k / QK, (k % QK) / 8u, false);
         a = d[0];
@@ -81,9 +74,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     let inv = select(127.0 / m, 0.0, m == 0.0);
     if (!live) { return; }
-    var k = vec2<u32>(8u * u, 8u * u + 4u);        // where a's and b's 4 values go
-    if (words) { k = kunit_k(u % 32u) + vec2<u32>((u / 32u) * 256u); }
-    q[(r * p.K + k.x) / 4u] = pack4(a, inv);
-    q[(r * p.K + k.y) / 4u] = pack4(b, inv);
+    q[tt] = vec2<u32>(pack4(a, inv), pack4(b, inv));
     if (u % G8 == 0u) { s[(u / G8) * p.R + r] = m / 127.0; }
 }
