@@ -20,7 +20,9 @@
 // 1B-shaped Q4_K_M 512-token prefill, bench/device_dawn.sh mmq, 2026-11-28): a thread a
 // 32-value block (strided reads, a quarter of the threads) and x quantized for each product:
 // 1.45 ms for x's, 2.72 for the Q4_K weights; a thread a unit and x shared by the products
-// that read it (EmitContext.rows_i8): 0.63 and 2.05-2.09 (~0.9 TB/s: deq8's scale loads).
+// that read it (EmitContext.rows_i8): 0.63 and 2.05-2.09 (~0.9 TB/s). Tried: Q4_K / Q6_K
+// through the GEMVs' kunit (a word of quants a unit, written at its two 4-aligned k): 2.03 ms,
+// no gain (all tests passed under Dawn), dropped.
 enable subgroups;
 
 struct Params { R: u32, K: u32, nw: u32, wx: u32 }
