@@ -12,6 +12,7 @@ from test_quant_formats import qweight, run_with_names
 
 from webrlx import nn, quant
 from webrlx.compiler import lower_quant, smat
+from webrlx.compiler.lower import LoweringError
 from webrlx.runtime import autotune
 
 FORMATS = ["q4_1", "q8_0", "q4_k", "q6_k", "q5_0"]
@@ -36,6 +37,13 @@ def test_int8_prefill_each_shape(backend, shape, monkeypatch):
     here = _i8(backend)
     if not here and shape != smat.mmq_name(smat.MMQ_SHAPES[0]):
         return                          # (one pass of the fallback is enough)
+    if not here and backend.name != "reference":   # forcing names what is missing
+        w, _ = qweight("q4_k", 136, 512)
+        with pytest.raises(LoweringError, match="i8 -> i32 16x16x32") as e:
+            run_with_names(backend, lambda x, w: nn.qlinear(x, w, "q4_k", 136, 512),
+                           rand(70, 512), {"w": w})
+        assert isinstance(e.value.__cause__, smat.SubgroupMatrixUnavailable)
+        monkeypatch.setattr(smat, "MMQ_FORCE", None)      # smat.INT8 alone: a preference
     n, rows = 136, 70
     for fmt, k in [(f, 512) for f in FORMATS] + [("q4_1", 192)]:
         if k % lower_quant.mmq_group(k) or lower_quant.mmq_group(k) % int(shape[-2:]):

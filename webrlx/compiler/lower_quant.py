@@ -147,10 +147,11 @@ def mmq_group(k: int) -> int:
 
 
 def mmq_ok(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:
-    """Whether an m x n x k qmatmul runs as the int8 prefill: smat.INT8 asked for it, the
-    adapter has i8 subgroup matrices, x is f32, m >= MMQ_MIN_M, K % 32 == 0, N % 8 == 0 and
-    the weight's int8 copy fits one binding."""
-    return (smat.INT8 and smat.available_i8(info) and x_dtype == "float32"
+    """Whether an m x n x k qmatmul runs as the int8 prefill: smat.INT8 (or MMQ_FORCE) asked
+    for it, the adapter has i8 subgroup matrices, x is f32, m >= MMQ_MIN_M, K % 32 == 0,
+    N % 8 == 0 and the weight's int8 copy fits one binding."""
+    return ((smat.INT8 or smat.MMQ_FORCE is not None) and smat.available_i8(info)
+            and x_dtype == "float32"
             and m >= MMQ_MIN_M and k % 32 == 0 and n % 8 == 0
             and n * k <= info.max_binding_size and m * k <= info.max_binding_size)
 
@@ -214,6 +215,7 @@ def _mmq(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt: str,
 
 @lowering("qmatmul")
 def _qmatmul(L: EmitContext, node: Node) -> Buf:
+    smat.check_forced_i8(L.info)        # (smat.MMQ_FORCE where the adapter cannot run it)
     x_id, w_id = node.inputs[0], node.inputs[1]
     fmt, n, k = node.attrs["format"], node.attrs["n"], node.attrs["k"]
     m = math.prod(L.shape(x_id)[:-1])

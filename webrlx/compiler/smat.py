@@ -391,7 +391,9 @@ def attention_slots(d: int, sgid_builtin: bool = True) -> dict[str, str]:
 # quant/qmatmul_mmq.wgsl: the int8 prefill on i8 -> i32 16x16x32 subgroup matrices (opt-in:
 # INT8). Its tile shapes, (2, 4, 4, 2) first (128x128, the f16 kernel's lead); BK 32 or 64.
 INT8 = False
-MMQ_FORCE: str | None = None        # a shape's name (mmq_name): only that one (tests, probes)
+# a shape's name (mmq_name): the int8 path with only that shape, an error where the adapter
+# cannot run it (tests, probes)
+MMQ_FORCE: str | None = None
 MMQ_SHAPES = (SmatShape(2, 4, 4, 2), SmatShape(4, 2, 2, 4), SmatShape(2, 2, 2, 2, 64),
               SmatShape(2, 2, 2, 2))
 LEFT_I8, RIGHT_I8 = "subgroup_matrix_left<i8, 32, 16>", "subgroup_matrix_right<i8, 16, 32>"
@@ -406,6 +408,22 @@ def available_i8(info: DeviceInfo) -> bool:
     32-lane subgroups (quant/qrows_i8.wgsl shares a group's max across neighbouring lanes)."""
     return info.subgroup_matrix_i8 and \
         (info.subgroup_size == 32 or info.subgroup_sizes == (32, 32))
+
+
+def check_forced_i8(info: DeviceInfo) -> None:
+    """Raise SubgroupMatrixUnavailable when MMQ_FORCE names an int8 kernel that `info` cannot
+    run (smat.INT8 alone is a preference: without the feature the usual kernels stay)."""
+    if MMQ_FORCE is None or available_i8(info):
+        return
+    missing = [FEATURE] if FEATURE not in info.features else []
+    if not info.subgroup_matrix_i8:
+        missing.append("an i8 -> i32 16x16x32 subgroup matrix configuration")
+    if not missing:
+        missing.append("32-lane subgroups")
+    raise SubgroupMatrixUnavailable(
+        f"kernel {MMQ_FORCE!r} needs {', '.join(missing)}, which adapter {info.name!r} "
+        f"({info.backend}) does not offer; it runs only where DeviceInfo.subgroup_matrix_i8 "
+        "is true (Chrome/Dawn with the feature enabled)")
 
 
 def mmq_name(shape: SmatShape) -> str:
