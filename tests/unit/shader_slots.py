@@ -21,5 +21,6 @@ def render_slots(name: str) -> dict[str, str]:
                  else smat.fused_slots(smat.SHAPES[-1], False)
                  if name == "quant/qmatmul_smat_qkv"
                  else smat.attention_slots(32) if name == "attention/attention_smat" else
+                 smat.mmq_slots(smat.MMQ_SHAPES[0]) if name == "quant/qmatmul_mmq" else
                  tiled_slots(1))
     return slots
