@@ -31,7 +31,7 @@
 // Limits: the decodes (a pass over every weight each prefill: the int8 copy is not kept, to
 // hold GPU memory at the file's size); no K pieces for small grids (64x64 tiles there).
 // Tint (npm webgpu 0.6.2) validates an i8 load's offset and stride in the array's words (its
-// SPIR-V writer agrees: the results match numpy), compiler/smat.I8_UNIT.
+// SPIR-V writer agrees: the results match numpy), compiler/smat.mmq_slots.
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
 

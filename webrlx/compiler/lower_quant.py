@@ -201,11 +201,12 @@ def _mmq(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt: str,
             raise ValueError(f"smat.MMQ_FORCE: {smat.MMQ_FORCE!r} is not a qmatmul_mmq shape "
                              f"that fits this call (K group {group}) and adapter; shapes: "
                              f"{[smat.mmq_name(sh) for sh in smat.MMQ_SHAPES]}")
-    made = [(kernel("quant/qmatmul_mmq", **smat.mmq_slots(sh, smat.SGID_BUILTIN)),
-             Variant.of(smat.mmq_name(sh), kernel("quant/qmatmul_mmq",
-                                                   **smat.mmq_slots(sh, smat.SGID_BUILTIN)),
-                        (-(-n // sh.bn), -(-m // sh.bm), 1),
-                        {"HAS_BIAS": has_bias, "G": group})) for sh in shapes]
+    made = []
+    for sh in shapes:                   # (one kernel a shape: the lead's is the call's own)
+        kern = kernel("quant/qmatmul_mmq", **smat.mmq_slots(sh, smat.SGID_BUILTIN))
+        made.append((kern, Variant.of(smat.mmq_name(sh), kern,
+                                      (-(-n // sh.bn), -(-m // sh.bm), 1),
+                                      {"HAS_BIAS": has_bias, "G": group})))
     lead_kernel, lead = made[0]
     L.emit(lead_kernel, {"xq": xq, "xs": xs, "wq": wq, "ws": ws, "bias": bindings["bias"],
                          "out": bindings["out"]}, {"M": m, "N": n, "K": k}, lead.grid,

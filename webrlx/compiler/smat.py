@@ -102,6 +102,14 @@ def available(info: DeviceInfo) -> bool:
     return info.subgroup_matrix_f16
 
 
+def _unavailable(name: str, info: DeviceInfo, missing: list[str], flag: str
+                 ) -> SubgroupMatrixUnavailable:
+    return SubgroupMatrixUnavailable(
+        f"kernel {name!r} needs {', '.join(missing)}, which adapter {info.name!r} "
+        f"({info.backend}) does not offer; it runs only where DeviceInfo.{flag} "
+        "is true (Chrome/Dawn with the feature enabled)")
+
+
 def check_forced(info: DeviceInfo, name: str) -> None:
     """Raise SubgroupMatrixUnavailable when variant `name` needs what `info` lacks."""
     if name.startswith(("matmul_smat", "attention_smat")) and not available(info):
@@ -110,10 +118,7 @@ def check_forced(info: DeviceInfo, name: str) -> None:
             missing.append("shader-f16")
         if not missing:
             missing.append("an f16 -> f32 16x16x16 subgroup matrix configuration")
-        raise SubgroupMatrixUnavailable(
-            f"kernel {name!r} needs {', '.join(missing)}, which adapter {info.name!r} "
-            f"({info.backend}) does not offer; it runs only where DeviceInfo."
-            "subgroup_matrix_f16 is true (Chrome/Dawn with the feature enabled)")
+        raise _unavailable(name, info, missing, "subgroup_matrix_f16")
 
 
 def fits(info: DeviceInfo, shape: SmatShape, b_by_n: bool = False) -> bool:
@@ -397,10 +402,6 @@ MMQ_FORCE: str | None = None
 MMQ_SHAPES = (SmatShape(2, 4, 4, 2), SmatShape(4, 2, 2, 4), SmatShape(2, 2, 2, 2, 64),
               SmatShape(2, 2, 2, 2))
 LEFT_I8, RIGHT_I8 = "subgroup_matrix_left<i8, 32, 16>", "subgroup_matrix_right<i8, 16, 32>"
-# the unit of an i8 matrix load's offset and stride from an array<i32>: int8 elements (1, what
-# Dawn's SPIR-V writer assumes, dividing by 4) or the array's words (4, what the Tint of npm
-# webgpu 0.6.2 validates: with elements it refuses a 16-row panel as "too small")
-I8_UNIT = 4
 
 
 def available_i8(info: DeviceInfo) -> bool:
@@ -420,14 +421,11 @@ def check_forced_i8(info: DeviceInfo) -> None:
         missing.append("an i8 -> i32 16x16x32 subgroup matrix configuration")
     if not missing:
         missing.append("32-lane subgroups")
-    raise SubgroupMatrixUnavailable(
-        f"kernel {MMQ_FORCE!r} needs {', '.join(missing)}, which adapter {info.name!r} "
-        f"({info.backend}) does not offer; it runs only where DeviceInfo.subgroup_matrix_i8 "
-        "is true (Chrome/Dawn with the feature enabled)")
+    raise _unavailable(MMQ_FORCE, info, missing, "subgroup_matrix_i8")
 
 
 def mmq_name(shape: SmatShape) -> str:
-    """A qmatmul_mmq shape's variant name (smat.MODE may name it to force it)."""
+    """A qmatmul_mmq shape's variant name (MMQ_FORCE may name it to force it)."""
     return f"qmatmul_mmq_{shape.bm}x{shape.bn}_s{shape.sgm}x{shape.sgn}_k{shape.bk}"
 
 
@@ -456,10 +454,13 @@ def mmq_slots(shape: SmatShape, sgid_builtin: bool = True) -> dict[str, str]:
     acc += [f"    var f{i}_{j}a = vec4<f32>(0.0);\n    var f{i}_{j}b = vec4<f32>(0.0);"
             for i, j in tiles]
 
-    stride = "SW" if I8_UNIT == 4 else "4u * SW"
+    # an i8 load's offset and stride from an array<i32> in the array's words (SW a panel row,
+    # 8 words a 32-k step): the Tint of npm webgpu 0.6.2 validates them so (in int8 elements
+    # it refuses a 16-row panel as "too small"), and its SPIR-V agrees (results equal numpy)
+    stride = "SW"
 
     def off(kk: int) -> str:
-        return f"{32 * kk // I8_UNIT}u"
+        return f"{8 * kk}u"
 
     def products(first: bool) -> str:
         out = []
