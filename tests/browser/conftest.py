@@ -23,22 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 MODES = ("main", "worker")
 # What the in-browser pytest session runs: the backend suite and the browser-only checks.
 SUITE_PATHS = ("tests/backend", "tests/browser/in_pyodide")
-# The main thread runs all of it. The Worker (the same kernels and runtime; what differs is how
-# Pyodide boots and waits there) runs a bounded slice by default: the browser-only checks, the
-# runtime, device tensors and loss, debug tools, the models, matmul, sampling and decoder ops;
-# WEBRLX_BROWSER_WORKER_FULL=1 runs everything there too (the whole suite in a Worker took
-# about 12 of the default run's 40 minutes on the 2-core box).
-WORKER_SLICE = ("tests/browser/in_pyodide", *(f"tests/backend/test_{name}.py" for name in (
-    "runtime", "device_tensor", "device_loss", "debug_tools", "minilm", "models", "matmul",
-    "smat", "sample", "decoder_ops", "quant_formats", "layout")))
-MODE_PATHS = {"main": SUITE_PATHS,
-              "worker": SUITE_PATHS if os.environ.get("WEBRLX_BROWSER_WORKER_FULL") == "1"
-              else WORKER_SLICE}
-# WEBRLX_BROWSER_ONLY=path,path runs just those test files or folders in both (while working
-# on them; the default suite runs the above)
-if os.environ.get("WEBRLX_BROWSER_ONLY"):
-    MODE_PATHS = dict.fromkeys(MODES, tuple(os.environ["WEBRLX_BROWSER_ONLY"].split(",")))
-
 # Backend tests left out of the in-browser session: SmolLM2's 98 MB model through SwiftShader
 # and numpy-in-wasm takes longer than the whole default suite may (WEBRLX_BROWSER_LLM=1 runs it
 # in the browser too, with the chat page's test); the GGUF family fixtures and the engine's
@@ -57,6 +41,27 @@ NATIVE_ONLY = ("tests/backend/test_llm_families.py", "tests/backend/test_engine.
 BROWSER_EXCLUDE = NATIVE_ONLY if os.environ.get("WEBRLX_BROWSER_LLM") == "1" else \
     ("tests/backend/test_smollm2.py", *NATIVE_ONLY)
 IGNORE_ARGS = [f"--ignore={p}" for p in BROWSER_EXCLUDE]
+# The two sessions split the backend suite between them, so that each backend test runs in the
+# browser once: the Worker (the same kernels and runtime; what differs is how Pyodide boots and
+# waits there) takes the runtime, device tensors and loss, debug tools, the models, matmul,
+# subgroup matrices, sampling, decoder ops, the float formats and layouts; the main thread
+# takes every other backend file. Both run the browser-only checks (in_pyodide/).
+# WEBRLX_BROWSER_FULL=1 runs the whole backend suite in both (about 12 more minutes on the
+# 2-core box; WEBRLX_BROWSER_WORKER_FULL=1, its older name, still works).
+WORKER_SLICE = ("tests/browser/in_pyodide", *(f"tests/backend/test_{name}.py" for name in (
+    "runtime", "device_tensor", "device_loss", "debug_tools", "minilm", "models", "matmul",
+    "smat", "sample", "decoder_ops", "quant_formats", "layout")))
+MAIN_SLICE = ("tests/browser/in_pyodide", *(
+    str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests" / "backend").glob("test_*.py"))
+    if str(p.relative_to(ROOT)) not in (*WORKER_SLICE, *BROWSER_EXCLUDE)))
+FULL = "1" in (os.environ.get("WEBRLX_BROWSER_FULL"), os.environ.get("WEBRLX_BROWSER_WORKER_FULL"))
+MODE_PATHS = {"main": SUITE_PATHS if FULL else MAIN_SLICE,
+              "worker": SUITE_PATHS if FULL else WORKER_SLICE}
+# WEBRLX_BROWSER_ONLY=path,path runs just those test files or folders in both (while working
+# on them; the default suite runs the above)
+if os.environ.get("WEBRLX_BROWSER_ONLY"):
+    MODE_PATHS = dict.fromkeys(MODES, tuple(os.environ["WEBRLX_BROWSER_ONLY"].split(",")))
+
 
 # in_pyodide/ imports `js`: it runs only inside the browser, through the runner.
 collect_ignore = ["in_pyodide"]
@@ -192,6 +197,12 @@ def browser_suite(browser_python: Any, web_server: str, web_assets: WebAssets) -
         out = ROOT / "build" / f"browser-{mode}-slowest.txt"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("".join(f"{r.get('seconds', 0):9.2f} s  {nodeid}\n" for nodeid, r in slow))
+        per_file: dict[str, float] = {}
+        for nodeid, r in suite["results"].items():
+            per_file[nodeid.split("::")[0]] = per_file.get(nodeid.split("::")[0], 0.0) + \
+                r.get("seconds", 0)
+        (ROOT / "build" / f"browser-{mode}-files.txt").write_text("".join(
+            f"{s:9.2f} s  {f}\n" for f, s in sorted(per_file.items(), key=lambda kv: -kv[1])))
         return suite
 
     return run

@@ -31,3 +31,17 @@ def test_browser_collects_what_native_collects(mode: str, browser_suite: Any,
     extra = {k: results[k]["longrepr"][:2000] for k in sorted(set(results) - want)}
     assert not missing and not extra, f"in the browser ({mode}): not collected {missing}; " \
                                       f"collected only there (or errors) {extra}"
+
+
+def test_the_two_sessions_cover_the_backend_suite_once() -> None:
+    """By default each backend file runs in exactly one browser session, or is native-only."""
+    from tests.browser import conftest as c
+
+    backend = {str(p.relative_to(c.ROOT)) for p in (c.ROOT / "tests" / "backend").glob("test_*.py")}
+    worker = set(c.WORKER_SLICE) - {"tests/browser/in_pyodide"}
+    main = set(c.MAIN_SLICE) - {"tests/browser/in_pyodide"}
+    assert worker <= backend, f"the Worker's slice names files that are gone: {worker - backend}"
+    assert not worker & main, f"in both sessions: {worker & main}"
+    assert worker | main | set(c.BROWSER_EXCLUDE) == backend, \
+        f"in no browser session: {backend - worker - main - set(c.BROWSER_EXCLUDE)}"
+    assert all("tests/browser/in_pyodide" in s for s in (c.MAIN_SLICE, c.WORKER_SLICE))

@@ -14,10 +14,14 @@ from notebook_check import NOTEBOOKS, ROOT
 
 from webrlx.cli.lite import build_site
 
-# Notebooks whose JupyterLite run is a long model run (SmolLM2 through SwiftShader: about 10
-# minutes on a 2-core box): opt-in with WEBRLX_BROWSER_LLM=1, as the browser suite's SmolLM2
-# tests; they always run in the native kernel.
-LONG_IN_LITE = () if os.environ.get("WEBRLX_BROWSER_LLM") == "1" else ("smollm2_generate.ipynb",)
+# Notebooks whose JupyterLite run is a long model run: SmolLM2 through SwiftShader (about 10
+# minutes on a 2-core box), opt-in with WEBRLX_BROWSER_LLM=1 as the browser suite's SmolLM2
+# tests; the digits CNN's 20 epochs (70 s; training in a browser Worker is
+# tests/browser/test_train_page.py's, 20 s), opt-in with WEBRLX_LITE_ALL=1, which runs every
+# notebook there. They always run in the native kernel.
+LONG_IN_LITE = (() if os.environ.get("WEBRLX_LITE_ALL") == "1" else ("train_digits.ipynb",)) + \
+    (() if "1" in (os.environ.get("WEBRLX_BROWSER_LLM"), os.environ.get("WEBRLX_LITE_ALL"))
+     else ("smollm2_generate.ipynb",))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
