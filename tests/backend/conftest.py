@@ -30,8 +30,8 @@ def backend(request: pytest.FixtureRequest):  # noqa: ANN201
 # Pyodide (and when collecting the node ids the browser must reproduce) it runs only for the
 # files where wasm32 (32-bit indices, its own numpy build) could change its results: bit-level
 # block decoding, integer elementwise ops, the sampler's u32 hashing, NaN/inf handling and the
-# runtime. That takes about 1,000 items off each in-browser session (~4 of the default run's
-# 41 minutes); WEBRLX_BROWSER_REFERENCE=1 runs every reference test there too.
+# runtime. That took about 1,000 items off each in-browser session (~4 minutes of a default
+# run that then took 41); WEBRLX_BROWSER_REFERENCE=1 runs every reference test there too.
 BROWSER_REFERENCE_FILES = ("test_quant_formats.py", "test_elementwise.py", "test_sample.py",
                            "test_nan_inf.py", "test_runtime.py")
 
