@@ -391,7 +391,7 @@ def test_path_is_mapped_and_release_keeps_views(tmp_path: Path) -> None:
 
 
 def test_progress_reports_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import webrlx.models.gguf as mod
+    import webrlx.models.safetensors as mod  # the chunked reader both loaders use
 
     monkeypatch.setattr(mod, "CHUNK_BYTES", 100)
     good = sample()

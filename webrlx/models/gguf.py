@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import quant
-from .safetensors import CHUNK_BYTES, Progress
+from .safetensors import Progress, read_file
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)  # v1 used 32-bit counts and lengths; v2 and v3 read alike (v3 allows BE)
@@ -379,26 +379,6 @@ def _as_bytes(source: Any) -> Any:
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
-def _read_file(path: str | os.PathLike[str], progress: Progress | None) -> bytearray:
-    """Read a whole file into one bytearray in chunks, reporting progress."""
-    with open(path, "rb") as f:
-        total = os.fstat(f.fileno()).st_size
-        buf = bytearray(total)
-        view = memoryview(buf)
-        done = 0
-        if progress is not None:
-            progress(0, total)
-        while done < total:
-            n = f.readinto(view[done : done + CHUNK_BYTES])
-            if not n:
-                raise GGUFError(f"gguf: {os.fspath(path)}: file shrank while reading: got "
-                                f"{done} of {total} bytes")
-            done += n
-            if progress is not None:
-                progress(done, total)
-    return buf
-
-
 def _map_file(path: str | os.PathLike[str]) -> mmap.mmap | None:
     """Map a file copy-on-write (writable views, the file untouched); None where mmap cannot
     (Pyodide, an empty file, no madvise): the caller reads it instead."""
@@ -430,7 +410,7 @@ def load(source: str | os.PathLike[str] | bytes | bytearray | memoryview,
         where = os.fspath(source)
         buf: Any = _map_file(source) if progress is None else None
         if buf is None:
-            buf = _read_file(source, progress)
+            buf = read_file(source, progress, GGUFError, "gguf.load")
     else:
         where = "<bytes>"
         buf = _as_bytes(source)

@@ -101,8 +101,11 @@ def read_header(source: str | os.PathLike[str] | bytes | bytearray | memoryview)
     return _parse_header(view[8 : 8 + n], where)
 
 
-def _read_file(path: str | os.PathLike[str], progress: Progress | None) -> bytearray:
-    """Read a whole file into one bytearray in chunks, reporting progress."""
+def read_file(path: str | os.PathLike[str], progress: Progress | None,
+              error: Callable[[str], Exception] = ValueError,
+              who: str = "load_safetensors") -> bytearray:
+    """Read a whole file into one bytearray in CHUNK_BYTES pieces, reporting progress(done,
+    total); a file that shrinks while read raises error("<who>(<path>): file shrank ...")."""
     with open(path, "rb") as f:
         total = os.fstat(f.fileno()).st_size
         buf = bytearray(total)
@@ -113,10 +116,8 @@ def _read_file(path: str | os.PathLike[str], progress: Progress | None) -> bytea
         while done < total:
             n = f.readinto(view[done : done + CHUNK_BYTES])
             if not n:
-                raise ValueError(
-                    f"load_safetensors({os.fspath(path)!r}): file shrank while reading: "
-                    f"got {done} of {total} bytes"
-                )
+                raise error(f"{who}({os.fspath(path)!r}): file shrank while reading: "
+                            f"got {done} of {total} bytes")
             done += n
             if progress is not None:
                 progress(done, total)
@@ -139,7 +140,7 @@ def load_safetensors(
     """
     if isinstance(source, (str, os.PathLike)):
         where = f"load_safetensors({os.fspath(source)!r})"
-        view = memoryview(_read_file(source, progress))
+        view = memoryview(read_file(source, progress))
     else:
         where = "load_safetensors(<bytes>)"
         view = _as_bytes_view(source)
