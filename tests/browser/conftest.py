@@ -4,6 +4,7 @@ inside each (browser_suite). Assets are built on first use (cached; see webrlx.c
 """
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import os
@@ -197,12 +198,11 @@ def browser_suite(browser_python: Any, web_server: str, web_assets: WebAssets) -
         out = ROOT / "build" / f"browser-{mode}-slowest.txt"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("".join(f"{r.get('seconds', 0):9.2f} s  {nodeid}\n" for nodeid, r in slow))
-        per_file: dict[str, float] = {}
+        per_file: collections.Counter[str] = collections.Counter()
         for nodeid, r in suite["results"].items():
-            per_file[nodeid.split("::")[0]] = per_file.get(nodeid.split("::")[0], 0.0) + \
-                r.get("seconds", 0)
+            per_file[nodeid.split("::")[0]] += r.get("seconds", 0)
         (ROOT / "build" / f"browser-{mode}-files.txt").write_text("".join(
-            f"{s:9.2f} s  {f}\n" for f, s in sorted(per_file.items(), key=lambda kv: -kv[1])))
+            f"{s:9.2f} s  {f}\n" for f, s in per_file.most_common()))
         return suite
 
     return run

@@ -19,9 +19,11 @@ from webrlx.cli.lite import build_site
 # tests; the digits CNN's 20 epochs (70 s; training in a browser Worker is
 # tests/browser/test_train_page.py's, 20 s), opt-in with WEBRLX_LITE_ALL=1, which runs every
 # notebook there. They always run in the native kernel.
-LONG_IN_LITE = (() if os.environ.get("WEBRLX_LITE_ALL") == "1" else ("train_digits.ipynb",)) + \
-    (() if "1" in (os.environ.get("WEBRLX_BROWSER_LLM"), os.environ.get("WEBRLX_LITE_ALL"))
-     else ("smollm2_generate.ipynb",))
+LITE_ALL = os.environ.get("WEBRLX_LITE_ALL") == "1"
+LONG_IN_LITE = tuple(name for name, asked in (
+    ("train_digits.ipynb", LITE_ALL),
+    ("smollm2_generate.ipynb", LITE_ALL or os.environ.get("WEBRLX_BROWSER_LLM") == "1"))
+    if not asked)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
