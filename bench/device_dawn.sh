@@ -1336,6 +1336,102 @@ prefab)
   prefill_summary $OUT/ab-new.json $OUT/ab-old.json
   cat $OUT/err.txt $OUT/*.err 2> /dev/null | grep -i "error" | tail -3
   ;;
+narrowab)
+  # the narrow / deep fused tile shapes (smat.FUSED_TUNED_ONLY, 2026-11-29): their tests under
+  # Dawn, the autotuner's picks for the SmolLM2-shaped Q4_1 file's 128-token prefill with them
+  # offered, then that prefill with the shipped table (on) and with those picks, alternating
+  # for $ROUNDS rounds; setup carrying .big/llvk.so.xz (the file)
+  O=$D/out-narrowab && mkdir -p $O
+  dawn_limit ${TEST_LIMIT:-200} pytest -q -x tests/backend/test_smat.py -k "fused_prefill" \
+    > $O/test-narrow-dawn.txt 2>&1
+  grep -E "passed|failed|^FAILED|^E " $O/test-narrow-dawn.txt | cut -c 1-400 | head -12
+  smollm2_q41 $O/err.txt
+  timeout ${TUNE_LIMIT:-200} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
+--dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b -- python \
+tools/make_tune_tables.py --here --models gguf --gguf $SMOLLM2_Q41 --prompts 128" \
+    > $O/tune-smollm2-nvidia.json 2> $O/tune.err
+  tail -c 300 $O/tune.err; tail -1 $O/tune-smollm2-nvidia.json > /tmp/llm_1b/picks.json
+  python3 -c "import json, sys; t = json.load(open(sys.argv[1])); t = t.get('table', t); \
+[print(k.split(' [')[0], v) for k, v in t.items() if '_smat_' in str(v)]" /tmp/llm_1b/picks.json \
+    | head -20
+  for r in $(seq ${ROUNDS:-3}); do
+    prefill_dawn $O/smollm2-dawn-on.json
+    prefill_dawn $O/smollm2-dawn-picks.json --picks /tmp/llm_1b/picks.json
+  done
+  prefill_summary $O/smollm2-dawn-on.json $O/smollm2-dawn-picks.json
+  cat $O/err.txt $O/*.err 2> /dev/null | grep -v "^{" | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
+  tar czf $OUT/narrowab.tgz -C $O .
+  ;;
+qkvshapes)
+  # q/k/v's prefill kernel (quant/qmatmul_smat_qkv.wgsl) is never timed by the autotuner (it
+  # writes the live KV caches): the SmolLM2-shaped Q4_1 file's 128-token prefill under Dawn
+  # with every fused projection forced to each shape of $SHAPES (and the default), its kernels'
+  # times; setup carrying .big/llvk.so.xz (the file)
+  O=$D/out-qkvshapes && mkdir -p $O
+  smollm2_q41 $O/err.txt
+  for sh in on ${SHAPES:-}; do DECODE=4 prefill_dawn $O/smollm2-dawn-$sh.json --smat $sh; done
+  for sh in on ${SHAPES:-}; do python3 -c "import json, sys; \
+[print(sys.argv[2], d['prefill']['wall_ms'], d['prefill']['gpu_ms'], \
+{k: v for k, v in d['prefill']['kernels'].items() if '[q+k+v]' in k or '[res]' in k}) \
+for d in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith('{')))]" \
+    $O/smollm2-dawn-$sh.json $sh || tail -c 300 $O/smollm2-dawn-$sh.err; done
+  tar czf $OUT/qkvshapes.tgz -C $O .
+  ;;
+stateab)
+  # the autotuner timing the calls that bind a KV cache on stand-ins (runtime/plan.
+  # TIME_STATE_CALLS, 2026-11-29) against never timing them (off): the SmolLM2-shaped Q4_1
+  # file's 128-token prefill, decode and Engine steps at 1 and 8 sequences natively (a fresh
+  # autotune cache each run), $ROUNDS rounds alternating; under Dawn a tune run with them
+  # timed, then the prefill with its picks against the shipped table; then the 1B-shaped
+  # Q4_K_M file's Engine steps natively both ways; setup carrying .big/llvk.so.xz
+  O=$D/out-stateab && mkdir -p $O
+  smollm2_q41 $O/err.txt
+  for r in $(seq ${ROUNDS:-2}); do
+    for ts in off gpu; do
+      HOME=$(mktemp -d) prefill_native $O/smollm2-native-$ts.json --tune-states $ts --sizes 1,8
+    done
+  done
+  prefill_summary $O/smollm2-native-off.json $O/smollm2-native-gpu.json
+  for ts in off gpu; do engine_summary native-$ts $O/smollm2-native-$ts.json 4; done
+  timeout ${TUNE_LIMIT:-200} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
+--dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b -- python \
+tools/make_tune_tables.py --here --models gguf --gguf $SMOLLM2_Q41 --prompts 16,48,128" \
+    > $O/tune-smollm2-nvidia.json 2> $O/tune.err
+  tail -c 300 $O/tune.err; tail -1 $O/tune-smollm2-nvidia.json > /tmp/llm_1b/picks.json
+  python3 -c "import json, sys; t = json.load(open(sys.argv[1])); t = t.get('table', t); \
+[print(k.split(' [')[0], v) for k, v in t.items() if 'qkv' in k]" /tmp/llm_1b/picks.json
+  for r in $(seq ${ROUNDS:-2}); do
+    prefill_dawn $O/smollm2-dawn-on.json --sizes 1,8
+    prefill_dawn $O/smollm2-dawn-picks.json --picks /tmp/llm_1b/picks.json --sizes 1,8
+  done
+  prefill_summary $O/smollm2-dawn-on.json $O/smollm2-dawn-picks.json
+  for v in on picks; do engine_summary dawn-$v $O/smollm2-dawn-$v.json 4; done
+  if [ -n "${ONEB:-}" ]; then
+    llama_1b $O/err.txt
+    for ts in off gpu; do
+      (cd $S && HOME=$(mktemp -d) timeout 150 python3 bench/probes/llm_1b_profile_probe.py \
+        --model $LLAMA_1B --prefill 512 --sizes 1,8 --top 6 --tune-states $ts \
+        >> $O/llm1b-native-$ts.json 2>> $O/llm1b-native-$ts.err)
+      engine_summary 1b-native-$ts $O/llm1b-native-$ts.json 4
+    done
+  fi
+  cat $O/err.txt $O/*.err 2> /dev/null | grep -v "^{" | grep -iv "^ \|warn\|llama_\|^\[\|^:\|subgroupMatrix\|\^" | tail -4
+  tar czf $OUT/stateab.tgz -C $O .
+  ;;
+shipcheck)
+  # the wheel as it ships (its nvidia table): the KV-cache tuning and fused-prefill tests under
+  # Dawn, then the SmolLM2-shaped Q4_1 file's 128-token prefill, decode and Engine steps under
+  # Dawn on the shipped table, $ROUNDS runs; setup carrying .big/llvk.so.xz (the file)
+  O=$D/out-shipcheck && mkdir -p $O
+  dawn_limit ${TEST_LIMIT:-200} pytest -q -x tests/backend/test_quant.py \
+    tests/backend/test_smat.py -k "stand_ins or fused_prefill" > $O/test-dawn.txt 2>&1
+  grep -E "passed|failed|^FAILED|^E " $O/test-dawn.txt | cut -c 1-400 | head -12
+  smollm2_q41 $O/err.txt
+  for r in $(seq ${ROUNDS:-2}); do prefill_dawn $O/smollm2-dawn-shipped.json --sizes 1,8; done
+  prefill_summary $O/smollm2-dawn-shipped.json
+  engine_summary dawn-shipped $O/smollm2-dawn-shipped.json 4
+  tar czf $OUT/shipcheck.tgz -C $O .
+  ;;
 benchall)
   O=$D/out-benchall && mkdir -p $O && minilm_random $O/err.txt
   F=${FAMILIES:-matmul,f16,chain,io,rows,attention,minilm,train}

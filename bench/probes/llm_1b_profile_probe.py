@@ -110,7 +110,12 @@ def main() -> None:
     ap.add_argument("--device", default="first", choices=("first", "none"),
                     help="none: llm.load(device=None), as before 6420ee7 (the A/B of a Dawn "
                     "prefill wall that grew from 34.7 to 52.8 ms with the same GPU ms)")
+    ap.add_argument("--tune-states", default="gpu", choices=("gpu", "all", "off"),
+                    help="which adapters time the calls that bind a KV cache, on stand-ins "
+                    "(runtime/plan.TIME_STATE_CALLS; off: never, as before 2026-11-29)")
     a = ap.parse_args()
+    from webrlx.runtime import plan as plan_mod
+    plan_mod.TIME_STATE_CALLS = a.tune_states
     kernels.READ_ONLY_BINDINGS = a.read_only == "on"
     if a.smat != "on":
         smat.MODE = a.smat
@@ -145,6 +150,7 @@ def main() -> None:
                            "picks": a.picks, "qsplit": a.qsplit, "rpt_rq": a.rpt_rq,
                            "dequant_first": a.dequant_first, "dequant_min_m": a.dequant_min_m,
                            "int8": a.int8, "mmq_group": a.mmq_group,
+                           "tune_states": a.tune_states,
                            "int8_available": smat.available_i8(lm.device.info)}
     ids = [int(t) for t in np.random.default_rng(0).integers(0, 256, a.prefill)]
     walls = []

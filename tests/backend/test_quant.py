@@ -479,6 +479,48 @@ def test_qkv_of_mixed_formats(backend, formats, variant, monkeypatch):
             assert ran and all(n_.endswith(variant[1:]) for n_ in ran), ran
 
 
+def test_kv_cache_writers_are_timed_on_stand_ins(backend, tmp_path, monkeypatch):
+    """The autotuner times the calls that write the KV caches (q/k/v's fused GEMV) with
+    scratch buffers bound in place of the caches (runtime/plan.TIME_STATE_CALLS): such a call
+    gets a timed pick, no trial run binds a live cache, and q and both caches still match the
+    reference at two decode positions."""
+    from webrlx.runtime import autotune
+    from webrlx.runtime import plan as plan_mod
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", True)
+    monkeypatch.setattr(autotune, "CACHE_FILE", tmp_path / "tune.json")
+    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_loaded", True)
+    monkeypatch.setattr(plan_mod, "TIME_STATE_CALLS", "all")
+    trials: list[list[object]] = []
+    real_timer = autotune.timer
+
+    def spy(backend_, entries, cold=False, fit=None):   # noqa: ANN001, ANN202
+        trials.append([e[0] for e in entries])
+        return real_timer(backend_, entries, cold, fit)
+    monkeypatch.setattr(autotune, "timer", spy)
+    k, hd, heads, kv, cap = 256, 16, 4, 2, 32
+    arrays = {n_: quant.words(quant.random_blocks("q4_k", rows, k, seed=i, scale=0.05))
+              for i, (n_, rows) in enumerate((("wq", heads * hd), ("wk", kv * hd),
+                                              ("wv", kv * hd)))}
+    arrays["g"] = rand(k, seed=5) + 1.5
+    g = wr.Graph()
+    x = g.input("x", (1, 1, k))
+    pos = g.input("pos", (1,), "int32")
+    p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
+    q, kc, vc = qkv_into_caches(g, nn.rms_norm(x, p["g"], 1e-5), p, ("q4_k",) * 3, k, heads,
+                                kv, hd, cap, pos)
+    exe = run_like_reference(backend, g, [q * 1.0, kc * 1.0, vc * 1.0], arrays, (1, 1, k),
+                             (3, 30), scaled=True)
+    if backend.name == "reference":
+        return
+    plan = exe.plan({})
+    live = {id(plan.where[b.id][0]) for b in plan.program.states.values()}
+    assert len(live) == 2 and trials
+    assert not any(id(buf) in live for entries in trials for buf in entries)
+    timed = autotune.table(backend.info.tune_name)
+    assert len([key for key in timed if key.startswith("qgemv_qkv")]) == 1, sorted(timed)
+
+
 @pytest.mark.parametrize("window,storage,gpu_path", [(0, None, False), (40, None, False),
                                                     (0, 8192, False), (0, None, True),
                                                     (40, None, True)], ids=str)

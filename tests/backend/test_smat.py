@@ -5,6 +5,8 @@ elsewhere forcing one raises SubgroupMatrixUnavailable naming the missing featur
 device usable, and the default never offers them."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from helpers import kernel_spy, qkv_into_caches, rand, run_graph
@@ -347,7 +349,7 @@ def test_fused_prefill_each_shape(backend, shape, monkeypatch):
         return
     names = [sh.name for sh in smat.FUSED_SHAPES]
     fmts = QFORMATS if shape == names[0] else [QFORMATS[names.index(shape) % len(QFORMATS)]]
-    label = "_smat_" + shape.removeprefix("matmul_smat_").replace("_s2x2", "")
+    label = "_smat_" + re.sub(r"_s\d+x\d+", "", shape.removeprefix("matmul_smat_"))
     sh = smat.FUSED_SHAPES[names.index(shape)]
     k, ffn = (256, 512) if 256 % sh.bk == 0 else (768, 1536)    # (K a whole number of steps)
     for fmt in fmts:

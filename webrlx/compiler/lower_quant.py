@@ -313,8 +313,11 @@ def fused_smat_rank(shape: smat.SmatShape, m: int, n: int) -> tuple[int, int, in
     tiles with at least FUSED_SMAT_WORKGROUPS workgroups, else the most workgroups; a k step of
     64 first (the K loop waits on each step's loads: a SmolLM2-shaped 128-token prefill under
     Dawn on an H100 took 4.99 GPU ms with every projection at 32x32 k64, 7.01 at k32 and 5.57
-    at k96, bench/results/2026-11-28-h100-dawn-fused-smat-prefill.json), then the shorter."""
+    at k96, bench/results/2026-11-28-h100-dawn-fused-smat-prefill.json), then the shorter;
+    smat.FUSED_TUNED_ONLY last (offered to the autotuner, never the default)."""
     wgs = -(-m // shape.bm) * -(-n // shape.bn)
+    if shape in smat.FUSED_TUNED_ONLY:
+        return (2, -wgs, shape.bk != 64, shape.bk)
     if wgs >= FUSED_SMAT_WORKGROUPS:
         return (0, -shape.bm * shape.bn, shape.bk != 64, shape.bk)
     return (1, -wgs, shape.bk != 64, shape.bk)

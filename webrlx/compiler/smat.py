@@ -74,9 +74,16 @@ SHAPES = (SmatShape(2, 4, 4, 2), SmatShape(2, 2, 4, 4), SmatShape(4, 2, 2, 4),
 # for the fused projections of prefills of at most fuse.GEMV_MAX_M rows (a SmolLM2 128-token
 # prefill: q / o 128x576x576 make 18 workgroups of 64x64 tiles, 72 of 32x32, on a GPU of 132
 # SMs); lower_quant.fused_smat_rank orders them
+# FUSED_TUNED_ONLY (32x16, 16x16; k 128 / 192) are for the residual projections (o, down:
+# N = 576 at SmolLM2's width), whose 72 workgroups of 32x32 each wait on 9-24 serial k steps
+# (about 20 us a call on an H100 for 42-113 MFLOP): more workgroups and fewer, fuller steps.
+# Only the autotuner picks them (lower_quant.fused_smat_rank ranks them last). The deepest do
+# not fit with SwiGLU's second tiles (fused_workgroup_bytes: left out there).
+FUSED_TUNED_ONLY = (SmatShape(2, 1, 1, 1, 96), SmatShape(2, 1, 1, 1, 192),
+                    SmatShape(1, 1, 1, 1, 96), SmatShape(2, 2, 1, 1, 128))
 FUSED_SHAPES = (SmatShape(2, 2, 1, 1), SmatShape(2, 2, 1, 1, 64), SmatShape(2, 2, 1, 1, 96),
                 SmatShape(2, 2, 1, 2), SmatShape(2, 2, 1, 2, 64), SmatShape(2, 2, 2, 1),
-                SmatShape(2, 2, 2, 2))
+                SmatShape(2, 2, 2, 2), *FUSED_TUNED_ONLY)
 
 
 def fused_prefills(info: DeviceInfo | None) -> bool:

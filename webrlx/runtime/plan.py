@@ -18,6 +18,17 @@ from . import autotune
 from .device_tensor import DeviceTensor, HandleSlot
 
 UNIFORM_WORDS_ALIGN = 4   # a uniform struct's size is a multiple of 16 bytes
+# A call that binds a state (a KV cache that the fused GEMVs write and attention reads) is
+# timed with each state binding swapped for a scratch buffer of the binding's size: its trial
+# runs must not write stale rows into a live cache. Before 2026-11-29 such calls were never
+# timed, so q/k/v's GEMV (decode) and tensor-core kernel (prefill) always ran the compiler's
+# default. Bindings over STATE_SCRATCH_MAX bytes are still not timed (the table's or the
+# default pick): tuning never doubles a big cache. TIME_STATE_CALLS: "gpu" on hardware
+# adapters only (on lavapipe, timing them added 125 s to three model test files, 391 -> 516 s,
+# where the software defaults are measured choices: lower_quant.gemv_shape), "all", or "off"
+# (the old rule).
+TIME_STATE_CALLS = "gpu"
+STATE_SCRATCH_MAX = 64 << 20
 
 
 def _no_timing(variant: Any) -> None:
@@ -131,26 +142,51 @@ class Plan:
                                    for v in ([pick] if pick else autotune.options(c))])
         self.timings["pipelines_s"] = time.perf_counter() - t0
         state_ids = {b.id for b in self.program.states.values()}
+        scratch: dict[tuple[int, int, int], Any] = {}     # a state binding -> its stand-in
         for c, off, words, pick, names, bound in zip(calls, offsets, blocks, picks,
                                                      call_names, call_entries):
             entries = bound + [(self.uniform, off, words.nbytes)]
             if pick is None:
                 t0 = time.perf_counter()
                 # quantized kernels stream a model's weights: timed with cold caches; a call
-                # that binds a state (a KV cache a fused GEMV writes) is not timed: its trial
-                # runs would write stale rows into a live cache (the table's or default pick)
-                timer = autotune.timer(backend, entries, cold=c.shader.startswith("quant/"),
+                # that binds a state, on stand-ins for the states (TIME_STATE_CALLS)
+                trial = self._trial_entries(c, bound, state_ids, scratch)
+                timer = autotune.timer(backend, (trial or bound) + entries[len(bound):],
+                                       cold=c.shader.startswith("quant/"),
                                        fit=functools.partial(_for_dispatch, names=names,
-                                                             entries=bound))
+                                                             entries=trial or bound))
                 pick = autotune.choose(backend.info.tune_name, c,
-                                       _no_timing if any(b.id in state_ids for b in c.buffers)
-                                       else timer)
+                                       _no_timing if trial is None else timer)
                 self.timings["tune_s"] += time.perf_counter() - t0
             v = _for_dispatch(pick, names, bound)
             self.ran.append(v.name)
             pipe = backend.pipeline(v.source, "main", v.overrides)
             dispatches.append(Dispatch(pipe, backend.bind_group(pipe, entries), v.grid))
+        if scratch:
+            backend.release(list(scratch.values()))
         return dispatches
+
+    def _trial_entries(self, c: Any, bound: list[tuple[Any, int, int]], state_ids: set[int],
+                       scratch: dict[tuple[int, int, int], Any]
+                       ) -> list[tuple[Any, int, int]] | None:
+        """Call c's bindings for the autotuner's trial runs: `bound`, with each state binding
+        swapped for a scratch buffer of its size (one per distinct binding, so a binding bound
+        twice stays one buffer); None: not to be timed (a state binding over
+        STATE_SCRATCH_MAX, or TIME_STATE_CALLS ruling this adapter out)."""
+        rule = TIME_STATE_CALLS
+        timed = rule == "all" or (rule == "gpu" and not self.backend.info.software)
+        out = []
+        for b, (buf, off, size) in zip(c.buffers, bound):
+            if b.id not in state_ids:
+                out.append((buf, off, size))
+                continue
+            if not timed or size > STATE_SCRATCH_MAX:
+                return None
+            key = (id(buf), off, size)
+            if key not in scratch:
+                scratch[key] = self.backend.create_buffer(size, "storage")
+            out.append((scratch[key], 0, size))
+        return out
 
     def _entry(self, c: Any, i: int) -> tuple[Any, int, int]:
         """(buffer, offset, size) of binding i of call c: a window (split.py) or the whole."""
