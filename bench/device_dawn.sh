@@ -142,6 +142,9 @@
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
+#   narrowab, qkvshapes, stateab, shipcheck (2026-11-29): the fused prefill's new tile shapes
+#           tuned, q/k/v's prefill kernel per shape, the KV-cache calls timed on stand-ins
+#           against not, and the shipped table checked; each described at its stage
 set -uo pipefail
 export D=/tmp/dawn
 export S=$D/snap                    # the snapshot: `git archive HEAD`, the wheel built from it

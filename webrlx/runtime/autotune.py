@@ -12,6 +12,9 @@ shapes), pick one. In order:
    the variants a call offered when it was made; a call that now offers more keeps the pick
    of the largest set it still offers whole (the new variants wait for the next table);
 5. the compiler's default (a heuristic by shape and adapter kind).
+A call that binds a state (a KV cache a fused GEMV writes) is timed on stand-in buffers of
+the state's size, so its trial runs never write a live cache; on software adapters such calls
+keep the table's or the default pick (runtime/plan.TIME_STATE_CALLS).
 Timing is on natively and OFF in the browser: on a page it would compile every variant and time
 it on the critical path of the first run (52 s of a 70 s first MiniLM run on SwiftShader). Turn
 it on there with `enable(True)` (e.g. in the background after a first result is shown); what it
