@@ -85,7 +85,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let col0 = enter(wid.x) * BN;
     if (NORM) {                                       // 1/rms of rows row0 .. row0 + BM
         // TR threads a row, each summing every TR-th vec4 of it, UN loads in flight (a loop of
-        // one load an iteration waited on each: 36 in a row at 32-row tiles, K = 576)
+        // one load an iteration waited on each: 36 in a row at 32-row tiles, K = 576). UN = 16
+        // was slower on an H200 under Dawn (2026-11-29, SmolLM2-shaped 128-token prefill:
+        // q+k+v 0.882 -> 0.889 ms, SwiGLU 0.729 -> 0.745; bench/results/
+        // 2026-11-29-h200-dawn-qsmat-norm-loads-16-tried.json)
         let k4 = p.K / 4u;
         let r = min(row0 + tid / TR, p.M - 1u) * k4;
         var sq = vec4<f32>(0.0);
