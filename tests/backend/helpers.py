@@ -126,18 +126,20 @@ def force_subgroup_rows(monkeypatch: Any, backend: Any) -> tuple[int, list[int]]
 
 def qkv_into_caches(g: Any, h: Any, p: dict[str, Any], fmts: tuple[str, str, str], k: int,
                     heads: int, kv: int, hd: int, cap: int, pos: Any, slots: int = 1,
-                    base: float = 10000.0, factors: tuple[float, ...] = ()) -> tuple[Any, ...]:
+                    base: float = 10000.0, factors: tuple[float, ...] = (), layer: str = ""
+                    ) -> tuple[Any, ...]:
     """A decoder layer's attention inputs from h (B, S, k) through quantized p["wq"], p["wk"],
     p["wv"] (block formats fmts): q roped; k roped and v written into graph g's KV cache states
-    "kc" / "vc" (slots, kv, cap, hd) at pos. Returns (q, kc, vc)."""
+    "kc" / "vc" (slots, kv, cap, hd; their names suffixed with `layer`) at pos. Returns
+    (q, kc, vc)."""
     from webrlx import nn
     b = h.shape[0]
     q = nn.rope(nn.qlinear(h, p["wq"], fmts[0], heads * hd, k).reshape(b, -1, heads, hd), pos,
                 base, factors=factors)
     kr = nn.rope(nn.qlinear(h, p["wk"], fmts[1], kv * hd, k).reshape(b, -1, kv, hd), pos, base,
                  factors=factors)
-    kc = nn.cache_write(g.state("kc", (slots, kv, cap, hd)), kr, pos)
-    vc = nn.cache_write(g.state("vc", (slots, kv, cap, hd)),
+    kc = nn.cache_write(g.state("kc" + layer, (slots, kv, cap, hd)), kr, pos)
+    vc = nn.cache_write(g.state("vc" + layer, (slots, kv, cap, hd)),
                         nn.qlinear(h, p["wv"], fmts[2], kv * hd, k).reshape(b, -1, kv, hd), pos)
     return q, kc, vc
 

@@ -482,8 +482,9 @@ def test_qkv_of_mixed_formats(backend, formats, variant, monkeypatch):
 def test_kv_cache_writers_are_timed_on_stand_ins(backend, tmp_path, monkeypatch):
     """The autotuner times the calls that write the KV caches (q/k/v's fused GEMV) with
     scratch buffers bound in place of the caches (runtime/plan.TIME_STATE_CALLS): such a call
-    gets a timed pick, no trial run binds a live cache, and q and both caches still match the
-    reference at two decode positions."""
+    gets a timed pick, no trial run binds a live cache, the two layers' calls share their
+    stand-ins (a call's two, not four), and q and the caches still match the reference at two
+    decode positions."""
     from webrlx.runtime import autotune
     from webrlx.runtime import plan as plan_mod
     monkeypatch.setattr(autotune, "TIME_VARIANTS", True)
@@ -499,26 +500,34 @@ def test_kv_cache_writers_are_timed_on_stand_ins(backend, tmp_path, monkeypatch)
         return real_timer(backend_, entries, cold, fit)
     monkeypatch.setattr(autotune, "timer", spy)
     k, hd, heads, kv, cap = 256, 16, 4, 2, 32
-    arrays = {n_: quant.words(quant.random_blocks("q4_k", rows, k, seed=i, scale=0.05))
-              for i, (n_, rows) in enumerate((("wq", heads * hd), ("wk", kv * hd),
-                                              ("wv", kv * hd)))}
-    arrays["g"] = rand(k, seed=5) + 1.5
+    arrays = {"g": rand(k, seed=5) + 1.5}
     g = wr.Graph()
     x = g.input("x", (1, 1, k))
     pos = g.input("pos", (1,), "int32")
-    p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
-    q, kc, vc = qkv_into_caches(g, nn.rms_norm(x, p["g"], 1e-5), p, ("q4_k",) * 3, k, heads,
-                                kv, hd, cap, pos)
-    exe = run_like_reference(backend, g, [q * 1.0, kc * 1.0, vc * 1.0], arrays, (1, 1, k),
-                             (3, 30), scaled=True)
+    p = {"g": g.param("g", (k,), "float32")}
+    outs = []
+    for layer, fmt in (("", "q4_k"), ("2", "q4_1")):   # (another format: timed again)
+        arrays.update({n_ + layer: quant.words(quant.random_blocks(fmt, rows, k, seed=i + 7,
+                                                                    scale=0.05))
+                       for i, (n_, rows) in enumerate((("wq", heads * hd), ("wk", kv * hd),
+                                                        ("wv", kv * hd)))})
+        w = {n_: g.param(n_ + layer, arrays[n_ + layer].shape, arrays[n_ + layer].dtype)
+             for n_ in ("wq", "wk", "wv")}
+        q, kc, vc = qkv_into_caches(g, nn.rms_norm(x, p["g"], 1e-5), w, (fmt,) * 3, k,
+                                    heads, kv, hd, cap, pos, layer=layer)
+        outs += [q * 1.0, kc * 1.0, vc * 1.0]
+    exe = run_like_reference(backend, g, outs, arrays, (1, 1, k), (3, 30), scaled=True)
     if backend.name == "reference":
         return
     plan = exe.plan({})
     live = {id(plan.where[b.id][0]) for b in plan.program.states.values()}
-    assert len(live) == 2 and trials
+    assert len(live) == 4 and trials
     assert not any(id(buf) in live for entries in trials for buf in entries)
+    known = {id(buf) for buf, _ in plan.where.values()} | {id(plan.uniform)}
+    stand_ins = {id(buf) for entries in trials for buf in entries} - known
+    assert len(stand_ins) == 2, len(stand_ins)
     timed = autotune.table(backend.info.tune_name)
-    assert len([key for key in timed if key.startswith("qgemv_qkv")]) == 1, sorted(timed)
+    assert len([key for key in timed if key.startswith("qgemv_qkv")]) == 2, sorted(timed)
 
 
 @pytest.mark.parametrize("window,storage,gpu_path", [(0, None, False), (40, None, False),

@@ -142,7 +142,7 @@ class Plan:
                                    for v in ([pick] if pick else autotune.options(c))])
         self.timings["pipelines_s"] = time.perf_counter() - t0
         state_ids = {b.id for b in self.program.states.values()}
-        scratch: dict[tuple[int, int, int], Any] = {}     # a state binding -> its stand-in
+        scratch: list[tuple[Any, int]] = []     # stand-ins for states: (buffer, bytes)
         for c, off, words, pick, names, bound in zip(calls, offsets, blocks, picks,
                                                      call_names, call_entries):
             entries = bound + [(self.uniform, off, words.nbytes)]
@@ -163,18 +163,21 @@ class Plan:
             pipe = backend.pipeline(v.source, "main", v.overrides)
             dispatches.append(Dispatch(pipe, backend.bind_group(pipe, entries), v.grid))
         if scratch:
-            backend.release(list(scratch.values()))
+            backend.release([buf for buf, _ in scratch])
         return dispatches
 
     def _trial_entries(self, c: Any, bound: list[tuple[Any, int, int]], state_ids: set[int],
-                       scratch: dict[tuple[int, int, int], Any]
+                       scratch: list[tuple[Any, int]]
                        ) -> list[tuple[Any, int, int]] | None:
         """Call c's bindings for the autotuner's trial runs: `bound`, with each state binding
-        swapped for a scratch buffer of its size (one per distinct binding, so a binding bound
-        twice stays one buffer); None: not to be timed (a state binding over
-        STATE_SCRATCH_MAX, or TIME_STATE_CALLS ruling this adapter out)."""
+        swapped for a scratch buffer at least its size: one per distinct binding of the call (a
+        binding bound twice stays one buffer), taken from `scratch`, the plan's pool, which
+        every call reuses (so the stand-ins of a 30-layer cache are a call's few, not 60); None:
+        not to be timed (a state binding over STATE_SCRATCH_MAX, or TIME_STATE_CALLS ruling
+        this adapter out)."""
         rule = TIME_STATE_CALLS
         timed = rule == "all" or (rule == "gpu" and not self.backend.info.software)
+        mine: dict[tuple[int, int, int], Any] = {}      # this call's binding -> its stand-in
         out = []
         for b, (buf, off, size) in zip(c.buffers, bound):
             if b.id not in state_ids:
@@ -183,9 +186,14 @@ class Plan:
             if not timed or size > STATE_SCRATCH_MAX:
                 return None
             key = (id(buf), off, size)
-            if key not in scratch:
-                scratch[key] = self.backend.create_buffer(size, "storage")
-            out.append((scratch[key], 0, size))
+            if key not in mine:
+                free = [i for i, (sb, n) in enumerate(scratch)
+                        if n >= size and all(sb is not v for v in mine.values())]
+                if not free:
+                    scratch.append((self.backend.create_buffer(size, "storage"), size))
+                    free = [len(scratch) - 1]
+                mine[key] = scratch[min(free, key=lambda i: scratch[i][1])][0]
+            out.append((mine[key], 0, size))
         return out
 
     def _entry(self, c: Any, i: int) -> tuple[Any, int, int]:
