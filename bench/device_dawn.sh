@@ -142,9 +142,10 @@
 #   engines bench/engines.py natively, under Dawn, and under Dawn with one FFI call per pass
 #           method (js_webgpu.ONE_CALL_ENCODE = False: the A/B of the one-call encoder), then
 #           the comparisons; MiniLM and SmolLM2 from the stored parts
-#   narrowab, qkvshapes, stateab, shipcheck (2026-11-29): the fused prefill's new tile shapes
-#           tuned, q/k/v's prefill kernel per shape, the KV-cache calls timed on stand-ins
-#           against not, and the shipped table checked; each described at its stage
+#   narrowab, qkvshapes, stateab, shipcheck, poolcheck (2026-11-29): the fused prefill's new
+#           tile shapes tuned, q/k/v's prefill kernel per shape, the KV-cache calls timed on
+#           stand-ins against not, the shipped table checked, the stand-ins' pool checked; each
+#           described at its stage
 set -uo pipefail
 export D=/tmp/dawn
 export S=$D/snap                    # the snapshot: `git archive HEAD`, the wheel built from it
@@ -1434,6 +1435,23 @@ shipcheck)
   prefill_summary $O/smollm2-dawn-shipped.json
   engine_summary dawn-shipped $O/smollm2-dawn-shipped.json 4
   tar czf $OUT/shipcheck.tgz -C $O .
+  ;;
+poolcheck)
+  # the KV-cache stand-ins' pool (runtime/plan._trial_entries): its test under Dawn and
+  # natively on the GPU, then the SmolLM2-shaped Q4_1 file natively with those calls timed (a
+  # fresh autotune cache); setup carrying .big/llvk.so.xz (the file)
+  O=$D/out-poolcheck && mkdir -p $O
+  dawn_limit ${TEST_LIMIT:-200} pytest -q -x tests/backend/test_quant.py -k stand_ins \
+    > $O/test-dawn.txt 2>&1
+  grep -E "passed|failed|^FAILED|^E " $O/test-dawn.txt | cut -c 1-400 | head -8
+  (cd $S && timeout 200 python3 -m pytest -q -x -p no:cacheprovider tests/backend/test_quant.py \
+    -k stand_ins > $O/test-native.txt 2>&1)
+  grep -E "passed|failed|^FAILED|^E " $O/test-native.txt | cut -c 1-400 | head -8
+  smollm2_q41 $O/err.txt
+  HOME=$(mktemp -d) prefill_native $O/smollm2-native-gpu.json --tune-states gpu --sizes 1,8
+  prefill_summary $O/smollm2-native-gpu.json
+  engine_summary native-gpu $O/smollm2-native-gpu.json 4
+  tar czf $OUT/poolcheck.tgz -C $O .
   ;;
 benchall)
   O=$D/out-benchall && mkdir -p $O && minilm_random $O/err.txt
