@@ -210,6 +210,16 @@ prefill_dawn() {                    # (WHEELS=DIR: the wheels of another tree, a
 -- python \
 $PREFILL_PROBE --decode ${DECODE:-64} $*" >> "$f" 2>> "${f%.json}.err"
 }
+# the autotuner's picks for that file's prefills of $2 tokens (and decode, 8 sequences) under
+# Dawn: the run into $1/tune-smollm2-nvidia.json, its table into /tmp/llm_1b/picks.json (what
+# `prefill_dawn ... --picks` reads), errors in $1/tune.err
+tune_smollm2() {
+  timeout ${TUNE_LIMIT:-200} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
+--dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b -- python \
+tools/make_tune_tables.py --here --models gguf --gguf $SMOLLM2_Q41 --prompts $2" \
+    > $1/tune-smollm2-nvidia.json 2> $1/tune.err
+  tail -c 300 $1/tune.err; tail -1 $1/tune-smollm2-nvidia.json > /tmp/llm_1b/picks.json
+}
 prefill_native() {
   local f=$1; shift
   (cd $S && timeout 120 python3 $PREFILL_PROBE --decode ${DECODE:-64} "$@" >> "$f" \
@@ -1297,11 +1307,7 @@ print(kernel('quant/qmatmul_smat_fused', T='f32', \
   smollm2_q41 $O/err.txt
   for v in on off ${SHAPES:-}; do prefill_dawn $O/smollm2-dawn-$v.json --smat $v; done
   if [ -n "${TUNE:-}" ]; then       # the autotuner's picks for its shapes under Dawn, then used
-    timeout ${TUNE_LIMIT:-200} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
---dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b -- python \
-tools/make_tune_tables.py --here --models gguf --gguf $SMOLLM2_Q41 --prompts 128" \
-      > $O/tune-smollm2-nvidia.json 2> $O/tune.err
-    tail -c 300 $O/tune.err; tail -1 $O/tune-smollm2-nvidia.json > /tmp/llm_1b/picks.json
+    tune_smollm2 $O 128
     prefill_dawn $O/smollm2-dawn-picks.json --picks /tmp/llm_1b/picks.json
   fi
   prefill_native $O/smollm2-native.json
@@ -1350,11 +1356,7 @@ narrowab)
     > $O/test-narrow-dawn.txt 2>&1
   grep -E "passed|failed|^FAILED|^E " $O/test-narrow-dawn.txt | cut -c 1-400 | head -12
   smollm2_q41 $O/err.txt
-  timeout ${TUNE_LIMIT:-200} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
---dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b -- python \
-tools/make_tune_tables.py --here --models gguf --gguf $SMOLLM2_Q41 --prompts 128" \
-    > $O/tune-smollm2-nvidia.json 2> $O/tune.err
-  tail -c 300 $O/tune.err; tail -1 $O/tune-smollm2-nvidia.json > /tmp/llm_1b/picks.json
+  tune_smollm2 $O 128
   python3 -c "import json, sys; t = json.load(open(sys.argv[1])); t = t.get('table', t); \
 [print(k.split(' [')[0], v) for k, v in t.items() if '_smat_' in str(v)]" /tmp/llm_1b/picks.json \
     | head -20
@@ -1397,11 +1399,7 @@ stateab)
   done
   prefill_summary $O/smollm2-native-off.json $O/smollm2-native-gpu.json
   for ts in off gpu; do engine_summary native-$ts $O/smollm2-native-$ts.json 4; done
-  timeout ${TUNE_LIMIT:-200} bash -c "$(declare -f dawn); dawn --dawn-flag $DF \
---dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b -- python \
-tools/make_tune_tables.py --here --models gguf --gguf $SMOLLM2_Q41 --prompts 16,48,128" \
-    > $O/tune-smollm2-nvidia.json 2> $O/tune.err
-  tail -c 300 $O/tune.err; tail -1 $O/tune-smollm2-nvidia.json > /tmp/llm_1b/picks.json
+  tune_smollm2 $O 16,48,128
   python3 -c "import json, sys; t = json.load(open(sys.argv[1])); t = t.get('table', t); \
 [print(k.split(' [')[0], v) for k, v in t.items() if 'qkv' in k]" /tmp/llm_1b/picks.json
   for r in $(seq ${ROUNDS:-2}); do

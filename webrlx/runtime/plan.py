@@ -151,12 +151,10 @@ class Plan:
                 # quantized kernels stream a model's weights: timed with cold caches; a call
                 # that binds a state, on stand-ins for the states (TIME_STATE_CALLS)
                 trial = self._trial_entries(c, bound, state_ids, scratch)
-                timer = autotune.timer(backend, (trial or bound) + entries[len(bound):],
-                                       cold=c.shader.startswith("quant/"),
-                                       fit=functools.partial(_for_dispatch, names=names,
-                                                             entries=trial or bound))
-                pick = autotune.choose(backend.info.tune_name, c,
-                                       _no_timing if trial is None else timer)
+                timer = _no_timing if trial is None else autotune.timer(
+                    backend, trial + entries[len(bound):], cold=c.shader.startswith("quant/"),
+                    fit=functools.partial(_for_dispatch, names=names, entries=trial))
+                pick = autotune.choose(backend.info.tune_name, c, timer)
                 self.timings["tune_s"] += time.perf_counter() - t0
             v = _for_dispatch(pick, names, bound)
             self.ran.append(v.name)
