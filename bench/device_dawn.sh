@@ -32,6 +32,8 @@
 #   mmq     the opt-in int8 prefill (quant/qmatmul_mmq.wgsl): its tests under Dawn, the
 #           1B-shaped Q4_K_M prefill with int8 (groups $MMQ_GROUPS) against the f16 tensor-core
 #           kernels and llama.cpp Vulkan, the last logits' distance from native f32's
+#   i8probe int8 x staged for the 8-row Q4_K GEMVs (qgemv_i8_staged_probe.py) beside the
+#           production variants at 8 rows (qgemv_variants_probe.py q4_k q4_k q4_k), natively
 #   qprobe  bench/probes/qsmat_probe.py natively and under Dawn (wall time a call): each
 #           qmatmul_smat tile shape against the tiled kernels on 1B and SmolLM2 prefill shapes
 #   readonly the A/B of read-only storage bindings (kernels.read_only_storage): the 1B-shaped
@@ -1168,6 +1170,20 @@ d.get('int8'), d.get('mmq_group'), d.get('int8_available'))" $f || tail -3 $OUT/
 [print(f, float(np.abs(np.load(f) - n).max() / np.abs(n).max()), \
  int(np.load(f).argmax()), int(n.argmax())) \
  for f in sorted(glob.glob('/tmp/llm_1b/logits-*.npy'))]"
+  ;;
+i8probe)
+  # int8 x for the 8-row decode GEMVs (bench/probes/qgemv_i8_staged_probe.py, natively: x
+  # staged a workgroup as int8) beside production's f32 GEMV variants at 8 rows on the same
+  # Q4_K shapes (bench/probes/qgemv_variants_probe.py q4_k q4_k q4_k)
+  (cd $S && python3 bench/probes/qgemv_i8_staged_probe.py > $OUT/i8-staged.json \
+    2> $OUT/i8-staged.err)
+  (cd $S && python3 bench/probes/qgemv_variants_probe.py q4_k q4_k q4_k > $OUT/variants-q4k.json \
+    2> $OUT/variants-q4k.err)
+  grep " us$" $OUT/i8-staged.err; tail -c 600 $OUT/i8-staged.err
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
+[print(m, k, c['pick'], list(c['us'].items())[:3]) for m in ('m1', 'm8') \
+for k, c in d[m]['calls'].items()]; print(d['m8']['gpu_ms'], d['m8']['by_kernel'])" \
+    $OUT/variants-q4k.json || tail -c 800 $OUT/variants-q4k.err
   ;;
 qprobe)
   (cd $S && python3 bench/probes/qsmat_probe.py > $OUT/qsmat-native.json 2> $OUT/qsmat-native.err)

@@ -322,6 +322,25 @@ def quantize_rows_i8(v: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]
     return q, (amax[:, :, 0] / np.float32(127)).astype(np.float32).T.copy()
 
 
+def quantize_x8(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x rows as the int8 decode GEMVs take them (shaders/quant/qx8.wgsl, llama.cpp's q8_1):
+    int8 per 32 values along k by quantize_rows_i8's rule. Returns (q int8 (r, k), scales
+    float32 (r, k / 32))."""
+    q, s = quantize_rows_i8(x, 32)
+    return q, s.T.copy()
+
+
+def int8_decode_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """What an int8 decode GEMV (shaders/quant/qgemv_i8.wgsl) computes for f32 x (m, k) and the
+    dequantized weight w (n, k): x rounded by quantize_x8, then x8 @ w^T in float64 (the
+    kernel's sums are exact in i32 within a piece; only f32 rounding of the scaled sums is
+    left)."""
+    q, s = quantize_x8(x)
+    m, k = q.shape
+    x8 = (q.astype(np.float64).reshape(m, k // 32, 32) * s[:, :, None]).reshape(m, k)
+    return x8 @ np.asarray(w, np.float64).T
+
+
 def mmq_reference(x: np.ndarray, w: np.ndarray, group: int) -> np.ndarray:
     """What the int8 prefill computes for x (m, k) @ w (n, k)^T, float64: both quantized by
     quantize_rows_i8, each group's integer products exact, scaled by the two rows' scales."""

@@ -11,7 +11,7 @@ from .. import quant
 from ..device_info import DeviceInfo
 from ..graph import Node
 from ..kernels import Kernel, kernel, raw_shader
-from . import fuse, smat
+from . import fuse, int8_decode, smat
 from .emit import EmitContext
 from .fuse import QGemv
 from .lower_decoder import cpu_adapter, rope_freq
@@ -231,6 +231,10 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     bindings = {"x": L.buf(x_id), "w": L.buf(w_id),
                 "bias": L.buf(node.inputs[2]) if has_bias else L.dummy(0), "out": out}
     params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k)}
+    if int8_decode.applies(m, fmt, k, L.dtype(x_id).name, has_bias):   # opt-in int8 x
+        int8_decode.emit(L, bindings["x"], None, bindings["w"], None, None, out, fmt,
+                         format_overrides(fmt), m, n, k, "")
+        return out
     if dequant_first(L.info, m, n, k, L.dtype(x_id).name):   # decoded once, the f32 matmul
         wt = L.temp((k, n), dt.float32)
         L.emit(kernel("quant/qdequant_t"), {"w": bindings["w"], "out": wt},
@@ -373,6 +377,18 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
     if att is not None:                 # x is the attention's output (reshape absorbed)
         x_id = att
         pos = nodes[att].inputs[3] if partials else pos
+    if (not partials and rope is None and cache is None and len(node.inputs) == 2
+            and (q.up is None or nodes[q.up].attrs["format"] == fmt)
+            and int8_decode.applies(m, fmt, k, L.dtype(x_id).name)):
+        what = "+".join(["rms_norm"] * bool(prologue) + ["swiglu"] * (q.up is not None) +
+                        ["res"] * (q.res is not None))
+        int8_decode.emit(L, L.buf(prologue[0] if prologue else x_id),
+                         (L.buf(prologue[1]), prologue[2]) if prologue else None, L.buf(w_id),
+                         L.buf(nodes[q.up].inputs[1]) if q.up is not None else None,
+                         L.buf(q.res) if q.res is not None else None, out, fmt,
+                         format_overrides(fmt), m, n, k, what)
+        L.values[q.last] = out
+        return out
     bindings = {"x": partials[0] if partials else L.buf(prologue[0] if prologue else x_id),
                 "w": L.buf(w_id),
                 "w2": L.buf(nodes[q.up].inputs[1]) if q.up is not None else L.dummy(1),

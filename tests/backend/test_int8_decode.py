@@ -1,0 +1,112 @@
+"""The int8 decode GEMVs (opt-in compiler.int8_decode.INT8_DECODE: quant/qx8.wgsl, then
+quant/qgemv_i8.wgsl) on every backend: a Llama MLP and head of a batched decode step (RMSNorm
+prologue, SwiGLU, residual, plain head) over Q4_K and Q6_K weights, checked against numpy's
+emulation of the same int8 rule (quant.int8_decode_reference at each GEMV) and against the
+float answer. The reference backend keeps its float rules (no int8 there)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_quant_formats import oracle, run_with_names
+
+from webrlx import nn, quant
+from webrlx.compiler import int8_decode
+from webrlx.runtime import autotune
+
+HID, FFN, VOCAB = 512, 768, 200
+
+
+def _qweight(fmt: str, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random fmt blocks (scales of ~1e-4: products of order 1) as words, and in float64."""
+    raw = quant.random_blocks(fmt, n, k, seed=seed, scale=1e-4)
+    return quant.words(raw), oracle(raw, fmt, n, k)
+
+
+def _mlp_and_head(fmt: str, fmt_head: str):
+    def fn(x, wg, wu, wd, wh, g1, g2):
+        h = nn.rms_norm(x, g1, 1e-5)
+        f = nn.qlinear(h, wg, fmt, FFN, HID).silu() * nn.qlinear(h, wu, fmt, FFN, HID)
+        y = x + nn.qlinear(f, wd, fmt, HID, FFN)
+        return y, nn.qlinear(nn.rms_norm(y, g2, 1e-5), wh, fmt_head, VOCAB, HID)
+    return fn
+
+
+def _rms(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * g
+
+
+def _silu(v: np.ndarray) -> np.ndarray:
+    return v / (1 + np.exp(-v))
+
+
+def _reference(x, wf, g1, g2, int8: bool):
+    """The step in float64, each GEMV's x rounded to int8 first where int8."""
+    def mm(a, w):
+        return quant.int8_decode_reference(a.astype(np.float32), w) if int8 else \
+            a.astype(np.float64) @ w.T
+    h = _rms(x, g1)
+    f = _silu(mm(h, wf["wg"])) * mm(h, wf["wu"])
+    y = x + mm(f, wf["wd"])
+    return y, mm(_rms(y, g2), wf["wh"])
+
+
+@pytest.mark.parametrize("m", [2, 8, 15])
+@pytest.mark.parametrize("fmt,fmt_head", [("q4_k", "q6_k"), ("q6_k", "q4_k")])
+def test_int8_decode_mlp_and_head(backend, m, fmt, fmt_head, monkeypatch):
+    """m decode rows through norm + gate/up (SwiGLU) + down (+ residual) + norm + head:
+    within 2e-3 x max|ref| of the int8 rule's float64 answer (a value at a rounding tie may
+    land one int8 step away: ~1e-3 of that product; a misplaced piece or scale is off by
+    O(1)), within 5e-2 x max|ref| of the float answer, and the int8 kernels ran; the
+    reference backend within 1e-4 of the float answer."""
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(int8_decode, "INT8_DECODE", True)
+    shapes = {"wg": (fmt, FFN, HID), "wu": (fmt, FFN, HID), "wd": (fmt, HID, FFN),
+              "wh": (fmt_head, VOCAB, HID)}
+    params, wf = {}, {}
+    for i, (name, (f, n, k)) in enumerate(shapes.items()):
+        params[name], wf[name] = _qweight(f, n, k, seed=i + 1)
+    rng = np.random.default_rng(m)
+    g1 = (1 + 0.1 * rng.standard_normal(HID)).astype(np.float32)
+    g2 = (1 + 0.1 * rng.standard_normal(HID)).astype(np.float32)
+    x = rng.standard_normal((m, HID)).astype(np.float32)
+    (y, logits), ran = run_with_names(backend, _mlp_and_head(fmt, fmt_head), x,
+                                      {**params, "g1": g1, "g2": g2})
+    exact = _reference(x, wf, g1, g2, int8=False)
+    if backend.name == "reference":
+        for got, want in zip((y, logits), exact, strict=True):
+            assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+        return
+    rule = _reference(x, wf, g1, g2, int8=True)
+    for got, want, f32 in zip((y, logits), rule, exact, strict=True):
+        scale = np.abs(want).max()
+        assert np.abs(got - want).max() <= 2e-3 * scale, (m, fmt)
+        assert np.abs(got - f32).max() <= 5e-2 * scale, (m, fmt)
+    i8 = [r for r in ran if r.startswith("qgemv_i8")]
+    assert len(i8) == 3 and sum(r.startswith("qx8") for r in ran) == 3, ran
+    assert any("swiglu" in r for r in i8) and any("[res]" in r for r in i8), ran
+
+
+@pytest.mark.parametrize("m", [1, 8])
+def test_int8_decode_only_when_asked_and_batched(backend, m, monkeypatch):
+    """Without INT8_DECODE, or with it at one row, the f32 GEMVs run (1e-4 of the float
+    answer)."""
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(int8_decode, "INT8_DECODE", m == 1)
+    w, wf = _qweight("q4_k", 64, 512, 1)
+    x = np.random.default_rng(0).standard_normal((m, 512)).astype(np.float32)
+    (got,), ran = run_with_names(backend, lambda x, w: nn.qlinear(x, w, "q4_k", 64, 512),
+                                 x, {"w": w})
+    want = x.astype(np.float64) @ wf.T
+    assert not any("qgemv_i8" in r or r.startswith("qx8") for r in ran), ran
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_quantize_x8_rule():
+    """The numpy rule: 32-value blocks, |q| <= 127, scale amax / 127, zeros stay zero."""
+    x = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32)
+    x[1, 32:] = 0
+    q, s = quant.quantize_x8(x)
+    assert q.shape == (3, 64) and s.shape == (3, 2)
+    assert np.abs(q).max() == 127 and not q[1, 32:].any() and s[1, 1] == 0
+    np.testing.assert_allclose(q * np.repeat(s, 32, axis=1), x, atol=s.max() / 2 + 1e-7)

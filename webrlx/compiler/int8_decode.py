@@ -1,0 +1,63 @@
+"""The int8 decode GEMVs (opt-in: INT8_DECODE): a batched decode step's x rows (2-15 of them)
+rounded to int8 per 32 values (quant/qx8.wgsl, with the RMSNorm that would have been the
+GEMV's prologue), then GEMVs over Q4_K / Q6_K weights that multiply 4 int8 pairs an
+instruction (quant/qgemv_i8.wgsl, with the SwiGLU and residual epilogues). llama.cpp's q8_1
+path. Off by default: x loses precision (~5e-3 x max|y| a product) that the f32 GEMVs keep.
+Where it does not apply (1 row, 16+ rows, other formats, a bias, q/k/v with their rope and
+cache writes, the attention's fused combine) the f32 kernels run as before."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import dtype as dt
+from .. import quant
+from ..kernels import kernel, raw_shader
+from .emit import EmitContext
+from .lower_decoder import cpu_adapter
+from .program import Buf, Variant
+
+INT8_DECODE = False
+ROWS = (2, 15)                  # x rows (a batched decode step's sequences)
+FORMATS = {"q4_k": ("vec4<u32>", "common/qi8_words_vec4"),
+           "q6_k": ("u32", "common/qi8_words_u32")}
+TPR = (8, 16, 32)               # threads a weight row the autotuner tries on GPUs (the shader
+                                # holds 2 outputs a thread: 256 / TPR rows x 15 x rows <= 512)
+THREADS = 1 << 17               # the default TPR: the smallest giving N * TPR >= this
+
+
+def applies(m: int, fmt: str, k: int, x_dtype: str, bias: bool = False) -> bool:
+    """Whether an m-row qmatmul of format fmt over k runs as the int8 decode GEMV."""
+    return (INT8_DECODE and ROWS[0] <= m <= ROWS[1] and fmt in FORMATS and k % 256 == 0
+            and x_dtype == "float32" and not bias)
+
+
+def default_tpr(n: int) -> int:
+    """Threads a weight row: the smallest of TPR with n * TPR >= THREADS (32 past that). On
+    an H200 at 8 rows (bench/probes/qgemv_i8_staged_probe.py): 8 for N 16384 and 128256, 32
+    for N 2048 (K 8192: 33 us against 94 at 8)."""
+    return next((t for t in TPR if n * t >= THREADS), TPR[-1])
+
+
+def emit(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, w: Buf, w2: Buf | None,
+         res: Buf | None, out: Buf, fmt: str, fmt_overrides: dict[str, Any], m: int, n: int,
+         k: int, what: str) -> None:
+    """x (m, k) f32 (RMS-normalized first by norm = (g, eps)) to int8, then out (m, n) =
+    x8 @ w^T, silu'd and times x8 @ w2^T where w2 is given, plus res where given
+    (fmt_overrides: lower_quant.format_overrides(fmt))."""
+    xq, xs = L.temp((m, k // 4), dt.uint32), L.temp((m, k // 8), dt.float32)
+    L.emit(kernel("quant/qx8"), {"x": x, "g": norm[0] if norm else L.dummy(1), "q": xq, "s": xs},
+           {"R": m, "K": k, "eps": norm[1] if norm else 0.0}, (m, 1, 1),
+           {"NORM": norm is not None}, name="qx8" + ("[rms_norm]" if norm else ""))
+    wtype, words = FORMATS[fmt]
+    gemv = kernel("quant/qgemv_i8", MR=str(m), W=wtype, WORDS=raw_shader(words))
+    overrides = {**fmt_overrides, "SWIGLU": w2 is not None, "RES": res is not None}
+    tprs = (TPR[0],) if cpu_adapter(L) else TPR
+    lead = TPR[0] if cpu_adapter(L) else default_tpr(n)
+    label = f"qgemv_i8[{what}]" if what else "qgemv_i8"
+    made = {t: Variant.of(f"{label}_{t}", gemv, (-(-n // (256 // t)), 1, 1),
+                          {**overrides, "TPR": t}) for t in tprs}
+    first = made.pop(lead)
+    L.emit(gemv, {"xq": xq, "xs": xs, "w": w, "w2": w2 or L.dummy(2), "res": res or L.dummy(3),
+                  "out": out}, {"N": n, "K": k, "nw": quant.nwords(fmt, n, k)}, first.grid,
+           first.overrides, name=first.name, variants=list(made.values()),
+           tune_key=f"qgemv_i8 {what} {fmt} {m}x{n}x{k}")
