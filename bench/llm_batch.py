@@ -34,9 +34,14 @@ def main() -> None:
     ap.add_argument("--sizes", default="1,4,8", help="live sequences to measure")
     ap.add_argument("--context", type=int, default=256, help="Engine max_context")
     ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds (median)")
+    ap.add_argument("--int8-decode", default="off", choices=("on", "off"),
+                    help="batched steps' GEMVs on int8 x (compiler/int8_decode.INT8_DECODE)")
     ap.add_argument("--profile", action="store_true",
                     help="also the GPU time of one decode step of the most sequences, by kernel")
     args = ap.parse_args()
+    if args.int8_decode == "on":                   # opt-in (compiler/int8_decode.py)
+        from webrlx.compiler import int8_decode
+        int8_decode.INT8_DECODE = True
     if args.model is None:
         from webrlx.models.assets import smollm2_gguf
         args.model = str(smollm2_gguf())
@@ -58,7 +63,7 @@ def main() -> None:
         rates.append(lm.stats.tokens_per_s)
     single = {"tok_per_s": round(sorted(rates)[len(rates) // 2], 2),
               "tok_per_s_runs": [round(r, 2) for r in rates]}
-    out = {"model": Path(args.model).name, "device": str(dev.info.name)
+    out = {"model": Path(args.model).name, "int8_decode": args.int8_decode, "device": str(dev.info.name)
            if hasattr(dev, "info") else str(dev), "new_tokens": args.new,
            "max_context": args.context, "kv_bytes": eng.kv_bytes,
            "max_sequences": eng.max_sequences, "rows": list(rows.values()),

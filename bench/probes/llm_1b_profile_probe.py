@@ -99,6 +99,8 @@ def main() -> None:
     ap.add_argument("--int8", default="off", choices=("on", "off"),
                     help="on: prefills on the int8 tensor-core kernels where the adapter has "
                     "them (compiler/smat.INT8, quant/qmatmul_mmq.wgsl)")
+    ap.add_argument("--int8-decode", default="off", choices=("on", "off"),
+                    help="batched steps' GEMVs on int8 x (compiler/int8_decode.INT8_DECODE)")
     ap.add_argument("--mmq-group", type=int, default=None,
                     help="k a group of the int8 prefill (lower_quant.MMQ_GROUP)")
     ap.add_argument("--logits-out", default=None,
@@ -130,6 +132,9 @@ def main() -> None:
         lower_quant.DEQUANT_MIN_M = a.dequant_min_m
     if a.int8 == "on":
         smat.INT8 = True
+    if a.int8_decode == "on":
+        from webrlx.compiler import int8_decode
+        int8_decode.INT8_DECODE = True
     if a.mmq_group is not None:
         from webrlx.compiler import lower_quant
         lower_quant.MMQ_GROUP = a.mmq_group
