@@ -53,6 +53,17 @@ fn u32at(a: u32, second: bool) -> u32 {
     return (word(i, second) >> sh) | ((word(hi, second) << 16u) << (16u - sh));
 }
 
+// the 16 bytes at 2-aligned byte a of w (or w2) from the 5 aligned words around them (a run
+// inside a Q6_K block: its fifth word is inside the block too). Tried first: 4 u32at, 8 loads.
+fn run16(a: u32, second: bool) -> vec4<u32> {
+    let i = a >> 2u;
+    let sh = (a & 2u) * 8u;
+    let v0 = word(i, second); let v1 = word(i + 1u, second); let v2 = word(i + 2u, second);
+    let v3 = word(i + 3u, second); let v4 = word(i + 4u, second);
+    let l = vec4<u32>(v0, v1, v2, v3) >> vec4<u32>(sh);
+    return l | ((vec4<u32>(v1, v2, v3, v4) << vec4<u32>(16u)) << vec4<u32>(16u - sh));
+}
+
 // Q6_K's 6-bit quants (0..63, 4 a word) as signed int8s q - 32: bit 5 flipped, then copied
 // into bits 6 and 7
 fn signed6(v: u32) -> u32 {
@@ -117,11 +128,14 @@ fn q6k_piece(n: u32, nb: u32, bk: u32, c: u32, second: bool, acc: ptr<function, 
     let sh = 8u * l16;                             // scale j: byte l16 + 2 j
     let e = vec4<f32>(f32((i32(s0 << (24u - sh))) >> 24u), f32((i32(s0 << (8u - sh))) >> 24u),
                       f32((i32(s1 << (24u - sh))) >> 24u), f32((i32(s1 << (8u - sh))) >> 24u)) * d;
+    let ra = run16(qa, second);
+    let rb = run16(qb, second);
+    let rh = run16(qh, second);
     var w0: vec4<u32>; var w1: vec4<u32>; var w2v: vec4<u32>; var w3: vec4<u32>;
     for (var i = 0u; i < 4u; i++) {
-        let a = u32at(qa + 4u * i, second);
-        let b = u32at(qb + 4u * i, second);
-        let hb = u32at(qh + 4u * i, second);
+        let a = ra[i];
+        let b = rb[i];
+        let hb = rh[i];
         w0[i] = signed6((a & 0x0F0F0F0Fu) | ((hb & 0x03030303u) << 4u));
         w1[i] = signed6((b & 0x0F0F0F0Fu) | ((hb & 0x0C0C0C0Cu) << 2u));
         w2v[i] = signed6(((a >> 4u) & 0x0F0F0F0Fu) | (hb & 0x30303030u));
