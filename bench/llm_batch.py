@@ -63,7 +63,8 @@ def main() -> None:
         rates.append(lm.stats.tokens_per_s)
     single = {"tok_per_s": round(sorted(rates)[len(rates) // 2], 2),
               "tok_per_s_runs": [round(r, 2) for r in rates]}
-    out = {"model": Path(args.model).name, "int8_decode": args.int8_decode, "device": str(dev.info.name)
+    out = {"model": Path(args.model).name, "int8_decode": args.int8_decode,
+           "device": str(dev.info.name)
            if hasattr(dev, "info") else str(dev), "new_tokens": args.new,
            "max_context": args.context, "kv_bytes": eng.kv_bytes,
            "max_sequences": eng.max_sequences, "rows": list(rows.values()),

@@ -90,9 +90,11 @@ fn stage(kc: u32, lid: u32) {
             let m16 = max(max(m4.x, m4.y), max(m4.z, m4.w));
             let m32 = max(m16, subgroupShuffleXor(m16, 1u));   // unit v ^ 1 is lane ^ 1
             let inv = select(0.0, 127.0 / m32, m32 > 0.0);
-            let q = vec4<u32>(pack8(a0 * inv), pack8(a1 * inv), pack8(a2 * inv), pack8(a3 * inv));
+            let q = vec4<u32>(pack8(a0 * inv), pack8(a1 * inv), pack8(a2 * inv),
+                              pack8(a3 * inv));
             let one = vec4<f32>(1.0);
-            let sq = dot(round(a0 * inv) + round(a1 * inv) + round(a2 * inv) + round(a3 * inv), one);
+            let sq = dot(round(a0 * inv) + round(a1 * inv) + round(a2 * inv) + round(a3 * inv),
+                         one);
             let d = m32 / 127.0;
             x8[at] = q;
             x8s[at] = vec2<f32>(d, d * sq);
@@ -131,7 +133,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let hi = head.w >> e;
                 let upper = c >= 2u;
                 let sc = select(lo & 0x3F3Fu, (hi & 0x0F0Fu) | ((lo >> 2u) & 0x3030u), upper);
-                let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u), upper);
+                let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u),
+                                upper);
                 let dm = unpack2x16float(head.x);
                 let da = dm.x * f32(sc & 255u);
                 let db = dm.x * f32((sc >> 8u) & 255u);

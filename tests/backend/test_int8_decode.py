@@ -110,3 +110,59 @@ def test_quantize_x8_rule():
     assert q.shape == (3, 64) and s.shape == (3, 2)
     assert np.abs(q).max() == 127 and not q[1, 32:].any() and s[1, 1] == 0
     np.testing.assert_allclose(q * np.repeat(s, 32, axis=1), x, atol=s.max() / 2 + 1e-7)
+
+
+@pytest.mark.parametrize("formats", [("q4_k", "q4_k", "q6_k"), ("q6_k", "q6_k", "q4_k")],
+                         ids=str)
+def test_int8_decode_qkv_rope_and_caches(backend, formats, monkeypatch):
+    """A batched step's q / k / v (8 rows, pos (2, B) = [positions; KV slots], one row past
+    the cache's end) on int8 x: where q, k and v run as one dispatch (10 storage bindings),
+    quant/qgemv_i8_qkv.wgsl ropes q and k and writes k and v into each row's slot; q and both
+    caches match the reference's rope and cache_write ops applied to the int8-rounded normed
+    x (1e-3 x max|ref|: a rounding tie moves one int8 step) at two steps."""
+    from helpers import qkv_into_caches, rand
+
+    import webrlx as wr
+    from webrlx.backends.reference import ReferenceDevice
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(int8_decode, "INT8_DECODE", True)
+    b, k, hd, heads, kv, cap, slots = 8, 256, 16, 4, 2, 24, 10
+    arrays = {"wq": _qweight(formats[0], heads * hd, k, 2)[0],
+              "wk": _qweight(formats[1], kv * hd, k, 3)[0],
+              "wv": _qweight(formats[2], kv * hd, k, 4)[0], "g": rand(k, seed=5) + 1.5}
+
+    def layer(normed: bool):
+        g = wr.Graph()
+        x = g.input("x", (b, 1, k))
+        pos = g.input("kv", (2, b), "int32")
+        p = {n_: g.param(n_, a.shape, a.dtype) for n_, a in arrays.items()}
+        h = nn.rms_norm(x, p["g"], 1e-5) if normed else x
+        q, kc, vc = qkv_into_caches(g, h, p, formats, k, heads, kv, hd, cap, pos, slots,
+                                    base=500000.0)
+        return g, [q * 1.0, kc * 1.0, vc * 1.0]
+    g, outs = layer(True)
+    exe = wr.compile(g, outputs=outs, device=backend)
+    ran_i8 = backend.name != "reference" and \
+        backend.info.limit("max-storage-buffers-per-shader-stage", 8) >= 10
+    g2, outs2 = layer(not ran_i8)            # the reference: on the int8-rounded normed x
+    ref = wr.compile(g2, outputs=outs2, device=ReferenceDevice())
+    for e in (exe, ref):
+        e.set_params(arrays)
+    rng = np.random.default_rng(7)
+    for step in range(2):
+        rows = np.array([rng.permutation(slots)[:b], rng.integers(0, cap, b)])
+        rows[1, 0] = cap                                      # past the end: skipped
+        kvp = np.stack([rows[1], rows[0]]).astype(np.int32)
+        x = rand(b, 1, k, seed=step)
+        xr = x
+        if ran_i8:
+            q8, s8 = quant.quantize_x8(_rms(x.reshape(b, k), arrays["g"]).astype(np.float32))
+            xr = (q8.reshape(b, k // 32, 32) * s8[:, :, None]).astype(np.float32).reshape(b, 1, k)
+        for got, want in zip(exe.run({"x": x, "kv": kvp}), ref.run({"x": xr, "kv": kvp}),
+                             strict=True):
+            np.testing.assert_allclose(got, want, rtol=0,
+                                       atol=1e-3 * float(np.abs(want).max()))
+    if ran_i8:
+        names = [c.name for c in exe.plan({}).program.calls]
+        assert "qx8[rms_norm]" in names, names
+        assert any(n_.startswith("qgemv_i8[q+k+v]_") for n_ in names), names

@@ -485,12 +485,17 @@ def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
             overrides.update({f"{key}_{name}": v for key, v in format_overrides(f).items()})
     what = "+".join(w for w, i in zip("qkv", group) if i >= 0)
     t = L.T(L.dtype(x_id))
-    # prefills (fuse groups their q, k and v where smat.fused_prefills)
-    smats = _fused_smat(L, "quant/qmatmul_smat_qkv", m, ns, k, what, overrides, False,
-                        {"T": t, **slots}) if m >= TILE_MIN_M else []
-    _emit_gemv(L, kernel("quant/qgemv_qkv", T=t, **slots), f"qgemv[{what}]", bindings,
-               {**params, "N": sum(ns)}, overrides, [v for _, v in smats[1:]],
-               f"qgemv_qkv {what} {fmt}/{t}", smats[0] if smats else None, segments=ns)
+    if all(int8_decode.applies(m, f, k, L.dtype(x_id).name) for f, n in zip(fmts, ns) if n):
+        int8_decode.emit_qkv(L, (bindings["g"], params["eps"]) if prologue else None, bindings,
+                             params, [f if n else fmt for f, n in zip(fmts, ns)], ns,
+                             overrides["KV_ROWS"], what)
+    else:
+        # prefills (fuse groups their q, k and v where smat.fused_prefills)
+        smats = _fused_smat(L, "quant/qmatmul_smat_qkv", m, ns, k, what, overrides, False,
+                            {"T": t, **slots}) if m >= TILE_MIN_M else []
+        _emit_gemv(L, kernel("quant/qgemv_qkv", T=t, **slots), f"qgemv[{what}]", bindings,
+                   {**params, "N": sum(ns)}, overrides, [v for _, v in smats[1:]],
+                   f"qgemv_qkv {what} {fmt}/{t}", smats[0] if smats else None, segments=ns)
     if fq is not None:
         L.values[fq.last] = out
     L.values[fk.last] = L.buf(kc.inputs[0])
