@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..activations import activation_of
 from ..graph import SOURCES, Graph, Node
+from . import int8_decode
 
 __all__ = ["Fusions", "find_fusions", "consumers_of"]
 
@@ -175,11 +176,14 @@ def _norm_prologue(s: _Scan, n: Node) -> None:
 def _prologue_bytes(s: _Scan, users: list[int]) -> int:
     """The x bytes the GEMVs' norm prologues would read, where a batched decode's rows
     (GEMV_ROWS < M < TILE_MIN_M) run as GEMVs: every workgroup of 8 weight rows sums the
-    squares of all M rows itself (0 for other M: their cost was measured as fused)."""
+    squares of all M rows itself (0 for other M: their cost was measured as fused; 0 for
+    GEMVs on int8 x: quant/qx8.wgsl normalizes x once for them)."""
     m = _gemv_rows(s, s.nodes[users[0]]) or 0
     if m <= 4 or m > QKV_MAX_M:         # (4: lower_quant.GEMV_ROWS)
         return 0
-    return sum(-(-s.nodes[u].attrs["n"] // 8) * m * s.nodes[u].attrs["k"] * 4 for u in users)
+    return sum(-(-s.nodes[u].attrs["n"] // 8) * m * s.nodes[u].attrs["k"] * 4 for u in users
+               if not int8_decode.applies(m, s.nodes[u].attrs["format"], s.nodes[u].attrs["k"],
+                                          s.nodes[s.nodes[u].inputs[0]].dtype.name))
 
 
 def _qgemv_epilogue(s: _Scan, n: Node) -> None:

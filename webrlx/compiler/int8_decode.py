@@ -4,22 +4,14 @@ GEMV's prologue), then GEMVs over Q4_K / Q6_K weights that multiply 4 int8 pairs
 instruction (quant/qgemv_i8.wgsl, with the SwiGLU and residual epilogues). llama.cpp's q8_1
 path. Off by default: x loses precision (~5e-3 x max|y| a product) that the f32 GEMVs keep.
 Where it does not apply (1 row, 16+ rows, other formats, a bias, q/k/v with their rope and
-cache writes, the attention's fused combine) the f32 kernels run as before."""
+cache writes, the attention's fused combine) the f32 kernels run as before.
+This module is the rule (a leaf: compiler/fuse.py reads it too); compiler/lower_int8_decode.py
+emits the kernels."""
 from __future__ import annotations
-
-from typing import Any
-
-from .. import dtype as dt
-from .. import quant
-from ..kernels import kernel, raw_shader
-from .emit import EmitContext
-from .lower_decoder import cpu_adapter
-from .program import Buf, Variant
 
 INT8_DECODE = False
 ROWS = (2, 15)                  # x rows (a batched decode step's sequences)
-FORMATS = {"q4_k": ("vec4<u32>", "common/qi8_words_vec4"),
-           "q6_k": ("u32", "common/qi8_words_u32")}
+FORMATS = ("q4_k", "q6_k")
 TPR = (8, 16, 32)               # threads a weight row the autotuner tries on GPUs (the shader
                                 # holds 2 outputs a thread: 256 / TPR rows x 15 x rows <= 512)
 THREADS = 1 << 17               # the default TPR: the smallest giving N * TPR >= this
@@ -38,63 +30,3 @@ def default_tpr(n: int) -> int:
     return next((t for t in TPR if n * t >= THREADS), TPR[-1])
 
 
-def quantize_x(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, m: int, k: int
-               ) -> tuple[Buf, Buf]:
-    """quant/qx8.wgsl: x (m, k) f32 (RMS-normalized first by norm = (g, eps)) as int8 words
-    (m, k / 4) and their per-16 (scale, scaled sum) pairs (m, k / 16, 2)."""
-    xq, xs = L.temp((m, k // 4), dt.uint32), L.temp((m, k // 8), dt.float32)
-    L.emit(kernel("quant/qx8"), {"x": x, "g": norm[0] if norm else L.dummy(1), "q": xq, "s": xs},
-           {"R": m, "K": k, "eps": norm[1] if norm else 0.0}, (m, 1, 1),
-           {"NORM": norm is not None}, name="qx8" + ("[rms_norm]" if norm else ""))
-    return xq, xs
-
-
-def _tprs(L: EmitContext, n: int) -> tuple[int, list[int]]:
-    """(the default TPR, the others the autotuner times): on CPU adapters TPR[0] alone."""
-    if cpu_adapter(L):
-        return TPR[0], []
-    lead = default_tpr(n)
-    return lead, [t for t in TPR if t != lead]
-
-
-def emit(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, w: Buf, w2: Buf | None,
-         res: Buf | None, out: Buf, fmt: str, fmt_overrides: dict[str, Any], m: int, n: int,
-         k: int, what: str) -> None:
-    """x (m, k) f32 (RMS-normalized first by norm = (g, eps)) to int8, then out (m, n) =
-    x8 @ w^T, silu'd and times x8 @ w2^T where w2 is given, plus res where given
-    (fmt_overrides: lower_quant.format_overrides(fmt))."""
-    xq, xs = quantize_x(L, x, norm, m, k)
-    wtype, words = FORMATS[fmt]
-    gemv = kernel("quant/qgemv_i8", MR=str(m), W=wtype, WORDS=raw_shader(words),
-                  QI8_PIECES=raw_shader("common/qi8_pieces"))
-    overrides = {**fmt_overrides, "SWIGLU": w2 is not None, "RES": res is not None}
-    label = f"qgemv_i8[{what}]" if what else "qgemv_i8"
-    lead, others = _tprs(L, n)
-    made = [Variant.of(f"{label}_{t}", gemv, (-(-n // (256 // t)), 1, 1),
-                       {**overrides, "TPR": t}) for t in [lead, *others]]
-    L.emit(gemv, {"xq": xq, "xs": xs, "w": w, "w2": w2 or L.dummy(2), "res": res or L.dummy(3),
-                  "out": out}, {"N": n, "K": k, "nw": quant.nwords(fmt, n, k)}, made[0].grid,
-           made[0].overrides, name=made[0].name, variants=made[1:],
-           tune_key=f"qgemv_i8 {what} {fmt} {m}x{n}x{k}")
-
-
-def emit_qkv(L: EmitContext, norm: tuple[Buf, float] | None, bindings: dict[str, Buf],
-             params: dict[str, Any], fmts: list[str], ns: list[int], kv_rows: bool,
-             what: str) -> None:
-    """A layer's q / k / v (quant/qgemv_i8_qkv.wgsl) from lower_quant._qkv_gemv's bindings
-    (x, wq, wk, wv, pos, freq, kc, vc, out) and params (M, K, hd, S, T, nq.., nwq.., rq, rk)."""
-    m, k = params["M"], params["K"]
-    xq, xs = quantize_x(L, bindings["x"], norm, m, k)
-    gemv = kernel("quant/qgemv_i8_qkv", MR=str(m), QI8_PIECES=raw_shader("common/qi8_pieces"))
-    overrides = {**{f"FMT_{c}": quant.block_format(f).ggml for c, f in zip("QKV", fmts)},
-                 "KV_ROWS": kv_rows}
-    lead, others = _tprs(L, max(ns))
-    made = [Variant.of(f"qgemv_i8[{what}]_{t}", gemv,
-                       (sum(-(-n // (256 // t)) for n in ns), 1, 1), {**overrides, "TPR": t})
-            for t in [lead, *others]]
-    keys = ("K", "hd", "S", "T", "M", "nq", "nk", "nv", "nwq", "nwk", "nwv", "rq", "rk")
-    L.emit(gemv, {"xq": xq, "xs": xs, **{b: bindings[b] for b in
-                                         ("wq", "wk", "wv", "pos", "freq", "kc", "vc", "out")}},
-           {key: params[key] for key in keys}, made[0].grid, made[0].overrides,
-           name=made[0].name, variants=made[1:],
-           tune_key=f"qgemv_i8_qkv {what} {'/'.join(fmts)} {m}x{sum(ns)}x{k}")

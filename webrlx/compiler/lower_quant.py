@@ -11,7 +11,7 @@ from .. import quant
 from ..device_info import DeviceInfo
 from ..graph import Node
 from ..kernels import Kernel, kernel, raw_shader
-from . import fuse, int8_decode, smat
+from . import fuse, int8_decode, lower_int8_decode, smat
 from .emit import EmitContext
 from .fuse import QGemv
 from .lower_decoder import cpu_adapter, rope_freq
@@ -232,8 +232,8 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
                 "bias": L.buf(node.inputs[2]) if has_bias else L.dummy(0), "out": out}
     params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k)}
     if int8_decode.applies(m, fmt, k, L.dtype(x_id).name, has_bias):   # opt-in int8 x
-        int8_decode.emit(L, bindings["x"], None, bindings["w"], None, None, out, fmt,
-                         format_overrides(fmt), m, n, k, "")
+        lower_int8_decode.emit(L, bindings["x"], None, bindings["w"], None, None, out, fmt,
+                               format_overrides(fmt), m, n, k, "")
         return out
     if dequant_first(L.info, m, n, k, L.dtype(x_id).name):   # decoded once, the f32 matmul
         wt = L.temp((k, n), dt.float32)
@@ -382,11 +382,12 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
             and int8_decode.applies(m, fmt, k, L.dtype(x_id).name)):
         what = "+".join(["rms_norm"] * bool(prologue) + ["swiglu"] * (q.up is not None) +
                         ["res"] * (q.res is not None))
-        int8_decode.emit(L, L.buf(prologue[0] if prologue else x_id),
-                         (L.buf(prologue[1]), prologue[2]) if prologue else None, L.buf(w_id),
-                         L.buf(nodes[q.up].inputs[1]) if q.up is not None else None,
-                         L.buf(q.res) if q.res is not None else None, out, fmt,
-                         format_overrides(fmt), m, n, k, what)
+        lower_int8_decode.emit(L, L.buf(prologue[0] if prologue else x_id),
+                               (L.buf(prologue[1]), prologue[2]) if prologue else None,
+                               L.buf(w_id),
+                               L.buf(nodes[q.up].inputs[1]) if q.up is not None else None,
+                               L.buf(q.res) if q.res is not None else None, out, fmt,
+                               format_overrides(fmt), m, n, k, what)
         L.values[q.last] = out
         return out
     bindings = {"x": partials[0] if partials else L.buf(prologue[0] if prologue else x_id),
@@ -486,9 +487,9 @@ def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
     what = "+".join(w for w, i in zip("qkv", group) if i >= 0)
     t = L.T(L.dtype(x_id))
     if all(int8_decode.applies(m, f, k, L.dtype(x_id).name) for f, n in zip(fmts, ns) if n):
-        int8_decode.emit_qkv(L, (bindings["g"], params["eps"]) if prologue else None, bindings,
-                             params, [f if n else fmt for f, n in zip(fmts, ns)], ns,
-                             overrides["KV_ROWS"], what)
+        lower_int8_decode.emit_qkv(L, (bindings["g"], params["eps"]) if prologue else None,
+                                   bindings, params, [f if n else fmt for f, n in zip(fmts, ns)],
+                                   ns, overrides["KV_ROWS"], what)
     else:
         # prefills (fuse groups their q, k and v where smat.fused_prefills)
         smats = _fused_smat(L, "quant/qmatmul_smat_qkv", m, ns, k, what, overrides, False,
