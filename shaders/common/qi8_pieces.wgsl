@@ -1,7 +1,7 @@
 // The int8 decode GEMVs' dot pieces (quant/qgemv_i8.wgsl, quant/qgemv_i8_qkv.wgsl): a
 // weight row's Q4_K or Q6_K pieces dotted with the MR int8 x rows (xq, xs: quant/qx8.wgsl's
 // layout). The includer declares MR, xq, xs, p (K, nw), word(i, second) / quad(i, second)
-// (the weight's u32 words / 16-byte quads) and q4k() (Q4_K, else Q6_K).
+// (the weight's u32 words / 16-byte quads) and fmt_id() (12 Q4_K, 14 Q6_K, 3 Q4_1, 8 Q8_0).
 
 // the 4 bytes at 2-aligned byte a of w (or w2), from the aligned words around them
 fn u32at(a: u32, second: bool) -> u32 {
@@ -112,16 +112,60 @@ fn q6k_piece(n: u32, nb: u32, bk: u32, c: u32, second: bool, acc: ptr<function, 
     }
 }
 
+// dot of 16 int8 pairs, 4 a word
+fn dot16(w: vec4<u32>, x: vec4<u32>) -> i32 {
+    return dot4I8Packed(w.x, x.x) + dot4I8Packed(w.y, x.y) + dot4I8Packed(w.z, x.z) +
+           dot4I8Packed(w.w, x.w);
+}
+
+// Q4_1 block b of weight row n (20 bytes, word-aligned: f16 d and m, 16 bytes of nibbles:
+// the low ones values 0..15, the high 16..31; w = d q + m): dot with every x row
+fn q41_piece(n: u32, nb: u32, b: u32, second: bool, acc: ptr<function, array<f32, MR>>) {
+    let o = (n * nb + b) * 5u;
+    let dm = unpack2x16float(word(o, second));
+    let qv = vec4<u32>(word(o + 1u, second), word(o + 2u, second), word(o + 3u, second),
+                       word(o + 4u, second));
+    let la = qv & vec4<u32>(0x0F0F0F0Fu);
+    let lb = (qv >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);
+    for (var r = 0u; r < MR; r++) {
+        let at = r * (p.K / 16u) + 2u * b;
+        let ea = xs[at];
+        let eb = xs[at + 1u];                      // (the same d: one block of x)
+        let s = f32(dot16(la, xq[at]) + dot16(lb, xq[at + 1u]));
+        (*acc)[r] += dm.x * ea.x * s + dm.y * (ea.y + eb.y);
+    }
+}
+
+// Q8_0 block b of weight row n (34 bytes, 2-aligned: f16 d, 32 int8): dot with every x row
+fn q80_piece(n: u32, nb: u32, b: u32, second: bool, acc: ptr<function, array<f32, MR>>) {
+    let o = (n * nb + b) * 34u;
+    let d = unpack2x16float(u32at(o, second)).x;
+    let qa = run16(o + 2u, second);
+    let qb = run16(o + 18u, second);
+    for (var r = 0u; r < MR; r++) {
+        let at = r * (p.K / 16u) + 2u * b;
+        (*acc)[r] += d * xs[at].x * f32(dot16(qa, xq[at]) + dot16(qb, xq[at + 1u]));
+    }
+}
+
 // this thread's partial dots of weight row n (w, or w2 when second) with every x row
+// (fmt_id(): the includer's format, common/qformats.wgsl's FMT numbers)
 fn row_dots(n: u32, j: u32, second: bool) -> array<f32, MR> {
     var acc: array<f32, MR>;
     for (var r = 0u; r < MR; r++) { acc[r] = 0.0; }
-    let nb = p.K / 256u;
-    if (q4k()) {
+    let f = fmt_id();
+    if (f == 12u) {
+        let nb = p.K / 256u;
         for (var c = j; c < nb * 8u; c += TPR) { q4k_piece(n, nb, c / 8u, c % 8u, second, &acc); }
-    } else {
+    } else if (f == 14u) {
+        let nb = p.K / 256u;
         for (var c = j; c < nb * 4u; c += TPR) { q6k_piece(n, nb, c / 4u, c % 4u, second, &acc); }
+    } else if (f == 3u) {
+        let nb = p.K / 32u;
+        for (var c = j; c < nb; c += TPR) { q41_piece(n, nb, c, second, &acc); }
+    } else {
+        let nb = p.K / 32u;
+        for (var c = j; c < nb; c += TPR) { q80_piece(n, nb, c, second, &acc); }
     }
     return acc;
 }
-

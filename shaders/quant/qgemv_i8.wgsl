@@ -45,7 +45,7 @@ var<workgroup> red: array<f32, 256 * MR>;     // partial sums: (x row, thread)
 
 {{WORDS}}
 
-fn q4k() -> bool { return FMT == 12u; }
+fn fmt_id() -> u32 { return FMT; }
 {{QI8_PIECES}}
 
 fn silu(v: f32) -> f32 {

@@ -62,7 +62,7 @@ fn quad(i: u32, second: bool) -> vec4<u32> {
     return vec4<u32>(word(4u * i, second), word(4u * i + 1u, second), word(4u * i + 2u, second),
                      word(4u * i + 3u, second));
 }
-fn q4k() -> bool { return fmt == 12u; }
+fn fmt_id() -> u32 { return fmt; }
 
 {{QI8_PIECES}}
 {{ROPE_TURN}}

@@ -1,6 +1,6 @@
 """The int8 decode GEMVs (opt-in compiler.int8_decode.INT8_DECODE: quant/qx8.wgsl, then
 quant/qgemv_i8.wgsl) on every backend: a Llama MLP and head of a batched decode step (RMSNorm
-prologue, SwiGLU, residual, plain head) over Q4_K and Q6_K weights, checked against numpy's
+prologue, SwiGLU, residual, plain head) over Q4_K, Q6_K, Q4_1 and Q8_0 weights, checked against numpy's
 emulation of the same int8 rule (quant.int8_decode_reference at each GEMV) and against the
 float answer. The reference backend keeps its float rules (no int8 there)."""
 from __future__ import annotations
@@ -52,7 +52,8 @@ def _reference(x, wf, g1, g2, int8: bool):
 
 
 @pytest.mark.parametrize("m", [2, 8, 15])
-@pytest.mark.parametrize("fmt,fmt_head", [("q4_k", "q6_k"), ("q6_k", "q4_k")])
+@pytest.mark.parametrize("fmt,fmt_head", [("q4_k", "q6_k"), ("q6_k", "q4_k"), ("q4_1", "q8_0"),
+                                          ("q8_0", "q4_1")])
 def test_int8_decode_mlp_and_head(backend, m, fmt, fmt_head, monkeypatch):
     """m decode rows through norm + gate/up (SwiGLU) + down (+ residual) + norm + head:
     within 2e-3 x max|ref| of the int8 rule's float64 answer (a value at a rounding tie may
@@ -112,8 +113,8 @@ def test_quantize_x8_rule():
     np.testing.assert_allclose(q * np.repeat(s, 32, axis=1), x, atol=s.max() / 2 + 1e-7)
 
 
-@pytest.mark.parametrize("formats", [("q4_k", "q4_k", "q6_k"), ("q6_k", "q6_k", "q4_k")],
-                         ids=str)
+@pytest.mark.parametrize("formats", [("q4_k", "q4_k", "q6_k"), ("q6_k", "q6_k", "q4_k"),
+                                     ("q4_1", "q8_0", "q4_1")], ids=str)
 def test_int8_decode_qkv_rope_and_caches(backend, formats, monkeypatch):
     """A batched step's q / k / v (8 rows, pos (2, B) = [positions; KV slots], one row past
     the cache's end) on int8 x: where q, k and v run as one dispatch (10 storage bindings),

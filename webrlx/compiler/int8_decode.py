@@ -1,17 +1,18 @@
 """The int8 decode GEMVs (opt-in: INT8_DECODE): a batched decode step's x rows (2-15 of them)
 rounded to int8 per 32 values (quant/qx8.wgsl, with the RMSNorm that would have been the
-GEMV's prologue), then GEMVs over Q4_K / Q6_K weights that multiply 4 int8 pairs an
-instruction (quant/qgemv_i8.wgsl, with the SwiGLU and residual epilogues). llama.cpp's q8_1
-path. Off by default: x loses precision (~5e-3 x max|y| a product) that the f32 GEMVs keep.
-Where it does not apply (1 row, 16+ rows, other formats, a bias, q/k/v with their rope and
-cache writes, the attention's fused combine) the f32 kernels run as before.
+GEMVs' prologue), then GEMVs over Q4_K / Q6_K / Q4_1 / Q8_0 weights that multiply 4 int8
+pairs an instruction: quant/qgemv_i8.wgsl (SwiGLU and residual epilogues) and, for a layer's
+q / k / v in one dispatch, quant/qgemv_i8_qkv.wgsl (rope and KV-cache writes). llama.cpp's
+q8_1 path. Off by default: x loses precision (~5e-3 x max|y| a product) that the f32 GEMVs
+keep. Where it does not apply (1 row, 16+ rows, other formats, a bias, a q/k/v that runs
+alone with its rope or cache write, the attention's fused combine) the f32 kernels run.
 This module is the rule (a leaf: compiler/fuse.py reads it too); compiler/lower_int8_decode.py
 emits the kernels."""
 from __future__ import annotations
 
 INT8_DECODE = False
 ROWS = (2, 15)                  # x rows (a batched decode step's sequences)
-FORMATS = ("q4_k", "q6_k")
+FORMATS = ("q4_k", "q6_k", "q4_1", "q8_0")
 TPR = (8, 16, 32)               # threads a weight row the autotuner tries on GPUs (the shader
                                 # holds 2 outputs a thread: 256 / TPR rows x 15 x rows <= 512)
 THREADS = 1 << 17               # the default TPR: the smallest giving N * TPR >= this
@@ -19,7 +20,8 @@ THREADS = 1 << 17               # the default TPR: the smallest giving N * TPR >
 
 def applies(m: int, fmt: str, k: int, x_dtype: str, bias: bool = False) -> bool:
     """Whether an m-row qmatmul of format fmt over k runs as the int8 decode GEMV."""
-    return (INT8_DECODE and ROWS[0] <= m <= ROWS[1] and fmt in FORMATS and k % 256 == 0
+    return (INT8_DECODE and ROWS[0] <= m <= ROWS[1] and fmt in FORMATS
+            and k % (256 if fmt.endswith("_k") else 32) == 0
             and x_dtype == "float32" and not bias)
 
 

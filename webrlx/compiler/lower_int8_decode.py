@@ -16,7 +16,8 @@ from .program import Buf, Variant
 
 # how each format's weight is bound (the element type, the word readers' snippet)
 WORDS = {"q4_k": ("vec4<u32>", "common/qi8_words_vec4"),
-         "q6_k": ("u32", "common/qi8_words_u32")}
+         "q6_k": ("u32", "common/qi8_words_u32"), "q4_1": ("u32", "common/qi8_words_u32"),
+         "q8_0": ("u32", "common/qi8_words_u32")}
 
 
 def quantize_x(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, m: int, k: int
