@@ -1,6 +1,7 @@
 """The int8 decode GEMVs (opt-in compiler.int8_decode.INT8_DECODE: quant/qx8.wgsl, then
-quant/qgemv_i8.wgsl) on every backend: a Llama MLP and head of a batched decode step (RMSNorm
-prologue, SwiGLU, residual, plain head) over Q4_K, Q6_K, Q4_1 and Q8_0 weights, checked against numpy's
+quant/qgemv_i8.wgsl and quant/qgemv_i8_qkv.wgsl) on every backend: a Llama MLP and head of a
+batched decode step (RMSNorm prologue, SwiGLU, residual, plain head) and a layer's q / k / v
+with rope and KV-cache writes, over Q4_K, Q6_K, Q4_1 and Q8_0 weights, checked against numpy's
 emulation of the same int8 rule (quant.int8_decode_reference at each GEMV) and against the
 float answer. The reference backend keeps its float rules (no int8 there)."""
 from __future__ import annotations
