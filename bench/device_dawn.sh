@@ -33,8 +33,8 @@
 #           1B-shaped Q4_K_M prefill with int8 (groups $MMQ_GROUPS) against the f16 tensor-core
 #           kernels and llama.cpp Vulkan, the last logits' distance from native f32's
 #   i8batch the opt-in int8 decode GEMVs on the 1B-shaped Q4_K_M file, natively: Engine steps
-#           by kernel, bench/llm_batch.py off / on ($ROUNDS), tests (setup carrying
-#           .big/llvk.so.xz)
+#           by kernel, bench/llm_batch.py off / on ($ROUNDS; SMOL=1: the SmolLM2-shaped Q4_1
+#           file too), tests (setup carrying .big/llvk.so.xz)
 #   i8probe int8 x staged for the 8-row Q4_K GEMVs (qgemv_i8_staged_probe.py) beside the
 #           production variants at 8 rows (qgemv_variants_probe.py q4_k q4_k q4_k), natively
 #   qprobe  bench/probes/qsmat_probe.py natively and under Dawn (wall time a call): each
@@ -1186,15 +1186,18 @@ i8batch)
       2>> $OUT/err.txt)
     engine_summary "int8-decode $mode" $OUT/step-i8$mode.json 12
   done
-  for r in $(seq ${ROUNDS:-1}); do for mode in off on; do
-    (cd $S && timeout ${BATCH_LIMIT:-150} python3 bench/llm_batch.py --model $LLAMA_1B \
-      --sizes 1,8 --new ${NEW:-32} --int8-decode $mode > $OUT/llm-batch-1b-i8$mode-$r.json \
+  [ "${SMOL:-0}" = 1 ] && smollm2_q41 $OUT/err.txt
+  for r in $(seq ${ROUNDS:-1}); do for f in 1b $([ "${SMOL:-0}" = 1 ] && echo smollm2); do
+  for mode in off on; do
+    local_model=$LLAMA_1B; [ $f = smollm2 ] && local_model=$SMOLLM2_Q41
+    (cd $S && timeout ${BATCH_LIMIT:-150} python3 bench/llm_batch.py --model $local_model \
+      --sizes 1,8 --new ${NEW:-32} --int8-decode $mode > $OUT/llm-batch-$f-i8$mode-$r.json \
       2>> $OUT/err.txt)
     python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-1], \
 [(r['sequences'], r['tok_per_s'], r['ratio_vs_1']) for r in d['rows']], \
-d['lm_generate']['tok_per_s'], d['most_over_lm_generate'])" $OUT/llm-batch-1b-i8$mode-$r.json \
+d['lm_generate']['tok_per_s'], d['most_over_lm_generate'])" $OUT/llm-batch-$f-i8$mode-$r.json \
       || tail -3 $OUT/err.txt
-  done; done
+  done; done; done
   (cd $S && timeout 120 python3 -m pytest -q -p no:warnings tests/backend/test_int8_decode.py \
     2>&1 | tail -2)
   ;;
