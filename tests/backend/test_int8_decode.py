@@ -63,6 +63,7 @@ def test_int8_decode_mlp_and_head(backend, m, fmt, fmt_head, monkeypatch):
     reference backend within 1e-4 of the float answer."""
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
     monkeypatch.setattr(int8_decode, "INT8_DECODE", True)
+    monkeypatch.setattr(int8_decode, "MIN_WEIGHTS", 0)       # (these weights are small)
     shapes = {"wg": (fmt, FFN, HID), "wu": (fmt, FFN, HID), "wd": (fmt, HID, FFN),
               "wh": (fmt_head, VOCAB, HID)}
     params, wf = {}, {}
@@ -89,12 +90,14 @@ def test_int8_decode_mlp_and_head(backend, m, fmt, fmt_head, monkeypatch):
     assert any("swiglu" in r for r in i8) and any("[res]" in r for r in i8), ran
 
 
-@pytest.mark.parametrize("m", [1, 8])
-def test_int8_decode_only_when_asked_and_batched(backend, m, monkeypatch):
-    """Without INT8_DECODE, or with it at one row, the f32 GEMVs run (1e-4 of the float
-    answer)."""
+@pytest.mark.parametrize("m,asked,small", [(8, False, True), (1, True, True), (8, True, False)])
+def test_int8_decode_only_when_asked_batched_and_big(backend, m, asked, small, monkeypatch):
+    """Without INT8_DECODE, at one row, or for a weight under MIN_WEIGHTS (64 x 512 here
+    against the default 4M) the f32 GEMVs run (1e-4 of the float answer)."""
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
-    monkeypatch.setattr(int8_decode, "INT8_DECODE", m == 1)
+    monkeypatch.setattr(int8_decode, "INT8_DECODE", asked)
+    if small:
+        monkeypatch.setattr(int8_decode, "MIN_WEIGHTS", 0)
     w, wf = _qweight("q4_k", 64, 512, 1)
     x = np.random.default_rng(0).standard_normal((m, 512)).astype(np.float32)
     (got,), ran = run_with_names(backend, lambda x, w: nn.qlinear(x, w, "q4_k", 64, 512),
@@ -128,6 +131,7 @@ def test_int8_decode_qkv_rope_and_caches(backend, formats, monkeypatch):
     from webrlx.backends.reference import ReferenceDevice
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
     monkeypatch.setattr(int8_decode, "INT8_DECODE", True)
+    monkeypatch.setattr(int8_decode, "MIN_WEIGHTS", 0)       # (these weights are small)
     b, k, hd, heads, kv, cap, slots = 8, 256, 16, 4, 2, 24, 10
     arrays = {"wq": _qweight(formats[0], heads * hd, k, 2)[0],
               "wk": _qweight(formats[1], kv * hd, k, 3)[0],

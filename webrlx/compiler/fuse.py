@@ -182,7 +182,8 @@ def _prologue_bytes(s: _Scan, users: list[int]) -> int:
     if m <= 4 or m > QKV_MAX_M:         # (4: lower_quant.GEMV_ROWS)
         return 0
     return sum(-(-s.nodes[u].attrs["n"] // 8) * m * s.nodes[u].attrs["k"] * 4 for u in users
-               if not int8_decode.applies(m, s.nodes[u].attrs["format"], s.nodes[u].attrs["k"],
+               if not int8_decode.applies(m, s.nodes[u].attrs["format"], s.nodes[u].attrs["n"],
+                                          s.nodes[u].attrs["k"],
                                           s.nodes[s.nodes[u].inputs[0]].dtype.name))
 
 

@@ -15,13 +15,20 @@ ROWS = (2, 15)                  # x rows (a batched decode step's sequences)
 FORMATS = ("q4_k", "q6_k", "q4_1", "q8_0")
 TPR = (8, 16, 32)               # threads a weight row the autotuner tries on GPUs (the shader
                                 # holds 2 outputs a thread: 256 / TPR rows x 15 x rows <= 512)
+# Measured on an H200 (bench/results/2026-11-29-h200-int8-decode-batched.json): the 1B-shaped
+# Q4_K_M file's calls (4.2M-268M weights) gain, the SmolLM2-shaped Q4_1 file's (0.2M-0.9M,
+# K = 576) lost: 8 sequences 4,306-4,310 -> 3,856-3,913 tok/s with every call on int8.
+MIN_WEIGHTS = 1 << 22
 THREADS = 1 << 17               # the default TPR: the smallest giving N * TPR >= this
 
 
-def applies(m: int, fmt: str, k: int, x_dtype: str, bias: bool = False) -> bool:
-    """Whether an m-row qmatmul of format fmt over k runs as the int8 decode GEMV."""
+def applies(m: int, fmt: str, n: int, k: int, x_dtype: str, bias: bool = False) -> bool:
+    """Whether an m-row qmatmul of an (n, k) weight of format fmt runs as the int8 decode
+    GEMV: INT8_DECODE, m in ROWS, a format of FORMATS, whole blocks, f32 x, no bias and at
+    least MIN_WEIGHTS weights (smaller GEMVs are latency-bound: qx8's dispatch costs more
+    than the int8 products save)."""
     return (INT8_DECODE and ROWS[0] <= m <= ROWS[1] and fmt in FORMATS
-            and k % (256 if fmt.endswith("_k") else 32) == 0
+            and k % (256 if fmt.endswith("_k") else 32) == 0 and n * k >= MIN_WEIGHTS
             and x_dtype == "float32" and not bias)
 
 

@@ -231,7 +231,7 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     bindings = {"x": L.buf(x_id), "w": L.buf(w_id),
                 "bias": L.buf(node.inputs[2]) if has_bias else L.dummy(0), "out": out}
     params = {"M": m, "N": n, "K": k, "nw": quant.nwords(fmt, n, k)}
-    if int8_decode.applies(m, fmt, k, L.dtype(x_id).name, has_bias):   # opt-in int8 x
+    if int8_decode.applies(m, fmt, n, k, L.dtype(x_id).name, has_bias):   # opt-in int8 x
         lower_int8_decode.emit(L, bindings["x"], None, bindings["w"], None, None, out, fmt,
                                format_overrides(fmt), m, n, k, "")
         return out
@@ -379,7 +379,7 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
         pos = nodes[att].inputs[3] if partials else pos
     if (not partials and rope is None and cache is None and len(node.inputs) == 2
             and (q.up is None or nodes[q.up].attrs["format"] == fmt)
-            and int8_decode.applies(m, fmt, k, L.dtype(x_id).name)):
+            and int8_decode.applies(m, fmt, n, k, L.dtype(x_id).name)):
         what = "+".join(["rms_norm"] * bool(prologue) + ["swiglu"] * (q.up is not None) +
                         ["res"] * (q.res is not None))
         lower_int8_decode.emit(L, L.buf(prologue[0] if prologue else x_id),
@@ -486,7 +486,8 @@ def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
             overrides.update({f"{key}_{name}": v for key, v in format_overrides(f).items()})
     what = "+".join(w for w, i in zip("qkv", group) if i >= 0)
     t = L.T(L.dtype(x_id))
-    if all(int8_decode.applies(m, f, k, L.dtype(x_id).name) for f, n in zip(fmts, ns) if n):
+    if all(int8_decode.applies(m, f, sum(ns), k, L.dtype(x_id).name) for f, n in zip(fmts, ns)
+           if n):
         lower_int8_decode.emit_qkv(L, (bindings["g"], params["eps"]) if prologue else None,
                                    bindings, params, [f if n else fmt for f, n in zip(fmts, ns)],
                                    ns, overrides["KV_ROWS"], what)
