@@ -23,12 +23,13 @@ def _qweight(fmt: str, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarra
     return quant.words(raw), oracle(raw, fmt, n, k)
 
 
-def _mlp_and_head(fmt: str, fmt_head: str):
+def _mlp_and_head(fmt: str, fmt_head: str, keep_f: bool = False):
     def fn(x, wg, wu, wd, wh, g1, g2):
         h = nn.rms_norm(x, g1, 1e-5)
         f = nn.qlinear(h, wg, fmt, FFN, HID).silu() * nn.qlinear(h, wu, fmt, FFN, HID)
         y = x + nn.qlinear(f, wd, fmt, HID, FFN)
-        return y, nn.qlinear(nn.rms_norm(y, g2, 1e-5), wh, fmt_head, VOCAB, HID)
+        logits = nn.qlinear(nn.rms_norm(y, g2, 1e-5), wh, fmt_head, VOCAB, HID)
+        return (y, logits, f * 1.0) if keep_f else (y, logits)
     return fn
 
 
@@ -49,17 +50,19 @@ def _reference(x, wf, g1, g2, int8: bool):
     h = _rms(x, g1)
     f = _silu(mm(h, wf["wg"])) * mm(h, wf["wu"])
     y = x + mm(f, wf["wd"])
-    return y, mm(_rms(y, g2), wf["wh"])
+    return y, mm(_rms(y, g2), wf["wh"]), f
 
 
-@pytest.mark.parametrize("m", [2, 8, 15])
+@pytest.mark.parametrize("m,keep_f", [(2, False), (8, False), (15, False), (8, True)])
 @pytest.mark.parametrize("fmt,fmt_head", [("q4_k", "q6_k"), ("q6_k", "q4_k"), ("q4_1", "q8_0"),
                                           ("q8_0", "q4_1")])
-def test_int8_decode_mlp_and_head(backend, m, fmt, fmt_head, monkeypatch):
+def test_int8_decode_mlp_and_head(backend, m, keep_f, fmt, fmt_head, monkeypatch):
     """m decode rows through norm + gate/up (SwiGLU) + down (+ residual) + norm + head:
     within 2e-3 x max|ref| of the int8 rule's float64 answer (a value at a rounding tie may
     land one int8 step away: ~1e-3 of that product; a misplaced piece or scale is off by
-    O(1)), within 5e-2 x max|ref| of the float answer, and the int8 kernels ran; the
+    O(1)), within 5e-2 x max|ref| of the float answer, and the int8 kernels ran. The SwiGLU
+    product, read only by down, is written as down's int8 x by the gate/up kernel itself
+    (QOUT); kept as an output too (keep_f), it is written as f32 and quantized by qx8. The
     reference backend within 1e-4 of the float answer."""
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
     monkeypatch.setattr(int8_decode, "INT8_DECODE", True)
@@ -73,20 +76,21 @@ def test_int8_decode_mlp_and_head(backend, m, fmt, fmt_head, monkeypatch):
     g1 = (1 + 0.1 * rng.standard_normal(HID)).astype(np.float32)
     g2 = (1 + 0.1 * rng.standard_normal(HID)).astype(np.float32)
     x = rng.standard_normal((m, HID)).astype(np.float32)
-    (y, logits), ran = run_with_names(backend, _mlp_and_head(fmt, fmt_head), x,
-                                      {**params, "g1": g1, "g2": g2})
-    exact = _reference(x, wf, g1, g2, int8=False)
+    outs, ran = run_with_names(backend, _mlp_and_head(fmt, fmt_head, keep_f), x,
+                               {**params, "g1": g1, "g2": g2})
+    exact = _reference(x, wf, g1, g2, int8=False)[:len(outs)]
     if backend.name == "reference":
-        for got, want in zip((y, logits), exact, strict=True):
+        for got, want in zip(outs, exact, strict=True):
             assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
         return
-    rule = _reference(x, wf, g1, g2, int8=True)
-    for got, want, f32 in zip((y, logits), rule, exact, strict=True):
+    rule = _reference(x, wf, g1, g2, int8=True)[:len(outs)]
+    for got, want, f32 in zip(outs, rule, exact, strict=True):
         scale = np.abs(want).max()
         assert np.abs(got - want).max() <= 2e-3 * scale, (m, fmt)
         assert np.abs(got - f32).max() <= 5e-2 * scale, (m, fmt)
     i8 = [r for r in ran if r.startswith("qgemv_i8")]
-    assert len(i8) == 3 and sum(r.startswith("qx8") for r in ran) == 3, ran
+    assert len(i8) == 3 and sum(r.startswith("qx8") for r in ran) == 2 + keep_f, ran
+    assert any("swiglu" in r and r.endswith("q") for r in i8) != keep_f, ran
     assert any("swiglu" in r for r in i8) and any("[res]" in r for r in i8), ran
 
 

@@ -117,6 +117,9 @@ class EmitContext:
         # (x's buffer id, K, group) -> x's rows as int8 and their scales, shared by the int8
         # prefills that read the same x (q, k, v; gate, up: lower_quant._mmq)
         self.rows_i8: dict[tuple[int, int, int], tuple[Buf, Buf]] = {}
+        # buffer id -> its rows as int8 x of the int8 decode GEMVs (words, scales), where the
+        # kernel that made the value wrote them that way (compiler/lower_int8_decode.py)
+        self.x8: dict[int, tuple[Buf, Buf]] = {}
         # cached_attention id -> (its per-chunk partials, its params) where the consumer GEMV
         # merges them (fuse._attention_combine) instead of an attn_combine dispatch
         self.attn_partials: dict[int, tuple[Buf, dict[str, Any]]] = {}

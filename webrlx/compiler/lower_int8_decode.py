@@ -24,6 +24,8 @@ def quantize_x(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, m: int, k
                ) -> tuple[Buf, Buf]:
     """quant/qx8.wgsl: x (m, k) f32 (RMS-normalized first by norm = (g, eps)) as int8 words
     (m, k / 4) and their per-16 (scale, scaled sum) pairs (m, k / 16, 2)."""
+    if norm is None and x.id in L.x8:  # its producer wrote it as int8 (emit's qout)
+        return L.x8[x.id]
     xq, xs = L.temp((m, k // 4), dt.uint32), L.temp((m, k // 8), dt.float32)
     L.emit(kernel("quant/qx8"), {"x": x, "g": norm[0] if norm else L.dummy(1), "q": xq, "s": xs},
            {"R": m, "K": k, "eps": norm[1] if norm else 0.0}, (m, 1, 1),
@@ -41,23 +43,32 @@ def _tprs(L: EmitContext, n: int) -> tuple[int, list[int]]:
 
 def emit(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, w: Buf, w2: Buf | None,
          res: Buf | None, out: Buf, fmt: str, fmt_overrides: dict[str, Any], m: int, n: int,
-         k: int, what: str) -> None:
+         k: int, what: str, qout: bool = False) -> None:
     """x (m, k) f32 (RMS-normalized first by norm = (g, eps)) to int8, then out (m, n) =
     x8 @ w^T, silu'd and times x8 @ w2^T where w2 is given, plus res where given
-    (fmt_overrides: lower_quant.format_overrides(fmt))."""
+    (fmt_overrides: lower_quant.format_overrides(fmt)). qout: the result is only read by
+    another int8 GEMV (n % 32 == 0): it is written as that GEMV's int8 x (L.x8[out.id]), not
+    into out, at TPR 8 (a workgroup's 32 rows make whole blocks)."""
     xq, xs = quantize_x(L, x, norm, m, k)
     wtype, words = WORDS[fmt]
     gemv = kernel("quant/qgemv_i8", MR=str(m), W=wtype, WORDS=raw_shader(words),
                   QI8_PIECES=raw_shader("common/qi8_pieces"))
-    overrides = {**fmt_overrides, "SWIGLU": w2 is not None, "RES": res is not None}
+    overrides = {**fmt_overrides, "SWIGLU": w2 is not None, "RES": res is not None,
+                 "QOUT": qout}
     label = f"qgemv_i8[{what}]" if what else "qgemv_i8"
-    lead, others = _tprs(L, n)
-    made = [Variant.of(f"{label}_{t}", gemv, (-(-n // (256 // t)), 1, 1),
-                       {**overrides, "TPR": t}) for t in [lead, *others]]
+    lead, others = (TPR[0], []) if qout else _tprs(L, n)
+    made = [Variant.of(f"{label}_{t}" + ("q" if qout else ""), gemv,
+                       (-(-n // (256 // t)), 1, 1), {**overrides, "TPR": t})
+            for t in [lead, *others]]
+    q8, s8 = L.dummy(4), L.dummy(5)
+    if qout:
+        q8, s8 = L.temp((m, n // 4), dt.uint32), L.temp((m, n // 8), dt.float32)
+        L.x8[out.id] = (q8, s8)
     L.emit(gemv, {"xq": xq, "xs": xs, "w": w, "w2": w2 or L.dummy(2), "res": res or L.dummy(3),
-                  "out": out}, {"N": n, "K": k, "nw": quant.nwords(fmt, n, k)}, made[0].grid,
+                  "q8": q8, "s8": s8, "out": out},
+           {"N": n, "K": k, "nw": quant.nwords(fmt, n, k)}, made[0].grid,
            made[0].overrides, name=made[0].name, variants=made[1:],
-           tune_key=f"qgemv_i8 {what} {fmt} {m}x{n}x{k}")
+           tune_key=f"qgemv_i8 {what}{'+q8' if qout else ''} {fmt} {m}x{n}x{k}")
 
 
 def emit_qkv(L: EmitContext, norm: tuple[Buf, float] | None, bindings: dict[str, Buf],
