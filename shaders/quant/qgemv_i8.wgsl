@@ -8,8 +8,8 @@
 // comes from qx8's per-16 sums. The numpy rule: quant.int8_decode_reference.
 // bindings: 0 xq (MR, K / 16) vec4<u32>, 1 xs (MR, K / 16) vec2<f32>, 2 w, 3 w2 (SWIGLU, else
 // a dummy), 4 res (MR, N) (RES), 5 q8 (MR, N / 4) u32 and 6 s8 (MR, N / 16) vec2<f32>
-// (QOUT: the results rounded to int8 as quant/qx8.wgsl does, for the next int8 GEMV; TPR 8,
-// so a workgroup's 32 rows are one block; dummies otherwise), 7 out (MR, N), 8 params. w / w2 as {{W}}: Q4_K as vec4<u32>
+// (QOUT: the results also rounded to int8 as quant/qx8.wgsl does, for the next int8 GEMV;
+// TPR 8, so a workgroup's 32 rows are one block; dummies otherwise), 7 out (MR, N), 8 params. w / w2 as {{W}}: Q4_K as vec4<u32>
 // (144-byte blocks, 9 vec4), Q6_K as u32 words (210-byte blocks: 2-byte aligned, read by
 // funnel shifts; nw words: no read past the last).
 // grid (ceil(N / (256 / TPR)), 1, 1): a workgroup 256 threads, TPR of them a weight row (256 /
@@ -44,7 +44,7 @@ override OWN: bool = false;
 override TPR: u32 = 8u;             // threads a weight row: 4, 8, 16 or 32
 override SWIGLU: bool = false;
 override RES: bool = false;
-override QOUT: bool = false;        // results as the next GEMV's int8 x (q8, s8), not out
+override QOUT: bool = false;        // results also as the next GEMV's int8 x (q8, s8)
 const MR: u32 = {{MR}}u;            // x rows
 var<workgroup> red: array<f32, 256 * MR>;     // partial sums: (x row, thread)
 
@@ -97,7 +97,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         if (RES) { v += res[r * p.N + nn]; }
         vals[t] = v;
-        if (!QOUT) { out[r * p.N + nn] = v; }
+        out[r * p.N + nn] = v;                     // (also under QOUT: any reader)
     }
     if (QOUT) {                                    // (uniform: an override)
         // the workgroup's 32 results of each x row are one block of the next GEMV's x: round

@@ -176,3 +176,57 @@ def test_int8_decode_qkv_rope_and_caches(backend, formats, monkeypatch):
         names = [c.name for c in exe.plan({}).program.calls]
         assert "qx8[rms_norm]" in names, names
         assert any(n_.startswith("qgemv_i8[q+k+v]_") for n_ in names), names
+
+
+def test_int8_decode_attention_output_into_o_projection(backend, monkeypatch):
+    """A batched step's attention (8 rows, each at its own position and KV slot, keys split
+    into chunks) -> reshape -> o-projection (+ residual) on int8 x: the chunks' merge
+    (decoder/attn_combine.wgsl, QOUT) writes the projection's int8 x itself, so no qx8 runs;
+    after 24 steps the result matches numpy's int8 rule on the reference backend's attention
+    (2e-3 x max|ref|)."""
+    import webrlx as wr
+    from webrlx.backends.reference import ReferenceDevice
+    from webrlx.compiler import lower_decoder
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(int8_decode, "INT8_DECODE", True)
+    monkeypatch.setattr(int8_decode, "MIN_WEIGHTS", 0)
+    monkeypatch.setattr(lower_decoder, "PREFILL_KERNEL", "decode")
+    monkeypatch.setattr(lower_decoder, "CPU_WORKGROUP_TARGET", 1 << 12)   # key chunks here too
+    b, h, hkv, d, t, slots, n = 8, 4, 2, 64, 256, 8, 192
+    rng = np.random.default_rng(3)
+    w, wf = _qweight("q4_k", n, h * d, 6)
+
+    def graph(project: bool):
+        g = wr.Graph()
+        kv = g.input("kv", (2, b), "int32")
+        kc = nn.cache_write(g.state("kc", (slots, hkv, t, d)), g.input("k", (b, 1, hkv, d)), kv)
+        vc = nn.cache_write(g.state("vc", (slots, hkv, t, d)), g.input("v", (b, 1, hkv, d)), kv)
+        att = nn.cached_attention(g.input("q", (b, 1, h, d)), kc, vc, kv, 1.0 / np.sqrt(d))
+        if not project:
+            return wr.compile(g, outputs=[att], device=ReferenceDevice())
+        y = g.input("r", (b, 1, n)) + nn.qlinear(att.reshape(b, 1, h * d),
+                                                 g.param("w", w.shape, w.dtype), "q4_k", n,
+                                                 h * d)
+        exe = wr.compile(g, outputs=[y], device=backend)
+        exe.set_params({"w": w})
+        return exe
+    exe, ref = graph(True), graph(False)
+    start, order = rng.integers(0, 100, b), rng.permutation(slots)
+    for step in range(24):
+        feeds = {"kv": np.stack([start + step, order]).astype(np.int32),
+                 **{name: rng.standard_normal(shape).astype(np.float32) for name, shape in
+                    (("k", (b, 1, hkv, d)), ("v", (b, 1, hkv, d)), ("q", (b, 1, h, d)),
+                     ("r", (b, 1, n)))}}
+        (got,) = exe.run(feeds)
+        (att,) = ref.run({key: feeds[key] for key in ("kv", "k", "v", "q")})
+    x = att.reshape(b, h * d)
+    res = feeds["r"].reshape(b, n)
+    if backend.name == "reference":
+        want = res + x.astype(np.float64) @ wf.T
+        assert np.abs(got.reshape(b, n) - want).max() <= 1e-4 * np.abs(want).max()
+        return
+    want = res + quant.int8_decode_reference(x, wf)
+    assert np.abs(got.reshape(b, n) - want).max() <= 2e-3 * np.abs(want).max()
+    names = [c.name for c in exe.plan({}).program.calls]
+    assert "cached_attention[combine+q8]" in names and not any(
+        n_.startswith("qx8") for n_ in names), names

@@ -24,6 +24,7 @@ from .. import dtype as dt
 from ..graph import Node
 from ..kernels import kernel
 from ..ops_decoder import rope_inv_freq
+from . import lower_int8_decode
 from .emit import EmitContext
 from .program import Buf
 from .registry import lowering
@@ -201,6 +202,11 @@ def _cached_attention(L: EmitContext, node: Node) -> Buf:
         return dst
     if nsplit > 1:
         n = b * s * h * d4
-        L.emit(kernel("decoder/attn_combine"), {"pos": pos, "part": dst, "out": out},
-               {"n": n, **args}, L.grid(n), name="cached_attention[combine]")
+        qout = lower_int8_decode.only_int8_reader(L, node.id, b * s, h * d)
+        q8, s8 = lower_int8_decode.int8_out(L, out, b * s, h * d) if qout else \
+            (L.dummy(0), L.dummy(1))
+        L.emit(kernel("decoder/attn_combine"), {"pos": pos, "part": dst, "q8": q8, "s8": s8,
+                                                "out": out},
+               {"n": n, **args}, L.grid(n), {"QOUT": qout},
+               name="cached_attention[combine" + ("+q8]" if qout else "]"))
     return out

@@ -10,14 +10,37 @@ from .. import dtype as dt
 from .. import quant
 from ..kernels import kernel, raw_shader
 from .emit import EmitContext
-from .int8_decode import TPR, default_tpr
-from .lower_decoder import cpu_adapter
+from .int8_decode import TPR, applies, default_tpr
 from .program import Buf, Variant
 
 # how each format's weight is bound (the element type, the word readers' snippet)
 WORDS = {"q4_k": ("vec4<u32>", "common/qi8_words_vec4"),
          "q6_k": ("u32", "common/qi8_words_u32"), "q4_1": ("u32", "common/qi8_words_u32"),
          "q8_0": ("u32", "common/qi8_words_u32")}
+
+
+def only_int8_reader(L: EmitContext, value: int, m: int, n: int) -> bool:
+    """Whether node `value` (m rows of n) is read only by a qmatmul (through a reshape at most)
+    that runs on int8 x without a norm prologue: then the kernel making it may also write it
+    as that int8 x (L.x8), n % 32 == 0."""
+    users = L.consumers.get(value, [])
+    if len(users) == 1 and L.graph.nodes[users[0]].op == "reshape" and value not in L.outputs:
+        value, users = users[0], L.consumers.get(users[0], [])
+    if len(users) != 1 or value in L.outputs or n % 32 or value in L.fusions.norm_prologue:
+        return False
+    u = L.graph.nodes[users[0]]
+    return (u.op == "qmatmul" and u.inputs[0] == value and len(u.inputs) == 2
+            and u.id not in L.fusions.qkv and u.id not in L.fusions.attn_combine
+            and u.attrs["k"] == n
+            and applies(m, u.attrs["format"], u.attrs["n"], u.attrs["k"], L.dtype(value).name))
+
+
+def int8_out(L: EmitContext, out: Buf, m: int, n: int) -> tuple[Buf, Buf]:
+    """New int8 x buffers (words, scales) for value buffer `out` (m x n), registered in L.x8
+    for the GEMV that reads it."""
+    q8, s8 = L.temp((m, n // 4), dt.uint32), L.temp((m, n // 8), dt.float32)
+    L.x8[out.id] = (q8, s8)
+    return q8, s8
 
 
 def quantize_x(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, m: int, k: int
@@ -35,7 +58,7 @@ def quantize_x(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, m: int, k
 
 def _tprs(L: EmitContext, n: int) -> tuple[int, list[int]]:
     """(the default TPR, the others the autotuner times): on CPU adapters TPR[0] alone."""
-    if cpu_adapter(L):
+    if L.info.software:               # (CPU adapters: lower_decoder.cpu_adapter's rule)
         return TPR[0], []
     lead = default_tpr(n)
     return lead, [t for t in TPR if t != lead]
@@ -46,9 +69,9 @@ def emit(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, w: Buf, w2: Buf
          k: int, what: str, qout: bool = False) -> None:
     """x (m, k) f32 (RMS-normalized first by norm = (g, eps)) to int8, then out (m, n) =
     x8 @ w^T, silu'd and times x8 @ w2^T where w2 is given, plus res where given
-    (fmt_overrides: lower_quant.format_overrides(fmt)). qout: the result is only read by
-    another int8 GEMV (n % 32 == 0): it is written as that GEMV's int8 x (L.x8[out.id]), not
-    into out, at TPR 8 (a workgroup's 32 rows make whole blocks)."""
+    (fmt_overrides: lower_quant.format_overrides(fmt)). qout (only_int8_reader): the result
+    is also written as the next GEMV's int8 x (L.x8[out.id]), at TPR 8 (a workgroup's 32
+    rows make whole blocks)."""
     xq, xs = quantize_x(L, x, norm, m, k)
     wtype, words = WORDS[fmt]
     gemv = kernel("quant/qgemv_i8", MR=str(m), W=wtype, WORDS=raw_shader(words),
@@ -60,10 +83,7 @@ def emit(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, w: Buf, w2: Buf
     made = [Variant.of(f"{label}_{t}" + ("q" if qout else ""), gemv,
                        (-(-n // (256 // t)), 1, 1), {**overrides, "TPR": t})
             for t in [lead, *others]]
-    q8, s8 = L.dummy(4), L.dummy(5)
-    if qout:
-        q8, s8 = L.temp((m, n // 4), dt.uint32), L.temp((m, n // 8), dt.float32)
-        L.x8[out.id] = (q8, s8)
+    q8, s8 = int8_out(L, out, m, n) if qout else (L.dummy(4), L.dummy(5))
     L.emit(gemv, {"xq": xq, "xs": xs, "w": w, "w2": w2 or L.dummy(2), "res": res or L.dummy(3),
                   "q8": q8, "s8": s8, "out": out},
            {"N": n, "K": k, "nw": quant.nwords(fmt, n, k)}, made[0].grid,

@@ -358,19 +358,6 @@ def _fused_smat(L: EmitContext, shader: str, m: int, cols: list[int], k: int, wh
     return out
 
 
-def _int8_only_reader(L: EmitContext, value: int, m: int, n: int) -> bool:
-    """Whether node `value` (m x n) is read only by a qmatmul that runs on int8 x without a
-    norm prologue (so the kernel making it may write it as that int8 x, n % 32 == 0)."""
-    users = L.consumers.get(value, [])
-    if len(users) != 1 or value in L.outputs or n % 32 or value in L.fusions.norm_prologue:
-        return False
-    u = L.graph.nodes[users[0]]
-    return (u.op == "qmatmul" and u.inputs[0] == value and len(u.inputs) == 2
-            and u.id not in L.fusions.qkv and u.id not in L.fusions.attn_combine
-            and int8_decode.applies(m, u.attrs["format"], u.attrs["n"], u.attrs["k"],
-                                    L.dtype(value).name))
-
-
 def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
                 prologue: tuple[int, int, float] | None, m: int) -> Buf:
     """The GEMV with its layer neighbours (fuse.py): quant/qgemv_fused.wgsl."""
@@ -401,7 +388,7 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
                                L.buf(nodes[q.up].inputs[1]) if q.up is not None else None,
                                L.buf(q.res) if q.res is not None else None, out, fmt,
                                format_overrides(fmt), m, n, k, what,
-                               qout=_int8_only_reader(L, q.last, m, n))
+                               qout=lower_int8_decode.only_int8_reader(L, q.last, m, n))
         L.values[q.last] = out
         return out
     bindings = {"x": partials[0] if partials else L.buf(prologue[0] if prologue else x_id),
