@@ -1,17 +1,16 @@
-// The int8 decode GEMV (opt-in, lower_quant.INT8_DECODE): out[r, n] = x8[r, :] . w[n, :] for
-// the MR x rows of a batched decode step, x8 = x quantized to int8 per 32 values by
-// quant/qx8.wgsl (llama.cpp's q8_1), w a Q4_K or Q6_K weight as stored; then SWIGLU
+// The int8 decode GEMV (opt-in, compiler/int8_decode.INT8_DECODE): out[r, n] = x8[r, :] .
+// w[n, :] for the MR x rows of a batched decode step, x8 = x quantized to int8 per 32 values
+// by quant/qx8.wgsl (llama.cpp's q8_1), w a Q4_K, Q6_K, Q4_1 or Q8_0 weight as stored (the
+// pieces: common/qi8_pieces.wgsl; q / k / v: quant/qgemv_i8_qkv.wgsl); then SWIGLU
 // (out = silu(x8 . w) * (x8 . w2), w2 the up projection of the same format) and RES
 // (+ res[r, n]). The products are dot4I8Packed of the weight's quants (Q6_K's made signed)
 // with x's int8s, exact in i32 within a 16- or 32-value piece; each piece's sum is then
 // scaled by the weight's (sub-)block scale and x's block scale in f32, and Q4_K's min term
-// comes from qx8's per-16 sums. The numpy rule: quant.int8_decode_reference.
+// (and Q4_1's) comes from qx8's per-16 sums. The numpy rule: quant.int8_decode_reference.
 // bindings: 0 xq (MR, K / 16) vec4<u32>, 1 xs (MR, K / 16) vec2<f32>, 2 w, 3 w2 (SWIGLU, else
-// a dummy), 4 res (MR, N) (RES), 5 q8 (MR, N / 4) u32 and 6 s8 (MR, N / 16) vec2<f32>
-// (QOUT: the results also rounded to int8 as quant/qx8.wgsl does, for the next int8 GEMV;
-// TPR 8, so a workgroup's 32 rows are one block; dummies otherwise), 7 out (MR, N), 8 params. w / w2 as {{W}}: Q4_K as vec4<u32>
-// (144-byte blocks, 9 vec4), Q6_K as u32 words (210-byte blocks: 2-byte aligned, read by
-// funnel shifts; nw words: no read past the last).
+// a dummy), 4 res (MR, N) (RES), 5 out (MR, N), 6 params. w / w2 as {{W}}: Q4_K as vec4<u32>
+// (144-byte blocks, 9 vec4), the others as u32 words (Q6_K's 210-byte and Q8_0's 34-byte
+// blocks are 2-byte aligned, read by funnel shifts; nw words: no read past the last).
 // grid (ceil(N / (256 / TPR)), 1, 1): a workgroup 256 threads, TPR of them a weight row (256 /
 // TPR rows), each thread the pieces j, j + TPR, ... of its row for all MR x rows (a weight
 // word is decoded once for every row); the TPR partial sums of each (row, x row) meet in
@@ -24,6 +23,10 @@
 // 41.2 us (tpr 8), down 33.0 (tpr 32), head 258 (tpr 8). Tried in the probe: x staged once a
 // workgroup in workgroup memory (gate+up 36.2 with 64 weight rows a workgroup, but the head
 // 280 and down 28-84 by shape), x quantized in each workgroup's prologue (slower: 52.6).
+// Tried (H200, bench/device_dawn.sh i8batch): the SwiGLU kernel writing its result as down's
+// int8 x itself (a workgroup's 32 rows one block, so TPR 8): no qx8 dispatch for down (16 a
+// step, 0.1 ms), but gate+up at TPR 8 took 0.97 ms a step against 0.69 at the tuned TPR 16:
+// the 1B-shaped 8-row step went 3.24 -> 3.34 GPU ms. Taken out.
 // The cost: x rounded to 8 bits, ~5e-3 x max|y| a product (the probe's vs_f32_x), which is why
 // it is opt-in.
 struct Params { N: u32, K: u32, nw: u32 }
@@ -32,10 +35,8 @@ struct Params { N: u32, K: u32, nw: u32 }
 @group(0) @binding(2) var<storage, read_write> w: array<{{W}}>;
 @group(0) @binding(3) var<storage, read_write> w2: array<{{W}}>;
 @group(0) @binding(4) var<storage, read_write> res: array<f32>;
-@group(0) @binding(5) var<storage, read_write> q8: array<u32>;
-@group(0) @binding(6) var<storage, read_write> s8: array<vec2<f32>>;
-@group(0) @binding(7) var<storage, read_write> out: array<f32>;
-@group(0) @binding(8) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(6) var<uniform> p: Params;
 
 override FMT: u32 = 12u;            // 12 Q4_K, 14 Q6_K (compiler: format_overrides)
 override QK: u32 = 256u;
@@ -44,7 +45,6 @@ override OWN: bool = false;
 override TPR: u32 = 8u;             // threads a weight row: 4, 8, 16 or 32
 override SWIGLU: bool = false;
 override RES: bool = false;
-override QOUT: bool = false;        // results also as the next GEMV's int8 x (q8, s8)
 const MR: u32 = {{MR}}u;            // x rows
 var<workgroup> red: array<f32, 256 * MR>;     // partial sums: (x row, thread)
 
@@ -82,7 +82,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var r = 0u; r < MR; r++) { red[r * 256u + lid] = b[r]; }
         workgroupBarrier();
     }
-    var vals: array<f32, 2>;
     for (var t = 0u; t < 2u; t++) {
         let o = lid + 256u * t;
         let i = o / MR;
@@ -96,36 +95,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             v = silu(v) * u;
         }
         if (RES) { v += res[r * p.N + nn]; }
-        vals[t] = v;
-        out[r * p.N + nn] = v;                     // (also under QOUT: any reader)
-    }
-    if (QOUT) {                                    // (uniform: an override)
-        // the workgroup's 32 results of each x row are one block of the next GEMV's x: round
-        // them to int8 here as quant/qx8.wgsl would (TPR = 8, N % 32 == 0)
-        workgroupBarrier();
-        for (var t = 0u; t < 2u; t++) {
-            let o = lid + 256u * t;
-            if (o < 32u * MR) { red[(o % MR) * 32u + o / MR] = vals[t]; }
-        }
-        workgroupBarrier();
-        if (lid < 8u * MR) {
-            let r = lid / 8u;
-            let wd = lid % 8u;                     // its word: values 4 wd .. 4 wd + 3
-            var m = 0.0;
-            for (var e = 0u; e < 32u; e++) { m = max(m, abs(red[r * 32u + e])); }
-            let inv = select(127.0 / m, 0.0, m == 0.0);
-            let v4 = round(vec4<f32>(red[r * 32u + 4u * wd], red[r * 32u + 4u * wd + 1u],
-                                     red[r * 32u + 4u * wd + 2u], red[r * 32u + 4u * wd + 3u])
-                           * inv);
-            let iv = vec4<i32>(v4);
-            q8[r * (p.N / 4u) + n0 / 4u + wd] = (u32(iv.x) & 255u) | ((u32(iv.y) & 255u) << 8u) |
-                                                 ((u32(iv.z) & 255u) << 16u) | (u32(iv.w) << 24u);
-            if (wd % 4u == 0u) {                   // the first word of a half: its sum
-                var sum = 0.0;
-                for (var e = 0u; e < 16u; e++) { sum += round(red[r * 32u + 4u * wd + e] * inv); }
-                let d = m / 127.0;
-                s8[r * (p.N / 16u) + n0 / 16u + wd / 4u] = vec2<f32>(d, d * sum);
-            }
-        }
+        out[r * p.N + nn] = v;
     }
 }

@@ -1,4 +1,4 @@
-// x rows to int8 for the int8 decode GEMVs (quant/qgemv_i8.wgsl; opt-in, lower_quant.INT8_DECODE):
+// x rows to int8 for the int8 decode GEMVs (quant/qgemv_i8.wgsl; opt-in int8_decode.INT8_DECODE):
 // per 32 values of a row, q = round(v * 127 / amax) (halfway cases to even) with scale
 // d = amax / 127 (q and d 0 where the 32 are all zero): llama.cpp's q8_1. With NORM the row is
 // RMS-normalized first: v = x * (1 / sqrt(mean(x^2) + eps)) * g.

@@ -47,7 +47,7 @@ def quantize_x(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, m: int, k
                ) -> tuple[Buf, Buf]:
     """quant/qx8.wgsl: x (m, k) f32 (RMS-normalized first by norm = (g, eps)) as int8 words
     (m, k / 4) and their per-16 (scale, scaled sum) pairs (m, k / 16, 2)."""
-    if norm is None and x.id in L.x8:  # its producer wrote it as int8 (emit's qout)
+    if norm is None and x.id in L.x8:  # its producer wrote it as int8 (attn_combine's QOUT)
         return L.x8[x.id]
     xq, xs = L.temp((m, k // 4), dt.uint32), L.temp((m, k // 8), dt.float32)
     L.emit(kernel("quant/qx8"), {"x": x, "g": norm[0] if norm else L.dummy(1), "q": xq, "s": xs},
@@ -66,29 +66,24 @@ def _tprs(L: EmitContext, n: int) -> tuple[int, list[int]]:
 
 def emit(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, w: Buf, w2: Buf | None,
          res: Buf | None, out: Buf, fmt: str, fmt_overrides: dict[str, Any], m: int, n: int,
-         k: int, what: str, qout: bool = False) -> None:
+         k: int, what: str) -> None:
     """x (m, k) f32 (RMS-normalized first by norm = (g, eps)) to int8, then out (m, n) =
     x8 @ w^T, silu'd and times x8 @ w2^T where w2 is given, plus res where given
-    (fmt_overrides: lower_quant.format_overrides(fmt)). qout (only_int8_reader): the result
-    is also written as the next GEMV's int8 x (L.x8[out.id]), at TPR 8 (a workgroup's 32
-    rows make whole blocks)."""
+    (fmt_overrides: lower_quant.format_overrides(fmt))."""
     xq, xs = quantize_x(L, x, norm, m, k)
     wtype, words = WORDS[fmt]
     gemv = kernel("quant/qgemv_i8", MR=str(m), W=wtype, WORDS=raw_shader(words),
                   QI8_PIECES=raw_shader("common/qi8_pieces"))
-    overrides = {**fmt_overrides, "SWIGLU": w2 is not None, "RES": res is not None,
-                 "QOUT": qout}
+    overrides = {**fmt_overrides, "SWIGLU": w2 is not None, "RES": res is not None}
     label = f"qgemv_i8[{what}]" if what else "qgemv_i8"
-    lead, others = (TPR[0], []) if qout else _tprs(L, n)
-    made = [Variant.of(f"{label}_{t}" + ("q" if qout else ""), gemv,
-                       (-(-n // (256 // t)), 1, 1), {**overrides, "TPR": t})
-            for t in [lead, *others]]
-    q8, s8 = int8_out(L, out, m, n) if qout else (L.dummy(4), L.dummy(5))
+    lead, others = _tprs(L, n)
+    made = [Variant.of(f"{label}_{t}", gemv, (-(-n // (256 // t)), 1, 1),
+                       {**overrides, "TPR": t}) for t in [lead, *others]]
     L.emit(gemv, {"xq": xq, "xs": xs, "w": w, "w2": w2 or L.dummy(2), "res": res or L.dummy(3),
-                  "q8": q8, "s8": s8, "out": out},
+                  "out": out},
            {"N": n, "K": k, "nw": quant.nwords(fmt, n, k)}, made[0].grid,
            made[0].overrides, name=made[0].name, variants=made[1:],
-           tune_key=f"qgemv_i8 {what}{'+q8' if qout else ''} {fmt} {m}x{n}x{k}")
+           tune_key=f"qgemv_i8 {what} {fmt} {m}x{n}x{k}")
 
 
 def emit_qkv(L: EmitContext, norm: tuple[Buf, float] | None, bindings: dict[str, Buf],

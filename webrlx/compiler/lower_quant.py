@@ -387,8 +387,7 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
                                L.buf(w_id),
                                L.buf(nodes[q.up].inputs[1]) if q.up is not None else None,
                                L.buf(q.res) if q.res is not None else None, out, fmt,
-                               format_overrides(fmt), m, n, k, what,
-                               qout=lower_int8_decode.only_int8_reader(L, q.last, m, n))
+                               format_overrides(fmt), m, n, k, what)
         L.values[q.last] = out
         return out
     bindings = {"x": partials[0] if partials else L.buf(prologue[0] if prologue else x_id),
