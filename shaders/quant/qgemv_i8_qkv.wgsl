@@ -33,7 +33,7 @@ struct View { M: u32, N: u32, K: u32, nw: u32, S: u32 }
 override FMT_Q: u32 = 12u;          // 12 Q4_K, 14 Q6_K
 override FMT_K: u32 = 12u;
 override FMT_V: u32 = 12u;
-override TPR: u32 = 8u;             // threads a weight row: 8, 16 or 32
+override TPR: u32 = 8u;             // threads a weight row: 8, 16, 32 or 64
 const MR: u32 = {{MR}}u;            // x rows
 var<workgroup> red: array<f32, 256 * MR>;     // partial sums: (x row, thread)
 

@@ -57,6 +57,10 @@ def _reference(x, wf, g1, g2, int8: bool):
 @pytest.mark.parametrize("fmt,fmt_head", [("q4_k", "q6_k"), ("q6_k", "q4_k"), ("q4_1", "q8_0"),
                                           ("q8_0", "q4_1")])
 def test_int8_decode_mlp_and_head(backend, m, fmt, fmt_head, monkeypatch):
+    _mlp_and_head_checked(backend, m, fmt, fmt_head, monkeypatch)
+
+
+def _mlp_and_head_checked(backend, m: int, fmt: str, fmt_head: str, monkeypatch) -> list[str]:
     """m decode rows through norm + gate/up (SwiGLU) + down (+ residual) + norm + head:
     within 2e-3 x max|ref| of the int8 rule's float64 answer (a value at a rounding tie may
     land one int8 step away: ~1e-3 of that product; a misplaced piece or scale is off by
@@ -81,7 +85,7 @@ def test_int8_decode_mlp_and_head(backend, m, fmt, fmt_head, monkeypatch):
     if backend.name == "reference":
         for got, want in zip(outs, exact, strict=True):
             assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
-        return
+        return []
     rule = _reference(x, wf, g1, g2, int8=True)[:len(outs)]
     for got, want, f32 in zip(outs, rule, exact, strict=True):
         scale = np.abs(want).max()
@@ -90,6 +94,7 @@ def test_int8_decode_mlp_and_head(backend, m, fmt, fmt_head, monkeypatch):
     i8 = [r for r in ran if r.startswith("qgemv_i8")]
     assert len(i8) == 3 and sum(r.startswith("qx8") for r in ran) == 3, ran
     assert any("swiglu" in r for r in i8) and any("[res]" in r for r in i8), ran
+    return i8
 
 
 @pytest.mark.parametrize("m,asked,small", [(8, False, True), (1, True, True), (8, True, False)])
@@ -109,6 +114,21 @@ def test_int8_decode_only_when_asked_batched_and_big(backend, m, asked, small, m
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
 
 
+@pytest.mark.parametrize("tpr", [8, 16, 32, 64])
+def test_int8_decode_each_tpr(backend, tpr, monkeypatch):
+    """Each threads-a-weight-row variant (int8_decode.TPR) forced (autotune.PREFER) on the
+    8-row MLP, head and q / k / v: within 2e-3 x max|ref| of the int8 rule, and it ran."""
+    from webrlx.compiler import lower_int8_decode
+    if backend.name == "reference":
+        return                          # (no kernels: the tests above cover its rules)
+    monkeypatch.setattr(autotune, "PREFER", f"*_{tpr}")
+    monkeypatch.setattr(lower_int8_decode, "software", lambda L: False)
+    ran = _mlp_and_head_checked(backend, 8, "q4_k", "q6_k", monkeypatch)
+    ran += [n_ for n_ in _qkv_checked(backend, ("q4_1", "q8_0", "q4_1"), monkeypatch)
+            if n_.startswith("qgemv_i8")]
+    assert len(ran) == 4 and all(n_.endswith(f"_{tpr}") for n_ in ran), ran
+
+
 def test_quantize_x8_rule():
     """The numpy rule: 32-value blocks, |q| <= 127, scale amax / 127, zeros stay zero."""
     x = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32)
@@ -122,6 +142,10 @@ def test_quantize_x8_rule():
 @pytest.mark.parametrize("formats", [("q4_k", "q4_k", "q6_k"), ("q6_k", "q6_k", "q4_k"),
                                      ("q4_1", "q8_0", "q4_1")], ids=str)
 def test_int8_decode_qkv_rope_and_caches(backend, formats, monkeypatch):
+    _qkv_checked(backend, formats, monkeypatch)
+
+
+def _qkv_checked(backend, formats: tuple[str, str, str], monkeypatch) -> list[str]:
     """A batched step's q / k / v (8 rows, pos (2, B) = [positions; KV slots], one row past
     the cache's end) on int8 x: where q, k and v run as one dispatch (10 storage bindings),
     quant/qgemv_i8_qkv.wgsl ropes q and k and writes k and v into each row's slot; q and both
@@ -174,6 +198,8 @@ def test_int8_decode_qkv_rope_and_caches(backend, formats, monkeypatch):
         names = [c.name for c in exe.plan({}).program.calls]
         assert "qx8[rms_norm]" in names, names
         assert any(n_.startswith("qgemv_i8[q+k+v]_") for n_ in names), names
+        return list(exe.plan({}).ran)
+    return []
 
 
 def test_int8_decode_attention_output_into_o_projection(backend, monkeypatch):

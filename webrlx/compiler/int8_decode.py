@@ -13,8 +13,9 @@ from __future__ import annotations
 INT8_DECODE = False
 ROWS = (2, 15)                  # x rows (a batched decode step's sequences)
 FORMATS = ("q4_k", "q6_k", "q4_1", "q8_0")
-TPR = (8, 16, 32)               # threads a weight row the autotuner tries on GPUs (the shader
-                                # holds 2 outputs a thread: 256 / TPR rows x 15 x rows <= 512)
+TPR = (8, 16, 32, 64)           # threads a weight row the autotuner tries on GPUs (the shader
+                                # holds 2 outputs a thread: 256 / TPR rows x 15 x rows <= 512;
+                                # 64: 4 rows a workgroup, for N = 2048 calls' K)
 # Measured on an H200 (bench/results/2026-11-29-h200-int8-decode-batched.json): the 1B-shaped
 # Q4_K_M file's calls (4.2M-268M weights) gain, the SmolLM2-shaped Q4_1 file's (0.2M-0.9M,
 # K = 576) lost: 8 sequences 4,306-4,310 -> 3,856-3,913 tok/s with every call on int8.
@@ -36,6 +37,6 @@ def default_tpr(n: int) -> int:
     """Threads a weight row: the smallest of TPR with n * TPR >= THREADS (32 past that). On
     an H200 at 8 rows (bench/probes/qgemv_i8_staged_probe.py): 8 for N 16384 and 128256, 32
     for N 2048 (K 8192: 33 us against 94 at 8)."""
-    return next((t for t in TPR if n * t >= THREADS), TPR[-1])
+    return next((t for t in TPR[:3] if n * t >= THREADS), 32)
 
 

@@ -56,9 +56,14 @@ def quantize_x(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, m: int, k
     return xq, xs
 
 
+def software(L: EmitContext) -> bool:
+    """True on a CPU adapter (lower_decoder.cpu_adapter's rule; a function tests replace)."""
+    return L.info.software
+
+
 def _tprs(L: EmitContext, n: int) -> tuple[int, list[int]]:
     """(the default TPR, the others the autotuner times): on CPU adapters TPR[0] alone."""
-    if L.info.software:               # (CPU adapters: lower_decoder.cpu_adapter's rule)
+    if software(L):
         return TPR[0], []
     lead = default_tpr(n)
     return lead, [t for t in TPR if t != lead]
