@@ -1,6 +1,6 @@
 // The int8 decode GEMVs' dot pieces (quant/qgemv_i8.wgsl, quant/qgemv_i8_qkv.wgsl): a
 // weight row's Q4_K or Q6_K pieces dotted with the MR int8 x rows (xq, xs: quant/qx8.wgsl's
-// layout). The includer declares MR, TPR, red, xq, xs, p (K, nw), word(i, second) / quad(i, second)
+// layout). The includer declares MR, xq, xs, p (K, nw), word(i, second) / quad(i, second)
 // (the weight's u32 words / 16-byte quads) and fmt_id() (12 Q4_K, 14 Q6_K, 3 Q4_1, 8 Q8_0).
 
 // the 4 bytes at 2-aligned byte a of w (or w2), from the aligned words around them
@@ -109,21 +109,6 @@ fn q6k_piece(n: u32, nb: u32, bk: u32, c: u32, second: bool, acc: ptr<function, 
                  dot4I8Packed(w3.z, x3.z) + dot4I8Packed(w3.w, x3.w);
         let dx = vec4<f32>(xs[at].x, xs[at + 2u].x, xs[at + 4u].x, xs[at + 6u].x);
         (*acc)[r] += dot(e * dx, vec4<f32>(f32(d0), f32(d1), f32(d2), f32(d3)));
-    }
-}
-
-// each thread's MR partial sums (red: (x row, thread)) summed over its TPR threads, a tree
-// of log2(TPR) steps, so that red[r * 256 + i * TPR] holds weight row i's total for x row r.
-// Every thread calls it (barriers). Tried first: each output's thread adding its row's TPR
-// partials in turn (64 loads in a row at TPR 64).
-fn reduce_rows(lid: u32, partial: array<f32, MR>) {
-    for (var r = 0u; r < MR; r++) { red[r * 256u + lid] = partial[r]; }
-    workgroupBarrier();
-    for (var h = TPR / 2u; h > 0u; h >>= 1u) {
-        if (lid % TPR < h) {
-            for (var r = 0u; r < MR; r++) { red[r * 256u + lid] += red[r * 256u + lid + h]; }
-        }
-        workgroupBarrier();
     }
 }
 

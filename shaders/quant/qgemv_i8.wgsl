@@ -14,7 +14,7 @@
 // grid (ceil(N / (256 / TPR)), 1, 1): a workgroup 256 threads, TPR of them a weight row (256 /
 // TPR rows), each thread the pieces j, j + TPR, ... of its row for all MR x rows (a weight
 // word is decoded once for every row); the TPR partial sums of each (row, x row) meet in
-// workgroup memory (a tree: common/qi8_pieces.wgsl's reduce_rows).
+// workgroup memory.
 // Why (H200, natively, bench/probes/qgemv_i8_staged_probe.py, 8 rows, Q4_K, us): the f32
 // GEMVs at 8 rows cost 2.5-3x their 1-row time (gate+up 77.6 against 29.4, down 65.2 against
 // 19.0, head 538 against 216: production's best variants, qgemv_variants_probe.py in the same
@@ -42,7 +42,7 @@ override FMT: u32 = 12u;            // 12 Q4_K, 14 Q6_K (compiler: format_overri
 override QK: u32 = 256u;
 override QBYTES: u32 = 144u;
 override OWN: bool = false;
-override TPR: u32 = 8u;             // threads a weight row: 8 .. 128, a power of two
+override TPR: u32 = 8u;             // threads a weight row: 8, 16, 32 or 64
 override SWIGLU: bool = false;
 override RES: bool = false;
 const MR: u32 = {{MR}}u;            // x rows
@@ -63,17 +63,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let j = lid % TPR;
     let n0 = wid.x * rpw;
     let n = min(n0 + lid / TPR, p.N - 1u);         // (rows past N compute and are dropped)
-    reduce_rows(lid, row_dots(n, j, false));
+    let a = row_dots(n, j, false);
+    for (var r = 0u; r < MR; r++) { red[r * 256u + lid] = a[r]; }
+    workgroupBarrier();
     // outputs (weight row, x row): o = i MR + r for i < rpw; 2 a thread at most (MR <= 15)
     var first: array<f32, 2>;
     for (var t = 0u; t < 2u; t++) {
         let o = lid + 256u * t;
-        first[t] = red[(o % MR) * 256u + min(o / MR, rpw - 1u) * TPR];
+        let i = min(o / MR, rpw - 1u);
+        let r = o % MR;
+        var v = 0.0;
+        for (var q = 0u; q < TPR; q++) { v += red[r * 256u + i * TPR + q]; }
+        first[t] = v;
     }
     if (SWIGLU) {                                  // (uniform: an override)
         let b = row_dots(n, j, true);
-        workgroupBarrier();                        // (red was read)
-        reduce_rows(lid, b);
+        workgroupBarrier();
+        for (var r = 0u; r < MR; r++) { red[r * 256u + lid] = b[r]; }
+        workgroupBarrier();
     }
     for (var t = 0u; t < 2u; t++) {
         let o = lid + 256u * t;
@@ -83,7 +90,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (i >= rpw || nn >= p.N) { continue; }
         var v = first[t];
         if (SWIGLU) {
-            v = silu(v) * red[r * 256u + i * TPR];
+            var u = 0.0;
+            for (var q = 0u; q < TPR; q++) { u += red[r * 256u + i * TPR + q]; }
+            v = silu(v) * u;
         }
         if (RES) { v += res[r * p.N + nn]; }
         out[r * p.N + nn] = v;

@@ -33,7 +33,7 @@ struct View { M: u32, N: u32, K: u32, nw: u32, S: u32 }
 override FMT_Q: u32 = 12u;          // 12 Q4_K, 14 Q6_K
 override FMT_K: u32 = 12u;
 override FMT_V: u32 = 12u;
-override TPR: u32 = 8u;             // threads a weight row: 8 .. 128, a power of two
+override TPR: u32 = 8u;             // threads a weight row: 8, 16, 32 or 64
 const MR: u32 = {{MR}}u;            // x rows
 var<workgroup> red: array<f32, 256 * MR>;     // partial sums: (x row, thread)
 
@@ -74,15 +74,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let n0 = segment(wid.x, rpw) * rpw;
     let j = lid % TPR;
     let n = min(n0 + lid / TPR, p.N - 1u);         // (rows past N compute and are dropped)
-    reduce_rows(lid, row_dots(n, j, false));
+    let a = row_dots(n, j, false);
+    for (var r = 0u; r < MR; r++) { red[r * 256u + lid] = a[r]; }
+    workgroupBarrier();
     for (var t = 0u; t < 2u; t++) {                // outputs (weight row i, x row r), 2 a thread
         let o = lid + 256u * t;
         let i = o / MR;
         let r = o % MR;
         let nn = n0 + i;
         if (i >= rpw || nn >= p.N) { continue; }
-        var v = red[r * 256u + i * TPR];
-        let other = red[r * 256u + (i ^ 1u) * TPR];   // the rotary partner's (row i ^ 1)
+        var v = 0.0;
+        var other = 0.0;                           // the rotary partner's (row i ^ 1)
+        for (var q = 0u; q < TPR; q++) {
+            v += red[r * 256u + i * TPR + q];
+            other += red[r * 256u + (i ^ 1u) * TPR + q];
+        }
         let tpos = row_pos(r);
         if (rotates()) {
             let h = (nn % u.hd) / 2u;
