@@ -10,7 +10,9 @@
 // values of it, thread t holds 8 (a quarter of a block of 32): the 4 of a block share their
 // maxima, the 2 of a half their sums, through workgroup memory. Tried first: a thread a block
 // (only K / 32 of 256 threads busy, 8 loads each in a row): 6.4 us a call on an H200 (the 1B
-// shape's 8-row step: 49 calls, 0.31 ms).
+// shape's 8-row step: 49 calls, 0.31 ms); this form measured 6.1-6.6 us, the same: what a
+// dispatch costs there whatever it does (bench/results/2026-11-29-h200-int8-decode-batched.json).
+// So the lever is fewer of them (decoder/attn_combine.wgsl's QOUT writes one input itself).
 // The numpy rule: webrlx/quant.py quantize_x8.
 // Cost: one small dispatch a GEMV input (8 rows of 2048: 64 KB read); the GEMVs it feeds read
 // a quarter of the x bytes and multiply 4 int8 pairs an instruction (dot4I8Packed).
