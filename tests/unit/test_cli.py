@@ -328,3 +328,27 @@ def test_other_errors_keep_their_traceback():
     assert not input_error(ValueError("shapes do not match"))
     assert not input_error(RuntimeError("GPU lost"))
     assert input_error(FileNotFoundError(2, "No such file", "x.gguf"))
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_serve_llm_int8_decode_flag_is_set_before_the_model_compiles(flag, monkeypatch):
+    """`serve-llm --int8-decode` turns compiler.int8_decode.INT8_DECODE on before the model
+    loads (and so compiles); without the flag it stays off."""
+    import types
+
+    import uvicorn
+
+    from webrlx import openai_api
+    from webrlx.cli.serve_llm import main_serve_llm
+    from webrlx.compiler import int8_decode
+    monkeypatch.setattr(int8_decode, "INT8_DECODE", False)
+    seen = []
+
+    def fake_app(*args, **kwargs):                 # noqa: ANN002, ANN003, ANN202
+        server = types.SimpleNamespace(load=lambda: seen.append(int8_decode.INT8_DECODE))
+        return types.SimpleNamespace(state=types.SimpleNamespace(server=server))
+    monkeypatch.setattr(openai_api, "create_app", fake_app)
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: None)
+    argv = ["--model", "model.gguf", "--embedding-model", "none"] + ["--int8-decode"] * flag
+    assert main_serve_llm(argv) == 0
+    assert seen == [flag]
