@@ -335,10 +335,15 @@ def int8_decode_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     dequantized weight w (n, k): x rounded by quantize_x8, then x8 @ w^T in float64 (the
     kernel's sums are exact in i32 within a piece; only f32 rounding of the scaled sums is
     left)."""
+    return x8_values(x) @ np.asarray(w, np.float64).T
+
+
+def x8_values(x: np.ndarray) -> np.ndarray:
+    """x (m, k) as the int8 decode GEMVs see it: quantize_x8's int8s times their scales,
+    float64."""
     q, s = quantize_x8(x)
     m, k = q.shape
-    x8 = (q.astype(np.float64).reshape(m, k // 32, 32) * s[:, :, None]).reshape(m, k)
-    return x8 @ np.asarray(w, np.float64).T
+    return (q.astype(np.float64).reshape(m, k // 32, 32) * s[:, :, None]).reshape(m, k)
 
 
 def mmq_reference(x: np.ndarray, w: np.ndarray, group: int) -> np.ndarray:

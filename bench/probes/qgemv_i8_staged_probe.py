@@ -179,19 +179,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
 
 def quantize_x(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """int8 x per 32 values (round half to even, scale max|x| / 127), and per 16 values
-    (the scale of its 32, the scale times the sum of its int8s): (int8 (M, K), (M, K / 16, 2)
-    f32, the dequantized x)."""
-    m, k = x.shape
-    g = x.reshape(m, k // 32, 32)
-    amax = np.abs(g).max(-1, keepdims=True)
-    inv = np.where(amax > 0, np.float32(127.0) / np.where(amax > 0, amax, 1), 0).astype(np.float32)
-    q = np.round(g * inv).astype(np.int8)
-    d = (amax / np.float32(127.0)).astype(np.float32)
+    """x as quant/qx8.wgsl writes it (quant.quantize_x8: int8 per 32 values), with its per-16
+    (scale, scale x the sum of its int8s) pairs: (int8 (M, K), (M, K / 16, 2) f32, the
+    dequantized x)."""
+    q, d = quant.quantize_x8(x)
+    m, k = q.shape
     halves = q.reshape(m, k // 16, 16).astype(np.float32).sum(-1)
-    dd = np.repeat(d.reshape(m, k // 32), 2, axis=1)
+    dd = np.repeat(d, 2, axis=1)
     side = np.stack([dd, dd * halves], -1).astype(np.float32)
-    return q.reshape(m, k), side, (q.astype(np.float32) * d).reshape(m, k)
+    return q, side, quant.x8_values(x).astype(np.float32)
 
 
 def main() -> None:

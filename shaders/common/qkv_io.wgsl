@@ -22,26 +22,18 @@ struct View { M: u32, N: u32, K: u32, nw: u32, eps: f32, hd: u32, S: u32, T: u32
 override NORM: bool = false;
 
 var<private> p: View;             // the segment's view: its N and word count
-var<private> seg: u32;            // 0 q, 1 k, 2 v
+{{QKV_SEGMENTS}}
 
 // workgroup column wx of a grid whose segments take ceil(n_i / per) columns each: sets seg, p
 // and the segment's format; returns the column within the segment
 fn segment(wx: u32, per: u32) -> u32 {
-    let gq = (u.nq + per - 1u) / per;
-    let gk = (u.nk + per - 1u) / per;
-    seg = select(select(2u, 1u, wx < gq + gk), 0u, wx < gq);
+    let col = enter_segment(wx, per);
     {{SEGMENT_FORMAT}}
-    p = View(u.M, select(select(u.nv, u.nk, seg == 1u), u.nq, seg == 0u), u.K,
-               select(select(u.nwv, u.nwk, seg == 1u), u.nwq, seg == 0u), u.eps, u.hd, u.S,
-               u.T, 0u, 1u, 1u);
-    return wx - select(select(gq + gk, gq, seg == 1u), 0u, seg == 0u);
+    p = View(u.M, by_seg(u.nq, u.nk, u.nv), u.K, by_seg(u.nwq, u.nwk, u.nwv), u.eps, u.hd, u.S,
+             u.T, 0u, 1u, 1u);
+    return col;
 }
-fn rotates() -> bool { return select(u.rk != 0u, u.rq != 0u, seg == 0u) && seg < 2u; }
-fn wword(i: u32, second: bool) -> u32 {
-    if (seg == 0u) { return wq[i]; }
-    if (seg == 1u) { return wk[i]; }
-    return wv[i];
-}
+fn wword(i: u32, second: bool) -> u32 { return seg_word(i); }
 fn x_vec(r: u32, k4: u32) -> vec4<f32> {         // x times the norm weight under NORM
     var v = vec4<f32>(x[r * (p.K >> 2u) + k4]);
     if (NORM) { v *= g[k4]; }

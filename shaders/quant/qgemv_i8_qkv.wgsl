@@ -38,26 +38,18 @@ const MR: u32 = {{MR}}u;            // x rows
 var<workgroup> red: array<f32, 256 * MR>;     // partial sums: (x row, thread)
 
 var<private> p: View;               // the segment's view: its N and word count
-var<private> seg: u32;              // 0 q, 1 k, 2 v
 var<private> fmt: u32;
+{{QKV_SEGMENTS}}
 
-// workgroup column wx of a grid whose segments take ceil(n_i / per) columns each: sets seg,
-// p and fmt; returns the column within the segment
+// workgroup column wx (common/qkv_segments.wgsl): sets seg, p and fmt; returns the column
+// within the segment
 fn segment(wx: u32, per: u32) -> u32 {
-    let gq = (u.nq + per - 1u) / per;
-    let gk = (u.nk + per - 1u) / per;
-    seg = select(select(2u, 1u, wx < gq + gk), 0u, wx < gq);
-    fmt = select(select(FMT_V, FMT_K, seg == 1u), FMT_Q, seg == 0u);
-    p = View(u.M, select(select(u.nv, u.nk, seg == 1u), u.nq, seg == 0u), u.K,
-             select(select(u.nwv, u.nwk, seg == 1u), u.nwq, seg == 0u), u.S);
-    return wx - select(select(gq + gk, gq, seg == 1u), 0u, seg == 0u);
+    let col = enter_segment(wx, per);
+    fmt = by_seg(FMT_Q, FMT_K, FMT_V);
+    p = View(u.M, by_seg(u.nq, u.nk, u.nv), u.K, by_seg(u.nwq, u.nwk, u.nwv), u.S);
+    return col;
 }
-fn rotates() -> bool { return select(u.rk != 0u, u.rq != 0u, seg == 0u) && seg < 2u; }
-fn word(i: u32, second: bool) -> u32 {
-    if (seg == 0u) { return wq[i]; }
-    if (seg == 1u) { return wk[i]; }
-    return wv[i];
-}
+fn word(i: u32, second: bool) -> u32 { return seg_word(i); }
 fn quad(i: u32, second: bool) -> vec4<u32> {
     return vec4<u32>(word(4u * i, second), word(4u * i + 1u, second), word(4u * i + 2u, second),
                      word(4u * i + 3u, second));

@@ -188,8 +188,8 @@ def _qkv_checked(backend, formats: tuple[str, str, str], monkeypatch) -> list[st
         x = rand(b, 1, k, seed=step)
         xr = x
         if ran_i8:
-            q8, s8 = quant.quantize_x8(_rms(x.reshape(b, k), arrays["g"]).astype(np.float32))
-            xr = (q8.reshape(b, k // 32, 32) * s8[:, :, None]).astype(np.float32).reshape(b, 1, k)
+            xr = quant.x8_values(_rms(x.reshape(b, k), arrays["g"]).astype(np.float32)
+                                 ).astype(np.float32).reshape(b, 1, k)
         for got, want in zip(exe.run({"x": x, "kv": kvp}), ref.run({"x": xr, "kv": kvp}),
                              strict=True):
             np.testing.assert_allclose(got, want, rtol=0,

@@ -377,11 +377,13 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
     if att is not None:                 # x is the attention's output (reshape absorbed)
         x_id = att
         pos = nodes[att].inputs[3] if partials else pos
+    what = "+".join(["combine"] * bool(partials) + ["rms_norm"] * bool(prologue) +
+                    ["swiglu"] * (q.up is not None) +
+                    ["res"] * (q.res is not None) + ["rope"] * (rope is not None) +
+                    ["cache"] * (cache is not None))
     if (not partials and rope is None and cache is None and len(node.inputs) == 2
             and (q.up is None or nodes[q.up].attrs["format"] == fmt)
             and int8_decode.applies(m, fmt, n, k, L.dtype(x_id).name)):
-        what = "+".join(["rms_norm"] * bool(prologue) + ["swiglu"] * (q.up is not None) +
-                        ["res"] * (q.res is not None))
         lower_int8_decode.emit(L, L.buf(prologue[0] if prologue else x_id),
                                (L.buf(prologue[1]), prologue[2]) if prologue else None,
                                L.buf(w_id),
@@ -411,10 +413,6 @@ def _fused_gemv(L: EmitContext, node: Node, fused: QGemv | None,
                  "SWIGLU": q.up is not None, "RES": q.res is not None, "ROPE": rope is not None,
                  "CACHE": cache is not None,
                  "KV_ROWS": pos is not None and len(L.shape(pos)) == 2}
-    what = "+".join(["combine"] * bool(partials) + ["rms_norm"] * bool(prologue) +
-                    ["swiglu"] * (q.up is not None) +
-                    ["res"] * (q.res is not None) + ["rope"] * (rope is not None) +
-                    ["cache"] * (cache is not None))
     t = L.T(L.dtype(x_id))
     tiles: list[Variant] = []
     lead = None
@@ -486,11 +484,9 @@ def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
             overrides.update({f"{key}_{name}": v for key, v in format_overrides(f).items()})
     what = "+".join(w for w, i in zip("qkv", group) if i >= 0)
     t = L.T(L.dtype(x_id))
-    if all(int8_decode.applies(m, f, sum(ns), k, L.dtype(x_id).name) for f, n in zip(fmts, ns)
-           if n):
+    if all(int8_decode.applies(m, f, sum(ns), k, L.dtype(x_id).name) for f in fmts):
         lower_int8_decode.emit_qkv(L, (bindings["g"], params["eps"]) if prologue else None,
-                                   bindings, params, [f if n else fmt for f, n in zip(fmts, ns)],
-                                   ns, overrides["KV_ROWS"], what)
+                                   bindings, params, fmts, ns, overrides["KV_ROWS"], what)
     else:
         # prefills (fuse groups their q, k and v where smat.fused_prefills)
         smats = _fused_smat(L, "quant/qmatmul_smat_qkv", m, ns, k, what, overrides, False,
