@@ -209,14 +209,19 @@ fn int8_at(v: u32) -> f32 {
 // 6-bit scales and mins as 2 bytes each, from scales[0..3] (lo), [4..7] (mo), [8..11] (hi)
 // shifted to bytes 2 (c % 2)..
 fn q4k_scales(a: u32, c: u32, s: bool) -> vec4<f32> {
+    return q4k_scales_of(vec4<u32>(wword(a, s), wword(a + 1u, s), wword(a + 2u, s),
+                                   wword(a + 3u, s)), c);
+}
+// the same from the block's first 4 words in hand (d / dmin, then the 3 scale words)
+fn q4k_scales_of(head: vec4<u32>, c: u32) -> vec4<f32> {
     let e = (c & 1u) * 16u;
-    let lo = wword(a + 1u, s) >> e;
-    let mo = wword(a + 2u, s) >> e;
-    let hi = wword(a + 3u, s) >> e;
+    let lo = head.y >> e;
+    let mo = head.z >> e;
+    let hi = head.w >> e;
     let upper = c >= 2u;
     let sc = select(lo & 0x3F3Fu, (hi & 0x0F0Fu) | ((lo >> 2u) & 0x3030u), upper);
     let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u), upper);
-    let dm = unpack2x16float(wword(a, s));
+    let dm = unpack2x16float(head.x);
     return vec4<f32>(dm.x * f32(sc & 255u), dm.y * f32(mn & 255u), dm.x * f32((sc >> 8u) & 255u),
                      dm.y * f32((mn >> 8u) & 255u));
 }

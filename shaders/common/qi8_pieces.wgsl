@@ -1,23 +1,22 @@
 // The int8 decode GEMVs' dot pieces (quant/qgemv_i8.wgsl, quant/qgemv_i8_qkv.wgsl): a
-// weight row's Q4_K or Q6_K pieces dotted with the MR int8 x rows (xq, xs: quant/qx8.wgsl's
-// layout). The includer declares MR, xq, xs, p (K, nw), word(i, second) / quad(i, second)
-// (the weight's u32 words / 16-byte quads) and fmt_id() (12 Q4_K, 14 Q6_K, 3 Q4_1, 8 Q8_0).
+// weight row's Q4_K, Q6_K, Q4_1 or Q8_0 pieces dotted with the MR int8 x rows (xq, xs:
+// quant/qx8.wgsl's layout). The includer declares MR, xq, xs, p (K, nw), wword(i, second) /
+// quad(i, second) (the weight's u32 words / 16-byte quads) and common/qformats.wgsl (FMT; its
+// qword, qhalf, int8_at and q4k_scales_of are used here).
 
-// the 4 bytes at 2-aligned byte a of w (or w2), from the aligned words around them
-fn u32at(a: u32, second: bool) -> u32 {
-    let i = a >> 2u;
-    let sh = (a & 2u) * 8u;                    // 0 or 16; (v << 16) << (16 - sh) is 0 at 0
-    let hi = min(i + 1u, p.nw - 1u);
-    return (word(i, second) >> sh) | ((word(hi, second) << 16u) << (16u - sh));
+// dot of 16 int8 pairs, 4 a word
+fn dot16(w: vec4<u32>, x: vec4<u32>) -> i32 {
+    return dot4I8Packed(w.x, x.x) + dot4I8Packed(w.y, x.y) + dot4I8Packed(w.z, x.z) +
+           dot4I8Packed(w.w, x.w);
 }
 
 // the 16 bytes at 2-aligned byte a of w (or w2) from the 5 aligned words around them (a run
-// inside a Q6_K block: its fifth word is inside the block too). Tried first: 4 u32at, 8 loads.
+// inside a Q6_K block: its fifth word is inside the block too). Tried first: 4 qword, 8 loads.
 fn run16(a: u32, second: bool) -> vec4<u32> {
     let i = a >> 2u;
     let sh = (a & 2u) * 8u;
-    let v0 = word(i, second); let v1 = word(i + 1u, second); let v2 = word(i + 2u, second);
-    let v3 = word(i + 3u, second); let v4 = word(i + 4u, second);
+    let v0 = wword(i, second); let v1 = wword(i + 1u, second); let v2 = wword(i + 2u, second);
+    let v3 = wword(i + 3u, second); let v4 = wword(i + 4u, second);
     let l = vec4<u32>(v0, v1, v2, v3) >> vec4<u32>(sh);
     return l | ((vec4<u32>(v1, v2, v3, v4) << vec4<u32>(16u)) << vec4<u32>(16u - sh));
 }
@@ -34,21 +33,9 @@ fn signed6(v: u32) -> u32 {
 // 2 (c / 2) + 1 (high), the 16 values of half c % 2 of each): its dot with every x row
 fn q4k_piece(n: u32, nb: u32, bk: u32, c: u32, second: bool, acc: ptr<function, array<f32, MR>>) {
     let base = (n * nb + bk) * 9u;
-    let head = quad(base, second);                 // d/dmin, then the 3 scale words
     let qv = quad(base + 1u + c, second);          // 16 bytes: 16 low + 16 high nibbles
     let sb = c / 2u;                               // the sub-block pair
-    let e = (sb & 1u) * 16u;
-    let lo = head.y >> e;
-    let mo = head.z >> e;
-    let hi = head.w >> e;
-    let upper = sb >= 2u;
-    let sc = select(lo & 0x3F3Fu, (hi & 0x0F0Fu) | ((lo >> 2u) & 0x3030u), upper);
-    let mn = select(mo & 0x3F3Fu, ((hi >> 4u) & 0x0F0Fu) | ((mo >> 2u) & 0x3030u), upper);
-    let dm = unpack2x16float(head.x);
-    let da = dm.x * f32(sc & 255u);
-    let db = dm.x * f32((sc >> 8u) & 255u);
-    let ma = dm.y * f32(mn & 255u);
-    let mb = dm.y * f32((mn >> 8u) & 255u);
+    let dm = q4k_scales_of(quad(base, second), sb);   // (d/dmin, then the 3 scale words)
     let la = qv & vec4<u32>(0x0F0F0F0Fu);
     let lb = (qv >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);
     // x's 16-value units: the low sub-block's half, and 2 units (32 values) on
@@ -59,11 +46,8 @@ fn q4k_piece(n: u32, nb: u32, bk: u32, c: u32, second: bool, acc: ptr<function, 
         let xb = xq[at + 2u];
         let ea = xs[at];
         let eb = xs[at + 2u];
-        let sa = dot4I8Packed(la.x, xa.x) + dot4I8Packed(la.y, xa.y) +
-                 dot4I8Packed(la.z, xa.z) + dot4I8Packed(la.w, xa.w);
-        let sbb = dot4I8Packed(lb.x, xb.x) + dot4I8Packed(lb.y, xb.y) +
-                  dot4I8Packed(lb.z, xb.z) + dot4I8Packed(lb.w, xb.w);
-        (*acc)[r] += da * ea.x * f32(sa) + db * eb.x * f32(sbb) - ma * ea.y - mb * eb.y;
+        (*acc)[r] += dm.x * ea.x * f32(dot16(la, xa)) + dm.z * eb.x * f32(dot16(lb, xb))
+                     - dm.y * ea.y - dm.w * eb.y;
     }
 }
 
@@ -76,12 +60,11 @@ fn q6k_piece(n: u32, nb: u32, bk: u32, c: u32, second: bool, acc: ptr<function, 
     let qa = o + 64u * h + 16u * l16;              // ql bytes of j = 0 (low) and 2 (high)
     let qb = qa + 32u;                             // of j = 1 and 3
     let qh = o + 128u + 32u * h + 16u * l16;       // their 2 high bits, j = 0..3
-    let s0 = u32at(o + 192u + 8u * h, second);     // the half's 8 scales (int8)
-    let s1 = u32at(o + 196u + 8u * h, second);
-    let d = unpack2x16float(u32at(o + 208u, second)).x;   // (its low half: the f16 d)
+    let s0 = qword(o + 192u + 8u * h, second);     // the half's 8 scales (int8)
+    let s1 = qword(o + 196u + 8u * h, second);
     let sh = 8u * l16;                             // scale j: byte l16 + 2 j
-    let e = vec4<f32>(f32((i32(s0 << (24u - sh))) >> 24u), f32((i32(s0 << (8u - sh))) >> 24u),
-                      f32((i32(s1 << (24u - sh))) >> 24u), f32((i32(s1 << (8u - sh))) >> 24u)) * d;
+    let e = vec4<f32>(int8_at(s0 >> sh), int8_at(s0 >> (sh + 16u)), int8_at(s1 >> sh),
+                      int8_at(s1 >> (sh + 16u))) * qhalf(o + 208u, second);
     let ra = run16(qa, second);
     let rb = run16(qb, second);
     let rh = run16(qh, second);
@@ -98,33 +81,20 @@ fn q6k_piece(n: u32, nb: u32, bk: u32, c: u32, second: bool, acc: ptr<function, 
     let u0 = bk * 16u + 8u * h + l16;              // x's unit of j = 0; + 2 j
     for (var r = 0u; r < MR; r++) {
         let at = r * (p.K / 16u) + u0;
-        let x0 = xq[at]; let x1 = xq[at + 2u]; let x2 = xq[at + 4u]; let x3 = xq[at + 6u];
-        let d0 = dot4I8Packed(w0.x, x0.x) + dot4I8Packed(w0.y, x0.y) +
-                 dot4I8Packed(w0.z, x0.z) + dot4I8Packed(w0.w, x0.w);
-        let d1 = dot4I8Packed(w1.x, x1.x) + dot4I8Packed(w1.y, x1.y) +
-                 dot4I8Packed(w1.z, x1.z) + dot4I8Packed(w1.w, x1.w);
-        let d2 = dot4I8Packed(w2v.x, x2.x) + dot4I8Packed(w2v.y, x2.y) +
-                 dot4I8Packed(w2v.z, x2.z) + dot4I8Packed(w2v.w, x2.w);
-        let d3 = dot4I8Packed(w3.x, x3.x) + dot4I8Packed(w3.y, x3.y) +
-                 dot4I8Packed(w3.z, x3.z) + dot4I8Packed(w3.w, x3.w);
         let dx = vec4<f32>(xs[at].x, xs[at + 2u].x, xs[at + 4u].x, xs[at + 6u].x);
-        (*acc)[r] += dot(e * dx, vec4<f32>(f32(d0), f32(d1), f32(d2), f32(d3)));
+        let ds = vec4<i32>(dot16(w0, xq[at]), dot16(w1, xq[at + 2u]), dot16(w2v, xq[at + 4u]),
+                           dot16(w3, xq[at + 6u]));
+        (*acc)[r] += dot(e * dx, vec4<f32>(ds));
     }
-}
-
-// dot of 16 int8 pairs, 4 a word
-fn dot16(w: vec4<u32>, x: vec4<u32>) -> i32 {
-    return dot4I8Packed(w.x, x.x) + dot4I8Packed(w.y, x.y) + dot4I8Packed(w.z, x.z) +
-           dot4I8Packed(w.w, x.w);
 }
 
 // Q4_1 block b of weight row n (20 bytes, word-aligned: f16 d and m, 16 bytes of nibbles:
 // the low ones values 0..15, the high 16..31; w = d q + m): dot with every x row
 fn q41_piece(n: u32, nb: u32, b: u32, second: bool, acc: ptr<function, array<f32, MR>>) {
     let o = (n * nb + b) * 5u;
-    let dm = unpack2x16float(word(o, second));
-    let qv = vec4<u32>(word(o + 1u, second), word(o + 2u, second), word(o + 3u, second),
-                       word(o + 4u, second));
+    let dm = unpack2x16float(wword(o, second));
+    let qv = vec4<u32>(wword(o + 1u, second), wword(o + 2u, second), wword(o + 3u, second),
+                       wword(o + 4u, second));
     let la = qv & vec4<u32>(0x0F0F0F0Fu);
     let lb = (qv >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);
     for (var r = 0u; r < MR; r++) {
@@ -139,7 +109,7 @@ fn q41_piece(n: u32, nb: u32, b: u32, second: bool, acc: ptr<function, array<f32
 // Q8_0 block b of weight row n (34 bytes, 2-aligned: f16 d, 32 int8): dot with every x row
 fn q80_piece(n: u32, nb: u32, b: u32, second: bool, acc: ptr<function, array<f32, MR>>) {
     let o = (n * nb + b) * 34u;
-    let d = unpack2x16float(u32at(o, second)).x;
+    let d = qhalf(o, second);
     let qa = run16(o + 2u, second);
     let qb = run16(o + 18u, second);
     for (var r = 0u; r < MR; r++) {
@@ -149,11 +119,11 @@ fn q80_piece(n: u32, nb: u32, b: u32, second: bool, acc: ptr<function, array<f32
 }
 
 // this thread's partial dots of weight row n (w, or w2 when second) with every x row
-// (fmt_id(): the includer's format, common/qformats.wgsl's FMT numbers)
+// (FMT: common/qformats.wgsl's; a segment's own in quant/qgemv_i8_qkv.wgsl)
 fn row_dots(n: u32, j: u32, second: bool) -> array<f32, MR> {
     var acc: array<f32, MR>;
     for (var r = 0u; r < MR; r++) { acc[r] = 0.0; }
-    let f = fmt_id();
+    let f = FMT;
     if (f == 12u) {
         let nb = p.K / 256u;
         for (var c = j; c < nb * 8u; c += TPR) { q4k_piece(n, nb, c / 8u, c % 8u, second, &acc); }

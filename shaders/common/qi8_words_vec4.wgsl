@@ -4,6 +4,6 @@ fn quad(i: u32, second: bool) -> vec4<u32> {
     if (second) { return w2[i]; }
     return w[i];
 }
-fn word(i: u32, second: bool) -> u32 {
+fn wword(i: u32, second: bool) -> u32 {
     return quad(i / 4u, second)[i % 4u];
 }

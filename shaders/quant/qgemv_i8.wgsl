@@ -38,10 +38,6 @@ struct Params { N: u32, K: u32, nw: u32 }
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 @group(0) @binding(6) var<uniform> p: Params;
 
-override FMT: u32 = 12u;            // 12 Q4_K, 14 Q6_K (compiler: format_overrides)
-override QK: u32 = 256u;
-override QBYTES: u32 = 144u;
-override OWN: bool = false;
 override TPR: u32 = 8u;             // threads a weight row: 8, 16, 32 or 64
 override SWIGLU: bool = false;
 override RES: bool = false;
@@ -49,8 +45,7 @@ const MR: u32 = {{MR}}u;            // x rows
 var<workgroup> red: array<f32, 256 * MR>;     // partial sums: (x row, thread)
 
 {{WORDS}}
-
-fn fmt_id() -> u32 { return FMT; }
+{{QFORMATS}}
 {{QI8_PIECES}}
 
 fn silu(v: f32) -> f32 {

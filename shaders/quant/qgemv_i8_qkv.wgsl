@@ -1,8 +1,8 @@
 // A decoder layer's q, k and v projections of a batched decode step on int8 x (opt-in,
 // compiler/int8_decode.INT8_DECODE): quant/qgemv_qkv.wgsl's job with quant/qgemv_i8.wgsl's
 // products. x8 = the layer's normed x rounded to int8 per 32 values (quant/qx8.wgsl with its
-// RMSNorm); each weight (Q4_K or Q6_K, one format each: FMT_Q / FMT_K / FMT_V) its own
-// segment of workgroups along x:
+// RMSNorm); each weight (Q4_K, Q6_K, Q4_1 or Q8_0; a format each: common/qformat_segments)
+// its own segment of workgroups along x:
 //   segment 0: q = x8 . wq, rotated (where rq) into out (B, S, Hq, hd);
 //   segment 1: k = x8 . wk, rotated (where rk) into the KV cache kc at each row's position;
 //   segment 2: v = x8 . wv into the KV cache vc.
@@ -30,32 +30,28 @@ struct View { M: u32, N: u32, K: u32, nw: u32, S: u32 }
 @group(0) @binding(9) var<storage, read_write> out: array<f32>;
 @group(0) @binding(10) var<uniform> u: Params;
 
-override FMT_Q: u32 = 12u;          // 12 Q4_K, 14 Q6_K
-override FMT_K: u32 = 12u;
-override FMT_V: u32 = 12u;
 override TPR: u32 = 8u;             // threads a weight row: 8, 16, 32 or 64
 const MR: u32 = {{MR}}u;            // x rows
 var<workgroup> red: array<f32, 256 * MR>;     // partial sums: (x row, thread)
 
 var<private> p: View;               // the segment's view: its N and word count
-var<private> fmt: u32;
 {{QKV_SEGMENTS}}
 
-// workgroup column wx (common/qkv_segments.wgsl): sets seg, p and fmt; returns the column
-// within the segment
+// workgroup column wx (common/qkv_segments.wgsl): sets seg, p and the segment's format
+// (common/qformat_segments.wgsl: FMT_Q .. OWN_V); returns the column within the segment
 fn segment(wx: u32, per: u32) -> u32 {
     let col = enter_segment(wx, per);
-    fmt = by_seg(FMT_Q, FMT_K, FMT_V);
+    set_format(seg);
     p = View(u.M, by_seg(u.nq, u.nk, u.nv), u.K, by_seg(u.nwq, u.nwk, u.nwv), u.S);
     return col;
 }
-fn word(i: u32, second: bool) -> u32 { return seg_word(i); }
+fn wword(i: u32, second: bool) -> u32 { return seg_word(i); }
 fn quad(i: u32, second: bool) -> vec4<u32> {
-    return vec4<u32>(word(4u * i, second), word(4u * i + 1u, second), word(4u * i + 2u, second),
-                     word(4u * i + 3u, second));
+    return vec4<u32>(wword(4u * i, second), wword(4u * i + 1u, second),
+                     wword(4u * i + 2u, second), wword(4u * i + 3u, second));
 }
-fn fmt_id() -> u32 { return fmt; }
 
+{{QFORMATS}}
 {{QI8_PIECES}}
 {{ROPE_TURN}}
 {{ROW_POSITIONS}}

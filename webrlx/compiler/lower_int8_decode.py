@@ -92,14 +92,17 @@ def emit(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, w: Buf, w2: Buf
 
 
 def emit_qkv(L: EmitContext, norm: tuple[Buf, float] | None, bindings: dict[str, Buf],
-             params: dict[str, Any], fmts: list[str], ns: list[int], kv_rows: bool,
-             what: str) -> None:
+             params: dict[str, Any], fmt_overrides: list[dict[str, Any]], ns: list[int],
+             kv_rows: bool, what: str) -> None:
     """A layer's q / k / v (quant/qgemv_i8_qkv.wgsl) from lower_quant._qkv_gemv's bindings
-    (x, wq, wk, wv, pos, freq, kc, vc, out) and params (M, K, hd, S, T, nq.., nwq.., rq, rk)."""
+    (x, wq, wk, wv, pos, freq, kc, vc, out) and params (M, K, hd, S, T, nq.., nwq.., rq, rk);
+    fmt_overrides: lower_quant.format_overrides of each of q, k and v (a format a segment:
+    common/qformat_segments.wgsl)."""
     m, k = params["M"], params["K"]
     xq, xs = quantize_x(L, bindings["x"], norm, m, k)
-    gemv = kernel("quant/qgemv_i8_qkv", MR=str(m), QI8_PIECES=raw_shader("common/qi8_pieces"))
-    overrides = {**{f"FMT_{c}": quant.block_format(f).ggml for c, f in zip("QKV", fmts)},
+    gemv = kernel("quant/qgemv_i8_qkv", MR=str(m), QI8_PIECES=raw_shader("common/qi8_pieces"),
+                  QFORMAT_DECLS=raw_shader("common/qformat_segments"))
+    overrides = {**{f"{key}_{c}": v for c, f in zip("QKV", fmt_overrides) for key, v in f.items()},
                  "KV_ROWS": kv_rows}
     lead, others = _tprs(L, max(ns))
     made = [Variant.of(f"qgemv_i8[{what}]_{t}", gemv,
@@ -110,4 +113,5 @@ def emit_qkv(L: EmitContext, norm: tuple[Buf, float] | None, bindings: dict[str,
                                          ("wq", "wk", "wv", "pos", "freq", "kc", "vc", "out")}},
            {key: params[key] for key in keys}, made[0].grid, made[0].overrides,
            name=made[0].name, variants=made[1:],
-           tune_key=f"qgemv_i8_qkv {what} {'/'.join(fmts)} {m}x{sum(ns)}x{k}")
+           tune_key=f"qgemv_i8_qkv {what} {'/'.join(str(f['FMT']) for f in fmt_overrides)} "
+                    f"{m}x{sum(ns)}x{k}")

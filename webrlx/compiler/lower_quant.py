@@ -486,7 +486,8 @@ def _qkv_gemv(L: EmitContext, node: Node, group: tuple[int, int, int],
     t = L.T(L.dtype(x_id))
     if all(int8_decode.applies(m, f, sum(ns), k, L.dtype(x_id).name) for f in fmts):
         lower_int8_decode.emit_qkv(L, (bindings["g"], params["eps"]) if prologue else None,
-                                   bindings, params, fmts, ns, overrides["KV_ROWS"], what)
+                                   bindings, params, [format_overrides(f) for f in fmts], ns,
+                                   overrides["KV_ROWS"], what)
     else:
         # prefills (fuse groups their q, k and v where smat.fused_prefills)
         smats = _fused_smat(L, "quant/qmatmul_smat_qkv", m, ns, k, what, overrides, False,
