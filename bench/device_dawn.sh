@@ -32,6 +32,7 @@
 #   mmq     the opt-in int8 prefill (quant/qmatmul_mmq.wgsl): its tests under Dawn, the
 #           1B-shaped Q4_K_M prefill with int8 (groups $MMQ_GROUPS) against the f16 tensor-core
 #           kernels and llama.cpp Vulkan, the last logits' distance from native f32's
+#   i8var   every int8 decode GEMV variant timed at 8 rows on the 1B shapes (natively)
 #   i8batch the opt-in int8 decode GEMVs on the 1B-shaped Q4_K_M file, natively: Engine steps
 #           by kernel, bench/llm_batch.py off / on ($ROUNDS; SMOL=1: the SmolLM2-shaped Q4_1
 #           file too), tests (setup carrying .big/llvk.so.xz)
@@ -1200,6 +1201,17 @@ d['lm_generate']['tok_per_s'], d['most_over_lm_generate'])" $OUT/llm-batch-$f-i8
   done; done; done
   (cd $S && timeout 120 python3 -m pytest -q -p no:warnings tests/backend/test_int8_decode.py \
     2>&1 | tail -2)
+  ;;
+i8var)
+  # every variant of the int8 decode GEMVs (int8_decode.GEMV_VARIANTS: threads a weight row,
+  # weight rows a thread, tree reduction) timed by the autotuner at 8 rows on the 1B shapes,
+  # Q4_K_M's mix (bench/probes/qgemv_variants_probe.py q4_k q6_k q6_k --int8), natively
+  (cd $S && python3 bench/probes/qgemv_variants_probe.py q4_k q6_k q6_k --int8 \
+    > $OUT/variants-i8.json 2> $OUT/variants-i8.err)
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
+[print(k, c['pick'], list(c['us'].items())[:12]) for k, c in d['m8']['calls'].items()]; \
+print(d['m8']['gpu_ms'], d['m8']['by_kernel'])" $OUT/variants-i8.json \
+    || tail -c 1500 $OUT/variants-i8.err
   ;;
 i8probe)
   # int8 x for the 8-row decode GEMVs (bench/probes/qgemv_i8_staged_probe.py, natively: x

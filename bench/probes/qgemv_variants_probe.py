@@ -3,8 +3,11 @@ shaped layer (hidden 2048, FFN 8192, 32/8 heads of 64) and its LM head (vocab 12
 timed once on the device by the tuner itself (Backend.time_dispatch, us), for M = 1 and M = 8
 decode rows. Random blocks (K-quants by webrlx.quant.random_blocks).
 Usage: python bench/probes/qgemv_variants_probe.py [FMT_FFN] [FMT_DOWN] [FMT_HEAD] [--x16]
-(default q4_k q6_k q6_k, a Q4_K_M file's mix). --x16: every GEMV reads its x as f16 (a cast
-after the norm and after the SwiGLU product: half the x bytes, see qgemv_xtype_probe.py).
+[--int8] (default q4_k q6_k q6_k, a Q4_K_M file's mix). --x16: every GEMV reads its x as f16 (a
+cast after the norm and after the SwiGLU product: half the x bytes, see qgemv_xtype_probe.py).
+--int8: the opt-in int8 decode GEMVs (compiler/int8_decode.INT8_DECODE), whose variants are
+timed at M = 8; the layer then also has its attention output projection (2048 x 2048, FMT_FFN,
+plus the residual).
 Prints one JSON line: per call, the variant times sorted fastest first and the tuner's pick."""
 from __future__ import annotations
 
@@ -27,7 +30,11 @@ def weight(fmt: str, n: int, k: int, seed: int) -> np.ndarray:
 
 def main() -> None:
     x16 = "--x16" in sys.argv
-    args = [a for a in sys.argv[1:] if a != "--x16"]
+    int8 = "--int8" in sys.argv
+    if int8:
+        from webrlx.compiler import int8_decode
+        int8_decode.INT8_DECODE = True
+    args = [a for a in sys.argv[1:] if a not in ("--x16", "--int8")]
     f_ffn, f_down, f_head = (args + ["q4_k", "q6_k", "q6_k"][len(args):])[:3]
 
     def xin(t: Any) -> Any:
@@ -52,8 +59,9 @@ def main() -> None:
     autotune.TIME_VARIANTS = True
     arrays = {"wg": weight(f_ffn, FFN, HIDDEN, 1), "wu": weight(f_ffn, FFN, HIDDEN, 2),
               "wd": weight(f_down, HIDDEN, FFN, 3), "wh": weight(f_head, VOCAB, HIDDEN, 4),
+              "wo": weight(f_ffn, HIDDEN, HIDDEN, 5),
               "g1": np.ones(HIDDEN, np.float32), "g2": np.ones(HIDDEN, np.float32)}
-    out: dict[str, Any] = {"formats": [f_ffn, f_down, f_head], "x16": x16}
+    out: dict[str, Any] = {"formats": [f_ffn, f_down, f_head], "x16": x16, "int8": int8}
     for m in (1, 8):
         g = wr.Graph()
         x = g.input("x", (m, HIDDEN))
@@ -62,6 +70,8 @@ def main() -> None:
         f = (nn.qlinear(h, p["wg"], f_ffn, FFN, HIDDEN).silu() *
              nn.qlinear(h, p["wu"], f_ffn, FFN, HIDDEN))
         y = x + nn.qlinear(xin(f), p["wd"], f_down, HIDDEN, FFN)
+        if int8:
+            y = y + nn.qlinear(y * 0.5, p["wo"], f_ffn, HIDDEN, HIDDEN)
         logits = nn.qlinear(xin(nn.rms_norm(y, p["g2"], 1e-5)), p["wh"], f_head, VOCAB,
                             HIDDEN)
         exe = wr.compile(g, outputs=[logits])

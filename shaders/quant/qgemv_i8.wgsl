@@ -11,10 +11,12 @@
 // a dummy), 4 res (MR, N) (RES), 5 out (MR, N), 6 params. w / w2 as {{W}}: Q4_K as vec4<u32>
 // (144-byte blocks, 9 vec4), the others as u32 words (Q6_K's 210-byte and Q8_0's 34-byte
 // blocks are 2-byte aligned, read by funnel shifts; nw words: no read past the last).
-// grid (ceil(N / (256 / TPR)), 1, 1): a workgroup 256 threads, TPR of them a weight row (256 /
-// TPR rows), each thread the pieces j, j + TPR, ... of its row for all MR x rows (a weight
-// word is decoded once for every row); the TPR partial sums of each (row, x row) meet in
-// workgroup memory.
+// grid (ceil(N / (RPT 256 / TPR)), 1, 1): a workgroup 256 threads, TPR of them a group of RPT
+// weight rows (g, g + 256 / TPR, ..: RPT 256 / TPR rows a workgroup), each thread the pieces
+// j, j + TPR, ... of its rows for all MR x rows (a weight word is decoded once for every x row,
+// an x piece loaded once for the RPT weight rows); the TPR partial sums of each (row, x row)
+// meet in workgroup memory, added in turn by the output's thread or, under TREE, by a tree of
+// log2(TPR) steps.
 // Why (H200, natively, bench/probes/qgemv_i8_staged_probe.py, 8 rows, Q4_K, us): the f32
 // GEMVs at 8 rows cost 2.5-3x their 1-row time (gate+up 77.6 against 29.4, down 65.2 against
 // 19.0, head 538 against 216: production's best variants, qgemv_variants_probe.py in the same
@@ -38,10 +40,12 @@ struct Params { N: u32, K: u32, nw: u32 }
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 @group(0) @binding(6) var<uniform> p: Params;
 
-override TPR: u32 = 8u;             // threads a weight row: 8, 16, 32 or 64
+override TPR: u32 = 8u;             // threads a weight row: 8 .. 128, a power of two
+override TREE: bool = false;        // the TPR partials added by a tree (for TPR 64, 128)
 override SWIGLU: bool = false;
 override RES: bool = false;
 const MR: u32 = {{MR}}u;            // x rows
+const RPT: u32 = {{RPT}}u;          // weight rows a thread (1 or 2)
 var<workgroup> red: array<f32, 256 * MR>;     // partial sums: (x row, thread)
 
 {{WORDS}}
@@ -52,44 +56,63 @@ fn silu(v: f32) -> f32 {
     return v / (1.0 + exp(-v));
 }
 
+// the totals of this thread's 2 outputs (weight row i of group q, x row r; o = i MR + r =
+// lid, lid + 256) from every thread's partial sums `part` (row_dots'). Every thread calls it
+// (barriers); red is free again when it returns.
+fn totals(lid: u32, part: array<f32, MR * RPT>, q: u32) -> array<f32, 2> {
+    let rows = 256u / TPR;
+    for (var r = 0u; r < MR; r++) { red[r * 256u + lid] = part[r * RPT + q]; }
+    workgroupBarrier();
+    if (TREE) {                                    // (uniform: an override)
+        for (var h = TPR / 2u; h > 0u; h >>= 1u) {
+            if (lid % TPR < h) {
+                for (var r = 0u; r < MR; r++) { red[r * 256u + lid] += red[r * 256u + lid + h]; }
+            }
+            workgroupBarrier();
+        }
+    }
+    var v: array<f32, 2>;
+    for (var t = 0u; t < 2u; t++) {
+        let o = lid + 256u * t;
+        let at = (o % MR) * 256u + min(o / MR, rows - 1u) * TPR;
+        if (TREE) {
+            v[t] = red[at];
+        } else {
+            var sum = 0.0;
+            for (var k = 0u; k < TPR; k++) { sum += red[at + k]; }
+            v[t] = sum;
+        }
+    }
+    workgroupBarrier();                            // (red was read)
+    return v;
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let rpw = 256u / TPR;                          // weight rows a workgroup
+    let rows = 256u / TPR;                         // weight rows of a group a workgroup
     let j = lid % TPR;
-    let n0 = wid.x * rpw;
-    let n = min(n0 + lid / TPR, p.N - 1u);         // (rows past N compute and are dropped)
-    let a = row_dots(n, j, false);
-    for (var r = 0u; r < MR; r++) { red[r * 256u + lid] = a[r]; }
-    workgroupBarrier();
-    // outputs (weight row, x row): o = i MR + r for i < rpw; 2 a thread at most (MR <= 15)
-    var first: array<f32, 2>;
-    for (var t = 0u; t < 2u; t++) {
-        let o = lid + 256u * t;
-        let i = min(o / MR, rpw - 1u);
-        let r = o % MR;
-        var v = 0.0;
-        for (var q = 0u; q < TPR; q++) { v += red[r * 256u + i * TPR + q]; }
-        first[t] = v;
-    }
+    let n0 = wid.x * rows * RPT;
+    var ns: array<u32, RPT>;                       // (rows past N compute and are dropped)
+    for (var q = 0u; q < RPT; q++) { ns[q] = min(n0 + q * rows + lid / TPR, p.N - 1u); }
+    let a = row_dots(ns, j, false);
+    var first: array<array<f32, 2>, RPT>;
+    for (var q = 0u; q < RPT; q++) { first[q] = totals(lid, a, q); }
+    var up: array<array<f32, 2>, RPT>;
     if (SWIGLU) {                                  // (uniform: an override)
-        let b = row_dots(n, j, true);
-        workgroupBarrier();
-        for (var r = 0u; r < MR; r++) { red[r * 256u + lid] = b[r]; }
-        workgroupBarrier();
+        let b = row_dots(ns, j, true);
+        for (var q = 0u; q < RPT; q++) { up[q] = totals(lid, b, q); }
     }
-    for (var t = 0u; t < 2u; t++) {
-        let o = lid + 256u * t;
-        let i = o / MR;
-        let r = o % MR;
-        let nn = n0 + i;
-        if (i >= rpw || nn >= p.N) { continue; }
-        var v = first[t];
-        if (SWIGLU) {
-            var u = 0.0;
-            for (var q = 0u; q < TPR; q++) { u += red[r * 256u + i * TPR + q]; }
-            v = silu(v) * u;
+    for (var q = 0u; q < RPT; q++) {
+        for (var t = 0u; t < 2u; t++) {            // outputs (weight row, x row): o = i MR + r
+            let o = lid + 256u * t;
+            let i = o / MR;
+            let r = o % MR;
+            let nn = n0 + q * rows + i;
+            if (i >= rows || nn >= p.N) { continue; }
+            var v = first[q][t];
+            if (SWIGLU) { v = silu(v) * up[q][t]; }
+            if (RES) { v += res[r * p.N + nn]; }
+            out[r * p.N + nn] = v;
         }
-        if (RES) { v += res[r * p.N + nn]; }
-        out[r * p.N + nn] = v;
     }
 }

@@ -32,6 +32,7 @@ struct View { M: u32, N: u32, K: u32, nw: u32, S: u32 }
 
 override TPR: u32 = 8u;             // threads a weight row: 8, 16, 32 or 64
 const MR: u32 = {{MR}}u;            // x rows
+const RPT: u32 = 1u;                // weight rows a thread (common/qi8_pieces.wgsl)
 var<workgroup> red: array<f32, 256 * MR>;     // partial sums: (x row, thread)
 
 var<private> p: View;               // the segment's view: its N and word count
@@ -62,7 +63,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let n0 = segment(wid.x, rpw) * rpw;
     let j = lid % TPR;
     let n = min(n0 + lid / TPR, p.N - 1u);         // (rows past N compute and are dropped)
-    let a = row_dots(n, j, false);
+    let a = row_dots(array<u32, 1>(n), j, false);
     for (var r = 0u; r < MR; r++) { red[r * 256u + lid] = a[r]; }
     workgroupBarrier();
     for (var t = 0u; t < 2u; t++) {                // outputs (weight row i, x row r), 2 a thread

@@ -114,19 +114,38 @@ def test_int8_decode_only_when_asked_batched_and_big(backend, m, asked, small, m
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
 
 
-@pytest.mark.parametrize("tpr", [8, 16, 32, 64])
-def test_int8_decode_each_tpr(backend, tpr, monkeypatch):
-    """Each threads-a-weight-row variant (int8_decode.TPR) forced (autotune.PREFER) on the
-    8-row MLP, head and q / k / v: within 2e-3 x max|ref| of the int8 rule, and it ran."""
+def _suffix(tpr: int, rpt: int, tree: bool) -> str:
+    return f"_{tpr}" + ("x2" if rpt == 2 else "") + ("t" if tree else "")
+
+
+@pytest.mark.parametrize("tpr,rpt,tree", int8_decode.GEMV_VARIANTS)
+def test_int8_decode_each_gemv_variant(backend, tpr, rpt, tree, monkeypatch):
+    """Each quant/qgemv_i8.wgsl variant (threads a weight row, weight rows a thread, tree
+    reduction: int8_decode.GEMV_VARIANTS) forced (autotune.PREFER) on the 8-row MLP and head:
+    within 2e-3 x max|ref| of the int8 rule, and it ran."""
     from webrlx.compiler import lower_int8_decode
     if backend.name == "reference":
         return                          # (no kernels: the tests above cover its rules)
-    monkeypatch.setattr(autotune, "PREFER", f"*_{tpr}")
+    suffix = _suffix(tpr, rpt, tree)
+    monkeypatch.setattr(autotune, "PREFER", "*" + suffix)
     monkeypatch.setattr(lower_int8_decode, "software", lambda L: False)
     ran = _mlp_and_head_checked(backend, 8, "q4_k", "q6_k", monkeypatch)
-    ran += [n_ for n_ in _qkv_checked(backend, ("q4_1", "q8_0", "q4_1"), monkeypatch)
-            if n_.startswith("qgemv_i8")]
-    assert len(ran) == 4 and all(n_.endswith(f"_{tpr}") for n_ in ran), ran
+    ran += _mlp_and_head_checked(backend, 15, "q4_1", "q8_0", monkeypatch)
+    assert len(ran) == 6 and all(n_.endswith(suffix) for n_ in ran), ran
+
+
+@pytest.mark.parametrize("tpr", int8_decode.TPR)
+def test_int8_decode_qkv_each_tpr(backend, tpr, monkeypatch):
+    """Each threads-a-weight-row variant of the q / k / v kernel (int8_decode.TPR) forced:
+    within 2e-3 x max|ref| of the int8 rule, and it ran."""
+    from webrlx.compiler import lower_int8_decode
+    if backend.name == "reference":
+        return
+    monkeypatch.setattr(autotune, "PREFER", f"*_{tpr}")
+    monkeypatch.setattr(lower_int8_decode, "software", lambda L: False)
+    ran = [n_ for n_ in _qkv_checked(backend, ("q4_1", "q8_0", "q4_1"), monkeypatch)
+           if n_.startswith("qgemv_i8")]
+    assert len(ran) == 1 and ran[0].endswith(f"_{tpr}"), ran
 
 
 def test_quantize_x8_rule():

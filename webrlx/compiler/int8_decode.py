@@ -13,9 +13,15 @@ from __future__ import annotations
 INT8_DECODE = False
 ROWS = (2, 15)                  # x rows (a batched decode step's sequences)
 FORMATS = ("q4_k", "q6_k", "q4_1", "q8_0")
-TPR = (8, 16, 32, 64)           # threads a weight row the autotuner tries on GPUs (the shader
-                                # holds 2 outputs a thread: 256 / TPR rows x 15 x rows <= 512;
-                                # 64: 4 rows a workgroup, for N = 2048 calls' K)
+TPR = (8, 16, 32, 64)           # threads a weight row of the q / k / v kernel's variants (the
+                                # shader holds 2 outputs a thread: 256 / TPR rows x 15 x rows
+                                # <= 512; 64: 4 rows a workgroup, for N = 2048 calls' K)
+# quant/qgemv_i8.wgsl's variants the autotuner tries on GPUs: (TPR, weight rows a thread, tree
+# reduction of the TPR partials). Two rows a thread load each x piece once for both; the tree
+# keeps TPR 64 and 128's reduction short.
+GEMV_VARIANTS = ((8, 1, False), (16, 1, False), (32, 1, False), (64, 1, False), (64, 1, True),
+                 (128, 1, True), (8, 2, False), (16, 2, False), (32, 2, False), (64, 2, True),
+                 (128, 2, True))
 # Measured on an H200 (bench/results/2026-11-29-h200-int8-decode-batched.json): the 1B-shaped
 # Q4_K_M file's calls (4.2M-268M weights) gain, the SmolLM2-shaped Q4_1 file's (0.2M-0.9M,
 # K = 576) lost: 8 sequences 4,306-4,310 -> 3,856-3,913 tok/s with every call on int8.

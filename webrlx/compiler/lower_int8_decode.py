@@ -10,7 +10,7 @@ from .. import dtype as dt
 from .. import quant
 from ..kernels import kernel, raw_shader
 from .emit import EmitContext
-from .int8_decode import TPR, applies, default_tpr
+from .int8_decode import GEMV_VARIANTS, TPR, applies, default_tpr
 from .program import Buf, Variant
 
 # how each format's weight is bound (the element type, the word readers' snippet)
@@ -77,15 +77,19 @@ def emit(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, w: Buf, w2: Buf
     (fmt_overrides: lower_quant.format_overrides(fmt))."""
     xq, xs = quantize_x(L, x, norm, m, k)
     wtype, words = WORDS[fmt]
-    gemv = kernel("quant/qgemv_i8", MR=str(m), W=wtype, WORDS=raw_shader(words),
-                  QI8_PIECES=raw_shader("common/qi8_pieces"))
+
+    def gemv(rpt: int) -> Any:
+        return kernel("quant/qgemv_i8", MR=str(m), RPT=str(rpt), W=wtype,
+                      WORDS=raw_shader(words), QI8_PIECES=raw_shader("common/qi8_pieces"))
     overrides = {**fmt_overrides, "SWIGLU": w2 is not None, "RES": res is not None}
     label = f"qgemv_i8[{what}]" if what else "qgemv_i8"
-    lead, others = _tprs(L, n)
-    made = [Variant.of(f"{label}_{t}", gemv, (-(-n // (256 // t)), 1, 1),
-                       {**overrides, "TPR": t}) for t in [lead, *others]]
-    L.emit(gemv, {"xq": xq, "xs": xs, "w": w, "w2": w2 or L.dummy(2), "res": res or L.dummy(3),
-                  "out": out},
+    lead = (default_tpr(n), 1, False)
+    shapes = [lead, *([] if software(L) else [v for v in GEMV_VARIANTS if v != lead])]
+    made = [Variant.of(f"{label}_{t}" + ("x2" if rpt == 2 else "") + ("t" if tree else ""),
+                       gemv(rpt), (-(-n // (256 // t * rpt)), 1, 1),
+                       {**overrides, "TPR": t, "TREE": tree}) for t, rpt, tree in shapes]
+    L.emit(gemv(lead[1]), {"xq": xq, "xs": xs, "w": w, "w2": w2 or L.dummy(2),
+                           "res": res or L.dummy(3), "out": out},
            {"N": n, "K": k, "nw": quant.nwords(fmt, n, k)}, made[0].grid,
            made[0].overrides, name=made[0].name, variants=made[1:],
            tune_key=f"qgemv_i8 {what} {fmt} {m}x{n}x{k}")
