@@ -29,6 +29,13 @@
 // int8 x itself (a workgroup's 32 rows one block, so TPR 8): no qx8 dispatch for down (16 a
 // step, 0.1 ms), but gate+up at TPR 8 took 0.97 ms a step against 0.69 at the tuned TPR 16:
 // the 1B-shaped 8-row step went 3.24 -> 3.34 GPU ms. Taken out.
+// Then (H200, bench/device_dawn.sh i8var: every variant timed by the autotuner at 8 rows, us):
+// x loads bound it more than weight bytes, so two weight rows a thread (RPT 2: each x piece
+// loaded feeds both) and a tree for TPR 64 / 128's partials (TREE): gate+up 53.2 -> 42.3
+// (16, RPT 2), down (Q6_K) 46.6 -> 40.3 (64, tree), o-proj 22.0 -> 15.6 (64, tree), the Q6_K
+// head 413.5 -> 276.8 (8, RPT 2); the 1B-shaped 8-sequence decode 4.64-4.67x -> 5.82-5.98x
+// one sequence (bench/results/2026-11-29-h200-int8-decode-two-rows-a-thread.json). RPT 2 at
+// TPR 64-128 loses (too few workgroups: the head at 128 x 2 took 2.1 ms).
 // The cost: x rounded to 8 bits, ~5e-3 x max|y| a product (the probe's vs_f32_x), which is why
 // it is opt-in.
 struct Params { N: u32, K: u32, nw: u32 }

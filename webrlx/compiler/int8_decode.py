@@ -18,7 +18,10 @@ TPR = (8, 16, 32, 64)           # threads a weight row of the q / k / v kernel's
                                 # <= 512; 64: 4 rows a workgroup, for N = 2048 calls' K)
 # quant/qgemv_i8.wgsl's variants the autotuner tries on GPUs: (TPR, weight rows a thread, tree
 # reduction of the TPR partials). Two rows a thread load each x piece once for both; the tree
-# keeps TPR 64 and 128's reduction short.
+# keeps TPR 64 and 128's reduction short. On an H200 (bench/device_dawn.sh i8var) the 1B
+# shapes' picks were 16 x 2 rows (gate+up), 64 with the tree (down, o-proj) and 8 x 2 (the
+# head): 8 sequences 4.64-4.67x -> 5.82-5.98x one
+# (bench/results/2026-11-29-h200-int8-decode-two-rows-a-thread.json).
 GEMV_VARIANTS = ((8, 1, False), (16, 1, False), (32, 1, False), (64, 1, False), (64, 1, True),
                  (128, 1, True), (8, 2, False), (16, 2, False), (32, 2, False), (64, 2, True),
                  (128, 2, True))
