@@ -134,18 +134,19 @@ def test_int8_decode_each_gemv_variant(backend, tpr, rpt, tree, monkeypatch):
     assert len(ran) == 6 and all(n_.endswith(suffix) for n_ in ran), ran
 
 
-@pytest.mark.parametrize("tpr", int8_decode.TPR)
-def test_int8_decode_qkv_each_tpr(backend, tpr, monkeypatch):
-    """Each threads-a-weight-row variant of the q / k / v kernel (int8_decode.TPR) forced:
-    within 2e-3 x max|ref| of the int8 rule, and it ran."""
+@pytest.mark.parametrize("tpr,rpt,tree", int8_decode.GEMV_VARIANTS)
+def test_int8_decode_qkv_each_variant(backend, tpr, rpt, tree, monkeypatch):
+    """Each variant of the q / k / v kernel (int8_decode.GEMV_VARIANTS) forced: rope and both
+    caches within 2e-3 x max|ref| of the int8 rule, and it ran."""
     from webrlx.compiler import lower_int8_decode
     if backend.name == "reference":
         return
-    monkeypatch.setattr(autotune, "PREFER", f"*_{tpr}")
+    suffix = _suffix(tpr, rpt, tree)
+    monkeypatch.setattr(autotune, "PREFER", "*" + suffix)
     monkeypatch.setattr(lower_int8_decode, "software", lambda L: False)
     ran = [n_ for n_ in _qkv_checked(backend, ("q4_1", "q8_0", "q4_1"), monkeypatch)
            if n_.startswith("qgemv_i8")]
-    assert len(ran) == 1 and ran[0].endswith(f"_{tpr}"), ran
+    assert len(ran) == 1 and ran[0].endswith(suffix), ran
 
 
 def test_quantize_x8_rule():

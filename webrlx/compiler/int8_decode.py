@@ -13,13 +13,11 @@ from __future__ import annotations
 INT8_DECODE = False
 ROWS = (2, 15)                  # x rows (a batched decode step's sequences)
 FORMATS = ("q4_k", "q6_k", "q4_1", "q8_0")
-TPR = (8, 16, 32, 64)           # threads a weight row of the q / k / v kernel's variants (the
-                                # shader holds 2 outputs a thread: 256 / TPR rows x 15 x rows
-                                # <= 512; 64: 4 rows a workgroup, for N = 2048 calls' K)
-# quant/qgemv_i8.wgsl's variants the autotuner tries on GPUs: (TPR, weight rows a thread, tree
-# reduction of the TPR partials). Two rows a thread load each x piece once for both; the tree
-# keeps TPR 64 and 128's reduction short. On an H200 (bench/device_dawn.sh i8var) the 1B
-# shapes' picks were 16 x 2 rows (gate+up), 64 with the tree (down, o-proj) and 8 x 2 (the
+# quant/qgemv_i8.wgsl's and quant/qgemv_i8_qkv.wgsl's variants the autotuner tries on GPUs:
+# (TPR: threads a weight row, weight rows a thread, tree reduction of the TPR partials). The
+# shaders hold 2 outputs a thread: 256 / TPR rows x 15 x rows <= 512. Two rows a thread load
+# each x piece once for both; the tree keeps TPR 64 and 128's reduction short. On an H200
+# (bench/device_dawn.sh i8var) the 1B shapes' picks were 16 x 2 rows (gate+up), 64 with the tree (down, o-proj) and 8 x 2 (the
 # head): 8 sequences 4.64-4.67x -> 5.82-5.98x one
 # (bench/results/2026-11-29-h200-int8-decode-two-rows-a-thread.json).
 GEMV_VARIANTS = ((8, 1, False), (16, 1, False), (32, 1, False), (64, 1, False), (64, 1, True),
@@ -43,9 +41,9 @@ def applies(m: int, fmt: str, n: int, k: int, x_dtype: str, bias: bool = False) 
 
 
 def default_tpr(n: int) -> int:
-    """Threads a weight row: the smallest of TPR with n * TPR >= THREADS (32 past that). On
+    """Threads a weight row: the smallest of 8, 16, 32 with n * TPR >= THREADS (else 32). On
     an H200 at 8 rows (bench/probes/qgemv_i8_staged_probe.py): 8 for N 16384 and 128256, 32
     for N 2048 (K 8192: 33 us against 94 at 8)."""
-    return next((t for t in TPR[:3] if n * t >= THREADS), 32)
+    return next((t for t in (8, 16, 32) if n * t >= THREADS), 32)
 
 

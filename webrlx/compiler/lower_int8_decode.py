@@ -10,7 +10,7 @@ from .. import dtype as dt
 from .. import quant
 from ..kernels import kernel, raw_shader
 from .emit import EmitContext
-from .int8_decode import GEMV_VARIANTS, TPR, applies, default_tpr
+from .int8_decode import GEMV_VARIANTS, applies, default_tpr
 from .program import Buf, Variant
 
 # how each format's weight is bound (the element type, the word readers' snippet)
@@ -61,12 +61,15 @@ def software(L: EmitContext) -> bool:
     return L.info.software
 
 
-def _tprs(L: EmitContext, n: int) -> tuple[int, list[int]]:
-    """(the default TPR, the others the autotuner times): on CPU adapters TPR[0] alone."""
-    if software(L):
-        return TPR[0], []
-    lead = default_tpr(n)
-    return lead, [t for t in TPR if t != lead]
+def _shapes(L: EmitContext, n: int) -> list[tuple[int, int, bool]]:
+    """(TPR, weight rows a thread, tree) of the variants, the default first: on CPU adapters
+    the default alone."""
+    lead = (default_tpr(n), 1, False)
+    return [lead, *([] if software(L) else [v for v in GEMV_VARIANTS if v != lead])]
+
+
+def _variant_name(label: str, tpr: int, rpt: int, tree: bool) -> str:
+    return f"{label}_{tpr}" + ("x2" if rpt == 2 else "") + ("t" if tree else "")
 
 
 def emit(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, w: Buf, w2: Buf | None,
@@ -83,12 +86,11 @@ def emit(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, w: Buf, w2: Buf
                       WORDS=raw_shader(words), QI8_PIECES=raw_shader("common/qi8_pieces"))
     overrides = {**fmt_overrides, "SWIGLU": w2 is not None, "RES": res is not None}
     label = f"qgemv_i8[{what}]" if what else "qgemv_i8"
-    lead = (default_tpr(n), 1, False)
-    shapes = [lead, *([] if software(L) else [v for v in GEMV_VARIANTS if v != lead])]
-    made = [Variant.of(f"{label}_{t}" + ("x2" if rpt == 2 else "") + ("t" if tree else ""),
-                       gemv(rpt), (-(-n // (256 // t * rpt)), 1, 1),
-                       {**overrides, "TPR": t, "TREE": tree}) for t, rpt, tree in shapes]
-    L.emit(gemv(lead[1]), {"xq": xq, "xs": xs, "w": w, "w2": w2 or L.dummy(2),
+    shapes = _shapes(L, n)
+    made = [Variant.of(_variant_name(label, t, rpt, tree), gemv(rpt),
+                       (-(-n // (256 // t * rpt)), 1, 1), {**overrides, "TPR": t, "TREE": tree})
+            for t, rpt, tree in shapes]
+    L.emit(gemv(shapes[0][1]), {"xq": xq, "xs": xs, "w": w, "w2": w2 or L.dummy(2),
                            "res": res or L.dummy(3), "out": out},
            {"N": n, "K": k, "nw": quant.nwords(fmt, n, k)}, made[0].grid,
            made[0].overrides, name=made[0].name, variants=made[1:],
@@ -104,16 +106,20 @@ def emit_qkv(L: EmitContext, norm: tuple[Buf, float] | None, bindings: dict[str,
     common/qformat_segments.wgsl)."""
     m, k = params["M"], params["K"]
     xq, xs = quantize_x(L, bindings["x"], norm, m, k)
-    gemv = kernel("quant/qgemv_i8_qkv", MR=str(m), QI8_PIECES=raw_shader("common/qi8_pieces"),
-                  QFORMAT_DECLS=raw_shader("common/qformat_segments"))
+
+    def gemv(rpt: int) -> Any:
+        return kernel("quant/qgemv_i8_qkv", MR=str(m), RPT=str(rpt),
+                      QI8_PIECES=raw_shader("common/qi8_pieces"),
+                      QFORMAT_DECLS=raw_shader("common/qformat_segments"))
     overrides = {**{f"{key}_{c}": v for c, f in zip("QKV", fmt_overrides) for key, v in f.items()},
                  "KV_ROWS": kv_rows}
-    lead, others = _tprs(L, max(ns))
-    made = [Variant.of(f"qgemv_i8[{what}]_{t}", gemv,
-                       (sum(-(-n // (256 // t)) for n in ns), 1, 1), {**overrides, "TPR": t})
-            for t in [lead, *others]]
+    shapes = _shapes(L, max(ns))
+    made = [Variant.of(_variant_name(f"qgemv_i8[{what}]", t, rpt, tree), gemv(rpt),
+                       (sum(-(-n // (256 // t * rpt)) for n in ns), 1, 1),
+                       {**overrides, "TPR": t, "TREE": tree})
+            for t, rpt, tree in shapes]
     keys = ("K", "hd", "S", "T", "M", "nq", "nk", "nv", "nwq", "nwk", "nwv", "rq", "rk")
-    L.emit(gemv, {"xq": xq, "xs": xs, **{b: bindings[b] for b in
+    L.emit(gemv(shapes[0][1]), {"xq": xq, "xs": xs, **{b: bindings[b] for b in
                                          ("wq", "wk", "wv", "pos", "freq", "kc", "vc", "out")}},
            {key: params[key] for key in keys}, made[0].grid, made[0].overrides,
            name=made[0].name, variants=made[1:],
