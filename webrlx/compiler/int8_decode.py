@@ -17,8 +17,8 @@ FORMATS = ("q4_k", "q6_k", "q4_1", "q8_0")
 # (TPR: threads a weight row, weight rows a thread, tree reduction of the TPR partials). The
 # shaders hold 2 outputs a thread: 256 / TPR rows x 15 x rows <= 512. Two rows a thread load
 # each x piece once for both; the tree keeps TPR 64 and 128's reduction short. On an H200
-# (bench/device_dawn.sh i8var) the 1B shapes' picks were 16 x 2 rows (gate+up), 64 with the tree (down, o-proj) and 8 x 2 (the
-# head): 8 sequences 4.64-4.67x -> 5.82-5.98x one
+# (bench/device_dawn.sh i8var) the 1B shapes' picks were 16 x 2 rows (gate+up), 64 with the
+# tree (down, o-proj) and 8 x 2 (the head): 8 sequences 4.64-4.67x -> 5.82-5.98x one
 # (bench/results/2026-11-29-h200-int8-decode-two-rows-a-thread.json).
 GEMV_VARIANTS = ((8, 1, False), (16, 1, False), (32, 1, False), (64, 1, False), (64, 1, True),
                  (128, 1, True), (8, 2, False), (16, 2, False), (32, 2, False), (64, 2, True),
