@@ -32,6 +32,7 @@
 #   mmq     the opt-in int8 prefill (quant/qmatmul_mmq.wgsl): its tests under Dawn, the
 #           1B-shaped Q4_K_M prefill with int8 (groups $MMQ_GROUPS) against the f16 tensor-core
 #           kernels and llama.cpp Vulkan, the last logits' distance from native f32's
+#   i8dawn  the int8 decode tests under Dawn
 #   i8var   every int8 decode GEMV variant timed at 8 rows on the 1B shapes (natively)
 #   i8batch the opt-in int8 decode GEMVs on the 1B-shaped Q4_K_M file, natively: Engine steps
 #           by kernel, bench/llm_batch.py off / on ($ROUNDS; SMOL=1: the SmolLM2-shaped Q4_1
@@ -1201,6 +1202,11 @@ d['lm_generate']['tok_per_s'], d['most_over_lm_generate'])" $OUT/llm-batch-$f-i8
   done; done; done
   (cd $S && timeout 120 python3 -m pytest -q -p no:warnings tests/backend/test_int8_decode.py \
     2>&1 | tail -2)
+  ;;
+i8dawn)
+  # the int8 decode tests under Dawn (Tint's dot4I8Packed on the GPU, every variant forced)
+  dawn -- pytest -q -p no:warnings tests/backend/test_int8_decode.py > $OUT/i8dawn.txt 2>&1
+  grep -E "^dawn: |passed|failed|Error" $OUT/i8dawn.txt | tail -5
   ;;
 i8var)
   # every variant of the int8 decode GEMVs (int8_decode.GEMV_VARIANTS: threads a weight row,
