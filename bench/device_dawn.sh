@@ -32,6 +32,7 @@
 #   mmq     the opt-in int8 prefill (quant/qmatmul_mmq.wgsl): its tests under Dawn, the
 #           1B-shaped Q4_K_M prefill with int8 (groups $MMQ_GROUPS) against the f16 tensor-core
 #           kernels and llama.cpp Vulkan, the last logits' distance from native f32's
+#   i8pre   the opt-in int8 prefill without tensor cores (natively) against f32 and llama.cpp
 #   i8dawn  the int8 decode tests under Dawn
 #   i8var   every int8 decode GEMV variant timed at 8 rows on the 1B shapes (natively)
 #   i8batch the opt-in int8 decode GEMVs on the 1B-shaped Q4_K_M file, natively: Engine steps
@@ -1201,6 +1202,29 @@ d['lm_generate']['tok_per_s'], d['most_over_lm_generate'])" $OUT/llm-batch-$f-i8
       || tail -3 $OUT/err.txt
   done; done; done
   (cd $S && timeout 120 python3 -m pytest -q -p no:warnings tests/backend/test_int8_decode.py \
+    2>&1 | tail -2)
+  ;;
+i8pre)
+  # the opt-in int8 prefill without tensor cores (compiler/int8_prefill.py) natively on the
+  # 1B-shaped Q4_K_M file: its prefill (${PREFILL:-512} tokens) off / on alternating
+  # ($ROUNDS), the last logits' distance from the f32 run's, llama.cpp Vulkan's prefill of the
+  # same file, then the int8 prefill tests
+  llama_1b $OUT/err.txt
+  P="bench/probes/llm_1b_profile_probe.py --model $LLAMA_1B --sizes= --top ${TOP:-8}"
+  P="$P --prefill ${PREFILL:-512}"
+  for r in $(seq ${ROUNDS:-2}); do for mode in off on; do
+    (cd $S && timeout 200 python3 $P --int8-prefill $mode \
+      --logits-out /tmp/llm_1b/logits-i8pre-$mode.npy > $OUT/i8pre-$mode-$r.json 2>> $OUT/err.txt)
+    python3 -c "import json, sys; d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
+p = d['prefill']; print(sys.argv[1].split('/')[-1], p['wall_ms'], p['gpu_ms'], p['greedy_tokens'], \
+list(p.get('kernels', {}).items())[:8])" $OUT/i8pre-$mode-$r.json || tail -3 $OUT/err.txt
+  done; done
+  (cd $S && python3 bench/peer_llamacpp.py --so $LL --model $LLAMA_1B --prefill ${PREFILL:-512} \
+    > $OUT/i8pre-llamacpp.json 2>> $OUT/err.txt); cat $OUT/i8pre-llamacpp.json | cut -c 1-600
+  python3 -c "import numpy as np; n = np.load('/tmp/llm_1b/logits-i8pre-off.npy'); \
+i = np.load('/tmp/llm_1b/logits-i8pre-on.npy'); \
+print('int8 vs f32 logits', float(np.abs(i - n).max() / np.abs(n).max()), int(i.argmax()), int(n.argmax()))"
+  (cd $S && timeout 120 python3 -m pytest -q -p no:warnings tests/backend/test_int8_prefill.py \
     2>&1 | tail -2)
   ;;
 i8dawn)

@@ -6,7 +6,7 @@ the file bench/llm_1b.py makes (`--make-only`), on the GPU machine. Prints JSON.
 
     python bench/probes/llm_1b_profile_probe.py --model /tmp/llm_1b/llama-1b.Q4_K_M.gguf \
         [--sizes 1,8] [--prefill 512] [--top 14] [--smat off] [--decode 128] [--read-only off]
-        [--rpt-rq on] [--dequant-first off] [--dequant-min-m 32]
+        [--rpt-rq on] [--dequant-first off] [--dequant-min-m 32] [--int8-prefill on]
 (--sizes '': prefill only; --decode N: also lm.generate's greedy decode tokens/s over N new
 tokens, best of 3; --read-only off: every storage binding read_write, as before
 kernels.read_only_storage, for the A/B)
@@ -101,6 +101,9 @@ def main() -> None:
                     "them (compiler/smat.INT8, quant/qmatmul_mmq.wgsl)")
     ap.add_argument("--int8-decode", default="off", choices=("on", "off"),
                     help="batched steps' GEMVs on int8 x (compiler/int8_decode.INT8_DECODE)")
+    ap.add_argument("--int8-prefill", default="off", choices=("on", "off"),
+                    help="prefills' products on int8 dp4a without tensor cores "
+                         "(compiler/int8_prefill.INT8_PREFILL)")
     ap.add_argument("--mmq-group", type=int, default=None,
                     help="k a group of the int8 prefill (lower_quant.MMQ_GROUP)")
     ap.add_argument("--logits-out", default=None,
@@ -135,6 +138,9 @@ def main() -> None:
     if a.int8_decode == "on":
         from webrlx.compiler import int8_decode
         int8_decode.INT8_DECODE = True
+    if a.int8_prefill == "on":
+        from webrlx.compiler import int8_prefill
+        int8_prefill.INT8_PREFILL = True
     if a.mmq_group is not None:
         from webrlx.compiler import lower_quant
         lower_quant.MMQ_GROUP = a.mmq_group
@@ -155,6 +161,7 @@ def main() -> None:
                            "picks": a.picks, "qsplit": a.qsplit, "rpt_rq": a.rpt_rq,
                            "dequant_first": a.dequant_first, "dequant_min_m": a.dequant_min_m,
                            "int8": a.int8, "mmq_group": a.mmq_group,
+                           "int8_prefill": a.int8_prefill,
                            "tune_states": a.tune_states,
                            "int8_available": smat.available_i8(lm.device.info)}
     ids = [int(t) for t in np.random.default_rng(0).integers(0, 256, a.prefill)]

@@ -47,12 +47,14 @@ def quantize_x(L: EmitContext, x: Buf, norm: tuple[Buf, float] | None, m: int, k
                ) -> tuple[Buf, Buf]:
     """quant/qx8.wgsl: x (m, k) f32 (RMS-normalized first by norm = (g, eps)) as int8 words
     (m, k / 4) and their per-16 (scale, scaled sum) pairs (m, k / 16, 2)."""
-    if norm is None and x.id in L.x8:  # its producer wrote it as int8 (attn_combine's QOUT)
-        return L.x8[x.id]
+    if norm is None and x.id in L.x8:  # its producer wrote it as int8 (attn_combine's QOUT),
+        return L.x8[x.id]              # or another reader had it quantized
     xq, xs = L.temp((m, k // 4), dt.uint32), L.temp((m, k // 8), dt.float32)
     L.emit(kernel("quant/qx8"), {"x": x, "g": norm[0] if norm else L.dummy(1), "q": xq, "s": xs},
            {"R": m, "K": k, "eps": norm[1] if norm else 0.0}, (m, 1, 1),
            {"NORM": norm is not None}, name="qx8" + ("[rms_norm]" if norm else ""))
+    if norm is None:                   # (x is written once: its other readers share this)
+        L.x8[x.id] = (xq, xs)
     return xq, xs
 
 

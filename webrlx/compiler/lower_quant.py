@@ -11,7 +11,7 @@ from .. import quant
 from ..device_info import DeviceInfo
 from ..graph import Node
 from ..kernels import Kernel, kernel, raw_shader
-from . import fuse, int8_decode, lower_int8_decode, smat
+from . import fuse, int8_decode, int8_prefill, lower_int8_decode, smat
 from .emit import EmitContext
 from .fuse import QGemv
 from .lower_decoder import cpu_adapter, rope_freq
@@ -159,7 +159,8 @@ def mmq_ok(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:
 def decoded_first(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:
     """Whether a qmatmul decodes its weight in a pass of its own (the f32 or the int8 path):
     then fuse.find_fusions leaves it unfused."""
-    return dequant_first(info, m, n, k, x_dtype) or mmq_ok(info, m, n, k, x_dtype)
+    return (dequant_first(info, m, n, k, x_dtype) or mmq_ok(info, m, n, k, x_dtype)
+            or int8_prefill.applies(info, m, n, k, x_dtype))
 
 
 def _rows_i8(L: EmitContext, src: Buf, weight: bool, rows: int, k: int, group: int,
@@ -214,6 +215,31 @@ def _mmq(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt: str,
            tune_key=f"qmatmul_mmq {m}x{n}x{k}")
 
 
+def _int8_prefill(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt: str,
+                  m: int, n: int, k: int) -> None:
+    """The int8 prefill without tensor cores (compiler/int8_prefill.py): x's rows to int8 per
+    32 (quant/qx8.wgsl, shared by the products that read the same x), the weight's rows to
+    int8 per 32 (quant/qw8.wgsl), then quant/qmatmul_i8.wgsl (its tiles autotuned)."""
+    xq, xs = lower_int8_decode.quantize_x(L, bindings["x"], None, m, k)
+    wq, ws = L.temp((n, k // 4), dt.uint32), L.temp((n, k // 32), dt.float32)
+    wgs = -(-n * (k // 8) // 256)
+    wx = min(wgs, 65535)
+    L.emit(kernel("quant/qw8"), {"w": bindings["w"], "q": wq, "s": ws},
+           {"R": n, "K": k, "nw": quant.nwords(fmt, n, k), "wx": wx}, (wx, -(-wgs // wx), 1),
+           format_overrides(fmt), name=f"qw8[{fmt}]")
+    room = L.info.limit("max-compute-workgroup-storage-size", 16384)
+    shapes = [sh for sh in int8_prefill.SHAPES if 16 * (sh[0] + sh[1]) * (5 * 16 + 8) <= room]
+    made = [(kern, Variant.of(f"qmatmul_i8_{16 * tm}x{16 * tn}", kern,
+                              (-(-n // (16 * tn)), -(-m // (16 * tm)), 1), {"HAS_BIAS": has_bias}))
+            for tm, tn in (shapes or int8_prefill.SHAPES[:1])
+            for kern in [kernel("quant/qmatmul_i8", TM=str(tm), TN=str(tn))]]
+    lead_kernel, lead = made[0]
+    L.emit(lead_kernel, {"xq": xq, "xs": xs, "wq": wq, "ws": ws, "bias": bindings["bias"],
+                         "out": bindings["out"]}, {"M": m, "N": n, "K": k}, lead.grid,
+           lead.overrides, name=lead.name, variants=[v for _, v in made[1:]],
+           tune_key=f"qmatmul_i8 {m}x{n}x{k}")
+
+
 @lowering("qmatmul")
 def _qmatmul(L: EmitContext, node: Node) -> Buf:
     smat.check_forced_i8(L.info)        # (smat.MMQ_FORCE where the adapter cannot run it)
@@ -234,6 +260,9 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
     if int8_decode.applies(m, fmt, n, k, L.dtype(x_id).name, has_bias):   # opt-in int8 x
         lower_int8_decode.emit(L, bindings["x"], None, bindings["w"], None, None, out, fmt,
                                format_overrides(fmt), m, n, k, "")
+        return out
+    if int8_prefill.applies(L.info, m, n, k, L.dtype(x_id).name):   # opt-in: int8 products
+        _int8_prefill(L, bindings, has_bias, fmt, m, n, k)
         return out
     if dequant_first(L.info, m, n, k, L.dtype(x_id).name):   # decoded once, the f32 matmul
         wt = L.temp((k, n), dt.float32)
