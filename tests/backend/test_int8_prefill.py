@@ -92,8 +92,9 @@ def test_int8_prefill_shares_x_and_keeps_other_paths(backend, int8_on):
     for m_, k_ in ((48, 96), (int8_prefill.MIN_M - 1, 128)):
         raw = quant.random_blocks("q8_0", 64, k_, seed=5, scale=0.05)
         xx = np.random.default_rng(5).standard_normal((m_, k_)).astype(np.float32)
-        (got,), ran = run_with_names(backend, lambda x, w: nn.qlinear(x, w, "q8_0", 64, k_), xx,
-                                     {"w": quant.words(raw)})
+        (got,), ran = run_with_names(
+            backend, lambda x, w, k_=k_: nn.qlinear(x, w, "q8_0", 64, k_), xx,
+            {"w": quant.words(raw)})
         want = xx.astype(np.float64) @ quant.dequantize(raw, "q8_0", (64, k_)).astype(
             np.float64).T
         assert not any("i8" in r or r.startswith("qw8") for r in ran), ran
