@@ -1,26 +1,30 @@
 // The int8 prefill matmul without tensor cores (opt-in compiler/int8_prefill.INT8_PREFILL):
-// out[M, N] = sum over blocks b of 32 along K of xs[m, b] ws[n, b] (xq_b[m, :] . wq_b[n, :])
-// (+ bias[N]), f32 out. xq / xs: x's rows as int8 per 32 values by quant/qx8.wgsl (its
-// per-16 pairs (d, d sum): d of the 16's block); wq / ws: the weight's rows by quant/qw8.wgsl.
-// The numpy rule: quant.mmq_reference(x, w, 32). llama.cpp's MMQ on dp4a (its path for GPUs
-// without int8 tensor cores), here for wgpu-native, which cannot reach the tensor cores.
-// Products: dot4I8Packed (4 int8 pairs an instruction) into i32 sums, exact within a block;
-// at each block's end a thread's TM x TN sums go to f32 through the exponent trick (an integer
-// add and a float subtract, both full rate: |sum| <= 32 * 127 * 127 < 2^22; an i32 -> f32
-// conversion runs at a quarter of that on NVIDIA) and are scaled by the two rows' scales.
+// out[M, N] = sum over groups g of G along K of xs[m, g] ws[n, g] (xq_g[m, :] . wq_g[n, :])
+// (+ bias[N]), f32 out. xq / xs and wq / ws: x's rows and the weight's rows as int8 in groups
+// of G with their scales (R x K/G), both by quant/qw8.wgsl. The numpy rule:
+// quant.mmq_reference(x, w, G). llama.cpp's MMQ on dp4a (its path for GPUs without int8
+// tensor cores), here for wgpu-native, which cannot reach the tensor cores.
+// Products: dot4I8Packed (4 int8 pairs an instruction) into i32 sums, exact within a group;
+// at each group's end a thread's TM x TN sums go to f32 through the exponent trick (an integer
+// add and a float subtract, both full rate: |sum| <= 256 * 127 * 127 < 2^22 for G <= 256; an
+// i32 -> f32 conversion runs at a quarter of that on NVIDIA) and are scaled by the two rows'
+// scales in an FMA.
 // Tiles: a workgroup of 256 threads (16 x 16) owns BM x BN = 16 TM x 16 TN outputs; thread
-// (tx, ty) the rows ty + 16 i and columns tx + 16 j. A step takes BK = 64 k (2 blocks) of
-// both tiles into workgroup memory as vec4<u32> (16 int8), rows padded to 5 vec4 so that 8
-// neighbouring threads' 16-byte loads of 8 rows fall in distinct banks; one barrier pair a
-// step. Needs K % 64 == 0 (int8_prefill.applies); M and N tails are clamped at the loads and
-// masked at the store.
-// What limits it (reasoning, to be measured: bench/device_dawn.sh i8pre): per block a thread
-// issues TM TN 8 dot4I8Packed, 2 (TM + TN) 16-byte workgroup loads and 3 TM TN ops of
-// epilogue; where dp4a issues at half the f32 FMA rate (NVIDIA since Volta), that is
-// ~1.6x the f32 matmul's products at equal efficiency.
+// (tx, ty) the rows ty + 16 i and columns tx + 16 j. A step takes BK = 64 k of both tiles
+// into workgroup memory as vec4<u32> (16 int8), rows padded to 5 vec4 so that 8 neighbouring
+// threads' 16-byte loads of 8 rows fall in distinct banks, the next step's tiles fetched into
+// registers while this one's are multiplied; one barrier pair a step. Needs K % G == 0 and
+// G % 64 == 0 (int8_prefill.applies); M and N tails are clamped at the loads and masked at the
+// store.
+// Measured (H200, natively, the 1B-shaped Q4_K_M 512-token prefill, bench/device_dawn.sh
+// i8pre): the first form (groups of 32, scales at every 32 k, one step's tiles at a time, 64x64
+// picked) took 22.1 GPU ms of products against the f32 matmuls' 26.0: the per-32 epilogue
+// (4 ops an output for 8 dot4I8Packed) and the exposed loads bound it. Groups of 256 cut the
+// epilogue 8x at about the same accuracy (the int8 prefill under Dawn: 3.4e-2 -> 4.0e-2 x
+// max|logit| from groups of 32 to 2048: the rounding of each value, not the groups' scales).
 struct Params { M: u32, N: u32, K: u32 }
 @group(0) @binding(0) var<storage, read_write> xq: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read_write> xs: array<vec2<f32>>;
+@group(0) @binding(1) var<storage, read_write> xs: array<f32>;
 @group(0) @binding(2) var<storage, read_write> wq: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> ws: array<f32>;
 @group(0) @binding(4) var<storage, read_write> bias: array<f32>;
@@ -28,16 +32,17 @@ struct Params { M: u32, N: u32, K: u32 }
 @group(0) @binding(6) var<uniform> p: Params;
 
 override HAS_BIAS: bool = false;
+override G: u32 = 256u;             // k a group (one scale a row and group): 64, 128 or 256
 const TM: u32 = {{TM}}u;            // rows a thread
 const TN: u32 = {{TN}}u;            // columns a thread
 const BM: u32 = 16u * TM;
 const BN: u32 = 16u * TN;
 const V: u32 = 4u;                  // vec4 (16 int8) of a row a step: BK = 64
 const S: u32 = 5u;                  // padded row stride, vec4
+const LA: u32 = (BM * V + 255u) / 256u;       // vec4 loads of x a thread a step
+const LB: u32 = (BN * V + 255u) / 256u;
 var<workgroup> ta: array<vec4<u32>, BM * S>;
 var<workgroup> tb: array<vec4<u32>, BN * S>;
-var<workgroup> sa: array<f32, BM * 2u>;      // the step's 2 block scales of each row
-var<workgroup> sb: array<f32, BN * 2u>;
 
 fn dot16(a: vec4<u32>, b: vec4<u32>) -> i32 {
     return dot4I8Packed(a.x, b.x) + dot4I8Packed(a.y, b.y) + dot4I8Packed(a.z, b.z) +
@@ -56,48 +61,59 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let m0 = wid.y * BM;
     let n0 = wid.x * BN;
     let kv = p.K / 16u;                            // vec4 a row
+    let groups = p.K / G;
     var acc: array<f32, TM * TN>;
-    for (var i = 0u; i < TM * TN; i++) { acc[i] = 0.0; }
+    var isum: array<i32, TM * TN>;
+    for (var i = 0u; i < TM * TN; i++) { acc[i] = 0.0; isum[i] = 0; }
+    var ra: array<vec4<u32>, LA>;                  // the next step's tiles, in registers
+    var rb: array<vec4<u32>, LB>;
+    for (var l = 0u; l < LA; l++) {
+        let e = min(lid + 256u * l, BM * V - 1u);
+        ra[l] = xq[min(m0 + e / V, p.M - 1u) * kv + e % V];
+    }
+    for (var l = 0u; l < LB; l++) {
+        let e = min(lid + 256u * l, BN * V - 1u);
+        rb[l] = wq[min(n0 + e / V, p.N - 1u) * kv + e % V];
+    }
     for (var k0 = 0u; k0 < kv; k0 += V) {
-        for (var e = lid; e < BM * V; e += 256u) {
-            let r = e / V;
-            let c = e % V;
-            let m = min(m0 + r, p.M - 1u);
-            ta[r * S + c] = xq[m * kv + k0 + c];
+        for (var l = 0u; l < LA; l++) {
+            let e = lid + 256u * l;
+            if (e < BM * V) { ta[(e / V) * S + e % V] = ra[l]; }
         }
-        for (var e = lid; e < BN * V; e += 256u) {
-            let r = e / V;
-            let c = e % V;
-            let n = min(n0 + r, p.N - 1u);
-            tb[r * S + c] = wq[n * kv + k0 + c];
-        }
-        for (var e = lid; e < BM * 2u; e += 256u) {
-            let m = min(m0 + e / 2u, p.M - 1u);
-            sa[e] = xs[m * kv + k0 + 2u * (e % 2u)].x;
-        }
-        for (var e = lid; e < BN * 2u; e += 256u) {
-            let n = min(n0 + e / 2u, p.N - 1u);
-            sb[e] = ws[n * (p.K / 32u) + k0 / 2u + e % 2u];
+        for (var l = 0u; l < LB; l++) {
+            let e = lid + 256u * l;
+            if (e < BN * V) { tb[(e / V) * S + e % V] = rb[l]; }
         }
         workgroupBarrier();
-        for (var b = 0u; b < 2u; b++) {            // the step's 2 blocks of 32
-            var isum: array<i32, TM * TN>;
-            for (var i = 0u; i < TM * TN; i++) { isum[i] = 0; }
-            for (var c = 2u * b; c < 2u * b + 2u; c++) {
-                var bv: array<vec4<u32>, TN>;
-                for (var j = 0u; j < TN; j++) { bv[j] = tb[(tx + 16u * j) * S + c]; }
-                for (var i = 0u; i < TM; i++) {
-                    let av = ta[(ty + 16u * i) * S + c];
-                    for (var j = 0u; j < TN; j++) { isum[i * TN + j] += dot16(av, bv[j]); }
-                }
-            }
-            var scb: array<f32, TN>;
-            for (var j = 0u; j < TN; j++) { scb[j] = sb[(tx + 16u * j) * 2u + b]; }
+        let k1 = min(k0 + V, kv - V);              // the next step (the last re-reads itself)
+        for (var l = 0u; l < LA; l++) {
+            let e = min(lid + 256u * l, BM * V - 1u);
+            ra[l] = xq[min(m0 + e / V, p.M - 1u) * kv + k1 + e % V];
+        }
+        for (var l = 0u; l < LB; l++) {
+            let e = min(lid + 256u * l, BN * V - 1u);
+            rb[l] = wq[min(n0 + e / V, p.N - 1u) * kv + k1 + e % V];
+        }
+        for (var c = 0u; c < V; c++) {
+            var bv: array<vec4<u32>, TN>;
+            for (var j = 0u; j < TN; j++) { bv[j] = tb[(tx + 16u * j) * S + c]; }
             for (var i = 0u; i < TM; i++) {
-                let sca = sa[(ty + 16u * i) * 2u + b];
+                let av = ta[(ty + 16u * i) * S + c];
+                for (var j = 0u; j < TN; j++) { isum[i * TN + j] += dot16(av, bv[j]); }
+            }
+        }
+        if ((k0 + V) % (G / 16u) == 0u) {          // a group ends: scale its sums into acc
+            let g = (16u * k0) / G;
+            var scb: array<f32, TN>;
+            for (var j = 0u; j < TN; j++) {
+                scb[j] = ws[min(n0 + tx + 16u * j, p.N - 1u) * groups + g];
+            }
+            for (var i = 0u; i < TM; i++) {
+                let sca = xs[min(m0 + ty + 16u * i, p.M - 1u) * groups + g];
                 for (var j = 0u; j < TN; j++) {
                     acc[i * TN + j] = fma(to_f32(isum[i * TN + j]), sca * scb[j],
                                           acc[i * TN + j]);
+                    isum[i * TN + j] = 0;
                 }
             }
         }

@@ -116,7 +116,7 @@ class EmitContext:
         self.tables: dict[tuple, Buf] = {}       # read-only consts shared by calls (rope)
         # (x's buffer id, K, group) -> x's rows as int8 and their scales, shared by the int8
         # prefills that read the same x (q, k, v; gate, up: lower_quant._mmq)
-        self.rows_i8: dict[tuple[int, int, int], tuple[Buf, Buf]] = {}
+        self.rows_i8: dict[tuple[Any, ...], tuple[Buf, Buf]] = {}
         # buffer id -> its rows as int8 x of the int8 decode GEMVs (words, scales), where the
         # kernel that made the value wrote them that way (compiler/lower_int8_decode.py)
         self.x8: dict[int, tuple[Buf, Buf]] = {}

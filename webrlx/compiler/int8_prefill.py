@@ -1,8 +1,8 @@
 """The int8 prefill without tensor cores (opt-in: INT8_PREFILL): a prefill's quantized
 products on int8 x int8 -> i32 (dot4I8Packed, 4 pairs an instruction), llama.cpp's MMQ on
-dp4a. x's rows are rounded to int8 per 32 values (quant/qx8.wgsl), the weight's rows too
-(quant/qw8.wgsl, from any format), then quant/qmatmul_i8.wgsl multiplies them, each block's
-sums scaled in f32. For wgpu-native, which cannot reach the tensor cores: there the products
+dp4a. x's rows and the weight's rows (from any format) are rounded to int8 in groups of GROUP
+values (quant/qw8.wgsl), then quant/qmatmul_i8.wgsl multiplies them, each group's sums
+scaled in f32. For wgpu-native, which cannot reach the tensor cores: there the products
 otherwise run on f32 arithmetic (lower_quant.dequant_first). Where the adapter offers i8
 subgroup matrices (Dawn on NVIDIA), smat.INT8's kernels are the tensor-core form of this.
 Off by default: x and the weight each lose precision to int8 (~5e-3 x max|y| a product) that
@@ -14,6 +14,10 @@ from ..device_info import DeviceInfo
 INT8_PREFILL = False
 MIN_M = 32                      # rows (fewer stay GEMVs: lower_quant's own rules)
 MIN_WORK = 1 << 27              # multiply-adds a call (m x n x k), as lower_quant.DEQUANT_MIN_WORK
+# k a group (one int8 scale a row and group; 64, 128 or 256, or the biggest of them dividing K).
+# 256 (Q4_K's super-block): the kernel scales its integer sums once a group, 8x less often
+# than at llama.cpp's 32, at about the same accuracy (quant/qmatmul_i8.wgsl's header)
+GROUP = 256
 # quant/qmatmul_i8.wgsl's tiles as (rows, columns) a thread: 64x64, 128x64 and 64x128 outputs a
 # workgroup, autotuned variants, the first the default
 SHAPES = ((4, 4), (8, 4), (4, 8))
@@ -26,3 +30,11 @@ def applies(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:
     return (INT8_PREFILL and x_dtype == "float32" and not info.software and m >= MIN_M
             and m * n * k >= MIN_WORK and k % 64 == 0
             and max(n, m) * k <= info.max_binding_size)
+
+
+def group(k: int) -> int:
+    """The group along K for k columns: GROUP, halved until it divides k (64 at least)."""
+    g = GROUP
+    while k % g and g > 64:
+        g //= 2
+    return g

@@ -173,7 +173,8 @@ def _rows_i8(L: EmitContext, src: Buf, weight: bool, rows: int, k: int, group: i
     L.emit(kernel("quant/qrows_i8"),
            {"x": L.dummy(0) if weight else src, "w": src if weight else L.dummy(1),
             "q": q, "s": s},
-           {"R": rows, "K": k, "nw": quant.nwords(fmt, rows, k) if weight else 0, "wx": wx},
+           {"R": rows, "K": k, "nw": quant.nwords(fmt, rows, k) if fmt is not None else 0,
+            "wx": wx},
            (wx, -(-wgs // wx), 1),
            {**(format_overrides(fmt) if weight else format_overrides("q8_0")),
             "WEIGHT": weight, "G8": group // 8}, name=name)
@@ -217,20 +218,21 @@ def _mmq(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt: str,
 
 def _int8_prefill(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt: str,
                   m: int, n: int, k: int) -> None:
-    """The int8 prefill without tensor cores (compiler/int8_prefill.py): x's rows to int8 per
-    32 (quant/qx8.wgsl, shared by the products that read the same x), the weight's rows to
-    int8 per 32 (quant/qw8.wgsl), then quant/qmatmul_i8.wgsl (its tiles autotuned)."""
-    xq, xs = lower_int8_decode.quantize_x(L, bindings["x"], None, m, k)
-    wq, ws = L.temp((n, k // 4), dt.uint32), L.temp((n, k // 32), dt.float32)
-    wgs = -(-n * (k // 8) // 256)
-    wx = min(wgs, 65535)
-    L.emit(kernel("quant/qw8"), {"w": bindings["w"], "q": wq, "s": ws},
-           {"R": n, "K": k, "nw": quant.nwords(fmt, n, k), "wx": wx}, (wx, -(-wgs // wx), 1),
-           format_overrides(fmt), name=f"qw8[{fmt}]")
+    """The int8 prefill without tensor cores (compiler/int8_prefill.py): x's rows and the
+    weight's rows to int8 in groups (quant/qw8.wgsl; x's shared by the products that read the
+    same x), then quant/qmatmul_i8.wgsl (its tiles autotuned)."""
+    g = int8_prefill.group(k)
+    x = bindings["x"]
+    key = ("qw8", x.id, k, g)
+    if key not in L.rows_i8:
+        L.rows_i8[key] = _rows_w8(L, x, None, m, k, g)
+    xq, xs = L.rows_i8[key]
+    wq, ws = _rows_w8(L, bindings["w"], fmt, n, k, g)
     room = L.info.limit("max-compute-workgroup-storage-size", 16384)
-    shapes = [sh for sh in int8_prefill.SHAPES if 16 * (sh[0] + sh[1]) * (5 * 16 + 8) <= room]
+    shapes = [sh for sh in int8_prefill.SHAPES if 16 * (sh[0] + sh[1]) * 5 * 16 <= room]
     made = [(kern, Variant.of(f"qmatmul_i8_{16 * tm}x{16 * tn}", kern,
-                              (-(-n // (16 * tn)), -(-m // (16 * tm)), 1), {"HAS_BIAS": has_bias}))
+                              (-(-n // (16 * tn)), -(-m // (16 * tm)), 1),
+                              {"HAS_BIAS": has_bias, "G": g}))
             for tm, tn in (shapes or int8_prefill.SHAPES[:1])
             for kern in [kernel("quant/qmatmul_i8", TM=str(tm), TN=str(tn))]]
     lead_kernel, lead = made[0]
@@ -238,6 +240,24 @@ def _int8_prefill(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt:
                          "out": bindings["out"]}, {"M": m, "N": n, "K": k}, lead.grid,
            lead.overrides, name=lead.name, variants=[v for _, v in made[1:]],
            tune_key=f"qmatmul_i8 {m}x{n}x{k}")
+
+
+def _rows_w8(L: EmitContext, src: Buf, fmt: str | None, rows: int, k: int, g: int
+             ) -> tuple[Buf, Buf]:
+    """quant/qw8.wgsl over `rows` rows of k: x's f32 rows (fmt None) or a GGUF weight's: (the
+    int8 words rows x k/4, the scales rows x k/g)."""
+    q, s = L.temp((rows, k // 4), dt.uint32), L.temp((rows, k // g), dt.float32)
+    wgs = -(-rows * (k // 8) // 256)
+    wx = min(wgs, 65535)
+    weight = fmt is not None
+    L.emit(kernel("quant/qw8"), {"x": L.dummy(0) if weight else src,
+                                 "w": src if weight else L.dummy(1), "q": q, "s": s},
+           {"R": rows, "K": k, "nw": quant.nwords(fmt, rows, k) if fmt is not None else 0,
+            "wx": wx},
+           (wx, -(-wgs // wx), 1),
+           {**format_overrides(fmt or "q8_0"), "WEIGHT": weight, "G8": g // 8},
+           name=f"qw8[{fmt or 'x'}]")
+    return q, s
 
 
 @lowering("qmatmul")
