@@ -1218,9 +1218,10 @@ i8pre)
     python3 -c "import json, sys; d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
 p = d['prefill']; print(sys.argv[1].split('/')[-1], p['wall_ms'], p['gpu_ms'], p['greedy_tokens'], \
 list(p.get('kernels', {}).items())[:8])" $OUT/i8pre-$mode-$r.json || tail -3 $OUT/err.txt
-  done; done
+  done
   (cd $S && python3 bench/peer_llamacpp.py --so $LL --model $LLAMA_1B --prefill ${PREFILL:-512} \
-    > $OUT/i8pre-llamacpp.json 2>> $OUT/err.txt); cat $OUT/i8pre-llamacpp.json | cut -c 1-600
+    > $OUT/i8pre-llamacpp-$r.json 2>> $OUT/err.txt); cat $OUT/i8pre-llamacpp-$r.json | cut -c 1-600
+  done
   python3 -c "import numpy as np; n = np.load('/tmp/llm_1b/logits-i8pre-off.npy'); \
 i = np.load('/tmp/llm_1b/logits-i8pre-on.npy'); \
 print('int8 vs f32 logits', float(np.abs(i - n).max() / np.abs(n).max()), int(i.argmax()), int(n.argmax()))"

@@ -353,3 +353,35 @@ def test_prefill_of_decoded_weights_matches_transformers(monkeypatch):
                                         "iparams": llm.Sampling().iparams()})
     ran = lm.executable.plan(env).ran
     assert any(r.startswith("qdequant_t[") for r in ran), ran
+
+
+def test_int8_prefill_stays_near_transformers(monkeypatch):
+    """The opt-in int8 prefill without tensor cores (compiler/int8_prefill.INT8_PREFILL) on a
+    GPU (pretended), every product from 2 rows: the llama Q4_K fixture's last logits stay
+    within 1e-1 x max|logit| of transformers' (x and weights rounded to int8: 3.2e-2 to 4.7e-2
+    measured on lavapipe, where the f32 path holds 1e-3; a misplaced block or scale is off by
+    O(1)) and the prefill ran the int8 kernels."""
+    import webrlx as wr
+    from webrlx.compiler import int8_prefill
+    from webrlx.device_info import DeviceInfo
+    backend = wr.device("gpu")
+    monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
+    monkeypatch.setattr(int8_prefill, "INT8_PREFILL", True)
+    monkeypatch.setattr(int8_prefill, "MIN_WORK", 0)
+    monkeypatch.setattr(int8_prefill, "MIN_M", 2)
+    path, want = _reference("llama", "Q4_K")
+    lm = llm.load(path, device=backend, max_context=128)
+    errs = []
+    for ids, logits, _ in want:
+        lm.generate_ids(ids, 1)
+        errs.append(np.abs(lm.last_logits.numpy().reshape(-1) - logits).max() /
+                    np.abs(logits).max())
+    assert max(errs) <= 1e-1, errs
+    ids = want[0][0]
+    _, env = lm.executable.check_feeds({"ids": np.array([ids], np.int32),
+                                        "pos": np.zeros(1, np.int32),
+                                        "last": np.array([len(ids) - 1], np.int32),
+                                        "fparams": llm.Sampling().fparams(),
+                                        "iparams": llm.Sampling().iparams()})
+    ran = lm.executable.plan(env).ran
+    assert any(r.startswith("qmatmul_i8_") for r in ran) and "qw8[x]" in ran, ran
