@@ -22,6 +22,10 @@
 // (4 ops an output for 8 dot4I8Packed) and the exposed loads bound it. Groups of 256 cut the
 // epilogue 8x at about the same accuracy (the int8 prefill under Dawn: 3.4e-2 -> 4.0e-2 x
 // max|logit| from groups of 32 to 2048: the rounding of each value, not the groups' scales).
+// With them and the next step's tiles fetched during the products: 13.9 ms (64x64 and 128x64
+// picked), the prefill 19.9-20.0 ms against llama.cpp Vulkan's 23.9-24.7 and f32's 31.4
+// (bench/results/2026-11-29-h200-native-int8-prefill.json). Not tried yet: BK 128, 8 x 8
+// tiles, the weights' int8 copy kept across prefills (memory: +1 byte a weight).
 struct Params { M: u32, N: u32, K: u32 }
 @group(0) @binding(0) var<storage, read_write> xq: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> xs: array<f32>;
