@@ -17,9 +17,12 @@ from webrlx.runtime import autotune
 
 @pytest.fixture
 def int8_on(monkeypatch):
-    """INT8_PREFILL on, any work a call, and the adapter taken for a GPU."""
+    """INT8_PREFILL on, any work a call, and the adapter taken for a GPU without subgroup
+    matrices in use (under Dawn on NVIDIA, as one without them)."""
+    from webrlx.compiler import smat
     from webrlx.device_info import DeviceInfo
     monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
+    monkeypatch.setattr(smat, "MODE", "off")
     monkeypatch.setattr(int8_prefill, "INT8_PREFILL", True)
     monkeypatch.setattr(int8_prefill, "MIN_WORK", 0)
     monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
@@ -124,3 +127,18 @@ def test_int8_prefill_off_by_default(backend):
     _, ran = run_with_names(backend, lambda x, w: nn.qlinear(x, w, "q4_k", 64, 256), x,
                             {"w": quant.words(raw)})
     assert not any("i8" in r or r.startswith("qw8") for r in ran), ran
+
+
+def test_int8_prefill_leaves_tensor_cores_to_their_kernels(monkeypatch):
+    """Where the adapter's subgroup matrices are in use (Dawn on NVIDIA), the tensor-core
+    kernels keep the prefill: the rule says no there, yes with them off."""
+    from webrlx.compiler import lower_quant, smat
+    from webrlx.device_info import DeviceInfo
+    monkeypatch.setattr(int8_prefill, "INT8_PREFILL", True)
+    info = DeviceInfo(name="NVIDIA H200", backend="navigator.gpu",
+                      features=frozenset({"shader-f16", smat.FEATURE}), subgroup_size=32,
+                      subgroup_matrix_configs=(("f16", "f32", 16, 16, 16),))
+    args = (512, 2048, 2048, "float32")
+    assert smat.available(info) and not lower_quant.int8_prefill_ok(info, *args)
+    monkeypatch.setattr(smat, "MODE", "off")
+    assert lower_quant.int8_prefill_ok(info, *args)

@@ -160,7 +160,15 @@ def decoded_first(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> boo
     """Whether a qmatmul decodes its weight in a pass of its own (the f32 or the int8 path):
     then fuse.find_fusions leaves it unfused."""
     return (dequant_first(info, m, n, k, x_dtype) or mmq_ok(info, m, n, k, x_dtype)
-            or int8_prefill.applies(info, m, n, k, x_dtype))
+            or int8_prefill_ok(info, m, n, k, x_dtype))
+
+
+def int8_prefill_ok(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:
+    """Whether an m x n x k qmatmul runs as the int8 prefill without tensor cores
+    (int8_prefill.applies), and the adapter's subgroup matrices (Dawn on NVIDIA) are not in
+    use: there the tensor-core kernels (f16, or smat.INT8's) run instead."""
+    return (int8_prefill.applies(info, m, n, k, x_dtype)
+            and not (smat.available(info) and smat.MODE != "off"))
 
 
 def _rows_i8(L: EmitContext, src: Buf, weight: bool, rows: int, k: int, group: int,
@@ -281,7 +289,7 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
         lower_int8_decode.emit(L, bindings["x"], None, bindings["w"], None, None, out, fmt,
                                format_overrides(fmt), m, n, k, "")
         return out
-    if int8_prefill.applies(L.info, m, n, k, L.dtype(x_id).name):   # opt-in: int8 products
+    if int8_prefill_ok(L.info, m, n, k, L.dtype(x_id).name):   # opt-in: int8 products
         _int8_prefill(L, bindings, has_bias, fmt, m, n, k)
         return out
     if dequant_first(L.info, m, n, k, L.dtype(x_id).name):   # decoded once, the f32 matmul
