@@ -331,24 +331,28 @@ def test_other_errors_keep_their_traceback():
 
 
 @pytest.mark.parametrize("flag", [False, True])
-def test_serve_llm_int8_decode_flag_is_set_before_the_model_compiles(flag, monkeypatch):
-    """`serve-llm --int8-decode` turns compiler.int8_decode.INT8_DECODE on before the model
-    loads (and so compiles); without the flag it stays off."""
+@pytest.mark.parametrize("what", ["decode", "prefill"])
+def test_serve_llm_int8_flags_are_set_before_the_model_compiles(flag, what, monkeypatch):
+    """`serve-llm --int8-decode` / `--int8-prefill` turn compiler.int8_decode.INT8_DECODE /
+    compiler.int8_prefill.INT8_PREFILL on before the model loads (and so compiles); without
+    the flag they stay off."""
     import types
 
     import uvicorn
 
     from webrlx import openai_api
     from webrlx.cli.serve_llm import main_serve_llm
-    from webrlx.compiler import int8_decode
+    from webrlx.compiler import int8_decode, int8_prefill
     monkeypatch.setattr(int8_decode, "INT8_DECODE", False)
+    monkeypatch.setattr(int8_prefill, "INT8_PREFILL", False)
     seen = []
 
     def fake_app(*args, **kwargs):                 # noqa: ANN002, ANN003, ANN202
-        server = types.SimpleNamespace(load=lambda: seen.append(int8_decode.INT8_DECODE))
+        server = types.SimpleNamespace(load=lambda: seen.append(
+            (int8_decode.INT8_DECODE, int8_prefill.INT8_PREFILL)))
         return types.SimpleNamespace(state=types.SimpleNamespace(server=server))
     monkeypatch.setattr(openai_api, "create_app", fake_app)
     monkeypatch.setattr(uvicorn, "run", lambda *a, **k: None)
-    argv = ["--model", "model.gguf", "--embedding-model", "none"] + ["--int8-decode"] * flag
+    argv = ["--model", "model.gguf", "--embedding-model", "none"] + [f"--int8-{what}"] * flag
     assert main_serve_llm(argv) == 0
-    assert seen == [flag]
+    assert seen == [(flag and what == "decode", flag and what == "prefill")]
