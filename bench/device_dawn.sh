@@ -33,7 +33,8 @@
 #           1B-shaped Q4_K_M prefill with int8 (groups $MMQ_GROUPS) against the f16 tensor-core
 #           kernels and llama.cpp Vulkan, the last logits' distance from native f32's
 #   i8pre   the opt-in int8 prefill without tensor cores (natively) against f32 and llama.cpp
-#   i8dawn  the int8 decode tests under Dawn
+#   llm1b   issue 31's 1B JSON (bench/llm_1b.py beside llama.cpp; LLM_FLAGS=--int8)
+#   i8dawn  the int8 decode and prefill tests under Dawn
 #   i8var   every int8 decode GEMV variant timed at 8 rows on the 1B shapes (natively)
 #   i8batch the opt-in int8 decode GEMVs on the 1B-shaped Q4_K_M file, natively: Engine steps
 #           by kernel, bench/llm_batch.py off / on ($ROUNDS; SMOL=1: the SmolLM2-shaped Q4_1
@@ -1228,9 +1229,22 @@ print('int8 vs f32 logits', float(np.abs(i - n).max() / np.abs(n).max()), int(i.
   (cd $S && timeout 120 python3 -m pytest -q -p no:warnings tests/backend/test_int8_prefill.py \
     2>&1 | tail -2)
   ;;
+llm1b)
+  # issue 31's 1B JSON: bench/llm_1b.py beside llama.cpp Vulkan on the 1B-shaped Q4_K_M file
+  # (decode, 512-token prefill, Engine at 1 and 8 sequences, memory), $LLM_FLAGS (--int8: the
+  # opt-in int8 prefill and batched decode)
+  llama_1b $OUT/err.txt
+  (cd $S && timeout ${LLM_LIMIT:-300} python3 bench/llm_1b.py --llamacpp $LL --work /tmp/llm_1b \
+    --sizes 1,8 ${LLM_FLAGS:-} > $OUT/llm-1b.json 2>> $OUT/err.txt)
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print({k: d.get(k) for k in \
+('int8', 'decode_vs_llamacpp', 'prefill_llamacpp_over_webrlx', 'greedy_tokens_equal_to_llamacpp')}, \
+d['webrlx'].get('prefill_ms'), d['webrlx'].get('decode_tok_s'), d['webrlx'].get('batched'), \
+d['llamacpp'])" $OUT/llm-1b.json || tail -5 $OUT/err.txt
+  ;;
 i8dawn)
-  # the int8 decode tests under Dawn (Tint's dot4I8Packed on the GPU, every variant forced)
-  dawn -- pytest -q -p no:warnings tests/backend/test_int8_decode.py > $OUT/i8dawn.txt 2>&1
+  # the int8 decode and prefill tests under Dawn (Tint's dot4I8Packed on the GPU)
+  dawn -- pytest -q -p no:warnings tests/backend/test_int8_decode.py \
+    tests/backend/test_int8_prefill.py > $OUT/i8dawn.txt 2>&1
   grep -E "^dawn: |passed|failed|Error" $OUT/i8dawn.txt | tail -5
   ;;
 i8var)

@@ -9,7 +9,9 @@ LanguageModel's, and with the batched Engine's beside); peak host
 RSS while loading (a child process: VmHWM after the weights are on the device) vs the file
 size. Prints JSON.
 
-    python bench/llm_1b.py --llamacpp PATH_TO_VULKAN_SO [--work DIR]
+    python bench/llm_1b.py --llamacpp PATH_TO_VULKAN_SO [--work DIR] [--int8]
+(--int8: the opt-in int8 paths, compiler/int8_prefill.INT8_PREFILL for the prefill and
+compiler/int8_decode.INT8_DECODE for the batched steps; one sequence's decode is unchanged)
     python bench/llm_1b.py --shape tiny --type F16    # no llama.cpp, no GPU: a check
 """
 from __future__ import annotations
@@ -243,8 +245,13 @@ def main() -> None:
     ap.add_argument("--batch-new", type=int, default=64, help="new tokens per sequence")
     ap.add_argument("--make-only", action="store_true",
                     help="write (and quantize) the GGUF file, print its name and size, stop")
+    ap.add_argument("--int8", action="store_true",
+                    help="the opt-in int8 prefill and batched decode (int8_prefill, int8_decode)")
     ap.add_argument("--rss-child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.int8:
+        from webrlx.compiler import int8_decode, int8_prefill
+        int8_decode.INT8_DECODE = int8_prefill.INT8_PREFILL = True
     if a.rss_child:
         print(json.dumps(rss_child(a.rss_child)))
         return
@@ -252,7 +259,8 @@ def main() -> None:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     out: dict[str, Any] = {"model": f"llama-{shape} random", "config": SHAPES[shape],
-                           "new_tokens": a.new, "method": __doc__.split("\n\n")[0]}
+                           "new_tokens": a.new, "int8": a.int8,
+                           "method": __doc__.split("\n\n")[0]}
     path = work / f"llama-{shape}.{a.type}.gguf"
     if a.llamacpp and a.type not in OWN_TYPES:
         from smollm2_kquants import quantize
