@@ -87,6 +87,7 @@ def _builtin_slots() -> dict[str, str]:
             "QFUSED_STORE": raw_shader("common/qfused_store"),
             "QKV_IO": raw_shader("common/qkv_io"),
             "QKV_SEGMENTS": raw_shader("common/qkv_segments"),
+            "ROWS_I8_UNIT": raw_shader("common/rows_i8_unit"),
             "QGEMV_BODY": raw_shader("common/qgemv_body"),
             "ATTENTION_IO": raw_shader("common/attention_io"),
             "QKV": "{{T}}",             # attention_io's element (attention_flash: vec4)
@@ -176,8 +177,8 @@ def render(name: str, **slots: str) -> str:
     """Return shader `name` with every {{KEY}} replaced; the IEEE (NaN/inf), MATH (IEEE's
     helpers too, and `activate`), ROW_REDUCE, ROW_STATS, VEC4_IO, NCHW, QBLOCKS, QFORMATS
     (QFORMAT_DECLS), ROPE_TURN, ROW_POSITIONS, REDUCE_OPS, ONLINE_SOFTMAX, QFUSED_IO, QKV_IO
-    (QKV_SEGMENTS), QGEMV_BODY, ATTENTION_IO, KV_ATTENTION_IO and KV_CHUNKS helpers are built
-    in."""
+    (QKV_SEGMENTS), ROWS_I8_UNIT, QGEMV_BODY, ATTENTION_IO, KV_ATTENTION_IO and KV_CHUNKS
+    helpers are built in."""
     slots = {**_builtin_slots(), **slots}
     text = raw_shader(name)
     missing = sorted({m for m in _SLOT.findall(text) if m not in slots})

@@ -36,37 +36,14 @@ override WEIGHT: bool = false;
 override G8: u32 = 32u;                           // units (8 values) a group: 4 .. 256
 var<workgroup> part: array<f32, 8>;               // the subgroups' maxima (G8 > 32)
 
-fn wword(i: u32, second: bool) -> u32 { return w[i]; }
+{{ROWS_I8_UNIT}}
 {{QFORMATS}}
-
-// 4 values rounded to int8 (|v * inv| <= 127), packed: the first in the low byte
-fn pack4(v: vec4<f32>, inv: f32) -> u32 {
-    let i = vec4<i32>(round(v * inv));
-    return (u32(i.x) & 255u) | ((u32(i.y) & 255u) << 8u) | ((u32(i.z) & 255u) << 16u) |
-           (u32(i.w) << 24u);
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let units = p.K / 8u;                          // units a row
-    let t = (wid.y * p.wx + wid.x) * 256u + lid;   // this thread's unit: row r, unit u
-    let live = t < p.R * units;
-    let tt = min(t, p.R * units - 1u);             // (threads past the end compute and drop)
-    let r = tt / units;
-    let u = tt % units;
-    var a: vec4<f32>;
-    var b: vec4<f32>;
-    if (WEIGHT) {
-        let k = 8u * u;
-        let d = deq8(r * (p.K / QK) + k / QK, (k % QK) / 8u, false);
-        a = d[0];
-        b = d[1];
-    } else {
-        a = x[2u * tt];
-        b = x[2u * tt + 1u];
-    }
-    let e = max(abs(a), abs(b));
-    var m = max(max(e.x, e.y), max(e.z, e.w));
+    let at = unit_of(wid, lid);                    // (t, tt, row r, unit u)
+    let v = unit_values(at.y, at.z, at.w);
+    var m = unit_amax(v);
     for (var o = 1u; o < min(G8, 32u); o <<= 1u) { m = max(m, subgroupShuffleXor(m, o)); }
     if (G8 > 32u) {                                // (uniform: an override)
         if (lid % 32u == 0u) { part[lid / 32u] = m; }
@@ -75,7 +52,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var i = 0u; i < G8 / 32u; i++) { m = max(m, part[first + i]); }
     }
     let inv = select(127.0 / m, 0.0, m == 0.0);
-    if (!live) { return; }
-    q[tt] = vec2<u32>(pack4(a, inv), pack4(b, inv));
-    if (u % G8 == 0u) { s[(u / G8) * p.R + r] = m / 127.0; }
+    if (at.x >= p.R * (p.K / 8u)) { return; }
+    q[at.y] = vec2<u32>(pack4(v[0], inv), pack4(v[1], inv));
+    if (at.w % G8 == 0u) { s[(at.w / G8) * p.R + at.z] = m / 127.0; }
 }

@@ -325,6 +325,16 @@ def test_steps_per_submit_async_and_fewer_submits(llama_lm, monkeypatch):
         assert _submits(llama_lm, monkeypatch, 1) - _submits(llama_lm, monkeypatch, 4) == 7
 
 
+def _prefill_ran(lm, ids: list[int]) -> list[str]:
+    """The kernels (variant names) of lm's prefill plan for prompt ids."""
+    _, env = lm.executable.check_feeds({"ids": np.array([ids], np.int32),
+                                        "pos": np.zeros(1, np.int32),
+                                        "last": np.array([len(ids) - 1], np.int32),
+                                        "fparams": llm.Sampling().fparams(),
+                                        "iparams": llm.Sampling().iparams()})
+    return lm.executable.plan(env).ran
+
+
 def test_prefill_of_decoded_weights_matches_transformers(monkeypatch):
     """Prefills on a GPU (pretended) past lower_quant.DEQUANT_MIN_WORK and DEQUANT_MIN_M (here
     every weight, from 2 rows) decode each weight once and run the f32 matmul, unfused
@@ -345,13 +355,7 @@ def test_prefill_of_decoded_weights_matches_transformers(monkeypatch):
         err = np.abs(lm.last_logits.numpy().reshape(-1) - logits).max()
         assert err <= 1e-3 * np.abs(logits).max(), (prompt, err)
         assert lm.generate_ids(ids, STEPS, ignore_eos=True) == greedy, prompt
-    ids = want[0][0]
-    _, env = lm.executable.check_feeds({"ids": np.array([ids], np.int32),
-                                        "pos": np.zeros(1, np.int32),
-                                        "last": np.array([len(ids) - 1], np.int32),
-                                        "fparams": llm.Sampling().fparams(),
-                                        "iparams": llm.Sampling().iparams()})
-    ran = lm.executable.plan(env).ran
+    ran = _prefill_ran(lm, want[0][0])
     assert any(r.startswith("qdequant_t[") for r in ran), ran
 
 
@@ -377,11 +381,5 @@ def test_int8_prefill_stays_near_transformers(monkeypatch):
         errs.append(np.abs(lm.last_logits.numpy().reshape(-1) - logits).max() /
                     np.abs(logits).max())
     assert max(errs) <= 1e-1, errs
-    ids = want[0][0]
-    _, env = lm.executable.check_feeds({"ids": np.array([ids], np.int32),
-                                        "pos": np.zeros(1, np.int32),
-                                        "last": np.array([len(ids) - 1], np.int32),
-                                        "fparams": llm.Sampling().fparams(),
-                                        "iparams": llm.Sampling().iparams()})
-    ran = lm.executable.plan(env).ran
+    ran = _prefill_ran(lm, want[0][0])
     assert any(r.startswith("qmatmul_i8_") for r in ran) and "qw8[x]" in ran, ran
