@@ -34,6 +34,7 @@
 #           kernels and llama.cpp Vulkan, the last logits' distance from native f32's
 #   i8pre   the opt-in int8 prefill without tensor cores (natively) against f32 and llama.cpp
 #   llm1b   issue 31's 1B JSON (bench/llm_1b.py beside llama.cpp; LLM_FLAGS=--int8)
+#   i8web   the int8 prefill under Dawn without subgroup matrices (Chrome's default), 1B prefill
 #   i8dawn  the int8 decode and prefill tests under Dawn
 #   i8var   every int8 decode GEMV variant timed at 8 rows on the 1B shapes (natively)
 #   i8batch the opt-in int8 decode GEMVs on the 1B-shaped Q4_K_M file, natively: Engine steps
@@ -1240,6 +1241,24 @@ llm1b)
 ('int8', 'decode_vs_llamacpp', 'prefill_llamacpp_over_webrlx', 'greedy_tokens_equal_to_llamacpp')}, \
 d['webrlx'].get('prefill_ms'), d['webrlx'].get('decode_tok_s'), d['webrlx'].get('batched'), \
 d['llamacpp'])" $OUT/llm-1b.json || tail -5 $OUT/err.txt
+  ;;
+i8web)
+  # the int8 prefill for a browser without subgroup matrices (Chrome's default): the 1B-shaped
+  # Q4_K_M file's 512-token prefill under Dawn with the subgroup-matrix kernels off (--smat
+  # off), int8_prefill off / on ($ROUNDS); first test_mmq.py under Dawn with them on (qrows_i8
+  # shares common/rows_i8_unit.wgsl with qw8)
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  dawn $T -- pytest -q -p no:warnings tests/backend/test_mmq.py > $OUT/i8web-mmq.txt 2>&1
+  grep -E "^dawn: |passed|failed" $OUT/i8web-mmq.txt | tail -2
+  llama_1b $OUT/err.txt
+  P="bench/probes/llm_1b_profile_probe.py --model $LLAMA_1B --sizes= --top 6 --prefill 512"
+  for r in $(seq ${ROUNDS:-1}); do for mode in off on; do
+    dawn $T -- python $P --smat off --int8-prefill $mode > $OUT/i8web-$mode-$r.json 2>> $OUT/err.txt
+    python3 -c "import json, sys; d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
+p = d['prefill']; print(sys.argv[1].split('/')[-1], p['wall_ms'], p['gpu_ms'], p['greedy_tokens'], \
+list(p.get('kernels', {}).items())[:6])" $OUT/i8web-$mode-$r.json || tail -3 $OUT/err.txt
+  done; done
   ;;
 i8dawn)
   # the int8 decode and prefill tests under Dawn (Tint's dot4I8Packed on the GPU)
