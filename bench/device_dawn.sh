@@ -1249,8 +1249,10 @@ i8web)
   # shares common/rows_i8_unit.wgsl with qw8)
   T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
      --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  mkdir -p /tmp/llm_1b
   dawn $T -- pytest -q -p no:warnings tests/backend/test_mmq.py > $OUT/i8web-mmq.txt 2>&1
   grep -E "^dawn: |passed|failed" $OUT/i8web-mmq.txt | tail -2
+  [ "${I8WEB_BENCH:-1}" = 1 ] || exit 0
   llama_1b $OUT/err.txt
   P="bench/probes/llm_1b_profile_probe.py --model $LLAMA_1B --sizes= --top 6 --prefill 512"
   for r in $(seq ${ROUNDS:-1}); do for mode in off on; do
