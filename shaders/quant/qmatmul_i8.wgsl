@@ -10,12 +10,12 @@
 // i32 -> f32 conversion runs at a quarter of that on NVIDIA) and are scaled by the two rows'
 // scales in an FMA.
 // Tiles: a workgroup of 256 threads (16 x 16) owns BM x BN = 16 TM x 16 TN outputs; thread
-// (tx, ty) the rows ty + 16 i and columns tx + 16 j. A step takes BK = 64 k of both tiles
-// into workgroup memory as vec4<u32> (16 int8), rows padded to 5 vec4 so that 8 neighbouring
-// threads' 16-byte loads of 8 rows fall in distinct banks, the next step's tiles fetched into
-// registers while this one's are multiplied; one barrier pair a step. Needs K % G == 0 and
-// G % 64 == 0 (int8_prefill.applies); M and N tails are clamped at the loads and masked at the
-// store.
+// (tx, ty) the rows ty + 16 i and columns tx + 16 j. A step takes BK = 16 V k (64 or 128) of
+// both tiles into workgroup memory as vec4<u32> (16 int8), rows padded to V + 1 vec4 so that
+// 8 neighbouring threads' 16-byte loads of 8 rows fall in distinct banks, the next step's
+// tiles fetched into registers while this one's are multiplied; one barrier pair a step.
+// Needs K % G == 0 and G % BK == 0 (lower_quant keeps the variants that fit); M and N tails
+// are clamped at the loads and masked at the store.
 // Measured (H200, natively, the 1B-shaped Q4_K_M 512-token prefill, bench/device_dawn.sh
 // i8pre): the first form (groups of 32, scales at every 32 k, one step's tiles at a time, 64x64
 // picked) took 22.1 GPU ms of products against the f32 matmuls' 26.0: the per-32 epilogue
@@ -41,8 +41,8 @@ const TM: u32 = {{TM}}u;            // rows a thread
 const TN: u32 = {{TN}}u;            // columns a thread
 const BM: u32 = 16u * TM;
 const BN: u32 = 16u * TN;
-const V: u32 = 4u;                  // vec4 (16 int8) of a row a step: BK = 64
-const S: u32 = 5u;                  // padded row stride, vec4
+const V: u32 = {{V}}u;              // vec4 (16 int8) of a row a step: BK = 16 V (64 or 128)
+const S: u32 = V + 1u;              // padded row stride, vec4 (odd: 8 rows in distinct banks)
 const LA: u32 = (BM * V + 255u) / 256u;       // vec4 loads of x a thread a step
 const LB: u32 = (BN * V + 255u) / 256u;
 var<workgroup> ta: array<vec4<u32>, BM * S>;

@@ -12,7 +12,7 @@ def render_slots(name: str) -> dict[str, str]:
     slots = dict(T="f32", C="f32", OUT="f32", ACC="f32", LOWEST="0.0", HIGHEST="1.0",
                  SCALE="1.0", MAX="fmax_", MIN="fmin_", ISNAN="false", D4="8", KT="32",
                  KD="256", VPT="4", WG="256", D="32", ROW_TILES=raw_shader("common/flash_rows"),
-                 MR="8", RPT="2", TM="4", TN="4", W="vec4<u32>",
+                 MR="8", RPT="2", TM="4", TN="4", V="4", W="vec4<u32>",
                  WORDS=raw_shader("common/qi8_words_vec4"),
                  QI8_PIECES=raw_shader("common/qi8_pieces"))
     slots.update(regs_slots(8, 2) if name == "matmul/matmul_regs" else

@@ -18,9 +18,12 @@ MIN_WORK = 1 << 27              # multiply-adds a call (m x n x k), as lower_qua
 # 256 (Q4_K's super-block): the kernel scales its integer sums once a group, 8x less often
 # than at llama.cpp's 32, at about the same accuracy (quant/qmatmul_i8.wgsl's header)
 GROUP = 256
-# quant/qmatmul_i8.wgsl's tiles as (rows, columns) a thread: 64x64, 128x64 and 64x128 outputs a
-# workgroup, autotuned variants, the first the default
-SHAPES = ((4, 4), (8, 4), (4, 8))
+# quant/qmatmul_i8.wgsl's tiles as (rows, columns) a thread and k a step: 64x64, 128x64,
+# 64x128 and 128x128 outputs a workgroup, 64 or 128 k a step; autotuned variants, the first the
+# default. On an H200 the 1B prefill's calls picked 64x64 and 128x64 at 64 k (the only step
+# offered then: bench/results/2026-11-29-h200-native-int8-prefill.json)
+SHAPES = ((4, 4, 64), (8, 4, 64), (4, 8, 64), (8, 8, 64), (4, 4, 128), (8, 4, 128),
+          (4, 8, 128))
 
 
 def applies(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:

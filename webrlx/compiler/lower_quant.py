@@ -237,12 +237,13 @@ def _int8_prefill(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt:
     xq, xs = L.rows_i8[key]
     wq, ws = _rows_w8(L, bindings["w"], fmt, n, k, g)
     room = L.info.limit("max-compute-workgroup-storage-size", 16384)
-    shapes = [sh for sh in int8_prefill.SHAPES if 16 * (sh[0] + sh[1]) * 5 * 16 <= room]
-    made = [(kern, Variant.of(f"qmatmul_i8_{16 * tm}x{16 * tn}", kern,
-                              (-(-n // (16 * tn)), -(-m // (16 * tm)), 1),
+    shapes = [(tm, tn, bk) for tm, tn, bk in int8_prefill.SHAPES
+              if 16 * (tm + tn) * (bk // 16 + 1) * 16 <= room and g % bk == 0]
+    made = [(kern, Variant.of(f"qmatmul_i8_{16 * tm}x{16 * tn}" + ("k128" if bk == 128 else ""),
+                              kern, (-(-n // (16 * tn)), -(-m // (16 * tm)), 1),
                               {"HAS_BIAS": has_bias, "G": g}))
-            for tm, tn in (shapes or int8_prefill.SHAPES[:1])
-            for kern in [kernel("quant/qmatmul_i8", TM=str(tm), TN=str(tn))]]
+            for tm, tn, bk in (shapes or int8_prefill.SHAPES[:1])
+            for kern in [kernel("quant/qmatmul_i8", TM=str(tm), TN=str(tn), V=str(bk // 16))]]
     lead_kernel, lead = made[0]
     L.emit(lead_kernel, {"xq": xq, "xs": xs, "wq": wq, "ws": ws, "bias": bindings["bias"],
                          "out": bindings["out"]}, {"M": m, "N": n, "K": k}, lead.grid,
