@@ -24,8 +24,9 @@
 // max|logit| from groups of 32 to 2048: the rounding of each value, not the groups' scales).
 // With them and the next step's tiles fetched during the products: 13.9 ms (64x64 and 128x64
 // picked), the prefill 19.9-20.0 ms against llama.cpp Vulkan's 23.9-24.7 and f32's 31.4
-// (bench/results/2026-11-29-h200-native-int8-prefill.json). Not tried yet: BK 128, 8 x 8
-// tiles, the weights' int8 copy kept across prefills (memory: +1 byte a weight).
+// (bench/results/2026-11-29-h200-native-int8-prefill.json). With 128 k a step offered too:
+// 13.2 ms (128x64, 128x64 k128 and 64x64 k128 picked), the prefill 19.5 ms. Not tried yet:
+// the weights' int8 copy kept across prefills (memory: +1 byte a weight).
 struct Params { M: u32, N: u32, K: u32 }
 @group(0) @binding(0) var<storage, read_write> xq: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> xs: array<f32>;
