@@ -5,8 +5,8 @@ values (quant/qw8.wgsl), then quant/qmatmul_i8.wgsl multiplies them, each group'
 scaled in f32. For wgpu-native, which cannot reach the tensor cores: there the products
 otherwise run on f32 arithmetic (lower_quant.dequant_first). Where the adapter offers i8
 subgroup matrices (Dawn on NVIDIA), smat.INT8's kernels are the tensor-core form of this.
-Off by default: x and the weight each lose precision to int8 (~5e-3 x max|y| a product) that
-the f32 path keeps. This module is the rule (a leaf); lower_quant emits the kernels."""
+Off by default: x and the weight each lose precision to int8 that the f32 path keeps (the 1B
+prefill's last logits moved 3.7e-2 x max|logit|; the f32 path holds 1e-3 of transformers'). This module is the rule (a leaf); lower_quant emits the kernels."""
 from __future__ import annotations
 
 from ..device_info import DeviceInfo
@@ -20,8 +20,8 @@ MIN_WORK = 1 << 27              # multiply-adds a call (m x n x k), as lower_qua
 GROUP = 256
 # quant/qmatmul_i8.wgsl's tiles as (rows, columns) a thread and k a step: 64x64, 128x64,
 # 64x128 and 128x128 outputs a workgroup, 64 or 128 k a step; autotuned variants, the first the
-# default. On an H200 the 1B prefill's calls picked 64x64 and 128x64 at 64 k (the only step
-# offered then: bench/results/2026-11-29-h200-native-int8-prefill.json)
+# default. On an H200 the 1B prefill's calls picked 128x64, 128x64 at 128 k and 64x64 at 128 k
+# (bench/results/2026-11-29-h200-native-int8-prefill.json, call 10)
 SHAPES = ((4, 4, 64), (8, 4, 64), (4, 8, 64), (8, 8, 64), (4, 4, 128), (8, 4, 128),
           (4, 8, 128))
 
