@@ -6,7 +6,8 @@ scaled in f32. For wgpu-native, which cannot reach the tensor cores: there the p
 otherwise run on f32 arithmetic (lower_quant.dequant_first). Where the adapter offers i8
 subgroup matrices (Dawn on NVIDIA), smat.INT8's kernels are the tensor-core form of this.
 Off by default: x and the weight each lose precision to int8 that the f32 path keeps (the 1B
-prefill's last logits moved 3.7e-2 x max|logit|; the f32 path holds 1e-3 of transformers'). This module is the rule (a leaf); lower_quant emits the kernels."""
+prefill's last logits moved 3.7e-2 x max|logit|; the f32 path holds 1e-3 of transformers').
+This module is the rule (a leaf); lower_quant emits the kernels."""
 from __future__ import annotations
 
 from ..device_info import DeviceInfo
