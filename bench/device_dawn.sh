@@ -34,6 +34,7 @@
 #           kernels and llama.cpp Vulkan, the last logits' distance from native f32's
 #   i8pre   the opt-in int8 prefill without tensor cores (natively) against f32 and llama.cpp
 #   llm1b   issue 31's 1B JSON (bench/llm_1b.py beside llama.cpp; LLM_FLAGS=--int8)
+#   dawndec SmolLM2-shaped decode natively and under Dawn (issue 32's >= 0.8x native)
 #   i8web   the int8 prefill under Dawn without subgroup matrices (Chrome's default), 1B prefill
 #   i8dawn  the int8 decode and prefill tests under Dawn
 #   i8var   every int8 decode GEMV variant timed at 8 rows on the 1B shapes (natively)
@@ -1241,6 +1242,22 @@ llm1b)
 ('int8', 'decode_vs_llamacpp', 'prefill_llamacpp_over_webrlx', 'greedy_tokens_equal_to_llamacpp')}, \
 d['webrlx'].get('prefill_ms'), d['webrlx'].get('decode_tok_s'), d['webrlx'].get('batched'), \
 d['llamacpp'])" $OUT/llm-1b.json || tail -5 $OUT/err.txt
+  ;;
+dawndec)
+  # issue 32's "Dawn decode >= 0.8x native": the SmolLM2-shaped Q4_1 file's greedy decode
+  # (256 new tokens, best of 3 after WARM_S) natively and under Dawn, $ROUNDS rounds alternating
+  mkdir -p /tmp/llm_1b && smollm2_q41 $OUT/err.txt
+  T="--dawn-flag enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia
+     --dawn-flag disable-dawn-features=timestamp_quantization --mount /tmp/llm_1b"
+  P="bench/probes/llm_1b_profile_probe.py --model $SMOLLM2_Q41 --sizes= --top 2 --prefill 16"
+  for r in $(seq ${ROUNDS:-2}); do
+    (cd $S && timeout 120 python3 $P --decode 256 > $OUT/dawndec-native-$r.json 2>> $OUT/err.txt)
+    dawn $T -- python $P --decode 256 > $OUT/dawndec-dawn-$r.json 2>> $OUT/err.txt
+    for e in native dawn; do python3 -c "import json, sys; \
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); \
+print(sys.argv[1].split('/')[-1], d['decode'], d['adapter'])" $OUT/dawndec-$e-$r.json \
+      || tail -3 $OUT/err.txt; done
+  done
   ;;
 i8web)
   # the int8 prefill for a browser without subgroup matrices (Chrome's default): the 1B-shaped
