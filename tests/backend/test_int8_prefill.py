@@ -136,13 +136,13 @@ def test_int8_prefill_off_by_default(backend):
 def test_int8_prefill_leaves_tensor_cores_to_their_kernels(monkeypatch):
     """Where the adapter's subgroup matrices are in use (Dawn on NVIDIA), the tensor-core
     kernels keep the prefill: the rule says no there, yes with them off."""
-    from webrlx.compiler import lower_quant, smat
+    from webrlx.compiler import lower_int8_prefill, smat
     from webrlx.device_info import DeviceInfo
     monkeypatch.setattr(int8_prefill, "INT8_PREFILL", True)
     info = DeviceInfo(name="NVIDIA H200", backend="navigator.gpu",
                       features=frozenset({"shader-f16", smat.FEATURE}), subgroup_size=32,
                       subgroup_matrix_configs=(("f16", "f32", 16, 16, 16),))
     args = (512, 2048, 2048, "float32")
-    assert smat.available(info) and not lower_quant.int8_prefill_ok(info, *args)
+    assert smat.available(info) and not lower_int8_prefill.ok(info, *args)
     monkeypatch.setattr(smat, "MODE", "off")
-    assert lower_quant.int8_prefill_ok(info, *args)
+    assert lower_int8_prefill.ok(info, *args)

@@ -7,7 +7,7 @@ otherwise run on f32 arithmetic (lower_quant.dequant_first). Where the adapter o
 subgroup matrices (Dawn on NVIDIA), smat.INT8's kernels are the tensor-core form of this.
 Off by default: x and the weight each lose precision to int8 that the f32 path keeps (the 1B
 prefill's last logits moved 3.7e-2 x max|logit|; the f32 path holds 1e-3 of transformers').
-This module is the rule (a leaf); lower_quant emits the kernels."""
+This module is the rule (a leaf); compiler/lower_int8_prefill.py emits the kernels."""
 from __future__ import annotations
 
 from ..device_info import DeviceInfo

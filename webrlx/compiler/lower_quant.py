@@ -11,7 +11,7 @@ from .. import quant
 from ..device_info import DeviceInfo
 from ..graph import Node
 from ..kernels import Kernel, kernel, raw_shader
-from . import fuse, int8_decode, int8_prefill, lower_int8_decode, smat
+from . import fuse, int8_decode, lower_int8_decode, lower_int8_prefill, smat
 from .emit import EmitContext
 from .fuse import QGemv
 from .lower_decoder import cpu_adapter, rope_freq
@@ -160,33 +160,22 @@ def decoded_first(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> boo
     """Whether a qmatmul decodes its weight in a pass of its own (the f32 or the int8 path):
     then fuse.find_fusions leaves it unfused."""
     return (dequant_first(info, m, n, k, x_dtype) or mmq_ok(info, m, n, k, x_dtype)
-            or int8_prefill_ok(info, m, n, k, x_dtype))
-
-
-def int8_prefill_ok(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:
-    """Whether an m x n x k qmatmul runs as the int8 prefill without tensor cores
-    (int8_prefill.applies), and the adapter's subgroup matrices (Dawn on NVIDIA) are not in
-    use: there the tensor-core kernels (f16, or smat.INT8's) run instead."""
-    return (int8_prefill.applies(info, m, n, k, x_dtype)
-            and not (smat.available(info) and smat.MODE != "off"))
+            or lower_int8_prefill.ok(info, m, n, k, x_dtype))
 
 
 def _rows_i8(L: EmitContext, src: Buf, weight: bool, rows: int, k: int, group: int,
              fmt: str, name: str) -> tuple[Buf, Buf]:
     """quant/qrows_i8.wgsl over `rows` rows of k (x's f32 rows, or a GGUF weight's rows):
     (the int8 words, the scales K/group x rows)."""
-    q, s = L.temp((rows, k // 4), dt.uint32), L.temp((k // group, rows), dt.float32)
-    wgs = -(-rows * (k // 8) // 256)
-    wx = min(wgs, 65535)
-    L.emit(kernel("quant/qrows_i8"),
-           {"x": L.dummy(0) if weight else src, "w": src if weight else L.dummy(1),
-            "q": q, "s": s},
-           {"R": rows, "K": k, "nw": quant.nwords(fmt, rows, k) if fmt is not None else 0,
-            "wx": wx},
-           (wx, -(-wgs // wx), 1),
-           {**(format_overrides(fmt) if weight else format_overrides("q8_0")),
-            "WEIGHT": weight, "G8": group // 8}, name=name)
-    return q, s
+    return lower_int8_prefill.rows_to_int8(
+        L, "quant/qrows_i8", src, _weight(fmt, rows, k) if weight else None, rows, k, group,
+        (k // group, rows), name)
+
+
+def _weight(fmt: str, n: int, k: int) -> dict[str, Any]:
+    """An (n, k) weight of format fmt as the int8 row kernels take it: its format overrides
+    and word count."""
+    return {**format_overrides(fmt), "nw": quant.nwords(fmt, n, k)}
 
 
 def _mmq(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt: str,
@@ -224,51 +213,6 @@ def _mmq(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt: str,
            tune_key=f"qmatmul_mmq {m}x{n}x{k}")
 
 
-def _int8_prefill(L: EmitContext, bindings: dict[str, Buf], has_bias: bool, fmt: str,
-                  m: int, n: int, k: int) -> None:
-    """The int8 prefill without tensor cores (compiler/int8_prefill.py): x's rows and the
-    weight's rows to int8 in groups (quant/qw8.wgsl; x's shared by the products that read the
-    same x), then quant/qmatmul_i8.wgsl (its tiles autotuned)."""
-    g = int8_prefill.group(k)
-    x = bindings["x"]
-    key = ("qw8", x.id, k, g)
-    if key not in L.rows_i8:
-        L.rows_i8[key] = _rows_w8(L, x, None, m, k, g)
-    xq, xs = L.rows_i8[key]
-    wq, ws = _rows_w8(L, bindings["w"], fmt, n, k, g)
-    room = L.info.limit("max-compute-workgroup-storage-size", 16384)
-    shapes = [(tm, tn, bk) for tm, tn, bk in int8_prefill.SHAPES
-              if 16 * (tm + tn) * (bk // 16 + 1) * 16 <= room and g % bk == 0]
-    made = [(kern, Variant.of(f"qmatmul_i8_{16 * tm}x{16 * tn}" + ("k128" if bk == 128 else ""),
-                              kern, (-(-n // (16 * tn)), -(-m // (16 * tm)), 1),
-                              {"HAS_BIAS": has_bias, "G": g}))
-            for tm, tn, bk in (shapes or int8_prefill.SHAPES[:1])
-            for kern in [kernel("quant/qmatmul_i8", TM=str(tm), TN=str(tn), V=str(bk // 16))]]
-    lead_kernel, lead = made[0]
-    L.emit(lead_kernel, {"xq": xq, "xs": xs, "wq": wq, "ws": ws, "bias": bindings["bias"],
-                         "out": bindings["out"]}, {"M": m, "N": n, "K": k}, lead.grid,
-           lead.overrides, name=lead.name, variants=[v for _, v in made[1:]],
-           tune_key=f"qmatmul_i8 {m}x{n}x{k}")
-
-
-def _rows_w8(L: EmitContext, src: Buf, fmt: str | None, rows: int, k: int, g: int
-             ) -> tuple[Buf, Buf]:
-    """quant/qw8.wgsl over `rows` rows of k: x's f32 rows (fmt None) or a GGUF weight's: (the
-    int8 words rows x k/4, the scales rows x k/g)."""
-    q, s = L.temp((rows, k // 4), dt.uint32), L.temp((rows, k // g), dt.float32)
-    wgs = -(-rows * (k // 8) // 256)
-    wx = min(wgs, 65535)
-    weight = fmt is not None
-    L.emit(kernel("quant/qw8"), {"x": L.dummy(0) if weight else src,
-                                 "w": src if weight else L.dummy(1), "q": q, "s": s},
-           {"R": rows, "K": k, "nw": quant.nwords(fmt, rows, k) if fmt is not None else 0,
-            "wx": wx},
-           (wx, -(-wgs // wx), 1),
-           {**format_overrides(fmt or "q8_0"), "WEIGHT": weight, "G8": g // 8},
-           name=f"qw8[{fmt or 'x'}]")
-    return q, s
-
-
 @lowering("qmatmul")
 def _qmatmul(L: EmitContext, node: Node) -> Buf:
     smat.check_forced_i8(L.info)        # (smat.MMQ_FORCE where the adapter cannot run it)
@@ -290,8 +234,8 @@ def _qmatmul(L: EmitContext, node: Node) -> Buf:
         lower_int8_decode.emit(L, bindings["x"], None, bindings["w"], None, None, out, fmt,
                                format_overrides(fmt), m, n, k, "")
         return out
-    if int8_prefill_ok(L.info, m, n, k, L.dtype(x_id).name):   # opt-in: int8 products
-        _int8_prefill(L, bindings, has_bias, fmt, m, n, k)
+    if lower_int8_prefill.ok(L.info, m, n, k, L.dtype(x_id).name):   # opt-in: int8 products
+        lower_int8_prefill.emit(L, bindings, has_bias, fmt, _weight(fmt, n, k), m, n, k)
         return out
     if dequant_first(L.info, m, n, k, L.dtype(x_id).name):   # decoded once, the f32 matmul
         wt = L.temp((k, n), dt.float32)
