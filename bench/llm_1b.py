@@ -10,8 +10,8 @@ RSS while loading (a child process: VmHWM after the weights are on the device) v
 size. Prints JSON.
 
     python bench/llm_1b.py --llamacpp PATH_TO_VULKAN_SO [--work DIR] [--int8]
-(--int8: the opt-in int8 paths, compiler/int8_prefill.INT8_PREFILL for the prefill and
-compiler/int8_decode.INT8_DECODE for the batched steps; one sequence's decode is unchanged)
+(--int8: `llm.load(path, int8=True)`, the opt-in int8 paths: compiler/int8_prefill.py for the
+prefill, compiler/int8_decode.py for the batched steps; one sequence's decode is unchanged)
     python bench/llm_1b.py --shape tiny --type F16    # no llama.cpp, no GPU: a check
 """
 from __future__ import annotations
@@ -193,7 +193,7 @@ def prefill_s(lm: Any, ids: list[int]) -> float:
 
 
 def webrlx_run(path: Path, prompt: list[int], prefill: list[int], new: int,
-               sizes: list[int], batch_new: int) -> dict[str, Any]:
+               sizes: list[int], batch_new: int, int8: bool = False) -> dict[str, Any]:
     """webrlx's decode, prefill, weight bytes and batched decode on one file."""
     import webrlx as wr
     from webrlx.cli.bench_llm import measure_sizes
@@ -203,7 +203,7 @@ def webrlx_run(path: Path, prompt: list[int], prefill: list[int], new: int,
     dev = wr.device()
     context = max(len(prefill), len(prompt) + new) + 16
     t = time.perf_counter()
-    lm = llm.load(path, device=dev, max_context=context)
+    lm = llm.load(path, device=dev, max_context=context, int8=int8 or None)
     res: dict[str, Any] = {"adapter": str(dev.info.name), "load_s": time.perf_counter() - t}
     lm.generate_ids(prompt, 2)                  # compiles (and tunes) the decode plans
     hold_clocks(lambda: lm.generate_ids(prompt, 16, ignore_eos=True), lambda: None)
@@ -246,12 +246,9 @@ def main() -> None:
     ap.add_argument("--make-only", action="store_true",
                     help="write (and quantize) the GGUF file, print its name and size, stop")
     ap.add_argument("--int8", action="store_true",
-                    help="the opt-in int8 prefill and batched decode (int8_prefill, int8_decode)")
+                    help="the opt-in int8 prefill and batched decode: llm.load(int8=True)")
     ap.add_argument("--rss-child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.int8:
-        from webrlx.compiler import int8_decode, int8_prefill
-        int8_decode.INT8_DECODE = int8_prefill.INT8_PREFILL = True
     if a.rss_child:
         print(json.dumps(rss_child(a.rss_child)))
         return
@@ -284,7 +281,7 @@ def main() -> None:
     prefill = [int(t) for t in rng.integers(0, 256, a.prefill)]
     out["host_memory"] = measure_rss(path)
     sizes = [int(v) for v in a.sizes.split(",")]
-    ours = webrlx_run(path, prompt, prefill, a.new, sizes, a.batch_new)
+    ours = webrlx_run(path, prompt, prefill, a.new, sizes, a.batch_new, a.int8)
     out["webrlx"] = {k: v for k, v in ours.items() if k != "tokens"}
     if a.llamacpp:
         from peer_llamacpp import bench_llamacpp

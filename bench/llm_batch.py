@@ -35,19 +35,17 @@ def main() -> None:
     ap.add_argument("--context", type=int, default=256, help="Engine max_context")
     ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds (median)")
     ap.add_argument("--int8-decode", default="off", choices=("on", "off"),
-                    help="batched steps' GEMVs on int8 x (compiler/int8_decode.INT8_DECODE)")
+                    help="batched steps' GEMVs on int8 x: llm.load(int8='decode')")
     ap.add_argument("--profile", action="store_true",
                     help="also the GPU time of one decode step of the most sequences, by kernel")
     args = ap.parse_args()
-    if args.int8_decode == "on":                   # opt-in (compiler/int8_decode.py)
-        from webrlx.compiler import int8_decode
-        int8_decode.INT8_DECODE = True
     if args.model is None:
         from webrlx.models.assets import smollm2_gguf
         args.model = str(smollm2_gguf())
     sizes = [int(v) for v in args.sizes.split(",")]
     dev = wr.device()
-    lm = llm.load(args.model, device=dev, max_context=args.context)
+    lm = llm.load(args.model, device=dev, max_context=args.context,
+                  int8="decode" if args.int8_decode == "on" else None)   # opt-in
     eng = Engine(lm, max_sequences=max(sizes), max_context=args.context)
     rows = {int(r["sequences"]): r for r in measure_sizes(eng, sizes, args.new, args.repeats)}
     base = rows[sizes[0]]["tok_per_s"]

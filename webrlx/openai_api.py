@@ -247,7 +247,7 @@ class Server:
     def __init__(self, model: Any = None, embedding_model: Any = "minilm",
                  max_queue: int = DEFAULT_MAX_QUEUE, max_context: int | None = None,
                  max_sequences: int = DEFAULT_MAX_SEQUENCES, device: Any = None,
-                 engine_factory: Callable[..., Any] | None = None) -> None:
+                 engine_factory: Callable[..., Any] | None = None, int8: Any = None) -> None:
         for name, v, low in (("max_queue", max_queue, 0), ("max_sequences", max_sequences, 1)):
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
@@ -255,6 +255,7 @@ class Server:
         self.max_queue, self.max_context = max_queue, max_context
         self.max_sequences, self.device = max_sequences, device
         self.engine_factory = engine_factory
+        self.int8 = int8
         self.in_flight = 0                  # admitted requests, running or waiting
         self.dropped = 0                    # completions cut short by a client that left
         self.embed_pool = ThreadPoolExecutor(1, "webrlx-embed")
@@ -268,7 +269,8 @@ class Server:
         from .models.engine import Engine
         if isinstance(self.model, str):
             from .models import llm
-            self.model = llm.load(self.model, self.device, max_context=self.max_context)
+            self.model = llm.load(self.model, self.device, max_context=self.max_context,
+                                  int8=self.int8)
         return Engine(self.model, self.max_sequences, self.max_context)
 
     def _worker(self) -> EngineWorker:
@@ -448,7 +450,7 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
 def create_app(model: Any = None, embedding_model: Any = "minilm",
                max_queue: int = DEFAULT_MAX_QUEUE, max_context: int | None = None,
                max_sequences: int = DEFAULT_MAX_SEQUENCES, device: Any = None,
-               engine_factory: Callable[..., Any] | None = None) -> FastAPI:
+               engine_factory: Callable[..., Any] | None = None, int8: Any = None) -> FastAPI:
     """Build the app.
 
     Args:
@@ -462,10 +464,12 @@ def create_app(model: Any = None, embedding_model: Any = "minilm",
         engine_factory: a test and bench hook: `(model, max_sequences, max_context, device)
             ->` an object with Engine's interface, made instead of Engine(load(model)) (the
             GPU-free stand-in of bench/engine_standin.py measures the front end alone).
+        int8: llm.load(int8=) for a model given as a path: None, True, "decode" or "prefill"
+            (int8 arithmetic for batched decode steps and long prompts on big models).
     """
     from .models.llm import ROLES
     server = Server(model, embedding_model, max_queue, max_context, max_sequences, device,
-                    engine_factory)
+                    engine_factory, int8)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

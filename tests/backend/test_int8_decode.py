@@ -114,6 +114,54 @@ def test_int8_decode_only_when_asked_batched_and_big(backend, m, asked, small, m
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
 
 
+def test_int8_decode_asked_by_one_compile(backend, monkeypatch):
+    """compile(int8="decode") (compiler/int8_scope.py) without the module flag: that
+    executable runs the int8 GEMVs (the int8 rule's answer, 2e-3), while the same graph
+    compiled without it in the same process keeps the f32 GEMVs (1e-4 of the float answer).
+    The reference device has no int8 path: both stay float there."""
+    import webrlx as wr
+    monkeypatch.setattr(autotune, "TIME_VARIANTS", False)
+    monkeypatch.setattr(int8_decode, "MIN_WEIGHTS", 0)
+    assert int8_decode.INT8_DECODE is False
+    w, wf = _qweight("q4_k", 256, 512, 1)
+    x = np.random.default_rng(3).standard_normal((8, 512)).astype(np.float32)
+    g = wr.Graph()
+    y = nn.qlinear(g.input("x", x.shape, x.dtype), g.param("w", w.shape, w.dtype), "q4_k",
+                   256, 512)
+    runs = {}
+    for int8 in ("decode", None):
+        exe = wr.compile(g, outputs=[y], device=backend, int8=int8)
+        exe.set_params({"w": w})
+        runs[int8] = (exe.run({"x": x})[0],
+                      [] if backend.name == "reference" else exe.plan({}).ran)
+    exact = x.astype(np.float64) @ wf.T
+    scale = np.abs(exact).max()
+    (i8, ran8), (f32, ran32) = runs["decode"], runs[None]
+    assert not any("qgemv_i8" in r or r.startswith("qx8") for r in ran32), ran32
+    assert np.abs(f32 - exact).max() <= 1e-4 * scale
+    if backend.name == "reference":
+        assert np.abs(i8 - exact).max() <= 1e-4 * scale
+        return
+    rule = quant.int8_decode_reference(x, wf)
+    assert any(r.startswith("qgemv_i8") for r in ran8) and "qx8" in " ".join(ran8), ran8
+    assert np.abs(i8 - rule).max() <= 2e-3 * scale
+    assert np.abs(i8 - exact).max() > 1e-5 * scale      # (it did round x)
+
+
+@pytest.mark.parametrize("bad", ["fast", ["decode", "int4"], 8])
+def test_int8_argument_checked(bad):
+    """A bad int8= names the argument and the kinds, at compile() and at llm.load() (before
+    the file is read: the path here does not exist)."""
+    import webrlx as wr
+    from webrlx.models import llm
+    g = wr.Graph()
+    y = g.input("x", (2, 4), np.float32) * 2.0
+    with pytest.raises(ValueError, match=r"compile\(\): int8 must be .*'decode', 'prefill'"):
+        wr.compile(g, outputs=[y], int8=bad)
+    with pytest.raises(ValueError, match=r"load\(\): int8 must be"):
+        llm.load("/nonexistent/model.gguf", int8=bad)
+
+
 def _suffix(tpr: int, rpt: int, tree: bool) -> str:
     return f"_{tpr}" + ("x2" if rpt == 2 else "") + ("t" if tree else "")
 

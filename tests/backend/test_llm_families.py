@@ -360,21 +360,24 @@ def test_prefill_of_decoded_weights_matches_transformers(monkeypatch):
 
 
 def test_int8_prefill_stays_near_transformers(monkeypatch):
-    """The opt-in int8 prefill without tensor cores (compiler/int8_prefill.INT8_PREFILL) on a
-    GPU (pretended), every product from 2 rows: the llama Q4_K fixture's last logits stay
-    within 1e-1 x max|logit| of transformers' (x and weights rounded to int8: 3.2e-2 to 4.7e-2
-    measured on lavapipe, where the f32 path holds 1e-3; a misplaced block or scale is off by
-    O(1)) and the prefill ran the int8 kernels."""
+    """The opt-in int8 prefill without tensor cores (`llm.load(int8="prefill")`,
+    compiler/int8_prefill.py) on a GPU (pretended), every product from 2 rows: the llama Q4_K
+    fixture's last logits stay within 1e-1 x max|logit| of transformers' (x and weights rounded
+    to int8: 3.2e-2 to 4.7e-2 measured on lavapipe, where the f32 path holds 1e-3; a misplaced
+    block or scale is off by O(1)) and the prefill ran the int8 kernels. The model's Engine
+    compiles its steps with the same choice."""
     import webrlx as wr
     from webrlx.compiler import int8_prefill
     from webrlx.device_info import DeviceInfo
+    from webrlx.models.engine import Engine
     backend = wr.device("gpu")
     monkeypatch.setattr(DeviceInfo, "software", property(lambda self: False))
-    monkeypatch.setattr(int8_prefill, "INT8_PREFILL", True)
     monkeypatch.setattr(int8_prefill, "MIN_WORK", 0)
     monkeypatch.setattr(int8_prefill, "MIN_M", 2)
+    assert int8_prefill.INT8_PREFILL is False           # the load's argument alone asks
     path, want = _reference("llama", "Q4_K")
-    lm = llm.load(path, device=backend, max_context=128)
+    lm = llm.load(path, device=backend, max_context=128, int8="prefill")
+    assert Engine(lm, max_sequences=2, max_context=128).executable.int8 == {"prefill"}
     errs = []
     for ids, logits, _ in want:
         lm.generate_ids(ids, 1)

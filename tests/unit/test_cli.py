@@ -332,10 +332,10 @@ def test_other_errors_keep_their_traceback():
 
 @pytest.mark.parametrize("flag", [False, True])
 @pytest.mark.parametrize("what", ["decode", "prefill"])
-def test_serve_llm_int8_flags_are_set_before_the_model_compiles(flag, what, monkeypatch):
-    """`serve-llm --int8-decode` / `--int8-prefill` turn compiler.int8_decode.INT8_DECODE /
-    compiler.int8_prefill.INT8_PREFILL on before the model loads (and so compiles); without
-    the flag they stay off."""
+def test_serve_llm_int8_flags_reach_the_model_load(flag, what, monkeypatch):
+    """`serve-llm --int8-decode` / `--int8-prefill` become the app's int8= kinds, which the
+    server's llm.load receives when it loads the model (and so compiles it); the module flags
+    stay off (the choice is the model's, compiler/int8_scope.py)."""
     import types
 
     import uvicorn
@@ -343,16 +343,23 @@ def test_serve_llm_int8_flags_are_set_before_the_model_compiles(flag, what, monk
     from webrlx import openai_api
     from webrlx.cli.serve_llm import main_serve_llm
     from webrlx.compiler import int8_decode, int8_prefill
-    monkeypatch.setattr(int8_decode, "INT8_DECODE", False)
-    monkeypatch.setattr(int8_prefill, "INT8_PREFILL", False)
-    seen = []
+    from webrlx.models import engine, llm
+    made = []
 
     def fake_app(*args, **kwargs):                 # noqa: ANN002, ANN003, ANN202
-        server = types.SimpleNamespace(load=lambda: seen.append(
-            (int8_decode.INT8_DECODE, int8_prefill.INT8_PREFILL)))
+        made.append(kwargs["int8"])
+        server = types.SimpleNamespace(load=lambda: None)
         return types.SimpleNamespace(state=types.SimpleNamespace(server=server))
     monkeypatch.setattr(openai_api, "create_app", fake_app)
     monkeypatch.setattr(uvicorn, "run", lambda *a, **k: None)
     argv = ["--model", "model.gguf", "--embedding-model", "none"] + [f"--int8-{what}"] * flag
     assert main_serve_llm(argv) == 0
-    assert seen == [(flag and what == "decode", flag and what == "prefill")]
+    assert made == [{what} if flag else set()]
+    assert not int8_decode.INT8_DECODE and not int8_prefill.INT8_PREFILL
+    loads = []
+    monkeypatch.setattr(llm, "load", lambda path, device, max_context, int8: loads.append(
+        (path, int8)) or "lm")
+    monkeypatch.setattr(engine, "Engine", lambda lm, n, ctx: (lm, n, ctx))
+    server = openai_api.Server("model.gguf", None, int8=made[0])
+    assert server._make_engine() == ("lm", server.max_sequences, None)
+    assert loads == [("model.gguf", made[0])]

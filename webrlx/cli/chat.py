@@ -21,6 +21,10 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--capacity", type=int, default=None,
                    help="KV cache positions (default: 2048, or the model's context if less)")
+    p.add_argument("--int8", choices=("decode", "prefill", "all"), default=None,
+                   help="int8 arithmetic on GPUs, as llama.cpp runs by default: faster long "
+                        "prompts ('prefill') and batched steps ('decode') on big models, less "
+                        "exact (llm.load(int8=); default: f32)")
 
 
 def _load(args: argparse.Namespace, out: TextIO) -> Any:
@@ -28,15 +32,16 @@ def _load(args: argparse.Namespace, out: TextIO) -> Any:
     from ..models.safetensors import tqdm_like_progress
     t0 = time.perf_counter()
     progress = tqdm_like_progress("weights")
+    int8 = True if args.int8 == "all" else args.int8
     if args.model is None:
         lm = smollm2.load(None, device=args.device, capacity=args.capacity or 2048,
-                          progress=progress)
+                          progress=progress, int8=int8)
     else:
         from ..models import llm
         from . import naming
         with naming(f"--model {args.model}"):
             lm = llm.load(args.model, device=args.device, max_context=args.capacity,
-                          progress=progress)
+                          progress=progress, int8=int8)
     print(f"webrlx: {lm.name} ({lm.config.arch}) on {lm.device.info.name} "
           f"({lm.device.info.backend}), loaded in "
           f"{time.perf_counter() - t0:.1f} s; the first reply also compiles the kernels",

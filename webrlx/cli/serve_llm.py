@@ -32,12 +32,7 @@ def main_serve_llm(argv: list[str]) -> int:
                         "out of reach (natively): faster prefills on big models, ~4e-2 x "
                         "max|logit| off (compiler/int8_prefill.py)")
     args = p.parse_args(argv)
-    if args.int8_decode:                 # (read when the model compiles, in load below)
-        from ..compiler import int8_decode
-        int8_decode.INT8_DECODE = True
-    if args.int8_prefill:
-        from ..compiler import int8_prefill
-        int8_prefill.INT8_PREFILL = True
+    int8 = {k for k, on in (("decode", args.int8_decode), ("prefill", args.int8_prefill)) if on}
     import uvicorn
 
     from ..models.assets import smollm2_gguf
@@ -45,7 +40,7 @@ def main_serve_llm(argv: list[str]) -> int:
     model = args.model or str(smollm2_gguf(None))
     embedding = None if args.embedding_model == "none" else args.embedding_model
     app = create_app(model, embedding, args.max_queue, args.max_context,
-                     args.max_sequences)
+                     args.max_sequences, int8=int8)
     from . import naming
     with naming(f"--model {model}"):     # the file's errors: one line, status 2
         app.state.server.load()

@@ -10,6 +10,8 @@ This module is the rule (a leaf: compiler/fuse.py reads it too); compiler/lower_
 emits the kernels."""
 from __future__ import annotations
 
+from . import int8_scope
+
 INT8_DECODE = False
 ROWS = (2, 15)                  # x rows (a batched decode step's sequences)
 FORMATS = ("q4_k", "q6_k", "q4_1", "q8_0")
@@ -32,10 +34,12 @@ THREADS = 1 << 17               # the default TPR: the smallest giving N * TPR >
 
 def applies(m: int, fmt: str, n: int, k: int, x_dtype: str, bias: bool = False) -> bool:
     """Whether an m-row qmatmul of an (n, k) weight of format fmt runs as the int8 decode
-    GEMV: INT8_DECODE, m in ROWS, a format of FORMATS, whole blocks, f32 x, no bias and at
+    GEMV: INT8_DECODE or the compile's int8="decode" (compiler/int8_scope.py), m in ROWS,
+    a format of FORMATS, whole blocks, f32 x, no bias and at
     least MIN_WEIGHTS weights (smaller GEMVs are latency-bound: qx8's dispatch costs more
     than the int8 products save)."""
-    return (INT8_DECODE and ROWS[0] <= m <= ROWS[1] and fmt in FORMATS
+    return ((INT8_DECODE or int8_scope.asked("decode")) and ROWS[0] <= m <= ROWS[1]
+            and fmt in FORMATS
             and k % (256 if fmt.endswith("_k") else 32) == 0 and n * k >= MIN_WEIGHTS
             and x_dtype == "float32" and not bias)
 

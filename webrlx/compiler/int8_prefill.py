@@ -11,6 +11,7 @@ This module is the rule (a leaf); compiler/lower_int8_prefill.py emits the kerne
 from __future__ import annotations
 
 from ..device_info import DeviceInfo
+from . import int8_scope
 
 INT8_PREFILL = False
 MIN_M = 32                      # rows (fewer stay GEMVs: lower_quant's own rules)
@@ -28,10 +29,12 @@ SHAPES = ((4, 4, 64), (8, 4, 64), (4, 8, 64), (8, 8, 64), (4, 4, 128), (8, 4, 12
 
 
 def applies(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:
-    """Whether an m x n x k qmatmul runs as the int8 prefill: INT8_PREFILL, a GPU (not a
+    """Whether an m x n x k qmatmul runs as the int8 prefill: INT8_PREFILL or the compile's
+    int8="prefill" (compiler/int8_scope.py), a GPU (not a
     software adapter), f32 x, m >= MIN_M, m n k >= MIN_WORK, K % 64 == 0 (the kernel's step)
     and the int8 copies fitting one binding."""
-    return (INT8_PREFILL and x_dtype == "float32" and not info.software and m >= MIN_M
+    return ((INT8_PREFILL or int8_scope.asked("prefill")) and x_dtype == "float32"
+            and not info.software and m >= MIN_M
             and m * n * k >= MIN_WORK and k % 64 == 0
             and max(n, m) * k <= info.max_binding_size)
 

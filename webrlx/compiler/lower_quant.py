@@ -11,7 +11,7 @@ from .. import quant
 from ..device_info import DeviceInfo
 from ..graph import Node
 from ..kernels import Kernel, kernel, raw_shader
-from . import fuse, int8_decode, lower_int8_decode, lower_int8_prefill, smat
+from . import fuse, int8_decode, int8_scope, lower_int8_decode, lower_int8_prefill, smat
 from .emit import EmitContext
 from .fuse import QGemv
 from .lower_decoder import cpu_adapter, rope_freq
@@ -147,10 +147,12 @@ def mmq_group(k: int) -> int:
 
 
 def mmq_ok(info: DeviceInfo, m: int, n: int, k: int, x_dtype: str) -> bool:
-    """Whether an m x n x k qmatmul runs as the int8 prefill: smat.INT8 (or MMQ_FORCE) asked
-    for it, the adapter has i8 subgroup matrices, x is f32, m >= MMQ_MIN_M, K % 32 == 0,
-    N % 8 == 0 and the weight's int8 copy fits one binding."""
-    return ((smat.INT8 or smat.MMQ_FORCE is not None) and smat.available_i8(info)
+    """Whether an m x n x k qmatmul runs as the int8 prefill: smat.INT8, the compile's
+    int8="prefill" (compiler/int8_scope.py) or MMQ_FORCE asked for it, the adapter has i8
+    subgroup matrices, x is f32, m >= MMQ_MIN_M, K % 32 == 0, N % 8 == 0 and the weight's
+    int8 copy fits one binding."""
+    return ((smat.INT8 or int8_scope.asked("prefill") or smat.MMQ_FORCE is not None)
+            and smat.available_i8(info)
             and x_dtype == "float32"
             and m >= MMQ_MIN_M and k % 32 == 0 and n % 8 == 0
             and n * k <= info.max_binding_size and m * k <= info.max_binding_size)

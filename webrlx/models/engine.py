@@ -62,6 +62,7 @@ class LanguageModel(Protocol):
     tokenizer: Any
     stop_ids: Any
     max_param_bytes: int | None
+    int8: frozenset[str]
 
     @property
     def device(self) -> Any: ...
@@ -202,7 +203,7 @@ class Engine:
         graph, outputs = build_batched(cfg, self.lm.tensor_infos, self.max_sequences, ctx,
                                        self.lm.max_param_bytes)
         self.executable = compile(graph, outputs=outputs, device=self.lm.device,
-                                  max_plans=self.max_sequences + 8)
+                                  max_plans=self.max_sequences + 8, int8=self.lm.int8)
         # the model's device copies of the weights where it has them (one copy on the GPU)
         shared = set(self.executable.share_params(self.lm.executable))
         rest = {n: self.lm.executable._params[n] for n in graph.params if n not in shared}

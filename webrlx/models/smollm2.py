@@ -33,7 +33,7 @@ __all__ = ["DEFAULT_CAPACITY", "PREFILL_BUCKET", "READ_EVERY", "ROLES", "Samplin
 
 def load(path: str | os.PathLike[str] | bytes | None = None, device: Any = None,
          progress: Callable[[int, int], None] | None = None,
-         capacity: int = DEFAULT_CAPACITY) -> LanguageModel:
+         capacity: int = DEFAULT_CAPACITY, int8: Any = None) -> LanguageModel:
     """Load SmolLM2 from its GGUF file and compile it.
 
     Args:
@@ -42,9 +42,10 @@ def load(path: str | os.PathLike[str] | bytes | None = None, device: Any = None,
         device: a device from webrlx.device(), "reference", or None for the default.
         progress: called with (bytes read, total bytes) while the file is read.
         capacity: KV cache positions (prompt + new tokens), up to the model's context.
+        int8: int8 arithmetic on GPUs, as llm.load(int8=) (None: f32).
     """
     if isinstance(path, (bytes, bytearray, memoryview)):
         file = gguf.load(path, progress=progress)
     else:
         file = gguf.load(smollm2_gguf(path), progress=progress)
-    return LanguageModel(file, device, capacity)
+    return LanguageModel(file, device, capacity, int8=int8)

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import dtype as dt
 from ..backends.base import Copy
+from ..compiler import int8_scope
 from ..compiler.lower import lower
 from ..compiler.memory import BindingLimitError
 from ..compiler.simplify import bind_shapes, live_nodes
@@ -54,6 +55,7 @@ class GpuEngine:
         self.state_bufs: dict[str, Any] = {}
         self.plans: OrderedDict[tuple, Plan] = OrderedDict()   # least recently used first
         self.max_plans = DEFAULT_MAX_PLANS     # set by the Executable (compile(max_plans=))
+        self.int8: frozenset[str] = frozenset()  # int8 paths asked for (compile(int8=))
         # inputs an in-place op writes: their device copy differs from the fed array after
         # a run, so they are uploaded every time
         self.written_inputs = {graph.written_source(n.id).name for n in graph.nodes
@@ -84,7 +86,8 @@ class GpuEngine:
             self.plans.move_to_end(key)
         else:
             t0 = time.perf_counter()
-            program = lower(self.graph, self.outputs, env, self.backend.info, self.fuse)
+            with int8_scope.scope(self.int8):
+                program = lower(self.graph, self.outputs, env, self.backend.info, self.fuse)
             lower_s = time.perf_counter() - t0
             for name, buf in program.states.items():
                 if name not in self.state_bufs:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import auto
+from ..compiler import int8_scope
 from ..graph import Graph
 from ..ops import UPDATES_INPUT
 from ..shape import bind, symbols
@@ -30,7 +31,8 @@ class Executable:
     """A compiled graph: set params once, then run many times with numpy feeds."""
 
     def __init__(self, graph: Graph, outputs: Sequence[Tensor], device: Any = None,
-                 fuse: bool = True, max_plans: int | None = None) -> None:
+                 fuse: bool = True, max_plans: int | None = None, int8: Any = None) -> None:
+        self.int8 = int8_scope.parse(int8, "compile()")
         if max_plans is None:
             max_plans = int(os.environ.get("WEBRLX_MAX_PLANS", DEFAULT_MAX_PLANS))
         if isinstance(max_plans, bool) or not isinstance(max_plans, int) or max_plans < 1:
@@ -71,6 +73,7 @@ class Executable:
         if self._engine is None:
             self._engine = engine_for(self.graph, self.outputs, self.fuse, self.device)
             self._engine.max_plans = self.max_plans
+            self._engine.int8 = self.int8
             for name, arr in self._params.items():
                 self._engine.set_param(name, arr)
         return self._engine
@@ -306,7 +309,7 @@ class Executable:
         """This graph compiled with one kernel per node on the same device, current params."""
         if self._twin is None:
             self._twin = Executable(self.graph, [Tensor(self.graph, i) for i in self.outputs],
-                                    self._device, fuse=False)
+                                    self._device, fuse=False, int8=self.int8)
         self._twin._device = self._device
         self._twin.set_params(self._params)
         return self._twin
@@ -391,7 +394,7 @@ class Executable:
 
 
 def compile(graph: Graph, outputs: Sequence[Tensor], device: Any = None,  # noqa: A001
-            fuse: bool = True, max_plans: int | None = None) -> Executable:
+            fuse: bool = True, max_plans: int | None = None, int8: Any = None) -> Executable:
     """Compile graph for device (None: the default adapter, acquired on first run).
 
     Args:
@@ -401,7 +404,11 @@ def compile(graph: Graph, outputs: Sequence[Tensor], device: Any = None,  # noqa
         fuse: fuse elementwise chains and epilogues (False: one kernel per op).
         max_plans: plans (one per binding of the symbolic dims) kept compiled at once; the
             least recently used is freed past it. Default: $WEBRLX_MAX_PLANS, else 16.
+        int8: int8 paths to opt into on GPUs (compiler/int8_scope.py): None (none), True
+            (all), "decode" (batched decode GEMVs on x rounded to int8) or "prefill" (long
+            prompts' quantized products on int8). Faster on big models, less exact: the
+            reference device and every other product stay f32.
     """
     if isinstance(device, str):
         device = auto.device(device)
-    return Executable(graph, outputs, device, fuse, max_plans)
+    return Executable(graph, outputs, device, fuse, max_plans, int8)
