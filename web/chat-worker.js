@@ -6,7 +6,8 @@
 // Python runs here, so the page stays responsive however long a step takes.
 //
 // In:  {type: "boot", config: {pyodideBaseURL, wheelURL}, stopFlag?}
-//      {type: "open", source: {url} | {file}, capacity}   (again to switch models)
+//      {type: "open", source: {url} | {file}, capacity, int8}   (again to switch models;
+//                                      int8: null, "prefill", "decode" or "all": llm.load's)
 //      {type: "chat", id, messages: [{role, content}] | prompt: text,
 //       options: {max_new_tokens, temperature}}
 //      {type: "stop", id}: handled at once (not queued): the reply ends at the next piece
@@ -14,7 +15,7 @@
 //      {type: "booted"}                Python is up: models can be opened
 //      {type: "model", info}           the header's description (gguf_info.describe)
 //      {type: "bytes", done, total}    while downloading
-//      {type: "ready", info: {adapter, backend, model, capacity, chat}}
+//      {type: "ready", info: {adapter, backend, model, capacity, chat, int8: [kinds]}}
 //      {type: "started", id, promptTokens}   a reply's prompt is being read
 //      {type: "piece", id, text, tokens, seconds, tokensPerSecond}   while a reply streams
 //      {type: "done", id, stats: {...}, reason: "end" | "length" | "stopped",
@@ -58,8 +59,9 @@ json.dumps({"adapter": device.info.name, "backend": device.info.backend,
 const LOAD = `
 lm = None                      # the previous model's buffers go before the next one's
 lm = llm.load(webrlx_chat.take_model().to_py(), device=device,
-              max_context=min(CAPACITY, model_info["context"] or CAPACITY))
-json.dumps({"capacity": lm.capacity, "chat": bool(lm.chat_template)})
+              max_context=min(CAPACITY, model_info["context"] or CAPACITY),
+              int8=True if INT8 == "all" else INT8 or None)
+json.dumps({"capacity": lm.capacity, "chat": bool(lm.chat_template), "int8": sorted(lm.int8)})
 `;
 
 // Compile the kernels of the two plans a reply runs (its prompt, padded to a multiple of
@@ -246,7 +248,7 @@ async function inspect(source) {
   }
 }
 
-async function open({ source: where, capacity }) {
+async function open({ source: where, capacity, int8 = null }) {
   const source = where.file ? ModelSource.fromFile(where.file)
     : await ModelSource.fromURL(await resolveModelURL(where.url));
   try {
@@ -270,6 +272,7 @@ async function open({ source: where, capacity }) {
     });
     phase("load", "reading the GGUF, uploading the weights");
     pyodide.globals.set("CAPACITY", capacity);
+    pyodide.globals.set("INT8", int8 ?? "");         // (a string: "" is f32)
     const loaded = JSON.parse(await runPython(pyodide, LOAD));
     modelBytes = null;
     phase("compile", "building the shaders, once per model");

@@ -9,6 +9,9 @@ file input, the rest by URL; the gpt2-vocabulary headers run past the worker's f
 so its header loop reads twice). For each family the model's header is shown before it loads,
 then in completion mode the prompt ids and the greedy tokens equal transformers' (the native
 family test's references, up to the first end-of-sequence token, where the page stops).
+The page is opened with ?int8=prefill: each model loads with llm.load(int8="prefill") and
+says so; these prompts are far under the int8 prefill's work bound (and SwiftShader is a
+software adapter), so the tokens stay f32's.
 
 All 4 prompts x 32 tokens, as natively: in SwiftShader a family opens in 0-20 s and completes
 them in 3-6 s; the transformers references (about 2 minutes for the 7) are the cached ones of
@@ -115,7 +118,7 @@ def page(chromium: Any, web_server: str) -> Any:
     page.on("pageerror", lambda err: console.append(f"pageerror: {err}"))
     page.add_init_script(RECORDER)
     page.goto(web_server + f"chat.html?model={url_of(first)}&capacity=128"
-              f"&max_new_tokens={STEPS}&mode=complete")
+              f"&max_new_tokens={STEPS}&mode=complete&int8=prefill")
     page.wait_for_function(IDLE, timeout=OPEN_TIMEOUT_MS)
     page.console = console
     yield page
@@ -164,6 +167,7 @@ def test_family_greedy_tokens_equal_transformers(page: Any, family: str) -> None
     info = page.inner_text("#model-info")
     assert page.evaluate("document.getElementById('model-info').dataset.family") == arch
     assert "Q8_0" in info and "parameters" in info and "context" in info, info
+    assert "int8 prefill (faster, less exact)" in page.inner_text("#adapter")
     t0 = time.perf_counter()
     for prompt, (ids, _, greedy) in zip(PROMPTS, want):
         expect = greedy[:STEPS]
@@ -176,3 +180,16 @@ def test_family_greedy_tokens_equal_transformers(page: Any, family: str) -> None
     print(f"\n{family}: opened in {load_s:.0f} s, {len(PROMPTS)} x {STEPS} tokens in "
           f"{time.perf_counter() - t0:.0f} s")
 
+
+def test_a_bad_int8_setting_is_refused_before_python_starts(chromium: Any,
+                                                             web_server: str) -> None:
+    """?int8= takes prefill, decode or all (llm.load(int8=)); anything else stops the page
+    with a message naming the setting, before Pyodide boots."""
+    page = chromium.new_page()
+    try:
+        page.goto(web_server + "chat.html?int8=fast")
+        page.wait_for_function("document.body.dataset.state === 'failed'", timeout=60_000)
+        assert "?int8= must be prefill, decode or all, got fast" in page.inner_text("#notice")
+        assert "Could not start" in page.inner_text("#adapter")
+    finally:
+        page.close()
