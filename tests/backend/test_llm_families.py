@@ -27,17 +27,20 @@ Needs torch, transformers, gguf and accelerate (skipped without them, e.g. in Py
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
+import json
 import math
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from webrlx.cli import gguf_info
-from webrlx.models import decoding, llm
+from webrlx.models import decoding, gguf, llm
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "build" / "llm_fixtures"
@@ -81,21 +84,33 @@ def case(request):
 
 def _long_factors(family: str, capacity: int) -> bool:
     """Whether webrlx runs the long LongRoPE factors at this capacity (llama.cpp's rule: the
-    KV cache exceeds the original context), and so must transformers."""
-    return family == "phi3-longrope" and capacity > _tools().LONGROPE_ORIGINAL
+    KV cache exceeds the original context, read from the file), and so must transformers."""
+    if family != "phi3-longrope":
+        return False
+    cfg = llm.model_config(gguf.load(_fixture(family, "Q8_0")))
+    return capacity > cfg.rope_original_context
 
 
 def _fixture(family: str, qtype: str) -> Path:
-    """The family x type fixture, made on first use into CACHE."""
-    return _tools().fixture(family, qtype, CACHE)
+    """The family x type fixture, made on first use into CACHE (by tools/make_llm_fixtures.py,
+    which needs torch; a machine without it runs the files carried there)."""
+    path = CACHE / f"{family}-{qtype.lower()}.gguf"
+    return path if path.exists() else _tools().fixture(family, qtype, CACHE)
 
 
 @functools.cache
 def _reference(family: str, qtype: str, long_factors: bool = False) -> tuple[Path, list]:
+    """(the fixture, [(transformers' prompt ids, last logits, greedy tokens)] per prompt).
+    transformers' answers are kept beside the file (_kept_reference) and used again while
+    the file, the prompts, the fixture maker and transformers' version are unchanged: so a
+    machine without torch (the GPU machine) checks the carried fixtures against them."""
+    path = _fixture(family, qtype)
+    kept = _kept_reference(path, long_factors)
+    if kept is not None:
+        return path, kept
     import torch
     from transformers import AutoTokenizer
     mk = _tools()
-    path = _fixture(family, qtype)
     name = path.name
     ref = mk.transformers_model(family, path, wide=mk.is_wide(qtype), long_factors=long_factors)
     tok = AutoTokenizer.from_pretrained(str(CACHE), gguf_file=name)
@@ -110,7 +125,47 @@ def _reference(family: str, qtype: str, long_factors: bool = False) -> tuple[Pat
             want.append((ids, logits, seq[len(ids):]))
             if family == "phi3-longrope" and not long_factors:   # transformers: short only
                 assert len(seq) <= mk.LONGROPE_ORIGINAL, (prompt, len(seq))
+    _keep_reference(path, long_factors, want)
     return path, want
+
+
+def _reference_key(path: Path) -> dict[str, Any]:
+    """What a kept reference answers for: the file's and the fixture maker's bytes, the
+    prompts, the steps and (where it is installed) transformers' version."""
+    try:
+        import transformers
+        version = transformers.__version__
+    except ImportError:                     # (a machine without it takes the kept version)
+        version = None
+    return {"file": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "maker": hashlib.sha256((ROOT / "tools" / "make_llm_fixtures.py").read_bytes()
+                                    ).hexdigest(),
+            "prompts": PROMPTS, "steps": STEPS, "transformers": version}
+
+
+def _kept_path(path: Path, long_factors: bool) -> Path:
+    return path.with_name(path.stem + ("-long" if long_factors else "") + ".transformers.json")
+
+
+def _kept_reference(path: Path, long_factors: bool) -> list | None:
+    """transformers' answers kept for this file, if they still answer for it."""
+    kept = _kept_path(path, long_factors)
+    if not kept.exists():
+        return None
+    d = json.loads(kept.read_text())
+    key = _reference_key(path)
+    if key["transformers"] is None:
+        key["transformers"] = d["key"]["transformers"]
+    if d["key"] != key:
+        return None
+    return [(ids, np.array(logits, np.float32), greedy) for ids, logits, greedy in d["want"]]
+
+
+def _keep_reference(path: Path, long_factors: bool, want: list) -> None:
+    _kept_path(path, long_factors).write_text(json.dumps({
+        "key": _reference_key(path),
+        "want": [(list(map(int, ids)), [float(v) for v in logits], list(map(int, greedy)))
+                 for ids, logits, greedy in want]}))
 
 
 @pytest.fixture(scope="module")
