@@ -34,6 +34,10 @@
 #           kernels and llama.cpp Vulkan, the last logits' distance from native f32's
 #   i8pre   the opt-in int8 prefill without tensor cores (natively) against f32 and llama.cpp
 #   llm1b   issue 31's 1B JSON (bench/llm_1b.py beside llama.cpp; LLM_FLAGS=--int8)
+#   families issue 31's fixture table natively on the GPU: tests/backend/test_llm_families.py
+#           on the fixtures and transformers' kept answers made here (carry build/llm_fixtures,
+#           or parts of it as build/fx1, fx2, ... over several calls: FX=keep, then FX=run);
+#           $LLM_TYPES: WEBRLX_LLM_TYPES there (default: the CI set)
 #   dawndec SmolLM2-shaped decode natively and under Dawn (issue 32's >= 0.8x native)
 #   i8web   the int8 prefill under Dawn without subgroup matrices (Chrome's default), 1B prefill
 #   i8dawn  the int8 decode and prefill tests under Dawn
@@ -1242,6 +1246,17 @@ llm1b)
 ('int8', 'decode_vs_llamacpp', 'prefill_llamacpp_over_webrlx', 'greedy_tokens_equal_to_llamacpp')}, \
 d['webrlx'].get('prefill_ms'), d['webrlx'].get('decode_tok_s'), d['webrlx'].get('batched'), \
 d['llamacpp'])" $OUT/llm-1b.json || tail -5 $OUT/err.txt
+  ;;
+families)
+  # the family x type fixtures against transformers' kept answers (no torch there), natively
+  mkdir -p /tmp/fx
+  for d in build/llm_fixtures build/fx*; do [ -d $d ] && cp $d/* /tmp/fx/; done
+  [ "${FX:-run}" = keep ] && { ls /tmp/fx | wc -l; exit 0; }
+  mkdir -p $S/build/llm_fixtures && cp /tmp/fx/* $S/build/llm_fixtures/
+  (cd $S && WEBRLX_LLM_TYPES=${LLM_TYPES:-} timeout ${FAM_LIMIT:-540} python3 -m pytest \
+    tests/backend/test_llm_families.py -o addopts= -q -rfEs -p no:cacheprovider \
+    --junitxml=$OUT/families.xml > $OUT/families.txt 2>&1)
+  tail -4 $OUT/families.txt
   ;;
 dawndec)
   # issue 32's "Dawn decode >= 0.8x native": the SmolLM2-shaped Q4_1 file's greedy decode
