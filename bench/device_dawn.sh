@@ -1253,7 +1253,7 @@ families)
   for d in build/llm_fixtures build/fx*; do [ -d $d ] && cp $d/* /tmp/fx/; done
   [ "${FX:-run}" = keep ] && { ls /tmp/fx | wc -l; exit 0; }
   mkdir -p $S/build/llm_fixtures && cp /tmp/fx/* $S/build/llm_fixtures/
-  (cd $S && WEBRLX_LLM_TYPES=${LLM_TYPES:-} timeout ${FAM_LIMIT:-540} python3 -m pytest \
+  (cd $S && WEBRLX_LLM_KEPT=1 WEBRLX_LLM_TYPES=${LLM_TYPES:-} timeout ${FAM_LIMIT:-540} python3 -m pytest \
     tests/backend/test_llm_families.py -o addopts= -q -rfEs -p no:cacheprovider \
     --junitxml=$OUT/families.xml > $OUT/families.txt 2>&1)
   tail -4 $OUT/families.txt
