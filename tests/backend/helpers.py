@@ -20,6 +20,14 @@ def for_browser() -> bool:
     return sys.platform == "emscripten" or os.environ.get("WEBRLX_COLLECT_FOR_BROWSER") == "1"
 
 
+def formats_taking_turns(formats: list[str], cases: list[tuple]) -> list[tuple]:
+    """(fmt, *case) for every format and case natively. In the browser's bounded slice
+    (for_browser) each case runs once, the formats taking turns: every kernel form and every
+    format still compiles under Tint there, at 1 / len(formats) of the cost."""
+    return [(f, *c) for i, c in enumerate(cases) for j, f in enumerate(formats)
+            if not for_browser() or i % len(formats) == j]
+
+
 def limited_device(binding_limit: int) -> Any:
     """A private GPU device (not the shared one) that plans with maxStorageBufferBindingSize
     lowered to binding_limit and maxBufferSize to 16x it: tests of what goes past the limits

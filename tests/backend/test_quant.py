@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import for_browser, qkv_into_caches, rand, run_graph
+from helpers import for_browser, formats_taking_turns, qkv_into_caches, rand, run_graph
 
 import webrlx as wr
 from webrlx import nn, quant
@@ -32,9 +32,8 @@ def check_qlinear(backend, fmt, x, n, bias=None):
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("m", [1, 2, 4, 5, 37, 128])
-@pytest.mark.parametrize("n,k", NK, ids=str)
+@pytest.mark.parametrize("fmt,m,n,k", formats_taking_turns(
+    FORMATS, [(m, n, k) for n, k in NK for m in (1, 2, 4, 5, 37, 128)]))
 def test_qlinear(backend, fmt, m, n, k):
     check_qlinear(backend, fmt, rand(m, k), n)
 
@@ -59,9 +58,9 @@ def _qlinear_plan(backend, fmt: str, m: int, k: int, w: np.ndarray):
 GEMVS = [f"qgemv_{t}" for t in (2, 4, 8, 16, 32, "1x4", "1x8")]
 
 
-@pytest.mark.parametrize("kernel,m", [(k, m) for k in GEMVS for m in (1, 3)] +
-                         [(k, 13) for k in GEMVS + ["qgemv_4q2", "qgemv_2q4"]], ids=str)
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt,kernel,m", formats_taking_turns(
+    FORMATS, [(k, m) for k in GEMVS for m in (1, 3)] +
+    [(k, 13) for k in GEMVS + ["qgemv_4q2", "qgemv_2q4"]]), ids=str)
 def test_each_gemv_kernel(backend, kernel, fmt, m, monkeypatch):
     from webrlx.runtime import autotune
     monkeypatch.setattr(autotune, "PREFER", kernel)   # the autotuner would pick one of them
@@ -186,13 +185,12 @@ def _rms(x, g, eps=1e-5):
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("m,tpr", [(m, t) for m in (1, 3, 6, 40)
-                                   for t in (None, 2, 32, "1x4", "1x8", "4q2", "8q4", "tile1",
-                                             "tile8", "8x2q2")
-                                   if (m > 4 or not str(t).startswith("tile"))   # prefills
-                                   and (m == 6 or t != "8x2q2")]       # batched decodes
-                         + [(13, "16x2q4")])
+@pytest.mark.parametrize("fmt,m,tpr", formats_taking_turns(
+    FORMATS, [(m, t) for m in (1, 3, 6, 40)
+              for t in (None, 2, 32, "1x4", "1x8", "4q2", "8q4", "tile1", "tile8", "8x2q2")
+              if (m > 4 or not str(t).startswith("tile"))   # prefills
+              and (m == 6 or t != "8x2q2")]                  # batched decodes
+    + [(13, "16x2q4")]))
 def test_fused_decoder_gemvs(backend, fmt, m, tpr, monkeypatch):
     """A decoder layer's GEMV neighbourhood fuses (quant/qgemv_fused.wgsl, or for prefills
     quant/qmatmul_fused.wgsl: the tileN shapes): rms_norm before q/k-like projections,
@@ -298,15 +296,14 @@ def run_like_reference(backend, g, outs, arrays, x_shape, starts, scaled=None):
     return exe
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("s,shape,qkv", [(s, sh, qkv) for s in (1, 3, 5, 40)
-                                         for sh in ((8, 1, 1), (1, 8, 1), (2, 4, 1), (4, 1, 2),
-                                                    (2, 1, 4), "tile1", "tile2", "tile8")
-                                         for qkv in (False, True)
-                                         if (s > 4 or not isinstance(sh, str)) and  # tiles:
-                                         (s == 3 or not qkv) and   # prefills; q/k/v in one
-                                         (s != 3 or qkv and sh in ((8, 1, 1), (1, 8, 1)))],
-                         ids=str)                                  # dispatch: decode rows
+@pytest.mark.parametrize("fmt,s,shape,qkv", formats_taking_turns(
+    FORMATS, [(s, sh, qkv) for s in (1, 3, 5, 40)
+              for sh in ((8, 1, 1), (1, 8, 1), (2, 4, 1), (4, 1, 2), (2, 1, 4), "tile1",
+                         "tile2", "tile8")
+              for qkv in (False, True)
+              if (s > 4 or not isinstance(sh, str)) and   # tiles: prefills; q/k/v in one
+              (s == 3 or not qkv) and                     # dispatch: decode rows
+              (s != 3 or qkv and sh in ((8, 1, 1), (1, 8, 1)))]), ids=str)
 def test_fused_gemv_rope_and_cache_write(backend, fmt, s, shape, qkv, monkeypatch):
     """q/k/v projections whose results are roped (interleaved pairs) and written into KV
     caches at pos fuse into their GEMVs; the caches and q match the unfused reference, for
