@@ -31,61 +31,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from .openai_requests import APIError, json_body, max_tokens_of, messages_of, sampling_args
+
 DEFAULT_MAX_QUEUE = 8
 DEFAULT_MAX_SEQUENCES = 8
-
-
-class APIError(Exception):
-    """An HTTP error in OpenAI's shape."""
-
-    def __init__(self, status: int, message: str, param: str | None = None,
-                 type: str = "invalid_request_error", code: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.param, self.type, self.code = (
-            status, message, param, type, code)
-
-    def response(self) -> JSONResponse:
-        return JSONResponse({"error": {"message": self.message, "type": self.type,
-                                       "param": self.param, "code": self.code}}, self.status)
-
-
-def _number(body: dict[str, Any], name: str, default: float, ok: Callable[[float], bool],
-            rule: str, integer: bool = False) -> Any:
-    v = body.get(name)
-    if v is None:
-        return default
-    kinds = (int,) if integer else (int, float)
-    if isinstance(v, bool) or not isinstance(v, kinds) or not ok(v):
-        raise APIError(400, f"'{name}' must be {rule}, got {v!r}", name)
-    return v
-
-
-def sampling_args(body: dict[str, Any]) -> dict[str, Any]:
-    """Sampling settings and `stop` from an OpenAI request body (400 if bad)."""
-    n = body.get("n")
-    if n not in (None, 1):
-        raise APIError(400, f"'n' must be 1 (one completion per request), got {n!r}", "n")
-    stop = body.get("stop")
-    if isinstance(stop, str):
-        stop = [stop]
-    if stop is not None and (not isinstance(stop, list) or len(stop) > 4
-                             or not all(isinstance(s, str) and s for s in stop)):
-        raise APIError(400, f"'stop' must be a string or up to 4 non-empty strings, "
-                       f"got {stop!r}", "stop")
-    if not isinstance(body.get("stream", False), bool):
-        raise APIError(400, f"'stream' must be a boolean, got {body['stream']!r}", "stream")
-    penalty = _number(body, "repetition_penalty", 1.0, lambda v: v > 0, "a number > 0")
-    if penalty != 1.0:
-        raise APIError(400, f"'repetition_penalty' must be 1.0 on this server (the batched "
-                       f"engine has no penalty), got {penalty!r}", "repetition_penalty")
-    return {
-        "temperature": _number(body, "temperature", 0.0, lambda v: 0 <= v <= 2,
-                               "a number in [0, 2]"),
-        "top_p": _number(body, "top_p", 1.0, lambda v: 0 < v <= 1, "a number in (0, 1]"),
-        "top_k": _number(body, "top_k", 0, lambda v: v >= 0, "an integer >= 0", True),
-        "seed": _number(body, "seed", 0, lambda v: 0 <= v < 1 << 31,
-                        "an integer in [0, 2**31)", True),
-        "stop": stop or []}
 
 
 @dataclass
@@ -402,51 +351,6 @@ class Server:
         return await asyncio.get_running_loop().run_in_executor(self.embed_pool, run)
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
-    try:
-        body = json.loads(await request.body())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise APIError(400, f"the request body is not valid JSON: {e}") from None
-    if not isinstance(body, dict):
-        raise APIError(400, f"the request body must be a JSON object, got "
-                       f"{type(body).__name__}")
-    return body
-
-
-def _messages(body: dict[str, Any], roles: tuple[str, ...]) -> list[dict[str, str]]:
-    msgs = body.get("messages")
-    if not isinstance(msgs, list) or not msgs:
-        raise APIError(400, "'messages' must be a non-empty list of {role, content} objects",
-                       "messages")
-    out = []
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict) or m.get("role") not in roles:
-            raise APIError(400, f"messages[{i}].role must be one of {', '.join(roles)}",
-                           f"messages[{i}].role")
-        content = m.get("content")
-        if isinstance(content, list):       # [{"type": "text", "text": ...}, ...]
-            if not all(isinstance(p, dict) and p.get("type") == "text"
-                       and isinstance(p.get("text"), str) for p in content):
-                raise APIError(400, f"messages[{i}].content parts must be text parts",
-                               f"messages[{i}].content")
-            content = "".join(p["text"] for p in content)
-        if not isinstance(content, str):
-            raise APIError(400, f"messages[{i}].content must be a string",
-                           f"messages[{i}].content")
-        out.append({"role": m["role"], "content": content})
-    return out
-
-
-def _max_tokens(body: dict[str, Any]) -> int | None:
-    name = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
-    v = body.get(name)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise APIError(400, f"'{name}' must be an integer >= 1, got {v!r}", name)
-    return v
-
-
 def create_app(model: Any = None, embedding_model: Any = "minilm",
                max_queue: int = DEFAULT_MAX_QUEUE, max_context: int | None = None,
                max_sequences: int = DEFAULT_MAX_SEQUENCES, device: Any = None,
@@ -491,7 +395,7 @@ def create_app(model: Any = None, embedding_model: Any = "minilm",
 
     async def complete(request: Request, body: dict[str, Any], prompt: str, chat: bool
                        ) -> Any:
-        sampling, max_tokens = sampling_args(body), _max_tokens(body)
+        sampling, max_tokens = sampling_args(body), max_tokens_of(body)
         name = server.model_names()[0] if server.model is not None else None
         server.admit()
         kind = "chat.completion" if chat else "text_completion"
@@ -559,8 +463,8 @@ def create_app(model: Any = None, embedding_model: Any = "minilm",
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat_completions(request: Request) -> Any:
-        body = await _json_body(request)
-        messages = _messages(body, ROLES)
+        body = await json_body(request)
+        messages = messages_of(body, ROLES)
         lm = await server.lm()
         try:
             prompt = lm.render_chat(messages)
@@ -570,7 +474,7 @@ def create_app(model: Any = None, embedding_model: Any = "minilm",
 
     @app.post("/v1/completions", response_model=None)
     async def completions(request: Request) -> Any:
-        body = await _json_body(request)
+        body = await json_body(request)
         prompt = body.get("prompt")
         if isinstance(prompt, list) and len(prompt) == 1:
             prompt = prompt[0]
@@ -580,7 +484,7 @@ def create_app(model: Any = None, embedding_model: Any = "minilm",
 
     @app.post("/v1/embeddings")
     async def embeddings(request: Request) -> dict[str, Any]:
-        body = await _json_body(request)
+        body = await json_body(request)
         texts = body.get("input")
         if isinstance(texts, str):
             texts = [texts]
