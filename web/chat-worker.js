@@ -60,7 +60,7 @@ const LOAD = `
 lm = None                      # the previous model's buffers go before the next one's
 lm = llm.load(webrlx_chat.take_model().to_py(), device=device,
               max_context=min(CAPACITY, model_info["context"] or CAPACITY),
-              int8=True if INT8 == "all" else INT8 or None)
+              int8=INT8 or None)
 json.dumps({"capacity": lm.capacity, "chat": bool(lm.chat_template), "int8": sorted(lm.int8)})
 `;
 

@@ -164,6 +164,7 @@ def test_int8_argument_checked(bad):
     y = g.input("x", (2, 4), np.float32) * 2.0
     with pytest.raises(ValueError, match=r"compile\(\): int8 must be .*'decode', 'prefill'"):
         wr.compile(g, outputs=[y], int8=bad)
+    assert wr.compile(g, outputs=[y], int8="all").int8 == {"decode", "prefill"}
     with pytest.raises(ValueError, match=r"load\(\): int8 must be"):
         llm.load("/nonexistent/model.gguf", int8=bad)
 

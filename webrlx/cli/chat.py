@@ -32,16 +32,15 @@ def _load(args: argparse.Namespace, out: TextIO) -> Any:
     from ..models.safetensors import tqdm_like_progress
     t0 = time.perf_counter()
     progress = tqdm_like_progress("weights")
-    int8 = True if args.int8 == "all" else args.int8
     if args.model is None:
         lm = smollm2.load(None, device=args.device, capacity=args.capacity or 2048,
-                          progress=progress, int8=int8)
+                          progress=progress, int8=args.int8)
     else:
         from ..models import llm
         from . import naming
         with naming(f"--model {args.model}"):
             lm = llm.load(args.model, device=args.device, max_context=args.capacity,
-                          progress=progress, int8=int8)
+                          progress=progress, int8=args.int8)
     print(f"webrlx: {lm.name} ({lm.config.arch}) on {lm.device.info.name} "
           f"({lm.device.info.backend}), loaded in "
           f"{time.perf_counter() - t0:.1f} s; the first reply also compiles the kernels",

@@ -25,11 +25,11 @@ _ASKED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
 
 
 def parse(value: Any, where: str = "compile()") -> frozenset[str]:
-    """The kinds named by an `int8=` argument: None or False (none), True (all of KINDS), one
-    kind, or an iterable of kinds. Anything else raises ValueError naming `int8`."""
+    """The kinds named by an `int8=` argument: None or False (none), True or "all" (all of
+    KINDS), one kind, or an iterable of kinds. Anything else raises ValueError naming `int8`."""
     if value is None or value is False:
         return frozenset()
-    if value is True:
+    if value is True or value == "all":
         return frozenset(KINDS)
     kinds = [value] if isinstance(value, str) else value
     try:
@@ -37,7 +37,7 @@ def parse(value: Any, where: str = "compile()") -> frozenset[str]:
     except TypeError:
         out = None
     if out is None or not all(isinstance(k, str) and k in KINDS for k in out):
-        raise ValueError(f"{where}: int8 must be None, a bool, or one or more of "
+        raise ValueError(f"{where}: int8 must be None, a bool, 'all', or one or more of "
                          f"{', '.join(map(repr, KINDS))}, got {value!r}")
     return out
 

@@ -62,10 +62,12 @@ class LanguageModel(Protocol):
     tokenizer: Any
     stop_ids: Any
     max_param_bytes: int | None
-    int8: frozenset[str]
 
     @property
     def device(self) -> Any: ...
+
+    @property
+    def int8(self) -> frozenset[str]: ...
 
     def render_chat(self, messages: Any, add_generation_prompt: bool = True) -> str: ...
 

@@ -167,7 +167,6 @@ class LanguageModel:
         self.graph, outputs = build_llama(self.config, infos, capacity, self.max_param_bytes)
         self.executable: Executable = compile(self.graph, outputs=outputs, device=device,
                                               fuse=fuse, int8=int8)
-        self.int8 = self.executable.int8   # the Engine compiles its steps with the same
         names = list(self.graph.params)
         if file.mapped:
             self._upload(file, names)
@@ -179,6 +178,11 @@ class LanguageModel:
     @property
     def device(self) -> Any:
         return self.executable.device
+
+    @property
+    def int8(self) -> frozenset[str]:
+        """The int8 paths this model asked for (load(int8=)); its Engines take the same."""
+        return self.executable.int8
 
     def _upload(self, file: gguf.GGUFFile, names: list[str]) -> None:
         """Upload the params tensor by tensor from a mapped file, dropping each one's host
@@ -468,7 +472,7 @@ def load(path_or_bytes: str | os.PathLike[str] | bytes, device: Any = None,
             within 1e-3 x max|logit| of transformers). "decode": batched decode steps (2-15
             sequences, weights of 4M+ values) on x rounded to int8 per 32 values, ~5e-3 x
             max|y| off a product; "prefill": prompts of 32+ tokens on int8 x int8 products,
-            ~4e-2 x max|logit| off on a 1B model; True: both. On an H200 with a 1B Q4_K_M
+            ~4e-2 x max|logit| off on a 1B model; True or "all": both. On an H200 with a 1B Q4_K_M
             file they take 8 sequences from 3.5x to 5.8x one, and a 512-token prefill from
             31.4 to 19.7 ms (docs/performance.md). Small models keep f32 where int8 loses.
 

@@ -404,8 +404,8 @@ def compile(graph: Graph, outputs: Sequence[Tensor], device: Any = None,  # noqa
         fuse: fuse elementwise chains and epilogues (False: one kernel per op).
         max_plans: plans (one per binding of the symbolic dims) kept compiled at once; the
             least recently used is freed past it. Default: $WEBRLX_MAX_PLANS, else 16.
-        int8: int8 paths to opt into on GPUs (compiler/int8_scope.py): None (none), True
-            (all), "decode" (batched decode GEMVs on x rounded to int8) or "prefill" (long
+        int8: int8 paths to opt into on GPUs (compiler/int8_scope.py): None (none), True or
+            "all" (all), "decode" (batched decode GEMVs on x rounded to int8) or "prefill" (long
             prompts' quantized products on int8). Faster on big models, less exact: the
             reference device and every other product stay f32.
     """
